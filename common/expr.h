@@ -1,0 +1,49 @@
+// The closed scalar-expression language of manifest v2 (SPEC §3): a constant,
+// `{"sym": s}`, `{"ceil_div": [e, c]}`, `{"mul": [e, c]}`. Never a language:
+// no control flow, right operands are constants. Evaluation is checked u64
+// arithmetic: overflow and division by zero are errors, never a wrap.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "common/result.h"
+#include "common/source.h"
+
+namespace kern {
+
+/// One expression node. `kConst`: `value`; `kSym`: `sym` (a symbol name);
+/// `kCeilDiv`/`kMul`: `lhs` op `value` (the right operand is a constant).
+struct Expr {
+  enum class Op : uint8_t { kConst, kSym, kCeilDiv, kMul };
+  Op op = Op::kConst;
+  uint64_t value = 0;          ///< constant, or the right operand of ceil_div/mul
+  std::string sym;             ///< symbol name for kSym
+  std::shared_ptr<Expr> lhs;   ///< left operand for kCeilDiv/kMul (never null there)
+  SourceSpan span;             ///< where the expression was written
+
+  static Expr constant(uint64_t v);
+  static Expr symbol(std::string name);
+  static Expr ceil_div(Expr lhs, uint64_t divisor);
+  static Expr mul(Expr lhs, uint64_t factor);
+  /// Manifest-like text, e.g. "ceil_div(mul(tokens, 32), 4)".
+  std::string to_string() const;
+};
+
+/// Resolves a symbol name to its value during evaluation; nullopt = unknown.
+using SymbolLookup = std::optional<uint64_t> (*)(const std::string& name, const void* ctx);
+
+/// Checked u64 evaluation. Errors: unknown symbol, ceil_div by zero,
+/// overflow of mul or of ceil_div's rounding (message names the subexpression).
+Result<uint64_t> evaluate(const Expr& e, SymbolLookup lookup, const void* ctx);
+
+/// Checked u64 helpers shared by the verifier and the loader (nullopt on overflow).
+std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b);
+std::optional<uint64_t> checked_add(uint64_t a, uint64_t b);
+/// ceil(a / b); nullopt when b == 0.
+std::optional<uint64_t> checked_ceil_div(uint64_t a, uint64_t b);
+
+}  // namespace kern

@@ -1,0 +1,166 @@
+// The manifest v2 data model (SPEC §3): what the strict reader produces and
+// the verifier checks. Plain data; every node keeps the SourceSpan of the JSON
+// value it came from so diagnostics can point at it. Maps keep declaration
+// order (vectors of named entries) so output is deterministic.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/dtype.h"
+#include "common/expr.h"
+#include "common/source.h"
+
+namespace kern {
+
+/// `meta`: format version (only 2 is valid) and a free-form model label.
+struct Meta {
+  uint64_t version = 0;
+  std::string model;
+  SourceSpan span;
+  SourceSpan version_span;
+};
+
+/// `symbols.NAME`: a caller-supplied scalar with inclusive bounds (min defaults to 1).
+struct Symbol {
+  std::string name;
+  uint64_t min = 1;
+  uint64_t max = 0;
+  SourceSpan span;      ///< the symbol's object
+  SourceSpan name_span; ///< the key
+};
+
+/// `states.NAME`: opaque persistent state sized in bytes (SPEC §3). Exactly
+/// one of bytes_per_token (scaled by capacity) and bytes_fixed is non-zero.
+struct State {
+  std::string name;
+  uint64_t bytes_per_token = 0;
+  uint64_t bytes_fixed = 0;
+  uint64_t align = 256;  ///< power of two, in bytes
+  SourceSpan span;
+  SourceSpan name_span;
+};
+
+enum class BufferClass : uint8_t { kInput, kOutput, kWeight, kWorkspace, kCarry };
+std::string_view buffer_class_name(BufferClass c);
+
+/// A shape dimension: a constant element count or a symbol name.
+struct Dim {
+  std::variant<uint64_t, std::string> value;
+  SourceSpan span;
+  bool is_symbol() const { return value.index() == 1; }
+};
+
+/// `buffers.NAME`: dtype + shape (elements per dim) + class.
+struct Buffer {
+  std::string name;
+  DType dtype = DType::kBf16;
+  std::vector<Dim> shape;
+  BufferClass cls = BufferClass::kWorkspace;
+  SourceSpan span;
+  SourceSpan name_span;
+};
+
+/// `impl.scratch.NAME`: private workspace of one implementation.
+struct Scratch {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<Dim> shape;
+  SourceSpan span;
+  SourceSpan name_span;
+};
+
+/// A step argument: forwarded interface arg, scratch pointer (+ byte offset),
+/// or a typed literal private to the implementation.
+struct StepArg {
+  enum class Kind : uint8_t { kArg, kScratch, kI32, kU32, kI64, kF32, kU8 };
+  Kind kind = Kind::kArg;
+  uint64_t index = 0;        ///< kArg: interface arg index
+  std::string scratch;       ///< kScratch: scratch name
+  uint64_t offset = 0;       ///< kScratch: byte offset
+  int64_t int_value = 0;     ///< kI32/kI64 (and kU32/kU8 as non-negative)
+  float f32_value = 0.0f;    ///< kF32
+  SourceSpan span;
+};
+
+/// One launch inside an implementation (SPEC §3 `Step`).
+struct Step {
+  std::string symbol;  ///< entry symbol, or "extern:<op>" for runtime built-ins
+  std::vector<ParamType> params;
+  std::vector<SourceSpan> param_spans;
+  uint32_t block[3] = {1, 1, 1};
+  SourceSpan block_span;
+  std::vector<Expr> grid;  ///< exactly 3 after a successful read
+  SourceSpan grid_span;
+  std::optional<Expr> shared_mem;  ///< dynamic shared memory in bytes
+  std::optional<std::string> cubin;   ///< file relative to the kernels dir
+  std::optional<std::string> sha256;  ///< 64 lower/upper-case hex digits when well-formed
+  bool pdl = false;
+  std::vector<StepArg> args;
+  SourceSpan span;
+  SourceSpan symbol_span, cubin_span, sha256_span, args_span, params_span;
+  bool is_extern() const { return symbol.rfind("extern:", 0) == 0; }
+};
+
+/// A kernel: interface params + implementation (scratch + steps).
+struct Kernel {
+  std::string name;
+  std::vector<ParamType> params;
+  std::vector<SourceSpan> param_spans;
+  std::vector<Scratch> scratch;
+  std::vector<Step> steps;
+  SourceSpan span;
+  SourceSpan name_span;
+  SourceSpan params_span;
+};
+
+/// A dispatch argument (SPEC §3): tagged buffer/state reference with byte
+/// offset, symbol, expression, or typed literal.
+struct Arg {
+  enum class Kind : uint8_t { kBuf, kState, kSym, kExpr, kI32, kU32, kI64, kF32, kU8 };
+  Kind kind = Kind::kBuf;
+  std::string name;          ///< kBuf/kState/kSym: the referenced name
+  uint64_t offset = 0;       ///< kBuf/kState: byte offset (default 0)
+  std::optional<Expr> expr;  ///< kExpr
+  int64_t int_value = 0;     ///< integer literals
+  float f32_value = 0.0f;    ///< kF32
+  SourceSpan span;
+  SourceSpan name_span;      ///< the referenced name's string value
+};
+
+/// A call site: kernel name + interface args.
+struct Dispatch {
+  std::string kernel;
+  std::vector<Arg> args;
+  std::optional<std::string> label;
+  SourceSpan span;
+  SourceSpan kernel_span;
+};
+
+/// A program: a sequential list of dispatches (e.g. `prefill`, `decode`).
+struct Program {
+  std::string name;
+  std::vector<Dispatch> dispatches;
+  SourceSpan span;
+  SourceSpan name_span;
+};
+
+/// A whole manifest, entries in file order.
+struct Manifest {
+  Meta meta;
+  std::vector<Symbol> symbols;
+  std::vector<State> states;
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
+  std::vector<Program> programs;
+
+  const Symbol* find_symbol(std::string_view name) const;
+  const State* find_state(std::string_view name) const;
+  const Buffer* find_buffer(std::string_view name) const;
+  const Kernel* find_kernel(std::string_view name) const;
+};
+
+}  // namespace kern

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The README's test command: installs dependencies, builds, runs every test,
+# and prints one summary line "N passed, N failed, N skipped".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh || exit 1
+[ -d build ] || meson setup build || exit 1
+ninja -C build || exit 1
+meson test -C build --print-errorlogs --num-processes 2 --timeout-multiplier 3 2>&1 | tee build/test-output.txt
+rc=${PIPESTATUS[0]}
+ok=$(grep -E '^Ok:' build/test-output.txt | awk '{print $2}')
+fail=$(grep -E '^Fail:' build/test-output.txt | awk '{print $2}')
+skip=$(grep -E '^Skipped:' build/test-output.txt | awk '{print $2}')
+timeout=$(grep -E '^Timeout:' build/test-output.txt | awk '{print $2}')
+echo "${ok:-0} passed, $(( ${fail:-0} + ${timeout:-0} )) failed, ${skip:-0} skipped"
+exit $rc
