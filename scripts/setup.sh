@@ -7,6 +7,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(meson ninja-build pkg-config g++ rapidjson-dev libcli11-dev libspdlog-dev libfmt-dev
       catch2 libflatbuffers-dev flatbuffers-compiler libssl-dev libpcre2-dev python3)
 pkgs+=(libicu-dev)  # tokenizer: NFC normalization (kern-run/tokenizer)
+pkgs+=(python3-numpy git gcc)  # llama.cpp oracle: gguf-py needs numpy; clone the bundle; build the C oracle (test/oracle)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -29,4 +30,21 @@ if [ "$(cat "$tok_dir/.installed" 2>/dev/null)" != "$tok_pkgs" ]; then
   # shellcheck disable=SC2086
   npm install --prefix "$tok_dir" -E --ignore-scripts --no-audit --no-fund --loglevel=error $tok_pkgs
   echo "$tok_pkgs" > "$tok_dir/.installed"
+fi
+
+# llama.cpp oracle (test/oracle, oracles.md): node-llama-cpp's prebuilt CPU
+# libraries and its git bundle of llama.cpp's source (llama.h, gguf-py), pinned,
+# into the gitignored .cache/oracle/. --omit=optional keeps the GPU builds out
+# (83 MB instead of 700+). Skipped when the stamp already lists these pins.
+oracle_dir="$here/.cache/oracle"
+oracle_pkgs="node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1"
+if [ "$(cat "$oracle_dir/.installed" 2>/dev/null)" != "$oracle_pkgs" ]; then
+  command -v npm >/dev/null || { echo "setup.sh: npm (nodejs) is needed for the llama.cpp oracle" >&2; exit 1; }
+  mkdir -p "$oracle_dir"
+  [ -f "$oracle_dir/package.json" ] || echo '{"private": true}' > "$oracle_dir/package.json"
+  # shellcheck disable=SC2086
+  npm install --prefix "$oracle_dir" -E --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error $oracle_pkgs
+  rm -rf "$oracle_dir/llama.cpp"
+  git -c advice.detachedHead=false clone -q "$oracle_dir/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$oracle_dir/llama.cpp"
+  echo "$oracle_pkgs" > "$oracle_dir/.installed"
 fi
