@@ -1,0 +1,334 @@
+#!/usr/bin/python3
+"""gen_qwen3_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR]
+
+Writes a kern manifest v2 (SPEC §3) for a Hugging Face Qwen3 config.json:
+exactly the buffers, kernels (docs/kernels.md ABIs) and programs `prefill` /
+`decode` of docs/qwen3-manifest.md. The output is deterministic: keys in the
+order this file inserts them, 2-space indent, one trailing newline
+(examples/json_out.py), so regenerating a checked-in manifest is byte-identical.
+
+--kernels-dir DIR pins every non-extern step to the file in DIR that holds
+its symbol and writes that file's sha256 (SPEC §3 `cubin` + `sha256`). A file
+named `<symbol>.cubin` / `<symbol>.fatbin` wins; otherwise the one `.cubin` /
+`.fatbin` whose bytes contain the symbol name (uncompressed ELF string table).
+Without it, steps carry no pin and the runtime searches every loaded module.
+
+Exit status: 0 on success, 1 on a bad config or kernels dir, 2 on bad usage.
+"""
+
+import argparse
+import hashlib
+import math
+import os
+import sys
+
+from json_out import F32, dumps
+from qwen3_config import ConfigError, load_config
+
+PAGE = 16          # KV cache block size (tokens per page), docs/kernels.md
+ATTN_SPLITS = 16   # attention_decode split-KV count S
+ARGMAX_CHUNKS = 64 # argmax partial chunks per row
+TOK = {"sym": "tokens"}
+
+
+def buf(name, offset=0):
+    return {"buf": name, "offset": offset} if offset else {"buf": name}
+
+
+def i32(v):
+    return {"i32": v}
+
+
+def step(symbol, params, block, grid, args):
+    return {"symbol": symbol, "params": params, "block": block, "grid": grid, "args": args}
+
+
+def identity_kernel(symbol, params, block, grid):
+    """A one-step kernel whose step takes exactly the interface params."""
+    args = [{"arg": i} for i in range(len(params))]
+    return {"params": params, "impl": {"steps": [step(symbol, params, block, grid, args)]}}
+
+
+BF16_IN, BF16_OUT, BF16_INOUT = "in buffer<bf16>", "out buffer<bf16>", "inout buffer<bf16>"
+F32_IN = "in buffer<f32>"
+ATTN_PARAMS = [BF16_IN, "in ptr", "in buffer<i32>", "in buffer<i32>", "in buffer<i32>",
+               F32_IN, F32_IN, BF16_OUT, "i32", "i32", "i32", "i32", "i64", "f32"]
+
+
+def kernels(c):
+    """The kernel table (docs/kernels.md), in that page's order."""
+    H, D = c.heads, c.head_dim
+    head_norm_params = [BF16_IN, BF16_IN, BF16_OUT, "i32", "i32", "i32", "i32", "i32", "f32"]
+    partial_params = ATTN_PARAMS[:7] + ["out buffer<f32>", "out buffer<f32>"] + ATTN_PARAMS[8:] + ["i32"]
+    reduce_params = [F32_IN, F32_IN, BF16_OUT, "i32", "i32", "i32", "i32"]
+    return {
+        "embedding": identity_kernel(
+            "kern_embedding_bf16", ["in buffer<i64>", BF16_IN, BF16_OUT, "i32", "i32", "i32"],
+            [128, 1, 1], [TOK, 1, 1]),
+        "rmsnorm": identity_kernel(
+            "kern_rmsnorm_bf16", [BF16_IN, BF16_IN, BF16_OUT, "i32", "i32", "f32"],
+            [256, 1, 1], [TOK, 1, 1]),
+        "add_rmsnorm": identity_kernel(
+            "kern_add_rmsnorm_bf16", [BF16_IN, BF16_INOUT, BF16_IN, BF16_OUT, "i32", "i32", "f32"],
+            [256, 1, 1], [TOK, 1, 1]),
+        # One kernel per head count: the grid (one warp per head, 4 per block)
+        # is an expression over symbols only, so q (H heads) and k (KV heads)
+        # need their own impl; both launch the same symbol.
+        "head_rmsnorm_q": identity_kernel(
+            "kern_head_rmsnorm_bf16", head_norm_params, [128, 1, 1],
+            [{"ceil_div": [{"mul": [TOK, H]}, 4]}, 1, 1]),
+        "head_rmsnorm_k": identity_kernel(
+            "kern_head_rmsnorm_bf16", head_norm_params, [128, 1, 1],
+            [{"ceil_div": [{"mul": [TOK, c.kv_heads]}, 4]}, 1, 1]),
+        "rope": identity_kernel(
+            "kern_rope_bf16",
+            ["in buffer<i64>", BF16_INOUT, BF16_INOUT, F32_IN, "i32", "i32", "i32", "i32", "i32", "i32", "u8"],
+            [128, 1, 1], [TOK, 1, 1]),
+        "silu_and_mul": identity_kernel(
+            "kern_silu_and_mul_bf16", [BF16_IN, BF16_OUT, "i32", "i32"], [256, 1, 1], [TOK, 1, 1]),
+        "kv_cache_write": identity_kernel(
+            "kern_reshape_and_cache_bf16",
+            [BF16_IN, BF16_IN, "inout ptr", "in buffer<i64>", F32_IN, F32_IN,
+             "i32", "i32", "i32", "i32", "i32", "i64"],
+            [128, 1, 1], [TOK, 1, 1]),
+        "attention_decode": {
+            "params": ATTN_PARAMS,
+            "impl": {
+                "scratch": {
+                    "partial_o": {"dtype": "f32", "shape": ["tokens", H * ATTN_SPLITS * D]},
+                    "partial_ml": {"dtype": "f32", "shape": ["tokens", H * ATTN_SPLITS * 2]},
+                },
+                "steps": [
+                    step("kern_paged_attention_partial_bf16", partial_params, [128, 1, 1],
+                         [H, ATTN_SPLITS, TOK],
+                         [{"arg": i} for i in range(7)]
+                         + [{"scratch": "partial_o"}, {"scratch": "partial_ml"}]
+                         + [{"arg": i} for i in range(8, 14)] + [i32(ATTN_SPLITS)]),
+                    step("kern_paged_attention_reduce_bf16", reduce_params, [128, 1, 1], [H, TOK, 1],
+                         [{"scratch": "partial_o"}, {"scratch": "partial_ml"}, {"arg": 7},
+                          {"arg": 8}, {"arg": 9}, {"arg": 11}, i32(ATTN_SPLITS)]),
+                ],
+            },
+        },
+        "attention_prefill": identity_kernel(
+            "kern_paged_attention_prefill_bf16", ATTN_PARAMS, [128, 1, 1], [H, TOK, 1]),
+        "argmax": {
+            "params": [BF16_IN, "out buffer<i64>", "i32", "i32"],
+            "impl": {
+                "scratch": {
+                    "partial_val": {"dtype": "f32", "shape": ["tokens", ARGMAX_CHUNKS]},
+                    "partial_idx": {"dtype": "i32", "shape": ["tokens", ARGMAX_CHUNKS]},
+                },
+                "steps": [
+                    step("kern_argmax_partial_bf16",
+                         [BF16_IN, "out buffer<f32>", "out buffer<i32>", "i32", "i32", "i32"],
+                         [256, 1, 1], [ARGMAX_CHUNKS, TOK, 1],
+                         [{"arg": 0}, {"scratch": "partial_val"}, {"scratch": "partial_idx"},
+                          {"arg": 2}, {"arg": 3}, i32(ARGMAX_CHUNKS)]),
+                    step("kern_argmax_reduce",
+                         [F32_IN, "in buffer<i32>", "out buffer<i64>", "i32", "i32"],
+                         [64, 1, 1], [TOK, 1, 1],
+                         [{"scratch": "partial_val"}, {"scratch": "partial_idx"}, {"arg": 1},
+                          {"arg": 2}, i32(ARGMAX_CHUNKS)]),
+                ],
+            },
+        },
+        "gemm": identity_kernel(
+            "extern:cublaslt_bf16_tn", [BF16_IN, BF16_IN, BF16_OUT, "i32", "i32", "i32"],
+            [1, 1, 1], [1, 1, 1]),
+    }
+
+
+def buffers(c):
+    """Inputs, the output, workspace and weights (docs/qwen3-manifest.md)."""
+    E, D, I, V = c.hidden, c.head_dim, c.intermediate, c.vocab
+    out = {
+        "token_ids": {"dtype": "i64", "shape": ["tokens"], "class": "input"},
+        "positions": {"dtype": "i64", "shape": ["tokens"], "class": "input"},
+        "slot_mapping": {"dtype": "i64", "shape": ["tokens"], "class": "input"},
+        "seq_lens": {"dtype": "i32", "shape": [1], "class": "input"},
+        "cu_seqlens_q": {"dtype": "i32", "shape": [2], "class": "input"},
+        "block_table": {"dtype": "i32", "shape": [math.ceil(c.max_position / PAGE)], "class": "input"},
+        "next_token": {"dtype": "i64", "shape": ["tokens"], "class": "output"},
+    }
+    for name, width in (("residual", E), ("normed", E), ("qkv", c.qkv_rows), ("q_normed", c.heads * D),
+                        ("k_normed", c.kv_heads * D), ("attn_out", c.heads * D), ("proj_out", E),
+                        ("gate_up", 2 * I), ("act", I), ("logits", V)):
+        out[name] = {"dtype": "bf16", "shape": ["tokens", width], "class": "workspace"}
+
+    def weight(name, shape, dtype="bf16"):
+        out[name] = {"dtype": dtype, "shape": shape, "class": "weight"}
+
+    weight("model.embed_tokens.weight", [V, E])
+    for layer in range(c.layers):
+        p = f"model.layers.{layer}."
+        weight(p + "input_layernorm.weight", [E])
+        weight(p + "self_attn.qkv_proj.weight", [c.qkv_rows, E])
+        weight(p + "self_attn.q_norm.weight", [D])
+        weight(p + "self_attn.k_norm.weight", [D])
+        weight(p + "self_attn.o_proj.weight", [E, c.heads * D])
+        weight(p + "post_attention_layernorm.weight", [E])
+        weight(p + "mlp.gate_up_proj.weight", [2 * I, E])
+        weight(p + "mlp.down_proj.weight", [E, I])
+    weight("model.norm.weight", [E])
+    weight("lm_head.weight", [V, E])
+    weight("rope.cos_sin_cache", [c.max_position, D], "f32")
+    weight("k_scale", [1], "f32")
+    weight("v_scale", [1], "f32")
+    return out
+
+
+def dispatch(label, kernel, args):
+    return {"kernel": kernel, "label": label, "args": args}
+
+
+def gemm(label, a, w, out, n, k):
+    return dispatch(label, "gemm", [buf(a), buf(w), buf(out), TOK, i32(n), i32(k)])
+
+
+def layer_dispatches(c, layer, attention):
+    """The 12 dispatches of one decoder layer (docs/qwen3-manifest.md, Programs)."""
+    E, H, KV, D, I = c.hidden, c.heads, c.kv_heads, c.head_dim, c.intermediate
+    p, w = f"layers.{layer}.", f"model.layers.{layer}."
+    eps = F32(c.rms_norm_eps)
+    page_stride = c.layers * PAGE * KV * 2 * D            # elements between pages
+    kv_base = {"state": "kv_cache", "offset": layer * PAGE * KV * 2 * D * 2}  # literal layer region
+    qkv_width = c.qkv_rows
+    if layer == 0:
+        first = dispatch(p + "input_layernorm", "rmsnorm",
+                         [buf("residual"), buf(w + "input_layernorm.weight"), buf("normed"), TOK, i32(E),
+                          {"f32": eps}])
+    else:
+        first = dispatch(p + "input_layernorm", "add_rmsnorm",
+                         [buf("proj_out"), buf("residual"), buf(w + "input_layernorm.weight"), buf("normed"),
+                          TOK, i32(E), {"f32": eps}])
+    return [
+        first,
+        gemm(p + "qkv_proj", "normed", w + "self_attn.qkv_proj.weight", "qkv", qkv_width, E),
+        dispatch(p + "q_norm", "head_rmsnorm_q",
+                 [buf("qkv"), buf(w + "self_attn.q_norm.weight"), buf("q_normed"),
+                  {"expr": {"mul": [TOK, H]}}, i32(H), i32(D), i32(qkv_width), i32(H * D), {"f32": eps}]),
+        dispatch(p + "k_norm", "head_rmsnorm_k",
+                 [buf("qkv", H * D * 2), buf(w + "self_attn.k_norm.weight"), buf("k_normed"),
+                  {"expr": {"mul": [TOK, KV]}}, i32(KV), i32(D), i32(qkv_width), i32(KV * D), {"f32": eps}]),
+        dispatch(p + "rope", "rope",
+                 [buf("positions"), buf("q_normed"), buf("k_normed"), buf("rope.cos_sin_cache"), TOK,
+                  i32(H), i32(KV), i32(D), i32(H * D), i32(KV * D), {"u8": 1}]),
+        dispatch(p + "kv_cache_write", "kv_cache_write",
+                 [buf("k_normed"), buf("qkv", (H + KV) * D * 2), kv_base, buf("slot_mapping"),
+                  buf("k_scale"), buf("v_scale"), TOK, i32(KV), i32(D), i32(KV * D), i32(qkv_width),
+                  {"i64": page_stride}]),
+        dispatch(p + "attention", attention,
+                 [buf("q_normed"), kv_base, buf("block_table"), buf("seq_lens"), buf("cu_seqlens_q"),
+                  buf("k_scale"), buf("v_scale"), buf("attn_out"), TOK, i32(H), i32(KV), i32(D),
+                  {"i64": page_stride}, {"f32": F32(1.0 / math.sqrt(D))}]),
+        gemm(p + "o_proj", "attn_out", w + "self_attn.o_proj.weight", "proj_out", E, H * D),
+        dispatch(p + "post_attention_layernorm", "add_rmsnorm",
+                 [buf("proj_out"), buf("residual"), buf(w + "post_attention_layernorm.weight"), buf("normed"),
+                  TOK, i32(E), {"f32": eps}]),
+        gemm(p + "gate_up_proj", "normed", w + "mlp.gate_up_proj.weight", "gate_up", 2 * I, E),
+        dispatch(p + "silu_and_mul", "silu_and_mul", [buf("gate_up"), buf("act"), TOK, i32(I)]),
+        gemm(p + "down_proj", "act", w + "mlp.down_proj.weight", "proj_out", E, I),
+    ]
+
+
+def program(c, attention, with_head):
+    out = [dispatch("embed_tokens", "embedding",
+                    [buf("token_ids"), buf("model.embed_tokens.weight"), buf("residual"), TOK,
+                     i32(c.hidden), i32(c.vocab)])]
+    for layer in range(c.layers):
+        out += layer_dispatches(c, layer, attention)
+    if with_head:
+        out += [
+            dispatch("norm", "add_rmsnorm",
+                     [buf("proj_out"), buf("residual"), buf("model.norm.weight"), buf("normed"), TOK,
+                      i32(c.hidden), {"f32": F32(c.rms_norm_eps)}]),
+            gemm("lm_head", "normed", "lm_head.weight", "logits", c.vocab, c.hidden),
+            dispatch("argmax", "argmax", [buf("logits"), buf("next_token"), TOK, i32(c.vocab)]),
+        ]
+    return {"dispatches": out}
+
+
+def manifest(c, tokens_max, model_label):
+    """The whole manifest as an ordered dict tree."""
+    return {
+        "meta": {"version": 2, "model": model_label},
+        "symbols": {"tokens": {"min": 1, "max": tokens_max}},
+        "states": {"kv_cache": {"bytes_per_token": c.layers * c.kv_heads * 2 * c.head_dim * 2, "align": 256}},
+        "buffers": buffers(c),
+        "kernels": kernels(c),
+        "programs": {
+            "prefill": program(c, "attention_prefill", with_head=False),
+            "decode": program(c, "attention_decode", with_head=True),
+        },
+    }
+
+
+def default_label(c):
+    return (f"qwen3 E={c.hidden} L={c.layers} H={c.heads} KV={c.kv_heads} D={c.head_dim} "
+            f"I={c.intermediate} V={c.vocab}")
+
+
+def find_kernel_file(kernels_dir, symbol):
+    """(file name relative to kernels_dir, sha256 hex) of the one kernel file holding `symbol`."""
+    names = sorted(n for n in os.listdir(kernels_dir) if n.endswith((".cubin", ".fatbin")))
+    for ext in (".cubin", ".fatbin"):
+        if symbol + ext in names:
+            names = [symbol + ext]
+            break
+    else:
+        needle = b"\0" + symbol.encode() + b"\0"
+        hits = []
+        for n in names:
+            with open(os.path.join(kernels_dir, n), "rb") as f:
+                if needle in f.read():
+                    hits.append(n)
+        if len(hits) != 1:
+            found = ", ".join(hits) if hits else "none"
+            raise ConfigError(f"--kernels-dir {kernels_dir}: symbol {symbol} must be in exactly one "
+                              f".cubin/.fatbin file, found {found}")
+        names = hits
+    with open(os.path.join(kernels_dir, names[0]), "rb") as f:
+        return names[0], hashlib.sha256(f.read()).hexdigest()
+
+
+def pin_kernels(doc, kernels_dir):
+    """Adds `cubin` + `sha256` after `symbol` in every non-extern step."""
+    for kernel in doc["kernels"].values():
+        steps = kernel["impl"]["steps"]
+        for i, s in enumerate(steps):
+            if s["symbol"].startswith("extern:"):
+                continue
+            name, digest = find_kernel_file(kernels_dir, s["symbol"])
+            pinned = {"symbol": s["symbol"], "cubin": name, "sha256": digest}
+            pinned.update((k, v) for k, v in s.items() if k != "symbol")
+            steps[i] = pinned
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("config", help="HF Qwen3 config.json")
+    ap.add_argument("-o", "--output", required=True, help="manifest to write")
+    ap.add_argument("--tokens-max", type=int, default=512, help="upper bound of the `tokens` symbol (default 512)")
+    ap.add_argument("--kernels-dir", help="directory of built kernel files to pin steps to (cubin + sha256)")
+    ap.add_argument("--model", help="meta.model label (default: derived from the geometry)")
+    args = ap.parse_args(argv)
+    if args.tokens_max < 1:
+        ap.error("--tokens-max must be at least 1")
+    try:
+        c = load_config(args.config)
+        doc = manifest(c, args.tokens_max, args.model or default_label(c))
+        if args.kernels_dir:
+            pin_kernels(doc, args.kernels_dir)
+    except (ConfigError, OSError, ValueError) as e:
+        print(f"gen_qwen3_manifest: {e}", file=sys.stderr)
+        return 1
+    text = dumps(doc)
+    with open(args.output, "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,109 @@
+"""Reads a Hugging Face Qwen3 `config.json` into the few numbers kern's tools
+need (docs/qwen3-manifest.md), and computes the rope cos/sin cache.
+
+Shared by gen_qwen3_manifest.py, gen_random_weights.py and export_qwen3.py.
+Standard library only. What it does not check: anything that does not change
+the exported layout or the manifest (tokenizer fields, torch_dtype, ...).
+"""
+
+import json
+import math
+import struct
+from dataclasses import dataclass
+
+
+class ConfigError(Exception):
+    """A config.json that is not a Qwen3 config kern can run."""
+
+
+@dataclass(frozen=True)
+class Qwen3Config:
+    """Model geometry, in elements. E = hidden, H = query heads, KV = kv heads,
+    D = head_dim, I = intermediate, V = vocab, L = layers."""
+
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    max_position: int
+    rope_theta: float
+    rms_norm_eps: float
+    tie_word_embeddings: bool
+
+    @property
+    def qkv_rows(self):
+        """Rows of the merged qkv projection: (H + 2 KV) D."""
+        return (self.heads + 2 * self.kv_heads) * self.head_dim
+
+
+def _require_int(cfg, key, default=None):
+    value = cfg.get(key, default)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise ConfigError(f"config.{key}: expected a positive integer, found {value!r}")
+    return value
+
+
+def load_config(path):
+    """Parses `path` (a HF Qwen3 config.json). Raises ConfigError on a config
+    that is not Qwen3-shaped (wrong model_type, rope scaling, attention bias,
+    an activation other than silu, heads not divisible by kv heads)."""
+    with open(path, "r", encoding="utf-8") as f:
+        cfg = json.load(f)
+    return parse_config(cfg)
+
+
+def parse_config(cfg):
+    """Like load_config, from an already parsed dict."""
+    if cfg.get("model_type") != "qwen3":
+        raise ConfigError(f"config.model_type: expected \"qwen3\", found {cfg.get('model_type')!r}")
+    if cfg.get("rope_scaling") not in (None, {}):
+        raise ConfigError("config.rope_scaling: rope scaling is not supported (plain neox rope only)")
+    if cfg.get("attention_bias", False):
+        raise ConfigError("config.attention_bias: true is not supported (the exported layout has no biases)")
+    if cfg.get("hidden_act", "silu") != "silu":
+        raise ConfigError(f"config.hidden_act: expected \"silu\", found {cfg.get('hidden_act')!r}")
+    hidden = _require_int(cfg, "hidden_size")
+    heads = _require_int(cfg, "num_attention_heads")
+    kv_heads = _require_int(cfg, "num_key_value_heads", heads)
+    if heads % kv_heads != 0:
+        raise ConfigError(f"config.num_attention_heads: {heads} is not a multiple of "
+                          f"num_key_value_heads {kv_heads}")
+    head_dim = _require_int(cfg, "head_dim", hidden // heads if hidden % heads == 0 else None)
+    if head_dim % 2 != 0:
+        raise ConfigError(f"config.head_dim: {head_dim} is odd (rope rotates pairs)")
+    theta = cfg.get("rope_theta", 10000.0)
+    eps = cfg.get("rms_norm_eps", 1e-6)
+    for key, value in (("rope_theta", theta), ("rms_norm_eps", eps)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
+            raise ConfigError(f"config.{key}: expected a positive number, found {value!r}")
+    return Qwen3Config(
+        hidden=hidden,
+        layers=_require_int(cfg, "num_hidden_layers"),
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        intermediate=_require_int(cfg, "intermediate_size"),
+        vocab=_require_int(cfg, "vocab_size"),
+        max_position=_require_int(cfg, "max_position_embeddings"),
+        rope_theta=float(theta),
+        rms_norm_eps=float(eps),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+    )
+
+
+def rope_cache_row_bytes(cfg, position):
+    """Row `position` of `rope.cos_sin_cache` as little-endian f32 bytes:
+    `cos[0..D/2) | sin[0..D/2)` of `position * theta^(-2i/D)`, computed in
+    float64 and rounded once to f32 (docs/kernels.md, rope)."""
+    half = cfg.head_dim // 2
+    angles = [position * cfg.rope_theta ** (-2.0 * i / cfg.head_dim) for i in range(half)]
+    return struct.pack(f"<{2 * half}f", *([math.cos(a) for a in angles] + [math.sin(a) for a in angles]))
+
+
+def rope_cache_bytes(cfg):
+    """Yields the whole `rope.cos_sin_cache` [max_position, D] f32, one row at a time."""
+    for p in range(cfg.max_position):
+        yield rope_cache_row_bytes(cfg, p)
