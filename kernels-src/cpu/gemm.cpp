@@ -1,0 +1,166 @@
+// The GEMM built-ins (docs/kernels.md §10, SPEC §3 runtime extern ops):
+// extern:cublaslt_bf16_tn      c[m, n] = bf16(a[m, k] . w[n, k]^T)
+// extern:cublaslt_bf16_tn_acc  c[m, n] = bf16(c + a . w^T)
+// with f32 accumulation and one rounding per output element. This is the
+// cpu device's hot spot (it runs whole models), so it is written to be
+// reasonably fast without BLAS: a is widened to f32 once; w is widened four
+// rows at a time into a small panel; each dot product uses eight independent
+// f32 accumulators (a loop the compiler vectorises) combined in a fixed
+// order, so every c element is computed by the same arithmetic whatever the
+// tiling or thread count (results do not depend on the machine's cores).
+// Large problems split the n range over up to 8 std::threads.
+//
+// Not supported: c overlapping a or w (cublasLt forbids it as well).
+#include <algorithm>
+#include <functional>
+#include <new>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "common/bf16.h"
+#include "kernels-src/cpu/kernel_args.h"
+#include "kernels-src/cpu/kernels.h"
+
+namespace kern::cpu {
+
+namespace {
+
+constexpr const char* kGemm = "extern:cublaslt_bf16_tn";
+constexpr const char* kGemmAcc = "extern:cublaslt_bf16_tn_acc";
+constexpr int kLanes = 8;           // independent accumulators per dot product
+constexpr int64_t kPanelRows = 4;   // w rows widened and used together
+constexpr int64_t kRowTile = 16;    // a rows kept hot while a w panel is reused
+constexpr int64_t kThreadWork = int64_t{1} << 20;  // m*n*k above which threads help
+constexpr unsigned kMaxThreads = 8;
+
+/// The problem: a [m, k] already widened to f32; w [n, k] and c [m, n] bf16.
+struct Gemm {
+  const float* a = nullptr;
+  const uint16_t* w = nullptr;
+  uint16_t* c = nullptr;
+  int64_t m = 0, n = 0, k = 0;
+  bool accumulate = false;
+};
+
+/// out[r] = a . w_panel[r] for r < R (w_panel rows are k floats apart), each
+/// with the same f32 operation order: lane-wise products, lanes summed
+/// pairwise, then the tail elements in order.
+template <int R>
+void panel_dots(const float* a, const float* w_panel, int64_t k, float* out) {
+  float acc[R][kLanes] = {};
+  const int64_t body = k - k % kLanes;
+  for (int64_t x = 0; x < body; x += kLanes) {
+    for (int r = 0; r < R; ++r) {
+      const float* wr = w_panel + r * k + x;
+      for (int lane = 0; lane < kLanes; ++lane) acc[r][lane] += a[x + lane] * wr[lane];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    const float* v = acc[r];
+    float sum = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+    for (int64_t x = body; x < k; ++x) sum += a[x] * w_panel[r * k + x];
+    out[r] = sum;
+  }
+}
+
+/// Computes columns [n_begin, n_end) of c for every row; `panel` is scratch
+/// of kPanelRows * k floats owned by the calling thread. Never throws.
+void gemm_columns(const Gemm& g, int64_t n_begin, int64_t n_end, float* panel) {
+  float dots[kPanelRows];
+  for (int64_t i0 = 0; i0 < g.m; i0 += kRowTile) {
+    const int64_t i1 = std::min(i0 + kRowTile, g.m);
+    for (int64_t j = n_begin; j < n_end; j += kPanelRows) {
+      const int64_t rows = std::min(kPanelRows, n_end - j);
+      bf16_to_f32_n(g.w + j * g.k, panel, static_cast<size_t>(rows * g.k));
+      for (int64_t i = i0; i < i1; ++i) {
+        const float* a_row = g.a + i * g.k;
+        switch (rows) {
+          case 4: panel_dots<4>(a_row, panel, g.k, dots); break;
+          case 3: panel_dots<3>(a_row, panel, g.k, dots); break;
+          case 2: panel_dots<2>(a_row, panel, g.k, dots); break;
+          default: panel_dots<1>(a_row, panel, g.k, dots); break;
+        }
+        uint16_t* c_row = g.c + i * g.n + j;
+        for (int64_t r = 0; r < rows; ++r) {
+          const float old = g.accumulate ? bf16_to_f32(c_row[r]) : 0.0f;
+          c_row[r] = f32_to_bf16(g.accumulate ? old + dots[r] : dots[r]);
+        }
+      }
+    }
+  }
+}
+
+/// Number of threads for the problem: 1 below kThreadWork, else the cores
+/// (at most kMaxThreads), never more than there are w panels.
+unsigned thread_count(int64_t m, int64_t n, int64_t k) {
+  if (m * n * k <= kThreadWork) return 1;
+  const unsigned cores = std::max(1u, std::min(std::thread::hardware_concurrency(), kMaxThreads));
+  const int64_t panels = (n + kPanelRows - 1) / kPanelRows;
+  return static_cast<unsigned>(std::min<int64_t>(cores, panels));
+}
+
+Status run_gemm(const CpuLaunch& l, const char* kname, bool accumulate) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(check_num_args(l, kname, 6));
+  int64_t m = 0, n = 0, k = 0;
+  KERN_RETURN_IF_ERROR(read_i32(l, kname, 3, "m", 0, m));
+  KERN_RETURN_IF_ERROR(read_i32(l, kname, 4, "n", 0, n));
+  KERN_RETURN_IF_ERROR(read_i32(l, kname, 5, "k", 0, k));
+  const bool out = m > 0 && n > 0;
+  const uint16_t* a = nullptr;
+  const uint16_t* w = nullptr;
+  uint16_t* c = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 0, "a", out && k > 0, a));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 1, "w", out && k > 0, w));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 2, "c", out, c));
+  if (!out) return Status::ok_status();
+
+  try {
+    std::vector<float> a_f32(static_cast<size_t>(m * k));
+    if (k > 0) bf16_to_f32_n(a, a_f32.data(), a_f32.size());
+    const Gemm g{a_f32.data(), w, c, m, n, k, accumulate};
+
+    const unsigned threads = thread_count(m, n, k);
+    const int64_t panels = (n + kPanelRows - 1) / kPanelRows;
+    std::vector<std::vector<float>> scratch(threads,
+                                            std::vector<float>(static_cast<size_t>(kPanelRows * k)));
+    const auto range = [&](unsigned t, int64_t& begin, int64_t& end) {
+      begin = std::min(n, panels * t / threads * kPanelRows);
+      end = std::min(n, panels * (t + 1) / threads * kPanelRows);
+    };
+    std::vector<std::thread> pool;
+    pool.reserve(threads);  // emplace_back below then only throws from std::thread
+    unsigned spawned = 1;  // range 0 always runs on this thread
+    try {
+      for (; spawned < threads; ++spawned) {
+        int64_t b = 0, e = 0;
+        range(spawned, b, e);
+        pool.emplace_back(gemm_columns, std::cref(g), b, e, scratch[spawned].data());
+      }
+    } catch (const std::system_error&) {
+      // No more threads available: the ranges not handed out run here.
+    }
+    int64_t b = 0, e = 0;
+    range(0, b, e);
+    gemm_columns(g, b, e, scratch[0].data());
+    for (unsigned t = spawned; t < threads; ++t) {
+      range(t, b, e);
+      gemm_columns(g, b, e, scratch[t].data());
+    }
+    for (std::thread& th : pool) th.join();
+  } catch (const std::bad_alloc&) {
+    return make_error(ErrorKind::kDevice, std::string(kname) + ": out of host memory for m " +
+                                              std::to_string(m) + ", n " + std::to_string(n) +
+                                              ", k " + std::to_string(k));
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Status gemm_bf16_tn(const CpuLaunch& l) { return run_gemm(l, kGemm, false); }
+
+Status gemm_bf16_tn_acc(const CpuLaunch& l) { return run_gemm(l, kGemmAcc, true); }
+
+}  // namespace kern::cpu

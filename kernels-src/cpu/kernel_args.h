@@ -1,0 +1,138 @@
+// Argument validation shared by the cpu reference kernels (private to
+// kernels-src/cpu). Every kernel first checks the parameter count, each
+// scalar param (sizes must be >= 0, strides large enough, floats finite), the
+// pointers it will dereference and the launch geometry its CUDA twin relies
+// on; only then does it touch memory. Errors name the kernel symbol and the
+// param ("kern_rmsnorm_bf16: param 3 (rows) is -1; must be >= 0").
+//
+// Not checked here (cannot be, from the ABI alone): that a buffer really
+// holds as many elements as the scalar params say. That is the plan's job
+// (kern-verify sizes buffers and scratch; kern-load allocates them).
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kernels-src/cpu/cpu_kernel.h"
+
+namespace kern::cpu::detail {
+
+/// An error about a launch's parameters or geometry (the plan wired it).
+inline Error launch_error(const char* kernel, const std::string& message) {
+  return make_error(ErrorKind::kManifest, std::string(kernel) + ": " + message);
+}
+
+/// An error about the contents of an input buffer (the caller wrote it).
+inline Error data_error(const char* kernel, const std::string& message) {
+  return make_error(ErrorKind::kUsage, std::string(kernel) + ": " + message);
+}
+
+/// Checks that the launch carries exactly `expected` params and that none of
+/// the kernelParams slots is null.
+inline Status check_num_args(const CpuLaunch& l, const char* kernel, size_t expected) {
+  if (l.num_args != expected) {
+    return launch_error(kernel, "got " + std::to_string(l.num_args) + " params; the abi has " +
+                                    std::to_string(expected));
+  }
+  if (expected > 0 && l.args == nullptr) return launch_error(kernel, "kernelParams is null");
+  for (size_t i = 0; i < expected; ++i) {
+    if (l.args[i] == nullptr) {
+      return launch_error(kernel, "kernelParams[" + std::to_string(i) + "] is null");
+    }
+  }
+  return Status::ok_status();
+}
+
+/// Reads i32 param `index` named `name` into `out`; fails when it is below `min`.
+inline Status read_i32(const CpuLaunch& l, const char* kernel, size_t index, const char* name,
+                       int32_t min, int64_t& out) {
+  const int32_t v = l.arg<int32_t>(index);
+  if (v < min) {
+    return launch_error(kernel, "param " + std::to_string(index) + " (" + name + ") is " +
+                                    std::to_string(v) + "; must be >= " + std::to_string(min));
+  }
+  out = v;
+  return Status::ok_status();
+}
+
+/// Reads i64 param `index` named `name` into `out`; fails when it is below `min`.
+inline Status read_i64(const CpuLaunch& l, const char* kernel, size_t index, const char* name,
+                       int64_t min, int64_t& out) {
+  const int64_t v = l.arg<int64_t>(index);
+  if (v < min) {
+    return launch_error(kernel, "param " + std::to_string(index) + " (" + name + ") is " +
+                                    std::to_string(v) + "; must be >= " + std::to_string(min));
+  }
+  out = v;
+  return Status::ok_status();
+}
+
+/// Reads f32 param `index` named `name` into `out`; fails when it is NaN or
+/// infinite, or negative while `non_negative` is set.
+inline Status read_f32(const CpuLaunch& l, const char* kernel, size_t index, const char* name,
+                       bool non_negative, float& out) {
+  const float v = l.arg<float>(index);
+  if (!std::isfinite(v) || (non_negative && v < 0.0f)) {
+    return launch_error(kernel, "param " + std::to_string(index) + " (" + name + ") is " +
+                                    std::to_string(v) + "; must be finite" +
+                                    (non_negative ? " and >= 0" : ""));
+  }
+  out = v;
+  return Status::ok_status();
+}
+
+/// Reads pointer param `index` named `name` into `out`; fails when it is null
+/// although the launch will dereference it (`used`).
+template <typename T>
+Status read_ptr(const CpuLaunch& l, const char* kernel, size_t index, const char* name, bool used,
+                T*& out) {
+  out = l.arg<T*>(index);
+  if (used && out == nullptr) {
+    return launch_error(kernel, "param " + std::to_string(index) + " (" + name +
+                                    ") is a null pointer");
+  }
+  return Status::ok_status();
+}
+
+/// Fails when `value` (param `index` named `name`) is below `min`, for
+/// consistency rules between params (e.g. a stride smaller than a row).
+inline Status check_at_least(const char* kernel, size_t index, const char* name, int64_t value,
+                             int64_t min, const char* why) {
+  if (value < min) {
+    return launch_error(kernel, "param " + std::to_string(index) + " (" + name + ") is " +
+                                    std::to_string(value) + "; must be >= " + std::to_string(min) +
+                                    " (" + why + ")");
+  }
+  return Status::ok_status();
+}
+
+/// Fails when grid axis `axis` (0 = x) is smaller than `needed`: the CUDA
+/// twin maps one block to one unit of work on that axis, so a smaller grid
+/// would leave part of the output unwritten.
+inline Status check_grid_covers(const CpuLaunch& l, const char* kernel, int axis, int64_t needed,
+                                const char* what) {
+  if (static_cast<int64_t>(l.grid[axis]) < needed) {
+    return launch_error(kernel, std::string("grid.") + "xyz"[axis] + " is " +
+                                    std::to_string(l.grid[axis]) + "; must be >= " +
+                                    std::to_string(needed) + " (" + what + ")");
+  }
+  return Status::ok_status();
+}
+
+/// Fails when grid axis `axis` differs from `count` (param `index` named
+/// `name`): split / chunk counts index private scratch, so the grid and the
+/// param must agree exactly.
+inline Status check_grid_equals(const CpuLaunch& l, const char* kernel, int axis, size_t index,
+                                const char* name, int64_t count) {
+  if (static_cast<int64_t>(l.grid[axis]) != count) {
+    return launch_error(kernel, std::string("grid.") + "xyz"[axis] + " is " +
+                                    std::to_string(l.grid[axis]) + "; must equal param " +
+                                    std::to_string(index) + " (" + name + ") = " +
+                                    std::to_string(count));
+  }
+  return Status::ok_status();
+}
+
+}  // namespace kern::cpu::detail

@@ -1,0 +1,260 @@
+// Paged causal attention over the KV cache (docs/kernels.md §8):
+// kern_paged_attention_partial_bf16 + kern_paged_attention_reduce_bf16 (the
+// decode implementation: split-KV into f32 scratch, then a log-sum-exp merge)
+// and kern_paged_attention_prefill_bf16 (one step). All three share one f32
+// routine that attends one query head to a range of cache positions, so the
+// two implementations differ only in how ranges are combined.
+//
+// Semantics: q_len = cu_seqlens_q[1] - cu_seqlens_q[0], ctx = seq_lens[0];
+// query i (row i of q) sits at position ctx - q_len + i and attends to cache
+// positions [0, ctx - q_len + i]; position p lives in physical page
+// block_table[p / 16], slot p % 16; query head h reads kv head h / (H / KV);
+// k and v are the stored bf16 values times k_scale / v_scale.
+//
+// Checked data (batch size 1, the caller contract of SPEC §7):
+// cu_seqlens_q = [0, num_tokens], seq_lens[0] >= num_tokens, and every block
+// table entry the context uses is >= 0. Not checked: that the block table
+// has ceil(ctx / 16) entries and that its pages lie inside the cache (the
+// ABI carries neither extent).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "common/bf16.h"
+#include "kernels-src/cpu/kernel_args.h"
+#include "kernels-src/cpu/kernels.h"
+#include "kernels-src/cpu/kv_layout.h"
+
+namespace kern::cpu {
+
+namespace {
+
+constexpr const char* kPartial = "kern_paged_attention_partial_bf16";
+constexpr const char* kReduce = "kern_paged_attention_reduce_bf16";
+constexpr const char* kPrefill = "kern_paged_attention_prefill_bf16";
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// The interface params (docs/kernels.md §8) of one attention launch, checked.
+struct Attention {
+  const uint16_t* q = nullptr;         // [T, H * D]
+  const uint16_t* cache = nullptr;     // layer base of the paged cache
+  const int32_t* block_table = nullptr;
+  float k_scale = 1.0f, v_scale = 1.0f;
+  int64_t tokens = 0, heads = 0, kv_heads = 0, head_dim = 0, page_stride = 0;
+  float scale = 0.0f;
+  int64_t ctx = 0;  // seq_lens[0]
+
+  /// Causal length of query i: positions [0, ctx - T + i].
+  int64_t causal_len(int64_t i) const { return ctx - tokens + i + 1; }
+};
+
+/// Reads interface params 0..6 (pointers) and the six scalars that start at
+/// param `s` (num_tokens, num_heads, num_kv_heads, head_dim, page_stride,
+/// scale), then checks the input data the kernel relies on.
+Status parse_attention(const CpuLaunch& l, const char* kname, size_t s, Attention& a) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(read_i32(l, kname, s, "num_tokens", 0, a.tokens));
+  KERN_RETURN_IF_ERROR(read_i32(l, kname, s + 1, "num_heads", 0, a.heads));
+  KERN_RETURN_IF_ERROR(read_i32(l, kname, s + 2, "num_kv_heads", 1, a.kv_heads));
+  KERN_RETURN_IF_ERROR(read_i32(l, kname, s + 3, "head_dim", 0, a.head_dim));
+  KERN_RETURN_IF_ERROR(read_i64(l, kname, s + 4, "page_stride", 0, a.page_stride));
+  KERN_RETURN_IF_ERROR(read_f32(l, kname, s + 5, "scale", false, a.scale));
+  if (a.heads % a.kv_heads != 0) {
+    return launch_error(kname, "param " + std::to_string(s + 1) + " (num_heads) is " +
+                                   std::to_string(a.heads) + "; must be a multiple of param " +
+                                   std::to_string(s + 2) + " (num_kv_heads) = " +
+                                   std::to_string(a.kv_heads));
+  }
+  KERN_RETURN_IF_ERROR(check_at_least(kname, s + 4, "page_stride", a.page_stride,
+                                      kv_layer_page_elems(a.kv_heads, a.head_dim),
+                                      "16 * num_kv_heads * 2 * head_dim, one layer's page"));
+  const bool work = a.tokens > 0 && a.heads > 0 && a.head_dim > 0;
+  const int32_t* seq_lens = nullptr;
+  const int32_t* cu = nullptr;
+  const float* ks = nullptr;
+  const float* vs = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 0, "q", work, a.q));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 1, "kv_cache", work, a.cache));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 2, "block_table", work, a.block_table));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 3, "seq_lens", work, seq_lens));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 4, "cu_seqlens_q", work, cu));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 5, "k_scale", work, ks));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 6, "v_scale", work, vs));
+  if (!work) return Status::ok_status();
+
+  if (cu[0] != 0 || cu[1] != a.tokens) {
+    return data_error(kname, "cu_seqlens_q is [" + std::to_string(cu[0]) + ", " +
+                                 std::to_string(cu[1]) + "]; must be [0, num_tokens = " +
+                                 std::to_string(a.tokens) + "] (batch size 1)");
+  }
+  a.ctx = seq_lens[0];
+  if (a.ctx < a.tokens) {
+    return data_error(kname, "seq_lens[0] is " + std::to_string(a.ctx) +
+                                 "; must be >= num_tokens = " + std::to_string(a.tokens) +
+                                 " (the cache holds this call's tokens)");
+  }
+  const int64_t pages = (a.ctx + kPageSlots - 1) / kPageSlots;
+  for (int64_t p = 0; p < pages; ++p) {
+    if (a.block_table[p] < 0) {
+      return data_error(kname, "block_table[" + std::to_string(p) + "] is " +
+                                   std::to_string(a.block_table[p]) + "; must be >= 0");
+    }
+  }
+  a.k_scale = *ks;
+  a.v_scale = *vs;
+  return Status::ok_status();
+}
+
+/// Attends query row `i`, head `h` to cache positions [begin, end) (end >
+/// begin): m = max of the scaled scores, l = sum of exp(score - m),
+/// o[d] = sum of exp(score - m) * v[d] (unnormalised; v includes v_scale).
+/// `scores` is scratch of at least end - begin floats.
+void attend_range(const Attention& a, int64_t i, int64_t h, int64_t begin, int64_t end,
+                  float* scores, float& m, float& l, float* o) {
+  const int64_t D = a.head_dim;
+  const int64_t kv_head = h / (a.heads / a.kv_heads);
+  const uint16_t* q = a.q + (i * a.heads + h) * D;
+  const auto slot_ptr = [&](int64_t pos) {
+    const int64_t slot = static_cast<int64_t>(a.block_table[pos / detail::kPageSlots]) *
+                             detail::kPageSlots +
+                         pos % detail::kPageSlots;
+    return a.cache + detail::kv_slot_offset(slot, kv_head, a.page_stride, a.kv_heads, D);
+  };
+  const float score_scale = a.scale * a.k_scale;
+  m = kNegInf;
+  for (int64_t p = begin; p < end; ++p) {
+    const uint16_t* k = slot_ptr(p);
+    float dot = 0.0f;
+    for (int64_t d = 0; d < D; ++d) dot += bf16_to_f32(q[d]) * bf16_to_f32(k[d]);
+    scores[p - begin] = dot * score_scale;
+    if (scores[p - begin] > m) m = scores[p - begin];
+  }
+  l = 0.0f;
+  for (int64_t d = 0; d < D; ++d) o[d] = 0.0f;
+  for (int64_t p = begin; p < end; ++p) {
+    const float e = std::exp(scores[p - begin] - m);
+    l += e;
+    const uint16_t* v = slot_ptr(p) + D;
+    for (int64_t d = 0; d < D; ++d) o[d] += e * bf16_to_f32(v[d]);
+  }
+  for (int64_t d = 0; d < D; ++d) o[d] *= a.v_scale;
+}
+
+}  // namespace
+
+Status paged_attention_partial_bf16(const CpuLaunch& l) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(check_num_args(l, kPartial, 16));
+  Attention a;
+  KERN_RETURN_IF_ERROR(parse_attention(l, kPartial, 9, a));
+  int64_t splits = 0;
+  KERN_RETURN_IF_ERROR(read_i32(l, kPartial, 15, "num_splits", 1, splits));
+  const bool work = a.tokens > 0 && a.heads > 0 && a.head_dim > 0;
+  float* part_o = nullptr;
+  float* part_ml = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kPartial, 7, "partial_o", work, part_o));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kPartial, 8, "partial_ml", work, part_ml));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPartial, 0, a.heads, "one block per query head"));
+  KERN_RETURN_IF_ERROR(check_grid_equals(l, kPartial, 1, 15, "num_splits", splits));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPartial, 2, a.tokens, "one block per query"));
+  if (!work) return Status::ok_status();
+
+  const int64_t D = a.head_dim;
+  std::vector<float> scores(static_cast<size_t>(a.ctx));
+  for (int64_t i = 0; i < a.tokens; ++i) {
+    const int64_t n = a.causal_len(i);
+    const int64_t len = (n + splits - 1) / splits;  // L = ceil(n_i / S)
+    for (int64_t h = 0; h < a.heads; ++h) {
+      for (int64_t s = 0; s < splits; ++s) {
+        const int64_t cell = (i * a.heads + h) * splits + s;  // [T][H][S]
+        float* o = part_o + cell * D;
+        float* ml = part_ml + cell * 2;
+        const int64_t begin = s * len, end = std::min((s + 1) * len, n);
+        if (begin >= end) {  // empty split
+          ml[0] = kNegInf;
+          ml[1] = 0.0f;
+          for (int64_t d = 0; d < D; ++d) o[d] = 0.0f;
+          continue;
+        }
+        attend_range(a, i, h, begin, end, scores.data(), ml[0], ml[1], o);
+      }
+    }
+  }
+  return Status::ok_status();
+}
+
+Status paged_attention_reduce_bf16(const CpuLaunch& l) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(check_num_args(l, kReduce, 7));
+  int64_t tokens = 0, heads = 0, head_dim = 0, splits = 0;
+  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 3, "num_tokens", 0, tokens));
+  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 4, "num_heads", 0, heads));
+  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 5, "head_dim", 0, head_dim));
+  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 6, "num_splits", 1, splits));
+  const bool work = tokens > 0 && heads > 0 && head_dim > 0;
+  const float* part_o = nullptr;
+  const float* part_ml = nullptr;
+  uint16_t* out = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kReduce, 0, "partial_o", work, part_o));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kReduce, 1, "partial_ml", work, part_ml));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kReduce, 2, "out", work, out));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kReduce, 0, heads, "one block per query head"));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kReduce, 1, tokens, "one block per query"));
+  if (!work) return Status::ok_status();
+
+  const int64_t D = head_dim;
+  std::vector<float> acc(static_cast<size_t>(D));
+  for (int64_t i = 0; i < tokens; ++i) {
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t first = (i * heads + h) * splits;
+      uint16_t* dst = out + (i * heads + h) * D;
+      float m_max = kNegInf;
+      for (int64_t s = 0; s < splits; ++s) m_max = std::max(m_max, part_ml[(first + s) * 2]);
+      if (m_max == kNegInf) {  // every split empty: no context, write zeros
+        for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(0.0f);
+        continue;
+      }
+      float denom = 0.0f;
+      for (int64_t d = 0; d < D; ++d) acc[d] = 0.0f;
+      for (int64_t s = 0; s < splits; ++s) {
+        const float* ml = part_ml + (first + s) * 2;
+        if (ml[0] == kNegInf) continue;  // empty split: weight 0 (and its o is 0)
+        const float w = std::exp(ml[0] - m_max);
+        denom += w * ml[1];
+        const float* o = part_o + (first + s) * D;
+        for (int64_t d = 0; d < D; ++d) acc[d] += w * o[d];
+      }
+      for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(acc[d] / denom);
+    }
+  }
+  return Status::ok_status();
+}
+
+Status paged_attention_prefill_bf16(const CpuLaunch& l) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(check_num_args(l, kPrefill, 14));
+  Attention a;
+  KERN_RETURN_IF_ERROR(parse_attention(l, kPrefill, 8, a));
+  const bool work = a.tokens > 0 && a.heads > 0 && a.head_dim > 0;
+  uint16_t* out = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kPrefill, 7, "out", work, out));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPrefill, 0, a.heads, "one block per query head"));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPrefill, 1, a.tokens, "one block per query"));
+  if (!work) return Status::ok_status();
+
+  const int64_t D = a.head_dim;
+  std::vector<float> scores(static_cast<size_t>(a.ctx));
+  std::vector<float> o(static_cast<size_t>(D));
+  for (int64_t i = 0; i < a.tokens; ++i) {
+    for (int64_t h = 0; h < a.heads; ++h) {
+      float m = 0.0f, sum = 0.0f;
+      attend_range(a, i, h, 0, a.causal_len(i), scores.data(), m, sum, o.data());
+      uint16_t* dst = out + (i * a.heads + h) * D;
+      for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(o[d] / sum);
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace kern::cpu

@@ -1,0 +1,69 @@
+// kern_reshape_and_cache_bf16 (docs/kernels.md §7, vLLM's reshape_and_cache):
+// stores each token's k and v heads into its slot of the paged KV cache as
+// bf16(x / scale). A negative slot skips the token (vLLM's padding
+// convention). Only the documented elements are written.
+//
+// Not checked: that a slot lies inside the allocated cache (the capacity is
+// not in the ABI; kern-run derives slots from positions it bounds).
+#include "common/bf16.h"
+#include "kernels-src/cpu/kernel_args.h"
+#include "kernels-src/cpu/kernels.h"
+#include "kernels-src/cpu/kv_layout.h"
+
+namespace kern::cpu {
+
+namespace {
+constexpr const char* kName = "kern_reshape_and_cache_bf16";
+}  // namespace
+
+Status reshape_and_cache_bf16(const CpuLaunch& l) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(check_num_args(l, kName, 12));
+  int64_t tokens = 0, kv_heads = 0, head_dim = 0, k_stride = 0, v_stride = 0, page_stride = 0;
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 6, "num_tokens", 0, tokens));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 7, "num_kv_heads", 0, kv_heads));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 8, "head_dim", 0, head_dim));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 9, "k_stride", 0, k_stride));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 10, "v_stride", 0, v_stride));
+  KERN_RETURN_IF_ERROR(read_i64(l, kName, 11, "page_stride", 0, page_stride));
+  KERN_RETURN_IF_ERROR(check_at_least(kName, 9, "k_stride", k_stride, kv_heads * head_dim,
+                                      "num_kv_heads * head_dim"));
+  KERN_RETURN_IF_ERROR(check_at_least(kName, 10, "v_stride", v_stride, kv_heads * head_dim,
+                                      "num_kv_heads * head_dim"));
+  KERN_RETURN_IF_ERROR(check_at_least(kName, 11, "page_stride", page_stride,
+                                      kv_layer_page_elems(kv_heads, head_dim),
+                                      "16 * num_kv_heads * 2 * head_dim, one layer's page"));
+  const bool work = tokens > 0 && kv_heads > 0 && head_dim > 0;
+  const uint16_t* k = nullptr;
+  const uint16_t* v = nullptr;
+  uint16_t* cache = nullptr;
+  const int64_t* slots = nullptr;
+  const float* k_scale = nullptr;
+  const float* v_scale = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 0, "k", work, k));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 1, "v", work, v));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 2, "kv_cache", work, cache));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 3, "slot_mapping", work, slots));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 4, "k_scale", work, k_scale));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 5, "v_scale", work, v_scale));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kName, 0, tokens, "one block per token"));
+  if (!work) return Status::ok_status();
+
+  const float ks = *k_scale, vs = *v_scale;
+  for (int64_t t = 0; t < tokens; ++t) {
+    const int64_t slot = slots[t];
+    if (slot < 0) continue;  // padding token
+    for (int64_t h = 0; h < kv_heads; ++h) {
+      uint16_t* dst = cache + kv_slot_offset(slot, h, page_stride, kv_heads, head_dim);
+      const uint16_t* kh = k + t * k_stride + h * head_dim;
+      const uint16_t* vh = v + t * v_stride + h * head_dim;
+      for (int64_t j = 0; j < head_dim; ++j) {
+        dst[j] = f32_to_bf16(bf16_to_f32(kh[j]) / ks);
+        dst[head_dim + j] = f32_to_bf16(bf16_to_f32(vh[j]) / vs);
+      }
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace kern::cpu
