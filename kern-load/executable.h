@@ -1,0 +1,90 @@
+// A plan loaded onto a device and ready to replay (SPEC §6): owns the plan
+// file, the device, every allocation (buffers at their maxima, states at the
+// capacity, scratch), the bound weights and the staged launches of each
+// program. The cold path (load) resolves every name and pointer; run_program
+// only checks symbol values, patches symbol-dependent values and launches.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "kern-load/device.h"
+#include "kern-load/launch_staging.h"
+#include "kern-load/memory_plan.h"
+#include "kern-load/plan_file.h"
+#include "kern-load/safetensors.h"
+
+namespace kern::load {
+
+/// Load-time options.
+struct ExecutableOptions {
+  uint64_t capacity_tokens = 0;  ///< tokens of state to allocate (SPEC §6)
+  std::string kernels_dir;       ///< where cubins live (the cuda device); may be empty for cpu
+};
+
+/// A loaded, runnable plan. Not copyable or movable (staged pointers refer to
+/// its members); hold it by unique_ptr.
+class Executable {
+ public:
+  /// Loads `plan` onto `device`: device->load_kernels, plan_memory at
+  /// options.capacity_tokens, allocate (zero-filled), bind_weights from
+  /// `weights` (may be null when the plan has no weight buffers), stage every
+  /// program. `notes` (may be null) receives informational lines (unused
+  /// tensors in the weights file). Errors name the failing stage and subject.
+  static Result<std::unique_ptr<Executable>> load(PlanFile plan, std::unique_ptr<Device> device,
+                                                  const Safetensors* weights, const ExecutableOptions& options,
+                                                  std::vector<std::string>* notes);
+  ~Executable();
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  /// Runs program `program` (index into Plan.programs) with `symbol_values`
+  /// (indexed like Plan.symbols). Errors: wrong value count; a value outside
+  /// its bounds ("symbol 'tokens' = 600 is outside its bounds [1, 512]");
+  /// a launch whose grid/shared memory/expression overflows; a device launch
+  /// failure, with context "program 'decode', dispatch 3 'label', step 'sym'".
+  /// Launches are issued in order; on cpu they have run when this returns.
+  Status run_program(uint32_t program, std::span<const uint64_t> symbol_values);
+
+  /// Copies `bytes` into the start of buffer `buffer` (+ `offset_bytes`).
+  /// Only `input` and `carry` buffers may be written. Errors: bad index,
+  /// wrong class, offset + size beyond the buffer's max_size_bytes.
+  Status write_input(uint32_t buffer, std::span<const uint8_t> bytes, uint64_t offset_bytes = 0);
+
+  /// Copies the first `out.size()` bytes of buffer `buffer` to `out` (waits
+  /// for prior launches). Errors: bad index, size beyond max_size_bytes.
+  Status read_buffer(uint32_t buffer, std::span<uint8_t> out);
+
+  /// Byte size of buffer `buffer` at `symbol_values` (its shape evaluated),
+  /// <= its max_size_bytes for values within bounds.
+  Result<uint64_t> buffer_size_bytes(uint32_t buffer, std::span<const uint64_t> symbol_values) const;
+
+  /// Symbol values of the last successful run_program (empty before any).
+  std::span<const uint64_t> last_symbol_values() const { return last_symbols_; }
+
+  const PlanFile& plan_file() const { return plan_; }
+  const plan::Plan& plan() const { return plan_.plan(); }
+  Device& device() { return *device_; }
+  const MemoryPlan& memory() const { return memory_; }
+  const Addresses& addresses() const { return addr_; }
+  /// The staged launches of program `program` (tests and tools inspect them).
+  const StagedProgram& staged(uint32_t program) const { return staged_[program]; }
+
+ private:
+  Executable(PlanFile plan, std::unique_ptr<Device> device);
+  Status allocate_all();
+  Error launch_error(uint32_t program, size_t launch, const std::string& what) const;
+
+  PlanFile plan_;
+  std::unique_ptr<Device> device_;
+  MemoryPlan memory_;
+  Addresses addr_;                     ///< owned device allocations (0 = none)
+  std::vector<StagedProgram> staged_;  ///< by program index
+  std::vector<uint64_t> last_symbols_;
+};
+
+}  // namespace kern::load

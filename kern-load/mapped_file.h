@@ -1,0 +1,39 @@
+// A read-only memory mapping of a whole file (plan files, safetensors).
+// The mapping is private and never written; an empty file maps to an empty
+// span. Does not interpret the bytes: callers validate them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/result.h"
+
+namespace kern::load {
+
+/// Owns an mmap(2) of a file, PROT_READ / MAP_PRIVATE. Move-only.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  /// Maps `path` read-only. Errors (kind kIo): open/fstat/mmap failures and
+  /// non-regular files, each naming the path and strerror.
+  static Result<MappedFile> open(const std::string& path);
+
+  /// The mapped bytes (borrowed; valid while this object lives).
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  const std::string& path() const { return path_; }
+
+ private:
+  const uint8_t* data_ = nullptr;  ///< mmap base; null for an empty file
+  size_t size_ = 0;                ///< file size in bytes
+  std::string path_;
+};
+
+}  // namespace kern::load

@@ -1,0 +1,54 @@
+#include "kern-load/memory_plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/expr.h"
+
+namespace kern::load {
+
+namespace {
+uint64_t round_up(uint64_t v, uint64_t align) { return (v + align - 1) / align * align; }
+}  // namespace
+
+Result<MemoryPlan> plan_memory(const plan::Plan& p, uint64_t capacity_tokens) {
+  MemoryPlan m;
+  for (const auto* b : *p.buffers()) m.buffers.push_back({b->max_size_bytes(), kMinAllocAlign});
+  for (const auto* s : *p.scratch()) m.scratch.push_back({s->max_size_bytes(), kMinAllocAlign});
+  for (const auto* s : *p.states()) {
+    auto per_token = checked_mul(s->bytes_per_token(), capacity_tokens);
+    auto size = per_token ? checked_add(*per_token, s->bytes_fixed()) : std::nullopt;
+    if (!size)
+      return make_error(ErrorKind::kUsage, "state '" + s->name()->str() + "': " + std::to_string(s->bytes_per_token()) +
+                                               " B/token x capacity " + std::to_string(capacity_tokens) +
+                                               " tokens overflows u64");
+    m.states.push_back({*size, std::max<uint64_t>(kMinAllocAlign, s->align())});
+  }
+  // A state view must start inside the state at this capacity (the verifier
+  // cannot know the capacity; plan validation checked the index).
+  for (const auto* prog : *p.programs()) {
+    for (flatbuffers::uoffset_t j = 0; j < prog->launches()->size(); ++j) {
+      const auto* l = prog->launches()->Get(j);
+      for (flatbuffers::uoffset_t k = 0; k < l->args()->size(); ++k) {
+        const auto* a = l->args()->Get(k);
+        if (a->kind() != plan::ArgKind::state) continue;
+        const Region& r = m.states[a->index()];
+        if (a->offset() >= r.size_bytes)
+          return make_error(ErrorKind::kManifest,
+                            "programs '" + prog->name()->str() + "'.launches[" + std::to_string(j) + "].args[" +
+                                std::to_string(k) + "]: offset " + std::to_string(a->offset()) + " B is beyond state '" +
+                                p.states()->Get(a->index())->name()->str() + "' (" + std::to_string(r.size_bytes) +
+                                " B at capacity " + std::to_string(capacity_tokens) + " tokens)");
+      }
+    }
+  }
+  auto add = [&](const std::vector<Region>& rs) {
+    for (const Region& r : rs) m.total_bytes += round_up(r.size_bytes, r.align_bytes);
+  };
+  add(m.buffers);
+  add(m.states);
+  add(m.scratch);
+  return m;
+}
+
+}  // namespace kern::load

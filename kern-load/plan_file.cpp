@@ -1,0 +1,89 @@
+#include "kern-load/plan_file.h"
+
+#include <cstring>
+
+#include "flatbuffers/flatbuffers.h"
+#include "kern-load/plan_validate.h"
+
+namespace kern::load {
+
+namespace {
+
+std::string printable(const uint8_t* p, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    char c = static_cast<char>(p[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      s += c;
+    } else {
+      static const char* hex = "0123456789abcdef";
+      s += "\\x";
+      s += hex[p[i] >> 4];
+      s += hex[p[i] & 15];
+    }
+  }
+  return s;
+}
+
+template <typename Vec>
+int find_named(const Vec* v, std::string_view name) {
+  for (flatbuffers::uoffset_t i = 0; i < v->size(); ++i)
+    if (v->Get(i)->name()->string_view() == name) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
+Result<PlanFile> PlanFile::open(const std::string& path) {
+  auto mapped = MappedFile::open(path);
+  if (!mapped.ok()) return mapped.error();
+  PlanFile file;
+  file.mapped_ = std::move(mapped.value());
+  file.path_ = path;
+  return check(std::move(file));
+}
+
+Result<PlanFile> PlanFile::from_bytes(std::span<const uint8_t> bytes, const std::string& name) {
+  PlanFile file;
+  file.owned_.assign(bytes.begin(), bytes.end());
+  file.path_ = name;
+  return check(std::move(file));
+}
+
+std::span<const uint8_t> PlanFile::bytes() const {
+  if (!owned_.empty()) return {owned_.data(), owned_.size()};
+  return mapped_.bytes();
+}
+
+Result<PlanFile> PlanFile::check(PlanFile file) {
+  std::span<const uint8_t> b = file.bytes();
+  auto bad = [&](const std::string& what) { return make_error(ErrorKind::kManifest, file.path_ + ": " + what); };
+  // Identifier first: a clear message for "this is not a plan at all".
+  if (b.size() < 8)
+    return bad("not a kplan file: " + std::to_string(b.size()) + " B is shorter than the 8-byte header");
+  if (std::memcmp(b.data() + 4, kPlanFileIdentifier, 4) != 0)
+    return bad("not a kplan file: file identifier '" + printable(b.data() + 4, 4) + "', expected '" +
+               kPlanFileIdentifier + "'");
+  if (b.size() > FLATBUFFERS_MAX_BUFFER_SIZE) return bad("file of " + std::to_string(b.size()) + " B is too large");
+  flatbuffers::Verifier verifier(b.data(), b.size(), kPlanVerifierMaxDepth, kPlanVerifierMaxTables);
+  if (!plan::VerifyPlanBuffer(verifier))
+    return bad("corrupt plan: the FlatBuffers verifier rejected it (truncated file, bad offset, or depth/table "
+               "limits exceeded)");
+  const plan::Plan* p = plan::GetPlan(b.data());
+  if (p->format_version() != kPlanFormatVersion)
+    return bad("plan format version " + std::to_string(p->format_version()) + ", this loader reads version " +
+               std::to_string(kPlanFormatVersion) + " (recompile the manifest with a matching kern-verify)");
+  if (p->manifest_sha256()->size() != 32)
+    return bad("manifest_sha256 has " + std::to_string(p->manifest_sha256()->size()) + " bytes, expected 32");
+  Status s = validate_plan(*p);
+  if (!s.ok()) return s.error().with_context(file.path_);
+  file.plan_ = p;
+  return file;
+}
+
+int PlanFile::find_program(std::string_view name) const { return find_named(plan_->programs(), name); }
+int PlanFile::find_buffer(std::string_view name) const { return find_named(plan_->buffers(), name); }
+int PlanFile::find_symbol(std::string_view name) const { return find_named(plan_->symbols(), name); }
+int PlanFile::find_state(std::string_view name) const { return find_named(plan_->states(), name); }
+
+}  // namespace kern::load
