@@ -16,10 +16,19 @@
 
 namespace kern {
 
+/// `meta.spec`: caller contract of a speculative-decoding manifest (upstream
+/// `SpecMeta`); the runtime assigns no meaning to it.
+struct SpecMeta {
+  uint64_t block = 0;      ///< rows per draft/verify call
+  int64_t mask_token = 0;  ///< token id filling the drafted rows
+  SourceSpan span;
+};
+
 /// `meta`: format version (only 2 is valid) and a free-form model label.
 struct Meta {
   uint64_t version = 0;
   std::string model;
+  std::optional<SpecMeta> spec;  ///< absent or null for plain prefill/decode manifests
   SourceSpan span;
   SourceSpan version_span;
 };
@@ -45,7 +54,10 @@ struct State {
 };
 
 enum class BufferClass : uint8_t { kInput, kOutput, kWeight, kWorkspace, kCarry };
+/// Manifest spelling of a buffer class: "input", "output", "weight", "workspace", "carry".
 std::string_view buffer_class_name(BufferClass c);
+/// Parses a manifest buffer class spelling; nullopt when unknown.
+std::optional<BufferClass> parse_buffer_class(std::string_view s);
 
 /// A shape dimension: a constant element count or a symbol name.
 struct Dim {
@@ -54,12 +66,36 @@ struct Dim {
   bool is_symbol() const { return value.index() == 1; }
 };
 
+/// A domain bound (upstream `Bound`): an integer, a float, or a symbol
+/// expression evaluated at the caller's symbol values.
+struct Bound {
+  enum class Kind : uint8_t { kInt, kFloat, kExpr };
+  Kind kind = Kind::kInt;
+  int64_t int_value = 0;     ///< kInt
+  double float_value = 0.0;  ///< kFloat
+  std::optional<Expr> expr;  ///< kExpr
+  SourceSpan span;
+};
+
+/// `buffers.NAME.domain`: an optional prior on the buffer's contents
+/// (upstream `Domain`). Either `min`/`max` or `index_into` (the reader
+/// rejects both together); `monotone` requires a non-decreasing sequence.
+struct Domain {
+  std::optional<Bound> min;
+  std::optional<Bound> max;
+  std::optional<std::string> index_into;  ///< a buffer or state name
+  bool monotone = false;
+  std::optional<uint64_t> unit;  ///< rows / token slots per index (index_into)
+  SourceSpan span;
+};
+
 /// `buffers.NAME`: dtype + shape (elements per dim) + class.
 struct Buffer {
   std::string name;
   DType dtype = DType::kBf16;
   std::vector<Dim> shape;
   BufferClass cls = BufferClass::kWorkspace;
+  std::optional<Domain> domain;  ///< absent or null: no prior
   SourceSpan span;
   SourceSpan name_span;
 };
@@ -115,6 +151,9 @@ struct Kernel {
   SourceSpan span;
   SourceSpan name_span;
   SourceSpan params_span;
+
+  /// The scratch declaration called `scratch_name`; nullptr when absent.
+  const Scratch* find_scratch(std::string_view scratch_name) const;
 };
 
 /// A dispatch argument (SPEC §3): tagged buffer/state reference with byte
@@ -157,10 +196,13 @@ struct Manifest {
   std::vector<Kernel> kernels;
   std::vector<Program> programs;
 
+  // Lookups by name; nullptr when absent (first match in file order).
+
   const Symbol* find_symbol(std::string_view name) const;
   const State* find_state(std::string_view name) const;
   const Buffer* find_buffer(std::string_view name) const;
   const Kernel* find_kernel(std::string_view name) const;
+  const Program* find_program(std::string_view name) const;
 };
 
 }  // namespace kern

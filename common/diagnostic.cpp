@@ -1,0 +1,188 @@
+// Diagnostic collection and the rustc-style human renderer (style.md §4).
+// Columns are 1-based byte offsets within the line (SourceFile::line_column);
+// the caret under the source line is aligned by UTF-8 characters so it sits
+// under the right text on a terminal even after multi-byte characters.
+#include "common/diagnostic.h"
+
+#include <algorithm>
+
+namespace kern {
+namespace {
+
+constexpr size_t kMaxLineWidth = 100;   // characters shown of one source line
+constexpr size_t kContextBefore = 30;   // characters kept left of the caret when cutting
+
+struct Style {
+  bool on;
+  std::string apply(const char* code, const std::string& text) const {
+    if (!on) return text;
+    return std::string(code) + text + "\x1b[0m";
+  }
+};
+
+constexpr const char* kRed = "\x1b[1;31m";
+constexpr const char* kYellow = "\x1b[1;33m";
+constexpr const char* kBlue = "\x1b[1;34m";
+constexpr const char* kBold = "\x1b[1m";
+constexpr const char* kCyan = "\x1b[1;36m";
+constexpr const char* kGreen = "\x1b[1;32m";
+
+bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+/// Splits a line into display characters (one UTF-8 sequence each; tabs
+/// become one space so the caret line stays aligned).
+std::vector<std::string> display_chars(const std::string& line) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < line.size();) {
+    size_t j = i + 1;
+    while (j < line.size() && is_continuation(static_cast<unsigned char>(line[j]))) ++j;
+    std::string ch = line.substr(i, j - i);
+    if (ch == "\t") ch = " ";
+    out.push_back(std::move(ch));
+    i = j;
+  }
+  return out;
+}
+
+/// Number of display characters in line[0, byte).
+size_t chars_before(const std::string& line, size_t byte) {
+  size_t n = 0;
+  for (size_t i = 0; i < byte && i < line.size(); ++i) {
+    if (!is_continuation(static_cast<unsigned char>(line[i]))) ++n;
+  }
+  return n;
+}
+
+size_t digits(uint32_t v) {
+  size_t n = 1;
+  while (v >= 10) {
+    v /= 10;
+    ++n;
+  }
+  return n;
+}
+
+/// Appends "  --> file:line:col", the source line and the caret line.
+void render_snippet(std::string& out, const SourceFile& file, const SourceSpan& span, const std::string& label,
+                    size_t width, const char* caret_colour, const Style& st) {
+  LineColumn lc = file.line_column(span.begin);
+  std::string pad(width, ' ');
+  out += pad + st.apply(kBlue, "-->") + " " + file.path() + ":" + std::to_string(lc.line) + ":" +
+         std::to_string(lc.column) + "\n";
+  std::string bar = pad + " " + st.apply(kBlue, "|");
+  out += bar + "\n";
+
+  std::string line = file.line_text(lc.line);
+  size_t start_byte = lc.column - 1;
+  size_t end_byte = start_byte + (span.end > span.begin ? span.end - span.begin : 1);
+  end_byte = std::min(end_byte, line.size());
+  std::vector<std::string> chars = display_chars(line);
+  size_t caret_begin = chars_before(line, start_byte);
+  size_t caret_end = std::max(chars_before(line, end_byte), caret_begin + 1);
+
+  size_t win_begin = 0;
+  size_t win_end = chars.size();
+  if (chars.size() > kMaxLineWidth) {
+    win_begin = caret_begin > kContextBefore ? caret_begin - kContextBefore : 0;
+    win_end = std::min(chars.size(), win_begin + kMaxLineWidth);
+  }
+  std::string shown;
+  if (win_begin > 0) shown += "...";
+  for (size_t i = win_begin; i < win_end; ++i) shown += chars[i];
+  if (win_end < chars.size()) shown += "...";
+
+  std::string num = std::to_string(lc.line);
+  out += st.apply(kBlue, std::string(width - num.size(), ' ') + num + " |") + (shown.empty() ? "" : " " + shown) +
+         "\n";
+  size_t caret_col = caret_begin - win_begin + (win_begin > 0 ? 3 : 0);
+  size_t caret_len = std::min(caret_end, std::max(win_end, caret_begin + 1)) - caret_begin;
+  std::string carets(std::max<size_t>(caret_len, 1), '^');
+  out += bar + " " + std::string(caret_col, ' ') + st.apply(caret_colour, carets + (label.empty() ? "" : " " + label)) +
+         "\n";
+}
+
+}  // namespace
+
+Diagnostic& DiagnosticEngine::error(std::string code, std::string message, SourceSpan span) {
+  Diagnostic d;
+  d.severity = Severity::kError;
+  d.code = std::move(code);
+  d.message = std::move(message);
+  d.span = std::move(span);
+  diagnostics_.push_back(std::move(d));
+  return diagnostics_.back();
+}
+
+Diagnostic& DiagnosticEngine::warning(std::string code, std::string message, SourceSpan span) {
+  Diagnostic d;
+  d.severity = Severity::kWarning;
+  d.code = std::move(code);
+  d.message = std::move(message);
+  d.span = std::move(span);
+  diagnostics_.push_back(std::move(d));
+  return diagnostics_.back();
+}
+
+size_t DiagnosticEngine::error_count() const {
+  return static_cast<size_t>(std::count_if(diagnostics_.begin(), diagnostics_.end(),
+                                           [](const Diagnostic& d) { return d.severity == Severity::kError; }));
+}
+
+size_t DiagnosticEngine::warning_count() const { return diagnostics_.size() - error_count(); }
+
+void DiagnosticEngine::sort_by_position() {
+  std::stable_sort(diagnostics_.begin(), diagnostics_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    if (a.span.begin != b.span.begin) return a.span.begin < b.span.begin;
+    return a.code < b.code;
+  });
+}
+
+std::string render_human(const std::vector<Diagnostic>& diags, const SourceFile& file, bool color) {
+  Style st{color};
+  std::string out;
+  size_t errors = 0;
+  size_t warnings = 0;
+  for (const Diagnostic& d : diags) {
+    bool is_error = d.severity == Severity::kError;
+    (is_error ? errors : warnings)++;
+    const char* colour = is_error ? kRed : kYellow;
+    // Gutter width: the widest line number printed for this diagnostic.
+    uint32_t max_line = file.line_column(d.span.begin).line;
+    for (const auto& n : d.notes) {
+      if (n.has_span) max_line = std::max(max_line, file.line_column(n.span.begin).line);
+    }
+    size_t width = digits(max_line);
+    std::string pad(width + 1, ' ');
+
+    if (!out.empty()) out += "\n";
+    out += st.apply(colour, std::string(is_error ? "error" : "warning") + "[" + d.code + "]") +
+           st.apply(kBold, ": " + d.message) + "\n";
+    render_snippet(out, file, d.span, d.label, width, colour, st);
+
+    bool trailer = !d.span.pointer.empty() || !d.help.empty();
+    for (const auto& n : d.notes) trailer = trailer || !n.has_span;
+    if (trailer) out += pad + st.apply(kBlue, "|") + "\n";
+    if (!d.span.pointer.empty()) out += pad + st.apply(kBlue, "=") + " pointer: " + d.span.pointer + "\n";
+    for (const auto& n : d.notes) {
+      if (!n.has_span) out += pad + st.apply(kBlue, "=") + " " + st.apply(kBold, "note") + ": " + n.message + "\n";
+    }
+    if (!d.help.empty()) out += pad + st.apply(kBlue, "=") + " " + st.apply(kBold, "help") + ": " + d.help + "\n";
+    for (const auto& n : d.notes) {
+      if (!n.has_span) continue;
+      out += st.apply(kGreen, "note") + st.apply(kBold, ": " + n.message) + "\n";
+      render_snippet(out, file, n.span, "", width, kCyan, st);
+    }
+  }
+  if (errors == 0 && warnings == 0) return out;
+  auto plural = [](size_t n, const char* word) {
+    return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+  };
+  std::string summary;
+  if (errors > 0) summary = plural(errors, "error");
+  if (warnings > 0) summary += (summary.empty() ? "" : ", ") + plural(warnings, "warning");
+  out += "\n" + st.apply(errors > 0 ? kRed : kYellow, errors > 0 ? "error" : "warning") +
+         st.apply(kBold, ": " + summary + " emitted") + "\n";
+  return out;
+}
+
+}  // namespace kern

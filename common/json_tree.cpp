@@ -1,0 +1,264 @@
+// SAX parse with source spans (see json_tree.h). RapidJSON reports each
+// event after consuming its token, so the end of a value is Tell() at the
+// callback; its beginning is found by skipping whitespace and the single
+// ',' or ':' that may follow the previous event's end.
+#include "common/json_tree.h"
+
+#include <cstring>
+
+#include <rapidjson/error/en.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+
+#include "common/reader_codes.h"
+
+namespace kern {
+namespace {
+
+std::string lower_first(std::string s) {
+  if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = static_cast<char>(s[0] - 'A' + 'a');
+  return s;
+}
+
+SourceSpan make_span(size_t begin, size_t end, std::string pointer) {
+  SourceSpan s;
+  s.begin = static_cast<uint32_t>(begin);
+  s.end = static_cast<uint32_t>(end);
+  s.pointer = std::move(pointer);
+  return s;
+}
+
+class TreeBuilder {
+ public:
+  TreeBuilder(const SourceFile& file, rapidjson::MemoryStream& stream, DiagnosticEngine& diags)
+      : text_(file.text()), stream_(stream), diags_(diags) {}
+
+  std::optional<JsonValue>& root() { return root_; }
+
+  // RapidJSON handler interface.
+  bool Null() { return scalar(JsonValue{}); }
+  bool Bool(bool b) {
+    JsonValue v;
+    v.type = JsonValue::Type::kBool;
+    v.bool_value = b;
+    return scalar(std::move(v));
+  }
+  bool Int(int i) { return Int64(i); }
+  bool Uint(unsigned u) { return Uint64(u); }
+  bool Int64(int64_t i) {
+    if (i >= 0) return Uint64(static_cast<uint64_t>(i));
+    JsonValue v;
+    v.type = JsonValue::Type::kInt;
+    v.int_value = i;
+    v.double_value = static_cast<double>(i);
+    return scalar(std::move(v));
+  }
+  bool Uint64(uint64_t u) {
+    JsonValue v;
+    v.type = JsonValue::Type::kUint;
+    v.uint_value = u;
+    v.double_value = static_cast<double>(u);
+    return scalar(std::move(v));
+  }
+  bool Double(double d) {
+    JsonValue v;
+    v.type = JsonValue::Type::kDouble;
+    v.double_value = d;
+    size_t begin = value_begin();
+    v.integral_text = text_.find_first_of(".eE", begin) >= stream_.Tell();
+    return scalar(std::move(v));
+  }
+  bool RawNumber(const char*, rapidjson::SizeType, bool) { return false; }  // not requested
+  bool String(const char* s, rapidjson::SizeType len, bool) {
+    JsonValue v;
+    v.type = JsonValue::Type::kString;
+    v.string_value.assign(s, len);
+    return scalar(std::move(v));
+  }
+  bool StartObject() { return open(JsonValue::Type::kObject); }
+  bool StartArray() { return open(JsonValue::Type::kArray); }
+  bool EndObject(rapidjson::SizeType) { return close(); }
+  bool EndArray(rapidjson::SizeType) { return close(); }
+  bool Key(const char* s, rapidjson::SizeType len, bool) {
+    Frame& f = stack_.back();
+    f.key.assign(s, len);
+    f.key_span = make_span(value_begin(), stream_.Tell(), "");
+    f.key_duplicate = false;
+    for (const JsonMember& m : f.value->members) {
+      if (m.key == f.key && !m.duplicate) {
+        f.key_duplicate = true;
+        std::string subject = f.value->subject.empty() ? "manifest" : f.value->subject;
+        Diagnostic& d = diags_.error(reader_code::kDuplicateKey,
+                                     subject + ": duplicate key `" + f.key + "`", f.key_span);
+        d.span.pointer = child_pointer(*f.value, f.key);
+        d.label = "duplicate key";
+        d.notes.push_back(DiagnosticNote{"the first `" + f.key + "` is here", m.key_span, true});
+        d.help = "remove one of the two entries; JSON readers disagree on which one wins";
+        break;
+      }
+    }
+    check_nul(f.key, f.key_span);
+    last_end_ = stream_.Tell();
+    return true;
+  }
+
+ private:
+  struct Frame {
+    JsonValue* value;
+    std::string key;
+    SourceSpan key_span;
+    bool key_duplicate = false;
+  };
+
+  static std::string child_pointer(const JsonValue& parent, const std::string& key) {
+    return parent.span.pointer + "/" + json_pointer_escape(key);
+  }
+
+  size_t value_begin() const {
+    size_t i = last_end_;
+    while (i < text_.size() && std::strchr(" \t\r\n,:", text_[i]) != nullptr && text_[i] != '\0') ++i;
+    return i;
+  }
+
+  void check_nul(const std::string& s, const SourceSpan& span) {
+    if (s.find('\0') == std::string::npos) return;
+    Diagnostic& d = diags_.error(reader_code::kEmbeddedNul, "string contains a nul character (\\u0000)", span);
+    d.label = "nul character";
+    d.help = "names and labels are C strings at run time; remove the \\u0000 escape";
+  }
+
+  /// Places `v` in its parent (or as the root), filling pointer and subject.
+  JsonValue* place(JsonValue&& v, size_t begin) {
+    v.span.begin = static_cast<uint32_t>(begin);
+    if (stack_.empty()) {
+      v.span.pointer = "";
+      root_ = std::move(v);
+      return &*root_;
+    }
+    Frame& f = stack_.back();
+    JsonValue& parent = *f.value;
+    if (parent.type == JsonValue::Type::kArray) {
+      std::string index = std::to_string(parent.items.size());
+      v.span.pointer = parent.span.pointer + "/" + index;
+      v.subject = parent.subject + "[" + index + "]";
+      parent.items.push_back(std::move(v));
+      return &parent.items.back();
+    }
+    v.span.pointer = child_pointer(parent, f.key);
+    v.subject = parent.subject.empty() ? f.key : parent.subject + "." + f.key;
+    JsonMember m;
+    m.key = f.key;
+    m.key_span = f.key_span;
+    m.key_span.pointer = v.span.pointer;
+    m.duplicate = f.key_duplicate;
+    m.value = std::move(v);
+    parent.members.push_back(std::move(m));
+    return &parent.members.back().value;
+  }
+
+  bool scalar(JsonValue&& v) {
+    size_t begin = value_begin();
+    v.span.end = static_cast<uint32_t>(stream_.Tell());
+    JsonValue* placed = place(std::move(v), begin);
+    if (placed->type == JsonValue::Type::kString) check_nul(placed->string_value, placed->span);
+    last_end_ = stream_.Tell();
+    return true;
+  }
+
+  bool open(JsonValue::Type type) {
+    JsonValue v;
+    v.type = type;
+    JsonValue* placed = place(std::move(v), stream_.Tell() - 1);
+    stack_.push_back(Frame{placed, {}, {}, false});
+    last_end_ = stream_.Tell();
+    return true;
+  }
+
+  bool close() {
+    stack_.back().value->span.end = static_cast<uint32_t>(stream_.Tell());
+    stack_.pop_back();
+    last_end_ = stream_.Tell();
+    return true;
+  }
+
+  const std::string& text_;
+  rapidjson::MemoryStream& stream_;
+  DiagnosticEngine& diags_;
+  std::optional<JsonValue> root_;
+  std::vector<Frame> stack_;
+  size_t last_end_ = 0;
+};
+
+}  // namespace
+
+const JsonValue* JsonValue::find(std::string_view key) const {
+  for (const JsonMember& m : members) {
+    if (!m.duplicate && m.key == key) return &m.value;
+  }
+  return nullptr;
+}
+
+std::string_view json_type_name(const JsonValue& v) {
+  switch (v.type) {
+    case JsonValue::Type::kNull: return "null";
+    case JsonValue::Type::kBool: return "a boolean";
+    case JsonValue::Type::kInt: return "a negative integer";
+    case JsonValue::Type::kUint: return "an integer";
+    case JsonValue::Type::kDouble: return v.integral_text ? "an integer" : "a number with a fraction or exponent";
+    case JsonValue::Type::kString: return "a string";
+    case JsonValue::Type::kArray: return "an array";
+    case JsonValue::Type::kObject: return "an object";
+  }
+  return "a value";
+}
+
+std::optional<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEngine& diags) {
+  const std::string& text = file.text();
+  // RapidJSON treats NUL as the end of input: a NUL would silently cut the
+  // document short, so it is an error wherever it appears.
+  size_t nul = text.find('\0');
+  if (nul != std::string::npos) {
+    Diagnostic& d = diags.error(reader_code::kEmbeddedNul, "the file contains a nul byte at offset " +
+                                                               std::to_string(nul),
+                                make_span(nul, nul + 1, ""));
+    d.label = "nul byte";
+    d.help = "a manifest is UTF-8 JSON text; a nul byte usually means a truncated or binary file";
+    return std::nullopt;
+  }
+
+  rapidjson::MemoryStream stream(text.data(), text.size());
+  TreeBuilder builder(file, stream, diags);
+  rapidjson::Reader reader;
+  constexpr unsigned kFlags = rapidjson::kParseValidateEncodingFlag;
+  rapidjson::ParseResult result = reader.Parse<kFlags>(stream, builder);
+  if (result.IsError()) {
+    size_t offset = std::min(result.Offset(), text.size());
+    if (result.Code() == rapidjson::kParseErrorDocumentRootNotSingular) {
+      size_t end = text.find_last_not_of(" \t\r\n");
+      end = (end == std::string::npos || end < offset) ? offset + 1 : end + 1;
+      Diagnostic& d = diags.error(reader_code::kTrailingCharacters,
+                                  "unexpected characters after the end of the json document",
+                                  make_span(offset, std::min(end, text.size()), ""));
+      d.label = "trailing characters";
+      d.help = "a manifest holds exactly one json object; remove the text after its closing `}`";
+    } else {
+      std::string message = lower_first(rapidjson::GetParseError_En(result.Code()));
+      if (!message.empty() && message.back() == '.') message.pop_back();
+      Diagnostic& d = diags.error(reader_code::kJsonSyntax, "json syntax error: " + message,
+                                  make_span(offset, std::min(offset + 1, text.size()), ""));
+      d.label = "here";
+    }
+    return std::nullopt;
+  }
+  // Parse stops at the end of the root value only when the rest is
+  // whitespace; make sure nothing was left unread.
+  if (stream.Tell() != text.size()) {
+    size_t offset = stream.Tell();
+    diags.error(reader_code::kTrailingCharacters, "unexpected characters after the end of the json document",
+                make_span(offset, text.size(), ""));
+    return std::nullopt;
+  }
+  return std::move(builder.root());
+}
+
+}  // namespace kern
