@@ -1,0 +1,269 @@
+// Context helpers: reference resolution with "did you mean" help, expression
+// ranges at the symbol bounds, shape byte sizes. See verify_context.h.
+#include "kern-verify/verify_context.h"
+
+#include <algorithm>
+
+#include "common/expr.h"
+
+namespace kern::verify {
+namespace {
+
+template <typename Entry>
+std::vector<std::string_view> names_of(const std::vector<Entry>& entries) {
+  std::vector<std::string_view> out;
+  out.reserve(entries.size());
+  for (const Entry& e : entries) out.push_back(e.name);
+  return out;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+// Adds "help: a X named `n` exists" when the name was declared in another
+// section (a state passed as {"buf"}), else the closest same-section name.
+void add_help(Diagnostic& d, const std::string& name, std::string_view what,
+              const std::vector<std::string_view>& candidates, const Context& ctx) {
+  if (auto best = closest_name(name, candidates)) {
+    d.help = "a " + std::string(what) + " with a similar name exists: `" + *best + "`";
+    return;
+  }
+  if (what != "state" && ctx.names.states.count(name) > 0) {
+    d.help = "`" + name + "` is a state: pass it as {\"state\": \"" + name + "\"}";
+  } else if (what != "buffer" && ctx.names.buffers.count(name) > 0) {
+    d.help = "`" + name + "` is a buffer: pass it as {\"buf\": \"" + name + "\"}";
+  } else if (what != "symbol" && ctx.names.symbols.count(name) > 0) {
+    d.help = "`" + name + "` is a symbol: pass it as {\"sym\": \"" + name + "\"}";
+  }
+}
+
+}  // namespace
+
+Context::Context(const Manifest& manifest, DiagnosticEngine& engine)
+    : m(manifest),
+      diag(engine),
+      names(NameTables::build(manifest)),
+      symbol_ok(manifest.symbols.size(), true),
+      buffer_bytes(manifest.buffers.size()),
+      kernels(manifest.kernels.size()),
+      symbol_used(manifest.symbols.size(), false),
+      state_used(manifest.states.size(), false),
+      buffer_used(manifest.buffers.size(), false),
+      kernel_used(manifest.kernels.size(), false) {
+  for (size_t k = 0; k < manifest.kernels.size(); ++k) {
+    kernels[k].scratch_bytes.resize(manifest.kernels[k].scratch.size());
+    kernels[k].scratch_used.assign(manifest.kernels[k].scratch.size(), false);
+    kernels[k].step_wiring_ok.assign(manifest.kernels[k].steps.size(), false);
+  }
+  dispatch_ok.resize(manifest.programs.size());
+  for (size_t p = 0; p < manifest.programs.size(); ++p) {
+    dispatch_ok[p].assign(manifest.programs[p].dispatches.size(), false);
+  }
+}
+
+Diagnostic& Context::error(Code code, std::string message, const SourceSpan& span) {
+  return diag.error(std::string(code_id(code)), std::move(message), span);
+}
+
+Diagnostic& Context::warning(Code code, std::string message, const SourceSpan& span) {
+  return diag.warning(std::string(code_id(code)), std::move(message), span);
+}
+
+std::optional<uint32_t> Context::resolve_symbol(const std::string& name, const SourceSpan& span,
+                                                const std::string& subject) {
+  if (auto it = names.symbols.find(name); it != names.symbols.end()) {
+    symbol_used[it->second] = true;
+    return it->second;
+  }
+  Diagnostic& d = error(Code::kUnknownSymbol, subject + ": unknown symbol `" + name + "`", span);
+  d.label = "not declared in `symbols`";
+  add_help(d, name, "symbol", names_of(m.symbols), *this);
+  return std::nullopt;
+}
+
+std::optional<uint32_t> Context::resolve_state(const std::string& name, const SourceSpan& span,
+                                               const std::string& subject) {
+  if (auto it = names.states.find(name); it != names.states.end()) {
+    state_used[it->second] = true;
+    return it->second;
+  }
+  Diagnostic& d = error(Code::kUnknownState, subject + ": unknown state `" + name + "`", span);
+  d.label = "not declared in `states`";
+  add_help(d, name, "state", names_of(m.states), *this);
+  return std::nullopt;
+}
+
+std::optional<uint32_t> Context::resolve_buffer(const std::string& name, const SourceSpan& span,
+                                                const std::string& subject) {
+  if (auto it = names.buffers.find(name); it != names.buffers.end()) {
+    buffer_used[it->second] = true;
+    return it->second;
+  }
+  Diagnostic& d = error(Code::kUnknownBuffer, subject + ": unknown buffer `" + name + "`", span);
+  d.label = "not declared in `buffers`";
+  add_help(d, name, "buffer", names_of(m.buffers), *this);
+  return std::nullopt;
+}
+
+std::optional<uint32_t> Context::resolve_kernel(const std::string& name, const SourceSpan& span,
+                                                const std::string& subject) {
+  if (auto it = names.kernels.find(name); it != names.kernels.end()) {
+    kernel_used[it->second] = true;
+    return it->second;
+  }
+  Diagnostic& d = error(Code::kUnknownKernel, subject + ": unknown kernel `" + name + "`", span);
+  d.label = "not declared in `kernels`";
+  add_help(d, name, "kernel", names_of(m.kernels), *this);
+  return std::nullopt;
+}
+
+std::optional<Range> Context::eval_range(const Expr& e, const std::string& subject) {
+  switch (e.op) {
+    case Expr::Op::kConst:
+      return Range{e.value, e.value};
+    case Expr::Op::kSym: {
+      auto idx = resolve_symbol(e.sym, e.span, subject);
+      if (!idx || !symbol_ok[*idx]) return std::nullopt;
+      const Symbol& s = m.symbols[*idx];
+      return Range{s.min, s.max};
+    }
+    case Expr::Op::kCeilDiv: {
+      if (!e.lhs) return std::nullopt;
+      auto r = eval_range(*e.lhs, subject);
+      if (e.value == 0) {
+        Diagnostic& d = error(Code::kExprDivByZero,
+                              subject + ": ceil_div by zero in `" + e.to_string() + "`", e.span);
+        d.label = "divisor is 0";
+        return std::nullopt;
+      }
+      if (!r) return std::nullopt;
+      auto cdiv = [&](uint64_t a) { return a / e.value + (a % e.value != 0 ? 1 : 0); };
+      return Range{cdiv(r->min), cdiv(r->max)};
+    }
+    case Expr::Op::kMul: {
+      if (!e.lhs) return std::nullopt;
+      auto r = eval_range(*e.lhs, subject);
+      if (!r) return std::nullopt;
+      auto hi = checked_mul(r->max, e.value);
+      if (!hi) {
+        Diagnostic& d = error(Code::kExprOverflow,
+                              subject + ": `" + e.to_string() + "` overflows u64 at the symbols' maxima (" +
+                                  std::to_string(r->max) + " x " + std::to_string(e.value) + ")",
+                              e.span);
+        d.label = "overflows";
+        return std::nullopt;
+      }
+      return Range{r->min * e.value, *hi};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Range> Context::shape_bytes(DType dtype, const std::vector<Dim>& shape,
+                                          const SourceSpan& span, const std::string& subject) {
+  if (shape.empty()) {
+    Diagnostic& d = error(Code::kShapeEmpty, subject + ": shape has no dimensions", span);
+    d.help = "write [1] for a single element";
+    return std::nullopt;
+  }
+  bool ok = true;
+  std::optional<uint64_t> lo = dtype_size_bytes(dtype), hi = dtype_size_bytes(dtype);
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const Dim& dim = shape[i];
+    Range extent;
+    if (dim.is_symbol()) {
+      auto idx = resolve_symbol(std::get<std::string>(dim.value), dim.span, subject);
+      if (!idx || !symbol_ok[*idx]) {
+        ok = false;
+        continue;
+      }
+      extent = Range{m.symbols[*idx].min, m.symbols[*idx].max};
+    } else {
+      const uint64_t v = std::get<uint64_t>(dim.value);
+      if (v == 0) {
+        Diagnostic& d = error(Code::kShapeZeroDim,
+                              subject + ": dimension " + std::to_string(i) + " is 0", dim.span);
+        d.label = "zero-sized";
+        ok = false;
+        continue;
+      }
+      extent = Range{v, v};
+    }
+    if (lo) lo = checked_mul(*lo, extent.min);
+    if (hi) hi = checked_mul(*hi, extent.max);
+  }
+  if (!ok) return std::nullopt;
+  if (!hi) {
+    Diagnostic& d = error(Code::kSizeOverflow,
+                          subject + ": byte size overflows u64 at the symbols' maxima", span);
+    d.label = "too large";
+    return std::nullopt;
+  }
+  return Range{*lo, *hi};
+}
+
+std::string kernel_subject(const Kernel& k) { return "kernels." + k.name; }
+
+std::string step_subject(const Kernel& k, size_t step) {
+  return "kernels." + k.name + ".impl.steps[" + std::to_string(step) + "]";
+}
+
+std::string dispatch_subject(const Program& p, size_t dispatch) {
+  return "programs." + p.name + ".dispatches[" + std::to_string(dispatch) + "]";
+}
+
+std::optional<std::string> closest_name(std::string_view name,
+                                        const std::vector<std::string_view>& candidates) {
+  const size_t limit = std::max<size_t>(1, name.size() / 3);
+  std::optional<std::string> best;
+  size_t best_distance = limit + 1;
+  for (std::string_view c : candidates) {
+    const size_t d = edit_distance(name, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = std::string(c);
+    }
+  }
+  return best;
+}
+
+std::string_view arg_kind_name(Arg::Kind k) {
+  switch (k) {
+    case Arg::Kind::kBuf: return "buffer";
+    case Arg::Kind::kState: return "state";
+    case Arg::Kind::kSym: return "symbol";
+    case Arg::Kind::kExpr: return "expression";
+    case Arg::Kind::kI32: return "i32 literal";
+    case Arg::Kind::kU32: return "u32 literal";
+    case Arg::Kind::kI64: return "i64 literal";
+    case Arg::Kind::kF32: return "f32 literal";
+    case Arg::Kind::kU8: return "u8 literal";
+  }
+  return "argument";
+}
+
+std::string_view step_arg_kind_name(StepArg::Kind k) {
+  switch (k) {
+    case StepArg::Kind::kArg: return "interface arg";
+    case StepArg::Kind::kScratch: return "scratch";
+    case StepArg::Kind::kI32: return "i32 literal";
+    case StepArg::Kind::kU32: return "u32 literal";
+    case StepArg::Kind::kI64: return "i64 literal";
+    case StepArg::Kind::kF32: return "f32 literal";
+    case StepArg::Kind::kU8: return "u8 literal";
+  }
+  return "argument";
+}
+
+}  // namespace kern::verify

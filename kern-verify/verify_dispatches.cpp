@@ -1,0 +1,210 @@
+// SPEC §4 rule 7: every dispatch against its kernel's interface.
+//
+// Argument rule (decided here):
+// - pointer params take `{"buf"}` or `{"state"}`; a buffer goes into
+//   `buffer<d>` only with dtype exactly d (E0142) or into an untyped `ptr`; a
+//   state goes only into `ptr` (E0143);
+// - scalar params take a literal of exactly their kind (E0146), or (integer
+//   params only, never f32: E0145) a `{"sym"}` / `{"expr"}` whose range over
+//   the symbol bounds fits the param type (E0144);
+// - offsets are bytes: a multiple of the element size for `buffer<d>` params
+//   (E0147) and below the buffer's size at the symbols' minima, or below
+//   `bytes_fixed` for a fixed state (E0148). A per-token state has no static
+//   size (the capacity is chosen at load), so its offsets are not bounded here.
+// References inside a dispatch whose kernel is unknown are still resolved (so
+// their typos are reported and nothing cascades into "unused").
+#include "kern-verify/verify_rules.h"
+
+namespace kern::verify {
+namespace {
+
+bool literal_matches(Arg::Kind a, ParamKind p) {
+  switch (a) {
+    case Arg::Kind::kI32: return p == ParamKind::kI32;
+    case Arg::Kind::kU32: return p == ParamKind::kU32;
+    case Arg::Kind::kI64: return p == ParamKind::kI64;
+    case Arg::Kind::kF32: return p == ParamKind::kF32;
+    case Arg::Kind::kU8: return p == ParamKind::kU8;
+    default: return false;
+  }
+}
+
+bool is_literal(Arg::Kind a) {
+  return a != Arg::Kind::kBuf && a != Arg::Kind::kState && a != Arg::Kind::kSym && a != Arg::Kind::kExpr;
+}
+
+/// Resolves the names an arg mentions (no type checks). Returns the range of a
+/// sym/expr argument when it evaluated.
+std::optional<Range> resolve_arg(Context& ctx, const Arg& a, const std::string& subject) {
+  switch (a.kind) {
+    case Arg::Kind::kBuf: (void)ctx.resolve_buffer(a.name, a.name_span, subject); return std::nullopt;
+    case Arg::Kind::kState: (void)ctx.resolve_state(a.name, a.name_span, subject); return std::nullopt;
+    case Arg::Kind::kSym: {
+      auto idx = ctx.resolve_symbol(a.name, a.name_span, subject);
+      if (!idx || !ctx.symbol_ok[*idx]) return std::nullopt;
+      return Range{ctx.m.symbols[*idx].min, ctx.m.symbols[*idx].max};
+    }
+    case Arg::Kind::kExpr:
+      if (a.expr) return ctx.eval_range(*a.expr, subject);
+      return std::nullopt;
+    default: return std::nullopt;
+  }
+}
+
+void kind_error(Context& ctx, const Arg& a, const ParamType& p, size_t j, const std::string& subject,
+                const std::string& help) {
+  Diagnostic& d = ctx.error(Code::kDispatchArgKind,
+                            subject + ": " + std::string(arg_kind_name(a.kind)) + " passed to param " +
+                                std::to_string(j) + " `" + param_type_name(p) + "`",
+                            a.span);
+  d.label = p.is_pointer() ? "expected a buffer or state" : "expected a scalar";
+  d.help = help;
+}
+
+void check_offset(Context& ctx, const Arg& a, const ParamType& p, std::optional<uint64_t> size_bytes,
+                  const std::string& what, const std::string& subject) {
+  if (p.kind == ParamKind::kBuffer) {
+    const uint32_t elem = dtype_size_bytes(p.dtype);
+    if (a.offset % elem != 0) {
+      Diagnostic& d = ctx.error(Code::kOffsetMisaligned,
+                                subject + ": offset " + std::to_string(a.offset) +
+                                    " B is not a multiple of the element size " + std::to_string(elem) + " B of `" +
+                                    param_type_name(p) + "`",
+                                a.span);
+      d.label = "misaligned";
+    }
+  }
+  if (size_bytes && a.offset >= *size_bytes) {
+    Diagnostic& d = ctx.error(Code::kOffsetOutOfBounds,
+                              subject + ": offset " + std::to_string(a.offset) + " B is past the end of " + what +
+                                  " `" + a.name + "` (" + std::to_string(*size_bytes) + " B" +
+                                  (what == "buffer" ? " at the symbols' minima)" : ")"),
+                              a.span);
+    d.label = "out of bounds";
+  }
+}
+
+void check_arg(Context& ctx, const Arg& a, const ParamType& p, size_t j, const std::string& subject) {
+  switch (a.kind) {
+    case Arg::Kind::kBuf: {
+      auto b = ctx.resolve_buffer(a.name, a.name_span, subject);
+      if (!b) return;
+      const Buffer& buf = ctx.m.buffers[*b];
+      if (p.is_scalar()) {
+        kind_error(ctx, a, p, j, subject, "a scalar param takes a literal, {\"sym\": ...} or {\"expr\": ...}");
+        return;
+      }
+      if (p.kind == ParamKind::kBuffer && buf.dtype != p.dtype) {
+        Diagnostic& d = ctx.error(Code::kDispatchDtypeMismatch,
+                                  subject + ": buffer `" + buf.name + "` is " + std::string(dtype_name(buf.dtype)) +
+                                      " but param " + std::to_string(j) + " is `" + param_type_name(p) + "`",
+                                  a.span);
+        d.label = "dtype differs";
+        d.notes.push_back(DiagnosticNote{"the buffer is declared here", buf.name_span, true});
+      }
+      const auto& bytes = ctx.buffer_bytes[*b];
+      check_offset(ctx, a, p, bytes ? std::optional<uint64_t>(bytes->min) : std::nullopt, "buffer", subject);
+      return;
+    }
+    case Arg::Kind::kState: {
+      auto s = ctx.resolve_state(a.name, a.name_span, subject);
+      if (!s) return;
+      if (p.is_scalar()) {
+        kind_error(ctx, a, p, j, subject, "a scalar param takes a literal, {\"sym\": ...} or {\"expr\": ...}");
+        return;
+      }
+      if (p.kind == ParamKind::kBuffer) {
+        Diagnostic& d = ctx.error(Code::kStateIntoBuffer,
+                                  subject + ": state `" + a.name + "` passed to param " + std::to_string(j) + " `" +
+                                      param_type_name(p) + "`",
+                                  a.span);
+        d.label = "a state is untyped";
+        d.help = "declare the param as `" + std::string(p.access == Access::kIn    ? "in"
+                                                         : p.access == Access::kOut ? "out"
+                                                                                    : "inout") +
+                 " ptr`";
+        return;
+      }
+      const State& st = ctx.m.states[*s];
+      const bool fixed = st.bytes_fixed != 0 && st.bytes_per_token == 0;
+      check_offset(ctx, a, p, fixed ? std::optional<uint64_t>(st.bytes_fixed) : std::nullopt, "state", subject);
+      return;
+    }
+    case Arg::Kind::kSym:
+    case Arg::Kind::kExpr: {
+      auto r = resolve_arg(ctx, a, subject);
+      if (p.is_pointer()) {
+        kind_error(ctx, a, p, j, subject, "a pointer param takes {\"buf\": ...} or {\"state\": ...}");
+        return;
+      }
+      if (p.kind == ParamKind::kF32) {
+        Diagnostic& d = ctx.error(Code::kF32FromSymbol,
+                                  subject + ": " + std::string(arg_kind_name(a.kind)) + " passed to f32 param " +
+                                      std::to_string(j),
+                                  a.span);
+        d.label = "symbols are integers";
+        d.help = "pass an f32 literal: {\"f32\": ...}";
+        return;
+      }
+      const ScalarRange limit = param_scalar_range(p.kind);
+      if (r && r->max > limit.max) {
+        Diagnostic& d = ctx.error(Code::kScalarRange,
+                                  subject + ": " + std::string(arg_kind_name(a.kind)) + " ranges over [" +
+                                      std::to_string(r->min) + ", " + std::to_string(r->max) +
+                                      "] which does not fit param " + std::to_string(j) + " `" +
+                                      param_type_name(p) + "` (max " + std::to_string(limit.max) + ")",
+                                  a.span);
+        d.label = "out of range at the symbols' maxima";
+      }
+      return;
+    }
+    default:
+      if (p.is_pointer()) {
+        kind_error(ctx, a, p, j, subject, "a pointer param takes {\"buf\": ...} or {\"state\": ...}");
+      } else if (!literal_matches(a.kind, p.kind)) {
+        Diagnostic& d = ctx.error(Code::kLiteralKind,
+                                  subject + ": " + std::string(arg_kind_name(a.kind)) + " passed to param " +
+                                      std::to_string(j) + " `" + param_type_name(p) + "`",
+                                  a.span);
+        d.label = "kind differs";
+        d.help = "write it as {\"" + param_type_name(p) + "\": ...}";
+      }
+      return;
+  }
+}
+
+}  // namespace
+
+void check_dispatches(Context& ctx) {
+  for (size_t pi = 0; pi < ctx.m.programs.size(); ++pi) {
+    const Program& prog = ctx.m.programs[pi];
+    for (size_t di = 0; di < prog.dispatches.size(); ++di) {
+      const Dispatch& disp = prog.dispatches[di];
+      const std::string subject = dispatch_subject(prog, di);
+      auto k = ctx.resolve_kernel(disp.kernel, disp.kernel_span, subject);
+      bool ok = k.has_value();
+      if (k && disp.args.size() != ctx.m.kernels[*k].params.size()) {
+        const size_t want = ctx.m.kernels[*k].params.size();
+        Diagnostic& d = ctx.error(Code::kDispatchArgCount,
+                                  subject + ": " + std::to_string(disp.args.size()) + " args for kernel `" +
+                                      disp.kernel + "` which takes " + std::to_string(want),
+                                  disp.span);
+        d.label = "expected " + std::to_string(want) + " args";
+        d.notes.push_back(DiagnosticNote{"the interface is declared here", ctx.m.kernels[*k].params_span, true});
+        ok = false;
+      }
+      for (size_t j = 0; j < disp.args.size(); ++j) {
+        const Arg& a = disp.args[j];
+        const std::string arg_subject = subject + ".args[" + std::to_string(j) + "]";
+        if (ok) {
+          check_arg(ctx, a, ctx.m.kernels[*k].params[j], j, arg_subject);
+        } else if (!is_literal(a.kind)) {
+          (void)resolve_arg(ctx, a, arg_subject);
+        }
+      }
+      ctx.dispatch_ok[pi][di] = ok;
+    }
+  }
+}
+
+}  // namespace kern::verify
