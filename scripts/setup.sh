@@ -7,7 +7,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 pkgs=(meson ninja-build pkg-config g++ rapidjson-dev libcli11-dev libspdlog-dev libfmt-dev
       catch2 libflatbuffers-dev flatbuffers-compiler libssl-dev libpcre2-dev python3)
 pkgs+=(libicu-dev)  # tokenizer: NFC normalization (kern-run/tokenizer)
-pkgs+=(python3-numpy git gcc)  # llama.cpp oracle: gguf-py needs numpy; clone the bundle; build the C oracle (test/oracle)
+pkgs+=(python3-numpy python3-yaml git gcc)  # llama.cpp oracle: gguf-py needs numpy and yaml; clone the bundle; build the C oracle (test/oracle)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

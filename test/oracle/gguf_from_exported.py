@@ -1,0 +1,110 @@
+#!/usr/bin/python3
+"""gguf_from_exported.py CONFIG.json EXPORTED.safetensors -o MODEL.gguf --gguf-py DIR
+
+Converts kern's exported Qwen3 weights (docs/qwen3-manifest.md) into a
+llama.cpp `qwen3` GGUF for the oracle (oracles.md): matrices BF16 (a byte
+copy), norms F32 (bf16 widened exactly), `tokenizer.ggml.model = none` with
+the vocab size in `qwen3.vocab_size`. The merged tensors are split back by
+rows: qkv_proj -> attn_q [H D], attn_k [KV D], attn_v [KV D]; gate_up_proj ->
+ffn_gate [I], ffn_up [I]; lm_head -> output. The rope cache and kv scales are
+not carried: llama.cpp computes rope itself from `rope.freq_base` (which is
+the point: an independent implementation).
+
+Uses llama.cpp's own GGUF writer (gguf-py from the bundle, --gguf-py) and numpy.
+"""
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+
+import safetensors_io as st  # noqa: E402
+from qwen3_config import load_config  # noqa: E402
+
+
+def bf16_rows(f, name):
+    """The bf16 tensor `name` as a 2-D uint16 array of raw bits (rows, cols)."""
+    dtype, shape, _, _ = f.tensors[name]
+    if dtype != "BF16" or len(shape) != 2:
+        raise ValueError(f"{name}: expected a 2-D BF16 tensor, found {dtype} {shape}")
+    return np.frombuffer(f.read(name), dtype="<u2").reshape(shape)
+
+
+def bf16_to_f32(f, name):
+    dtype, shape, _, _ = f.tensors[name]
+    if dtype != "BF16":
+        raise ValueError(f"{name}: expected BF16, found {dtype}")
+    bits = np.frombuffer(f.read(name), dtype="<u2").astype(np.uint32) << 16
+    return bits.view(np.float32).reshape(shape)
+
+
+def convert(config_path, weights_path, out_path, gguf_py):
+    sys.path.insert(0, gguf_py)
+    import gguf  # noqa: E402  (llama.cpp's writer, from the bundle)
+
+    c = load_config(config_path)
+    H, KV, D, I = c.heads, c.kv_heads, c.head_dim, c.intermediate
+    w = gguf.GGUFWriter(out_path, "qwen3")
+    w.add_name("kern-oracle")
+    w.add_vocab_size(c.vocab)
+    w.add_context_length(c.max_position)
+    w.add_embedding_length(c.hidden)
+    w.add_feed_forward_length(I)
+    w.add_block_count(c.layers)
+    w.add_head_count(H)
+    w.add_head_count_kv(KV)
+    w.add_key_length(D)
+    w.add_value_length(D)
+    w.add_rope_freq_base(c.rope_theta)
+    w.add_layer_norm_rms_eps(c.rms_norm_eps)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
+    w.add_tokenizer_model("none")
+
+    bf16 = gguf.GGMLQuantizationType.BF16
+
+    def matrix(gguf_name, bits):
+        # uint8 bytes + raw_dtype: gguf-py turns the byte shape into elements.
+        w.add_tensor(gguf_name, np.ascontiguousarray(bits).view(np.uint8), raw_dtype=bf16)
+
+    with st.SafetensorsFile(weights_path) as f:
+        matrix("token_embd.weight", bf16_rows(f, "model.embed_tokens.weight"))
+        for layer in range(c.layers):
+            p, b = f"model.layers.{layer}.", f"blk.{layer}."
+            qkv = bf16_rows(f, p + "self_attn.qkv_proj.weight")
+            gate_up = bf16_rows(f, p + "mlp.gate_up_proj.weight")
+            w.add_tensor(b + "attn_norm.weight", bf16_to_f32(f, p + "input_layernorm.weight"))
+            matrix(b + "attn_q.weight", qkv[:H * D])
+            matrix(b + "attn_k.weight", qkv[H * D:(H + KV) * D])
+            matrix(b + "attn_v.weight", qkv[(H + KV) * D:])
+            w.add_tensor(b + "attn_q_norm.weight", bf16_to_f32(f, p + "self_attn.q_norm.weight"))
+            w.add_tensor(b + "attn_k_norm.weight", bf16_to_f32(f, p + "self_attn.k_norm.weight"))
+            matrix(b + "attn_output.weight", bf16_rows(f, p + "self_attn.o_proj.weight"))
+            w.add_tensor(b + "ffn_norm.weight", bf16_to_f32(f, p + "post_attention_layernorm.weight"))
+            matrix(b + "ffn_gate.weight", gate_up[:I])
+            matrix(b + "ffn_up.weight", gate_up[I:])
+            matrix(b + "ffn_down.weight", bf16_rows(f, p + "mlp.down_proj.weight"))
+        w.add_tensor("output_norm.weight", bf16_to_f32(f, "model.norm.weight"))
+        matrix("output.weight", bf16_rows(f, "lm_head.weight"))
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_tensors_to_file()
+    w.close()
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
+    ap.add_argument("config")
+    ap.add_argument("weights")
+    ap.add_argument("-o", "--output", required=True)
+    ap.add_argument("--gguf-py", required=True, help="llama.cpp's gguf-py directory (from the bundle)")
+    args = ap.parse_args(argv)
+    convert(args.config, args.weights, args.output, args.gguf_py)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
