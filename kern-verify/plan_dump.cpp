@@ -1,0 +1,257 @@
+// dump_plan(): see plan_dump.h. Indices are printed as `[i]` with the name
+// they point at, so a reader can follow the wiring without the manifest.
+#include "kern-verify/plan_dump.h"
+
+#include <array>
+#include <bit>
+#include <cstring>
+#include <set>
+#include <sstream>
+
+#include "common/dtype.h"
+#include "common/plan_format.h"
+#include "common/sha256.h"
+
+namespace kern::verify {
+namespace {
+
+namespace fb = flatbuffers;
+
+std::string name_of(const fb::String* s) { return s ? s->str() : std::string("?"); }
+
+ParamType from_plan(const plan::Param& p) {
+  return ParamType{static_cast<ParamKind>(p.kind()), static_cast<Access>(p.access()),
+                   static_cast<DType>(p.dtype())};
+}
+
+std::string dtype_str(plan::DType d) {
+  return static_cast<uint8_t>(d) <= static_cast<uint8_t>(plan::DType::MAX) ? std::string(dtype_name(static_cast<DType>(d)))
+                                                                           : "dtype#" + std::to_string(static_cast<int>(d));
+}
+
+class Dumper {
+ public:
+  explicit Dumper(const plan::Plan& p) : p_(p) {}
+
+  std::string run() {
+    header();
+    symbols();
+    states();
+    buffers();
+    cubins();
+    kernels();
+    scratch();
+    programs();
+    summary();
+    return out_.str();
+  }
+
+ private:
+  std::string symbol_name(uint64_t i) const {
+    return i < p_.symbols()->size() ? name_of(p_.symbols()->Get(static_cast<fb::uoffset_t>(i))->name())
+                                    : "sym#" + std::to_string(i);
+  }
+
+  /// "ceil_div(mul(tokens, 32), 4)"
+  std::string expr(const plan::Expr* e) const {
+    if (e == nullptr || e->nodes() == nullptr || e->nodes()->size() == 0) return "<empty>";
+    std::string s;
+    for (fb::uoffset_t i = 0; i < e->nodes()->size(); ++i) {
+      const plan::ExprNode* n = e->nodes()->Get(i);
+      switch (n->op()) {
+        case plan::ExprOp::const_: s = std::to_string(n->operand()); break;
+        case plan::ExprOp::sym: s = symbol_name(n->operand()); break;
+        case plan::ExprOp::ceil_div: s = "ceil_div(" + s + ", " + std::to_string(n->operand()) + ")"; break;
+        case plan::ExprOp::mul: s = "mul(" + s + ", " + std::to_string(n->operand()) + ")"; break;
+        default: s = "<op " + std::to_string(static_cast<int>(n->op())) + ">"; break;
+      }
+    }
+    return s;
+  }
+
+  std::string shape(const fb::Vector<fb::Offset<plan::Expr>>* dims) const {
+    std::string s = "[";
+    for (fb::uoffset_t i = 0; dims && i < dims->size(); ++i) s += (i ? ", " : "") + expr(dims->Get(i));
+    return s + "]";
+  }
+
+  std::string params(const fb::Vector<const plan::Param*>* ps) const {
+    std::string s = "(";
+    for (fb::uoffset_t i = 0; ps && i < ps->size(); ++i) {
+      s += (i ? ", " : "") + param_type_name(from_plan(*ps->Get(i)));
+    }
+    return s + ")";
+  }
+
+  template <typename Vec>
+  std::string indexed(const Vec* v, uint64_t i, const char* what) const {
+    if (v == nullptr || i >= v->size()) return std::string(what) + " #" + std::to_string(i) + " (out of range)";
+    return std::string(what) + " [" + std::to_string(i) + "] " + name_of(v->Get(static_cast<fb::uoffset_t>(i))->name());
+  }
+
+  void header() {
+    const auto* sha = p_.manifest_sha256();
+    out_ << "plan: format " << p_.format_version() << ", model \"" << (p_.model() ? p_.model()->str() : "")
+         << "\"\n";
+    out_ << "manifest sha256: " << hex_encode(std::span<const uint8_t>(sha->data(), sha->size())) << "\n";
+  }
+
+  void symbols() {
+    out_ << "\nsymbols (" << p_.symbols()->size() << "):\n";
+    for (fb::uoffset_t i = 0; i < p_.symbols()->size(); ++i) {
+      const auto* s = p_.symbols()->Get(i);
+      out_ << "  [" << i << "] " << name_of(s->name()) << " " << s->min() << ".." << s->max() << "\n";
+    }
+  }
+
+  void states() {
+    out_ << "\nstates (" << p_.states()->size() << "):\n";
+    for (fb::uoffset_t i = 0; i < p_.states()->size(); ++i) {
+      const auto* s = p_.states()->Get(i);
+      out_ << "  [" << i << "] " << name_of(s->name());
+      if (s->bytes_per_token() != 0) out_ << " bytes_per_token " << s->bytes_per_token();
+      if (s->bytes_fixed() != 0) out_ << " bytes_fixed " << s->bytes_fixed();
+      out_ << " align " << s->align() << "\n";
+    }
+  }
+
+  void buffers() {
+    std::array<size_t, 5> per_class{};
+    for (fb::uoffset_t i = 0; i < p_.buffers()->size(); ++i) {
+      const auto c = static_cast<size_t>(p_.buffers()->Get(i)->class_());
+      if (c < per_class.size()) ++per_class[c];
+    }
+    out_ << "\nbuffers (" << p_.buffers()->size() << "): input " << per_class[0] << ", output " << per_class[1]
+         << ", weight " << per_class[2] << ", workspace " << per_class[3] << ", carry " << per_class[4] << "\n";
+    for (fb::uoffset_t i = 0; i < p_.buffers()->size(); ++i) {
+      const auto* b = p_.buffers()->Get(i);
+      out_ << "  [" << i << "] " << name_of(b->name()) << " " << plan::EnumNameBufferClass(b->class_()) << " "
+           << dtype_str(b->dtype()) << " " << shape(b->shape()) << " " << b->max_size_bytes() << " B\n";
+    }
+  }
+
+  void cubins() {
+    out_ << "\ncubins (" << p_.cubins()->size() << "):\n";
+    for (fb::uoffset_t i = 0; i < p_.cubins()->size(); ++i) {
+      const auto* c = p_.cubins()->Get(i);
+      out_ << "  [" << i << "] " << name_of(c->path());
+      if (c->sha256()) out_ << " sha256 " << hex_encode(std::span<const uint8_t>(c->sha256()->data(), c->sha256()->size()));
+      out_ << "\n";
+    }
+  }
+
+  void step(fb::uoffset_t si, const char* indent) {
+    if (si >= p_.steps()->size()) {
+      out_ << indent << "step #" << si << " (out of range)\n";
+      return;
+    }
+    const auto* s = p_.steps()->Get(si);
+    out_ << indent << "step [" << si << "] " << name_of(s->symbol());
+    if (s->cubin() >= 0) out_ << " cubin [" << s->cubin() << "]";
+    out_ << " " << params(s->params()) << "\n"
+         << indent << "  block [" << s->block_x() << ", " << s->block_y() << ", " << s->block_z() << "] grid ["
+         << expr(s->grid_x()) << ", " << expr(s->grid_y()) << ", " << expr(s->grid_z()) << "]";
+    if (s->shared_mem()) out_ << " shared_mem " << expr(s->shared_mem());
+    if (s->pdl()) out_ << " pdl";
+    out_ << "\n";
+  }
+
+  void kernels() {
+    out_ << "\nkernels (" << p_.kernels()->size() << "):\n";
+    for (fb::uoffset_t i = 0; i < p_.kernels()->size(); ++i) {
+      const auto* k = p_.kernels()->Get(i);
+      out_ << "  [" << i << "] " << name_of(k->name()) << " " << params(k->params()) << "\n";
+      for (fb::uoffset_t j = 0; j < k->steps()->size(); ++j) step(k->steps()->Get(j), "      ");
+    }
+  }
+
+  void scratch() {
+    out_ << "\nscratch (" << p_.scratch()->size() << "):\n";
+    for (fb::uoffset_t i = 0; i < p_.scratch()->size(); ++i) {
+      const auto* s = p_.scratch()->Get(i);
+      out_ << "  [" << i << "] " << indexed(p_.kernels(), s->kernel(), "kernel") << " . " << name_of(s->name()) << " "
+           << dtype_str(s->dtype()) << " " << shape(s->shape()) << " " << s->max_size_bytes() << " B\n";
+    }
+  }
+
+  std::string arg(const plan::LaunchArg* a) const {
+    std::string off = a->offset() ? " +" + std::to_string(a->offset()) : "";
+    switch (a->kind()) {
+      case plan::ArgKind::buffer: return indexed(p_.buffers(), a->index(), "buf") + off;
+      case plan::ArgKind::state: return indexed(p_.states(), a->index(), "state") + off;
+      case plan::ArgKind::scratch: return indexed(p_.scratch(), a->index(), "scratch") + off;
+      case plan::ArgKind::literal: {
+        std::ostringstream s;
+        s << "lit 0x" << std::hex << a->literal();
+        return s.str();
+      }
+      case plan::ArgKind::expr: return "expr " + expr(a->expr());
+    }
+    return "arg kind " + std::to_string(static_cast<int>(a->kind()));
+  }
+
+  void programs() {
+    for (fb::uoffset_t i = 0; i < p_.programs()->size(); ++i) {
+      const auto* prog = p_.programs()->Get(i);
+      out_ << "\nprogram " << name_of(prog->name()) << ": " << prog->dispatch_count() << " dispatches, "
+           << prog->launches()->size() << " launches\n";
+      for (fb::uoffset_t j = 0; j < prog->launches()->size(); ++j) {
+        const auto* l = prog->launches()->Get(j);
+        std::string label;
+        if (prog->dispatch_labels() && l->dispatch() < prog->dispatch_labels()->size()) {
+          label = " " + name_of(prog->dispatch_labels()->Get(l->dispatch()));
+        }
+        std::string sym = l->step() < p_.steps()->size() ? name_of(p_.steps()->Get(l->step())->symbol()) : "?";
+        std::string kernel = "?";
+        if (l->step() < p_.steps()->size()) {
+          const uint32_t k = p_.steps()->Get(l->step())->kernel();
+          if (k < p_.kernels()->size()) kernel = name_of(p_.kernels()->Get(k)->name());
+        }
+        out_ << "  #" << l->dispatch() << label << ": " << kernel << " step [" << l->step() << "] " << sym << "\n";
+        for (fb::uoffset_t a = 0; a < l->args()->size(); ++a) {
+          out_ << "      " << a << ": " << arg(l->args()->Get(a)) << "\n";
+        }
+      }
+    }
+  }
+
+  void summary() {
+    out_ << "\nsummary: " << p_.buffers()->size() << " buffers";
+    for (fb::uoffset_t i = 0; i < p_.programs()->size(); ++i) {
+      const auto* prog = p_.programs()->Get(i);
+      std::set<uint32_t> used;
+      for (fb::uoffset_t j = 0; j < prog->launches()->size(); ++j) {
+        const auto* args = prog->launches()->Get(j)->args();
+        for (fb::uoffset_t a = 0; a < args->size(); ++a) {
+          if (args->Get(a)->kind() == plan::ArgKind::buffer) used.insert(args->Get(a)->index());
+        }
+      }
+      out_ << "; " << name_of(prog->name()) << ": " << prog->dispatch_count() << " dispatches, "
+           << prog->launches()->size() << " launches, " << used.size() << " buffers";
+    }
+    out_ << "\n";
+  }
+
+  const plan::Plan& p_;
+  std::ostringstream out_;
+};
+
+}  // namespace
+
+Result<std::string> dump_plan(std::span<const uint8_t> bytes) {
+  auto bad = [](const std::string& why) { return make_error(ErrorKind::kManifest, "not a valid plan: " + why); };
+  if (bytes.size() < 8) return bad("file is " + std::to_string(bytes.size()) + " bytes, too short");
+  if (!plan::PlanBufferHasIdentifier(bytes.data())) {
+    return bad("file identifier is not \"" + std::string(kPlanFileIdentifier) + "\"");
+  }
+  fb::Verifier verifier(bytes.data(), bytes.size());
+  if (!plan::VerifyPlanBuffer(verifier)) return bad("FlatBuffers verification failed (corrupt or truncated)");
+  const plan::Plan* p = plan::GetPlan(bytes.data());
+  if (p->format_version() != kPlanFormatVersion) {
+    return bad("format version " + std::to_string(p->format_version()) + " (this kern-verify reads " +
+               std::to_string(kPlanFormatVersion) + ")");
+  }
+  return Dumper(*p).run();
+}
+
+}  // namespace kern::verify

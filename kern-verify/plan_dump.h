@@ -1,0 +1,24 @@
+// `kern-verify --dump`: a readable listing of a .kplan for debugging (SPEC
+// §2). The bytes are untrusted: the FlatBuffers Verifier, the file
+// identifier and the format version are checked before anything is read.
+// The listing is for people; its layout may change (golden tests pin it).
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "common/result.h"
+
+namespace kern::verify {
+
+/// Renders `plan_bytes` as text: header (format, model, manifest sha256),
+/// symbols with bounds, states, buffers (class, dtype, shape, bytes at the
+/// maxima; counts per class), cubins, kernels with their steps (symbol,
+/// cubin, params, block, grid and shared-memory expressions), scratch, each
+/// program's dispatch count and launches with wired args, and a summary line
+/// with buffer and dispatch counts per program.
+/// Errors (kManifest): not a FlatBuffers plan (Verifier fails), wrong file
+/// identifier, unsupported format_version, an index out of range.
+Result<std::string> dump_plan(std::span<const uint8_t> plan_bytes);
+
+}  // namespace kern::verify
