@@ -1,0 +1,48 @@
+// The Split pre-tokenizer of HF tokenizer.json with behavior "Isolated":
+// the text is cut into the matches of a pattern and the gaps between them,
+// each its own piece. Regex patterns run on PCRE2 with UTF and UCP (Unicode
+// properties for \p{L}, \s, ...) and JIT; HF runs them on Oniguruma, whose
+// \s omits U+180E (PCRE2's \h has it), so `\s`/`\S` are rewritten to
+// Oniguruma's set before compiling (see onig_compatible_pattern).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+
+namespace kern::tok {
+
+/// `pattern` with each `\s` and `\S` spelled as Oniguruma's Unicode
+/// whitespace set: [\t\n\x0B\f\r\x{85}\p{Z}] (inside a class, its members).
+/// Returns nullopt-like empty string with `error` set when `\S` appears inside
+/// a character class (no way to spell its complement there).
+std::string onig_compatible_pattern(std::string_view pattern, std::string* error);
+
+/// A compiled split pattern. Movable, immutable; `split` is thread-safe.
+class SplitRegex {
+ public:
+  /// Compiles `pattern` (UTF-8); `literal` takes it as a plain string (HF's
+  /// {"String": ...} pattern). Errors carry PCRE2's message and the pattern
+  /// offset, e.g. "missing closing parenthesis at offset 3".
+  static Result<SplitRegex> compile(std::string_view pattern, bool literal);
+
+  SplitRegex(SplitRegex&&) noexcept;
+  SplitRegex& operator=(SplitRegex&&) noexcept;
+  ~SplitRegex();
+
+  /// Appends the non-empty pieces of `text` (valid UTF-8) to `pieces` in
+  /// order: each match and each gap between matches; together they cover
+  /// `text`. Views point into `text`. Errors: PCRE2 match failures (match or
+  /// JIT stack limits), with PCRE2's message.
+  Status split(std::string_view text, std::vector<std::string_view>& pieces) const;
+
+ private:
+  struct Impl;
+  explicit SplitRegex(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kern::tok
