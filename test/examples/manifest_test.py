@@ -1,0 +1,214 @@
+#!/usr/bin/python3
+"""manifest_test.py SOURCE_ROOT SCHEMA_JSON [KERN_VERIFY]
+
+Tests of examples/gen_qwen3_manifest.py: the checked-in manifests are exactly
+what the generator writes, they satisfy the upstream JSON Schema, they are
+internally consistent (arg counts and types), Qwen3-4B has SPEC §7's
+dispatch counts and offsets, --kernels-dir pins steps, and kern-verify (when
+built) accepts every generated manifest.
+"""
+
+import copy
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from json_schema_subset import Validator  # noqa: E402
+
+ROOT = SCHEMA = KERN_VERIFY = None
+MODELS = ("tiny-qwen3", "qwen3-0.6b", "qwen3-4b")
+
+
+def gen(*args):
+    return subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gen_qwen3_manifest.py"), *args],
+                          capture_output=True, text=True)
+
+
+def example(name):
+    return os.path.join(ROOT, "examples", name)
+
+
+def load(model):
+    with open(example(model + ".json"), "r", encoding="utf-8") as f:
+        return json.load(f)
+
+
+class GeneratedManifests(unittest.TestCase):
+    def test_regenerating_each_checked_in_manifest_from_its_config_is_byte_identical(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            for model in MODELS:
+                out = os.path.join(tmp, model + ".json")
+                proc = gen(example(model + ".config.json"), "-o", out)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(out, "rb") as a, open(example(model + ".json"), "rb") as b:
+                    self.assertEqual(a.read(), b.read(), f"{model}.json differs from the generator's output")
+
+    def test_manifest_text_uses_two_space_indent_and_ends_with_one_newline(self):
+        with open(example("tiny-qwen3.json"), "r", encoding="utf-8") as f:
+            text = f.read()
+        self.assertTrue(text.endswith("}\n") and not text.endswith("\n\n"))
+        self.assertTrue(text.startswith('{\n  "meta": '))
+
+    def test_every_manifest_satisfies_the_upstream_json_schema(self):
+        if not os.path.exists(SCHEMA):
+            self.skipTest(f"{SCHEMA} not found (shared/ is not beside the checkout)")
+        with open(SCHEMA, "r", encoding="utf-8") as f:
+            validator = Validator(json.load(f))
+        for model in MODELS:
+            self.assertEqual(validator.errors(load(model)), [], model)
+
+    def test_the_schema_check_rejects_an_unknown_step_field_and_a_bad_dtype(self):
+        if not os.path.exists(SCHEMA):
+            self.skipTest(f"{SCHEMA} not found (shared/ is not beside the checkout)")
+        with open(SCHEMA, "r", encoding="utf-8") as f:
+            validator = Validator(json.load(f))
+        doc = load("tiny-qwen3")
+        doc["kernels"]["rope"]["impl"]["steps"][0]["grid_x"] = 1
+        doc["buffers"]["act"]["dtype"] = "bf17"
+        paths = sorted(p for p, _ in validator.errors(doc))
+        self.assertEqual(paths, ["/buffers/act/dtype", "/kernels/rope/impl/steps/0/grid_x"])
+
+    def test_dispatch_and_step_args_match_their_params_in_count_and_kind(self):
+        for model in MODELS:
+            doc = load(model)
+            for kname, kernel in doc["kernels"].items():
+                params = kernel["params"]
+                scratch = kernel["impl"].get("scratch", {})
+                for step in kernel["impl"]["steps"]:
+                    self.assertEqual(len(step["args"]), len(step["params"]), f"{kname}.{step['symbol']}")
+                    for arg, ptype in zip(step["args"], step["params"]):
+                        if "arg" in arg:
+                            self.assertEqual(params[arg["arg"]], ptype, f"{kname}: forwarded arg type")
+                        elif "scratch" in arg:
+                            self.assertIn(arg["scratch"], scratch)
+                            self.assertTrue(ptype.endswith(f"buffer<{scratch[arg['scratch']]['dtype']}>"))
+                        else:
+                            self.assertEqual(list(arg), [ptype], f"{kname}: literal type")
+            for pname, program in doc["programs"].items():
+                for d in program["dispatches"]:
+                    params = doc["kernels"][d["kernel"]]["params"]
+                    self.assertEqual(len(d["args"]), len(params), d["label"])
+                    for arg, ptype in zip(d["args"], params):
+                        if "buf" in arg:
+                            dtype = doc["buffers"][arg["buf"]]["dtype"]
+                            self.assertTrue(ptype.endswith(f"buffer<{dtype}>"), f"{d['label']}: {arg} -> {ptype}")
+                        elif "state" in arg:
+                            self.assertTrue(ptype.endswith(" ptr"), d["label"])
+                        elif "sym" in arg or "expr" in arg:
+                            self.assertEqual(ptype, "i32", d["label"])
+                        else:
+                            self.assertEqual(list(arg), [ptype], d["label"])
+
+    def test_qwen3_4b_has_433_prefill_and_436_decode_dispatches_and_311_buffers(self):
+        doc = load("qwen3-4b")
+        self.assertEqual(len(doc["programs"]["prefill"]["dispatches"]), 433)
+        self.assertEqual(len(doc["programs"]["decode"]["dispatches"]), 436)
+        self.assertEqual(len(doc["buffers"]), 311)  # docs/qwen3-4b-counts.md: SPEC §7 says 310
+        self.assertEqual(doc["states"]["kv_cache"]["bytes_per_token"], 147456)
+
+    def test_qwen3_4b_views_and_kv_layer_offsets_are_literal_byte_offsets(self):
+        doc = load("qwen3-4b")
+        disp = doc["programs"]["decode"]["dispatches"]
+        by_label = {d["label"]: d for d in disp}
+        self.assertEqual(by_label["layers.0.q_norm"]["args"][0], {"buf": "qkv"})
+        self.assertEqual(by_label["layers.0.k_norm"]["args"][0], {"buf": "qkv", "offset": 8192})
+        self.assertEqual(by_label["layers.0.kv_cache_write"]["args"][1], {"buf": "qkv", "offset": 10240})
+        for layer in (0, 1, 35):
+            for what in ("kv_cache_write", "attention"):
+                arg = [a for a in by_label[f"layers.{layer}.{what}"]["args"] if "state" in a][0]
+                self.assertEqual(arg, {"state": "kv_cache", "offset": layer * 16 * 8 * 2 * 128 * 2})
+        self.assertEqual(by_label["layers.3.attention"]["args"][12], {"i64": 36 * 16 * 8 * 2 * 128})
+        self.assertEqual([d["label"] for d in disp[-3:]], ["norm", "lm_head", "argmax"])
+        self.assertEqual(by_label["layers.0.rope"]["args"][-1], {"u8": 1})
+
+    def test_tokens_max_sets_the_symbol_bound(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "m.json")
+            self.assertEqual(gen(example("tiny-qwen3.config.json"), "-o", out, "--tokens-max", "64").returncode, 0)
+            with open(out, "r", encoding="utf-8") as f:
+                self.assertEqual(json.load(f)["symbols"]["tokens"], {"min": 1, "max": 64})
+
+    def test_a_config_that_is_not_qwen3_is_refused_with_a_message(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(example("tiny-qwen3.config.json"), "r", encoding="utf-8") as f:
+                cfg = json.load(f)
+            cfg["model_type"] = "llama"
+            bad = os.path.join(tmp, "config.json")
+            with open(bad, "w", encoding="utf-8") as f:
+                json.dump(cfg, f)
+            proc = gen(bad, "-o", os.path.join(tmp, "m.json"))
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn("model_type", proc.stderr)
+            self.assertFalse(os.path.exists(os.path.join(tmp, "m.json")))
+
+    def test_kernels_dir_pins_every_non_extern_step_to_its_file_and_sha256(self):
+        doc = load("tiny-qwen3")
+        symbols = sorted({s["symbol"] for k in doc["kernels"].values() for s in k["impl"]["steps"]
+                          if not s["symbol"].startswith("extern:")})
+        with tempfile.TemporaryDirectory() as tmp:
+            kdir = os.path.join(tmp, "kernels")
+            os.mkdir(kdir)
+            files = {}
+            for i, sym in enumerate(symbols):  # two symbols per fake fatbin, like a kernel family
+                name = f"family{i // 2}.fatbin"
+                files.setdefault(name, b"\x7fELF fake")
+                files[name] += b"\0" + sym.encode() + b"\0"
+            for name, data in files.items():
+                with open(os.path.join(kdir, name), "wb") as f:
+                    f.write(data)
+            out = os.path.join(tmp, "m.json")
+            proc = gen(example("tiny-qwen3.config.json"), "-o", out, "--kernels-dir", kdir)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(out, "r", encoding="utf-8") as f:
+                pinned = json.load(f)
+            for kernel in pinned["kernels"].values():
+                for step in kernel["impl"]["steps"]:
+                    if step["symbol"].startswith("extern:"):
+                        self.assertNotIn("cubin", step)
+                        continue
+                    self.assertEqual(list(step)[:3], ["symbol", "cubin", "sha256"])
+                    self.assertIn(b"\0" + step["symbol"].encode() + b"\0", files[step["cubin"]])
+                    self.assertEqual(step["sha256"], hashlib.sha256(files[step["cubin"]]).hexdigest())
+            # Without the pins the document is the plain manifest.
+            for kernel in pinned["kernels"].values():
+                for step in kernel["impl"]["steps"]:
+                    step.pop("cubin", None)
+                    step.pop("sha256", None)
+            self.assertEqual(pinned, doc)
+            os.remove(os.path.join(kdir, "family0.fatbin"))
+            proc = gen(example("tiny-qwen3.config.json"), "-o", out, "--kernels-dir", kdir)
+            self.assertEqual(proc.returncode, 1)
+            self.assertIn(symbols[0], proc.stderr)
+
+    def test_kern_verify_accepts_every_generated_manifest(self):
+        if not KERN_VERIFY or not os.path.isfile(KERN_VERIFY):
+            self.skipTest("kern-verify is not built")
+        with tempfile.TemporaryDirectory() as tmp:
+            for model in MODELS:
+                proc = subprocess.run([KERN_VERIFY, example(model + ".json"), "-o", os.path.join(tmp, model + ".kplan")],
+                                      capture_output=True, text=True)
+                self.assertEqual(proc.returncode, 0, f"{model}:\n{proc.stdout}{proc.stderr}")
+
+    def test_kern_verify_rejects_a_manifest_whose_dispatch_lost_an_arg(self):
+        if not KERN_VERIFY or not os.path.isfile(KERN_VERIFY):
+            self.skipTest("kern-verify is not built")
+        doc = copy.deepcopy(load("tiny-qwen3"))
+        doc["programs"]["decode"]["dispatches"][1]["args"].pop()
+        with tempfile.TemporaryDirectory() as tmp:
+            src = os.path.join(tmp, "bad.json")
+            with open(src, "w", encoding="utf-8") as f:
+                json.dump(doc, f)
+            proc = subprocess.run([KERN_VERIFY, src, "-o", os.path.join(tmp, "bad.kplan")], capture_output=True, text=True)
+            self.assertNotEqual(proc.returncode, 0)
+
+
+if __name__ == "__main__":
+    ROOT, SCHEMA = sys.argv[1], sys.argv[2]
+    KERN_VERIFY = sys.argv[3] if len(sys.argv) > 3 else None
+    unittest.main(argv=sys.argv[:1], verbosity=2)
