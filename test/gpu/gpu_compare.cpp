@@ -1,0 +1,289 @@
+// kern-gpu-compare: runs every comparison case (kernel_cases.h) on the cpu
+// reference kernels and on the GPU, compares, then benchmarks the Qwen3-4B
+// shapes. Needs a GPU; without a driver it exits 3 after saying so.
+//
+//   kern-gpu-compare (--kernels-dir DIR | --cpu-only) [--json FILE] [--reps N] [--seed S]
+//
+// Exit status: 0 all cases match, 1 a mismatch or a failed launch, 2 bad
+// usage, 3 no CUDA driver/device.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "common/bf16.h"
+#include "kernels-src/cpu/cpu_kernel.h"
+#include "test/gpu/gpu_session.h"
+#include "test/gpu/kernel_cases.h"
+
+namespace kern::gpu_test {
+namespace {
+
+struct Options {
+  std::string kernels_dir;
+  std::string json_path;
+  int reps = 50;
+  uint64_t seed = 1;
+  bool cpu_only = false;  ///< only check that the cpu reference accepts every case
+};
+
+struct Mismatch {
+  size_t checked = 0, bad = 0, first_bad = 0;
+  double max_err = 0;
+  std::string detail;
+};
+
+bool close(Compare cmp, const uint8_t* g, const uint8_t* c, double& err) {
+  float a = 0, b = 0;
+  if (cmp == Compare::kBf16) {
+    uint16_t x, y;
+    std::memcpy(&x, g, 2);
+    std::memcpy(&y, c, 2);
+    a = bf16_to_f32(x), b = bf16_to_f32(y);
+  } else {
+    std::memcpy(&a, g, 4);
+    std::memcpy(&b, c, 4);
+  }
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  if (a == b) return err = 0, true;  // covers equal infinities
+  err = std::fabs(double(a) - double(b));
+  const double tol = cmp == Compare::kBf16 ? 1e-3 + std::ldexp(1.0, -6) * std::fabs(b) : 1e-5 + 1e-4 * std::fabs(b);
+  return err <= tol;
+}
+
+Mismatch compare(const CaseBuffer& cpu, const std::vector<uint8_t>& gpu) {
+  Mismatch m;
+  const size_t es = cpu.compare == Compare::kBf16 ? 2 : cpu.compare == Compare::kF32 ? 4 : 1;
+  for (size_t i = 0; i + es <= cpu.bytes.size(); i += es) {
+    ++m.checked;
+    double err = 0;
+    const bool ok = cpu.compare == Compare::kExact ? gpu[i] == cpu.bytes[i]
+                                                    : close(cpu.compare, &gpu[i], &cpu.bytes[i], err);
+    m.max_err = std::max(m.max_err, err);
+    if (!ok && m.bad++ == 0) {
+      m.first_bad = i / es;
+      char buf[160];
+      if (cpu.compare == Compare::kBf16) {
+        uint16_t x, y;
+        std::memcpy(&x, &gpu[i], 2);
+        std::memcpy(&y, &cpu.bytes[i], 2);
+        std::snprintf(buf, sizeof buf, "%s[%zu]: gpu %g cpu %g", cpu.name.c_str(), i / es, bf16_to_f32(x), bf16_to_f32(y));
+      } else if (cpu.compare == Compare::kF32) {
+        float x, y;
+        std::memcpy(&x, &gpu[i], 4);
+        std::memcpy(&y, &cpu.bytes[i], 4);
+        std::snprintf(buf, sizeof buf, "%s[%zu]: gpu %g cpu %g", cpu.name.c_str(), i / es, x, y);
+      } else {
+        std::snprintf(buf, sizeof buf, "%s byte %zu: gpu 0x%02x cpu 0x%02x", cpu.name.c_str(), i, gpu[i], cpu.bytes[i]);
+      }
+      m.detail = buf;
+    }
+  }
+  return m;
+}
+
+/// Runs the case's launches on the cpu reference, in place on `c.buffers`.
+Status run_cpu(Case& c) {
+  for (const CaseLaunch& l : c.launches) {
+    cpu::CpuKernelFn fn = cpu::find_cpu_kernel(l.symbol);
+    if (!fn) return make_error(ErrorKind::kKernel, l.symbol + ": no cpu reference kernel");
+    std::vector<uint64_t> values(l.args.size());
+    std::vector<void*> ptrs(l.args.size());
+    for (size_t i = 0; i < l.args.size(); ++i) {
+      const CaseArg& a = l.args[i];
+      values[i] = a.buffer >= 0 ? reinterpret_cast<uint64_t>(c.buffers[a.buffer].bytes.data() + a.offset) : a.bits;
+      ptrs[i] = &values[i];  // little-endian: a 4- or 1-byte scalar is the low bytes
+    }
+    cpu::CpuLaunch launch;
+    std::copy(l.grid, l.grid + 3, launch.grid);
+    std::copy(l.block, l.block + 3, launch.block);
+    launch.args = ptrs.data();
+    launch.num_args = ptrs.size();
+    const Status st = fn(launch);
+    if (!st.ok()) return st.error().with_context("cpu reference");
+  }
+  return Status::ok_status();
+}
+
+/// GPU-side state of a case: device copies of every buffer, resolved launches.
+struct GpuCase {
+  std::vector<CUdeviceptr> bufs;
+  std::vector<CUfunction> fns;
+  std::vector<std::vector<uint64_t>> values;
+  std::vector<std::vector<void*>> ptrs;
+};
+
+Result<GpuCase> prepare_gpu(GpuSession& s, const Case& c, const std::string& dir) {
+  GpuCase g;
+  for (const CaseBuffer& b : c.buffers) {
+    auto p = s.alloc(b.bytes.size());
+    if (!p.ok()) return p.error();
+    KERN_RETURN_IF_ERROR(s.upload(p.value(), b.bytes.data(), b.bytes.size()));
+    g.bufs.push_back(p.value());
+  }
+  for (const CaseLaunch& l : c.launches) {
+    auto f = s.function(dir + "/" + l.fatbin, l.symbol);
+    if (!f.ok()) return f.error();
+    g.fns.push_back(f.value());
+    std::vector<uint64_t> v(l.args.size());
+    for (size_t i = 0; i < l.args.size(); ++i)
+      v[i] = l.args[i].buffer >= 0 ? g.bufs[l.args[i].buffer] + l.args[i].offset : l.args[i].bits;
+    g.values.push_back(std::move(v));
+  }
+  for (auto& v : g.values) {
+    std::vector<void*> p(v.size());
+    for (size_t i = 0; i < v.size(); ++i) p[i] = &v[i];
+    g.ptrs.push_back(std::move(p));
+  }
+  return g;
+}
+
+Status launch_all(GpuSession& s, const Case& c, GpuCase& g) {
+  for (size_t i = 0; i < c.launches.size(); ++i)
+    KERN_RETURN_IF_ERROR(s.launch(g.fns[i], c.launches[i].grid, c.launches[i].block, g.ptrs[i].data()));
+  return Status::ok_status();
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char ch : s) o += (ch == '"' || ch == '\\') ? std::string("\\") + ch : std::string(1, ch);
+  return o;
+}
+
+/// --cpu-only: runs every case on the cpu reference alone (no GPU), so a
+/// case the reference rejects (bad geometry, bad params) is caught here and
+/// not first on the GPU machine. Also checks that each compared output was
+/// written (is no longer all poison).
+int run_cpu_only(const Options& opt) {
+  std::vector<Case> cases = make_cases(opt.seed);
+  int failed = 0;
+  for (Case& c : cases) {
+    std::vector<std::vector<uint8_t>> before;
+    for (const CaseBuffer& b : c.buffers) before.push_back(b.bytes);
+    const Status st = run_cpu(c);
+    std::string detail = st.ok() ? "" : st.error().message;
+    for (size_t i = 0; st.ok() && i < c.buffers.size(); ++i)
+      if (c.buffers[i].compare != Compare::kNone && c.buffers[i].bytes == before[i])
+        detail = c.buffers[i].name + " unchanged by the launches";
+    if (!detail.empty()) ++failed;
+    std::printf("%-8s %s %s\n", detail.empty() ? "ok" : "FAIL", c.name.c_str(), detail.c_str());
+  }
+  std::printf("%zu cases on the cpu reference, %d failed\n", cases.size(), failed);
+  return failed ? 1 : 0;
+}
+
+int run(const Options& opt) {
+  if (opt.cpu_only) return run_cpu_only(opt);
+  auto session = GpuSession::open();
+  if (!session.ok()) {
+    std::fprintf(stderr, "kern-gpu-compare: %s\n", session.error().message.c_str());
+    return 3;
+  }
+  GpuSession& s = *session.value();
+  std::printf("device: %s\n", s.description().c_str());
+  // Bandwidth ceiling: one 1 GiB device-to-device copy (read + write bytes / time).
+  double copy_gbps = 0;
+  {
+    const uint64_t n = 1ull << 30;
+    auto a = s.alloc(n), b = s.alloc(n);
+    if (a.ok() && b.ok()) {
+      const auto& api = s.driver().api();
+      (void)api.cuMemsetD8Async(a.value(), 1, n, s.stream());
+      std::vector<float> t;
+      for (int i = 0; i < 10; ++i) {
+        auto ms = s.time_ms([&] { return s.driver().check(api.cuMemcpyDtoDAsync(b.value(), a.value(), n, s.stream()), "cuMemcpyDtoDAsync"); });
+        if (ms.ok()) t.push_back(ms.value());
+      }
+      if (!t.empty()) {
+        std::sort(t.begin(), t.end());
+        copy_gbps = 2.0 * n / (t[t.size() / 2] * 1e-3) / 1e9;
+      }
+    }
+  }
+  std::vector<Case> cases = make_cases(opt.seed);
+  int failed = 0;
+  std::string json = "{\"device\": \"" + json_escape(s.description()) + "\", \"copy_gbps\": " +
+                     std::to_string(copy_gbps) + ", \"cases\": [";
+  std::string table;
+  for (size_t ci = 0; ci < cases.size(); ++ci) {
+    Case& c = cases[ci];
+    auto g = prepare_gpu(s, c, opt.kernels_dir);  // from the pristine (poisoned) bytes
+    Status st = g.ok() ? launch_all(s, c, g.value()) : Status(g.error());
+    if (st.ok()) st = s.synchronize();
+    if (st.ok()) st = run_cpu(c);
+    std::string verdict = "ok", detail;
+    double max_err = 0;
+    if (!st.ok()) {
+      verdict = "error", detail = st.error().message;
+    } else {
+      for (size_t bi = 0; bi < c.buffers.size(); ++bi) {
+        if (c.buffers[bi].compare == Compare::kNone) continue;
+        std::vector<uint8_t> got(c.buffers[bi].bytes.size());
+        Status d = s.download(got.data(), g.value().bufs[bi], got.size());
+        if (!d.ok()) { verdict = "error", detail = d.error().message; break; }
+        Mismatch m = compare(c.buffers[bi], got);
+        max_err = std::max(max_err, m.max_err);
+        if (m.bad) {
+          verdict = "MISMATCH";
+          detail += (detail.empty() ? "" : "; ") + std::to_string(m.bad) + "/" + std::to_string(m.checked) +
+                    " differ, first " + m.detail;
+        }
+      }
+    }
+    double us = -1, gbps = -1;
+    if (verdict == "ok" && c.bench) {
+      std::vector<float> t;
+      for (int rep = 0; rep < opt.reps; ++rep) {  // warm-up included: median of reps
+        auto ms = s.time_ms([&] { return launch_all(s, c, g.value()); });
+        if (ms.ok()) t.push_back(ms.value());
+      }
+      std::sort(t.begin(), t.end());
+      if (!t.empty()) us = t[t.size() / 2] * 1e3, gbps = c.bytes_moved / (us * 1e-6) / 1e9;
+    }
+    if (verdict != "ok") ++failed;
+    std::printf("%-8s %-60s max_err %.3g %s\n", verdict.c_str(), c.name.c_str(), max_err, detail.c_str());
+    char row[200];
+    if (c.bench && us >= 0) {
+      std::snprintf(row, sizeof row, "%-60s %9.2f us %8.1f GB/s %5.1f%%\n", c.name.c_str(), us, gbps,
+                    copy_gbps > 0 ? 100.0 * gbps / copy_gbps : 0.0);
+      table += row;
+    }
+    json += std::string(ci ? ", " : "") + "{\"name\": \"" + json_escape(c.name) + "\", \"verdict\": \"" + verdict +
+            "\", \"detail\": \"" + json_escape(detail) + "\", \"max_err\": " + std::to_string(max_err) +
+            ", \"bytes_moved\": " + std::to_string(c.bytes_moved) + ", \"us\": " + std::to_string(us) +
+            ", \"gbps\": " + std::to_string(gbps) + "}";
+  }
+  json += "], \"failed\": " + std::to_string(failed) + "}\n";
+  if (!opt.json_path.empty()) std::ofstream(opt.json_path) << json;
+  std::printf("\n%zu cases, %d failed; d2d copy ceiling %.0f GB/s\n", cases.size(), failed, copy_gbps);
+  std::printf("%-60s %12s %13s %6s\n%s", "benchmark (median of launches)", "time", "bandwidth", "ceil", table.c_str());
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+}  // namespace kern::gpu_test
+
+int main(int argc, char** argv) {
+  kern::gpu_test::Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (a == "--cpu-only") opt.cpu_only = true;
+    else if (a == "--kernels-dir" && has_value) opt.kernels_dir = argv[++i];
+    else if (a == "--json" && has_value) opt.json_path = argv[++i];
+    else if (a == "--reps" && has_value) opt.reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--seed" && has_value) opt.seed = std::strtoull(argv[++i], nullptr, 10);
+    else {
+      std::fprintf(stderr, "usage: kern-gpu-compare (--kernels-dir DIR | --cpu-only) [--json FILE] [--reps N] [--seed S]\n");
+      return 2;
+    }
+  }
+  if (opt.kernels_dir.empty() && !opt.cpu_only) {
+    std::fprintf(stderr, "kern-gpu-compare: --kernels-dir is required\n");
+    return 2;
+  }
+  return kern::gpu_test::run(opt);
+}

@@ -1,0 +1,331 @@
+// The comparison cases (kernel_cases.h): shapes per kernel, random inputs.
+// Odd shapes exercise the scalar fallbacks (row lengths not a multiple of 8,
+// head_dim not a multiple of 32), short contexts leave attention splits empty,
+// argmax rows carry NaN, ties and -inf.
+#include "test/gpu/kernel_cases.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "common/bf16.h"
+
+namespace kern::gpu_test {
+
+CaseArg arg_i32(int32_t v) { return CaseArg{-1, 0, static_cast<uint32_t>(v), 4}; }
+CaseArg arg_i64(int64_t v) { return CaseArg{-1, 0, static_cast<uint64_t>(v), 8}; }
+CaseArg arg_f32(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  return CaseArg{-1, 0, b, 4};
+}
+CaseArg arg_u8(uint8_t v) { return CaseArg{-1, 0, v, 1}; }
+CaseArg arg_buf(int buffer, uint64_t offset) { return CaseArg{buffer, offset, 0, 0}; }
+
+namespace {
+
+/// splitmix64: small, deterministic, good enough for test data.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : s_(seed) {}
+  uint64_t next() {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(next() >> 40) / 16777216.0f; }
+  int64_t range(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo)); }
+
+ private:
+  uint64_t s_;
+};
+
+std::vector<uint8_t> bf16_random(Rng& r, size_t n, float lo, float hi) {
+  std::vector<uint8_t> out(n * 2);
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t b = f32_to_bf16(r.uniform(lo, hi));
+    std::memcpy(&out[i * 2], &b, 2);
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<uint8_t> pod_bytes(const std::vector<T>& v) {
+  std::vector<uint8_t> out(v.size() * sizeof(T));
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+std::vector<uint8_t> poison(size_t bytes) { return std::vector<uint8_t>(bytes, 0xFF); }
+
+/// Builds one case.
+struct Builder {
+  Case c;
+  int buf(const std::string& name, std::vector<uint8_t> bytes, Compare cmp = Compare::kNone) {
+    c.buffers.push_back(CaseBuffer{name, std::move(bytes), cmp});
+    return static_cast<int>(c.buffers.size()) - 1;
+  }
+  void launch(const char* fatbin, const char* symbol, std::initializer_list<uint32_t> grid, uint32_t block,
+              std::vector<CaseArg> args) {
+    CaseLaunch l;
+    l.fatbin = fatbin;
+    l.symbol = symbol;
+    std::copy(grid.begin(), grid.end(), l.grid);
+    l.block[0] = block;
+    l.args = std::move(args);
+    c.launches.push_back(std::move(l));
+  }
+};
+
+std::string shape(const char* kernel, std::initializer_list<std::pair<const char*, int64_t>> dims) {
+  std::string s = kernel;
+  for (auto& [k, v] : dims) s += std::string(" ") + k + "=" + std::to_string(v);
+  return s;
+}
+
+Case embedding(Rng& r, int t, int e, int v, bool bench) {
+  Builder b{{shape("embedding", {{"T", t}, {"E", e}, {"V", v}}), {}, {}, 8.0 * t + 4.0 * t * e, bench}};
+  std::vector<int64_t> ids(t);
+  for (auto& id : ids) id = r.range(0, v);
+  if (t >= 3) ids[1] = -1, ids[2] = v;  // out of range: zero rows
+  const int i = b.buf("token_ids", pod_bytes(ids));
+  const int tab = b.buf("table", bf16_random(r, size_t(v) * e, -2, 2));
+  const int o = b.buf("out", poison(size_t(t) * e * 2), Compare::kExact);
+  b.launch("embedding.fatbin", "kern_embedding_bf16", {uint32_t(t), 1, 1}, 128,
+           {arg_buf(i), arg_buf(tab), arg_buf(o), arg_i32(t), arg_i32(e), arg_i32(v)});
+  return b.c;
+}
+
+Case rmsnorm(Rng& r, int rows, int n, bool add, bool bench) {
+  Builder b{{shape(add ? "add_rmsnorm" : "rmsnorm", {{"rows", rows}, {"n", n}}), {}, {},
+             2.0 * n + (add ? 8.0 : 4.0) * rows * n, bench}};
+  const int x = b.buf("x", bf16_random(r, size_t(rows) * n, -3, 3));
+  const int res = add ? b.buf("residual", bf16_random(r, size_t(rows) * n, -3, 3), Compare::kBf16) : -1;
+  const int w = b.buf("weight", bf16_random(r, n, 0.5f, 1.5f));
+  const int y = b.buf("y", poison(size_t(rows) * n * 2), Compare::kBf16);
+  if (add)
+    b.launch("rmsnorm.fatbin", "kern_add_rmsnorm_bf16", {uint32_t(rows), 1, 1}, 256,
+             {arg_buf(x), arg_buf(res), arg_buf(w), arg_buf(y), arg_i32(rows), arg_i32(n), arg_f32(1e-6f)});
+  else
+    b.launch("rmsnorm.fatbin", "kern_rmsnorm_bf16", {uint32_t(rows), 1, 1}, 256,
+             {arg_buf(x), arg_buf(w), arg_buf(y), arg_i32(rows), arg_i32(n), arg_f32(1e-6f)});
+  return b.c;
+}
+
+/// q/k norm over a fused row: x rows of x_stride elements, heads at element `x_off`.
+Case head_rmsnorm(Rng& r, int t, int heads, int d, int x_stride, int x_off, bool bench) {
+  Builder b{{shape("head_rmsnorm", {{"T", t}, {"heads", heads}, {"D", d}, {"x_stride", x_stride}}), {}, {},
+             2.0 * d + 4.0 * t * heads * d, bench}};
+  const int y_stride = heads * d;
+  const int x = b.buf("x", bf16_random(r, size_t(t) * x_stride, -3, 3));
+  const int w = b.buf("weight", bf16_random(r, d, 0.5f, 1.5f));
+  const int y = b.buf("y", poison(size_t(t) * y_stride * 2), Compare::kBf16);
+  const int total = t * heads;
+  b.launch("rmsnorm.fatbin", "kern_head_rmsnorm_bf16", {uint32_t((total + 3) / 4), 1, 1}, 128,
+           {arg_buf(x, uint64_t(x_off) * 2), arg_buf(w), arg_buf(y), arg_i32(total), arg_i32(heads), arg_i32(d),
+            arg_i32(x_stride), arg_i32(y_stride), arg_f32(1e-6f)});
+  return b.c;
+}
+
+Case rope(Rng& r, int t, int hq, int hk, int d, int pad, bool neox, bool bench) {
+  Builder b{{shape(neox ? "rope neox" : "rope gptj", {{"T", t}, {"Hq", hq}, {"Hk", hk}, {"D", d}, {"pad", pad}}),
+             {}, {}, 8.0 * t + 4.0 * d * t + 4.0 * d * t * (hq + hk), bench}};
+  const int max_pos = 4096;
+  std::vector<int64_t> pos(t);
+  for (auto& p : pos) p = r.range(0, max_pos);
+  std::vector<float> cache(size_t(max_pos) * d);
+  for (int p = 0; p < max_pos; ++p)
+    for (int i = 0; i < d / 2; ++i) {
+      const double f = p * std::pow(1e6, -2.0 * i / d);
+      cache[size_t(p) * d + i] = float(std::cos(f));
+      cache[size_t(p) * d + d / 2 + i] = float(std::sin(f));
+    }
+  const int q_stride = hq * d + pad, k_stride = hk * d + pad;
+  const int ps = b.buf("positions", pod_bytes(pos));
+  const int q = b.buf("q", bf16_random(r, size_t(t) * q_stride, -2, 2), Compare::kBf16);
+  const int k = b.buf("k", bf16_random(r, size_t(t) * k_stride, -2, 2), Compare::kBf16);
+  const int cs = b.buf("cos_sin_cache", pod_bytes(cache));
+  b.launch("rope.fatbin", "kern_rope_bf16", {uint32_t(t), 1, 1}, 128,
+           {arg_buf(ps), arg_buf(q), arg_buf(k), arg_buf(cs), arg_i32(t), arg_i32(hq), arg_i32(hk), arg_i32(d),
+            arg_i32(q_stride), arg_i32(k_stride), arg_u8(neox ? 1 : 0)});
+  return b.c;
+}
+
+Case silu(Rng& r, int t, int d, bool bench) {
+  Builder b{{shape("silu_and_mul", {{"T", t}, {"d", d}}), {}, {}, 6.0 * t * d, bench}};
+  const int gu = b.buf("gate_up", bf16_random(r, size_t(t) * 2 * d, -6, 6));
+  const int o = b.buf("out", poison(size_t(t) * d * 2), Compare::kBf16);
+  b.launch("silu_and_mul.fatbin", "kern_silu_and_mul_bf16", {uint32_t(t), 1, 1}, 256,
+           {arg_buf(gu), arg_buf(o), arg_i32(t), arg_i32(d)});
+  return b.c;
+}
+
+/// A 2-layer paged cache: [pages][2 layers][16][kv][2][d]; kernels get layer 1.
+struct Cache {
+  int kv, d, pages;
+  int64_t page_stride() const { return 2LL * 16 * kv * 2 * d; }
+  uint64_t layer1_offset_bytes() const { return uint64_t(16) * kv * 2 * d * 2; }
+  size_t elems() const { return size_t(pages) * page_stride(); }
+};
+
+Case reshape_and_cache(Rng& r, int t, int kv, int d, float k_scale, bool bench) {
+  Builder b{{shape("reshape_and_cache", {{"T", t}, {"KV", kv}, {"D", d}}), {}, {}, 16.0 + 8.0 * t * (1 + kv * d),
+             bench}};
+  const Cache c{kv, d, 8};
+  std::vector<int64_t> slots(size_t(c.pages) * 16);
+  std::iota(slots.begin(), slots.end(), 0);
+  for (size_t i = slots.size() - 1; i > 0; --i) std::swap(slots[i], slots[size_t(r.range(0, int64_t(i) + 1))]);
+  slots.resize(t);
+  if (t >= 2) slots[1] = -1;  // padding token: skipped
+  const int stride = 3 * kv * d;  // k and v are views of a fused [T, (kv + kv + kv) d] row
+  const int qkv = b.buf("kv_rows", bf16_random(r, size_t(t) * stride, -2, 2));
+  const int cache = b.buf("kv_cache", bf16_random(r, c.elems(), -1, 1), Compare::kBf16);
+  const int sm = b.buf("slot_mapping", pod_bytes(slots));
+  const int ks = b.buf("k_scale", pod_bytes(std::vector<float>{k_scale}));
+  const int vs = b.buf("v_scale", pod_bytes(std::vector<float>{1.0f}));
+  b.launch("reshape_and_cache.fatbin", "kern_reshape_and_cache_bf16", {uint32_t(t), 1, 1}, 128,
+           {arg_buf(qkv, uint64_t(kv) * d * 2), arg_buf(qkv, uint64_t(2 * kv) * d * 2),
+            arg_buf(cache, c.layer1_offset_bytes()), arg_buf(sm), arg_buf(ks), arg_buf(vs), arg_i32(t), arg_i32(kv),
+            arg_i32(d), arg_i32(stride), arg_i32(stride), arg_i64(c.page_stride())});
+  return b.c;
+}
+
+/// Shared inputs of the attention cases: q, a randomly paged cache holding
+/// `ctx` positions, block table, seq_lens = ctx, cu_seqlens_q = [0, t].
+struct AttnInputs {
+  int q, cache, table, seq_lens, cu, ks, vs;
+  Cache c;
+};
+
+AttnInputs attn_inputs(Builder& b, Rng& r, int t, int h, int kv, int d, int ctx, float v_scale) {
+  const Cache c{kv, d, (ctx + 15) / 16 + 3};
+  std::vector<int32_t> table(c.pages);
+  std::iota(table.begin(), table.end(), 0);
+  for (size_t i = table.size() - 1; i > 0; --i) std::swap(table[i], table[size_t(r.range(0, int64_t(i) + 1))]);
+  AttnInputs in{};
+  in.c = c;
+  in.q = b.buf("q", bf16_random(r, size_t(t) * h * d, -1, 1));
+  in.cache = b.buf("kv_cache", bf16_random(r, c.elems(), -1, 1));
+  in.table = b.buf("block_table", pod_bytes(table));
+  in.seq_lens = b.buf("seq_lens", pod_bytes(std::vector<int32_t>{ctx}));
+  in.cu = b.buf("cu_seqlens_q", pod_bytes(std::vector<int32_t>{0, t}));
+  in.ks = b.buf("k_scale", pod_bytes(std::vector<float>{1.0f}));
+  in.vs = b.buf("v_scale", pod_bytes(std::vector<float>{v_scale}));
+  return in;
+}
+
+std::vector<CaseArg> attn_head_args(const AttnInputs& in) {
+  return {arg_buf(in.q), arg_buf(in.cache, in.c.layer1_offset_bytes()), arg_buf(in.table), arg_buf(in.seq_lens),
+          arg_buf(in.cu), arg_buf(in.ks), arg_buf(in.vs)};
+}
+
+Case attention_decode(Rng& r, int t, int h, int kv, int d, int ctx, float v_scale, bool bench) {
+  const int s = 16;
+  Builder b{{shape("attention_decode", {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx", ctx}}), {}, {},
+             4.0 * d * ctx * kv + 2.0 * t * h * d * 2 + 2.0 * 4 * (d + 2) * t * h * s, bench}};
+  const AttnInputs in = attn_inputs(b, r, t, h, kv, d, ctx, v_scale);
+  const int po = b.buf("partial_o", poison(size_t(t) * h * s * d * 4), Compare::kF32);
+  const int pml = b.buf("partial_ml", poison(size_t(t) * h * s * 2 * 4), Compare::kF32);
+  const int out = b.buf("out", poison(size_t(t) * h * d * 2), Compare::kBf16);
+  const float scale = 1.0f / std::sqrt(float(d));
+  std::vector<CaseArg> a = attn_head_args(in);
+  for (CaseArg x : {arg_buf(po), arg_buf(pml), arg_i32(t), arg_i32(h), arg_i32(kv), arg_i32(d),
+                    arg_i64(in.c.page_stride()), arg_f32(scale), arg_i32(s)})
+    a.push_back(x);
+  b.launch("paged_attention.fatbin", "kern_paged_attention_partial_bf16", {uint32_t(h), uint32_t(s), uint32_t(t)},
+           128, a);
+  b.launch("paged_attention.fatbin", "kern_paged_attention_reduce_bf16", {uint32_t(h), uint32_t(t), 1}, 128,
+           {arg_buf(po), arg_buf(pml), arg_buf(out), arg_i32(t), arg_i32(h), arg_i32(d), arg_i32(s)});
+  return b.c;
+}
+
+Case attention_prefill(Rng& r, int t, int h, int kv, int d, int ctx, bool bench) {
+  Builder b{{shape("attention_prefill", {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx", ctx}}), {}, {},
+             4.0 * d * ctx * kv + 4.0 * t * h * d, bench}};
+  const AttnInputs in = attn_inputs(b, r, t, h, kv, d, ctx, 1.0f);
+  const int out = b.buf("out", poison(size_t(t) * h * d * 2), Compare::kBf16);
+  std::vector<CaseArg> a = attn_head_args(in);
+  for (CaseArg x : {arg_buf(out), arg_i32(t), arg_i32(h), arg_i32(kv), arg_i32(d), arg_i64(in.c.page_stride()),
+                    arg_f32(1.0f / std::sqrt(float(d)))})
+    a.push_back(x);
+  b.launch("paged_attention.fatbin", "kern_paged_attention_prefill_bf16", {uint32_t(h), uint32_t(t), 1}, 128, a);
+  return b.c;
+}
+
+Case argmax(Rng& r, int rows, int v, bool specials, bool bench) {
+  const int chunks = 64;
+  Builder b{{shape("argmax", {{"rows", rows}, {"V", v}}), {}, {}, 2.0 * rows * v + 16.0 * rows * chunks, bench}};
+  std::vector<uint8_t> logits = bf16_random(r, size_t(rows) * v, -8, 8);
+  auto set = [&](int row, int i, float x) {
+    const uint16_t bits = f32_to_bf16(x);
+    std::memcpy(&logits[(size_t(row) * v + i) * 2], &bits, 2);
+  };
+  if (specials) {
+    set(0, v / 3, 20.0f);      // a tie: the smaller index must win
+    set(0, 2 * v / 3, 20.0f);
+    set(0, 5, std::nanf(""));  // NaN never wins
+    if (rows > 1)
+      for (int i = 0; i < v; ++i) set(1, i, i % 2 ? -INFINITY : std::nanf(""));  // -inf and NaN only
+    if (rows > 2)
+      for (int i = 0; i < v; ++i) set(2, i, std::nanf(""));  // all NaN: INT32_MAX
+  }
+  const int lg = b.buf("logits", std::move(logits));
+  const int pv = b.buf("partial_val", poison(size_t(rows) * chunks * 4), Compare::kF32);
+  const int pi = b.buf("partial_idx", poison(size_t(rows) * chunks * 4), Compare::kExact);
+  const int nt = b.buf("next_token", poison(size_t(rows) * 8), Compare::kExact);
+  b.launch("argmax.fatbin", "kern_argmax_partial_bf16", {uint32_t(chunks), uint32_t(rows), 1}, 256,
+           {arg_buf(lg), arg_buf(pv), arg_buf(pi), arg_i32(rows), arg_i32(v), arg_i32(chunks)});
+  b.launch("argmax.fatbin", "kern_argmax_reduce", {uint32_t(rows), 1, 1}, 64,
+           {arg_buf(pv), arg_buf(pi), arg_buf(nt), arg_i32(rows), arg_i32(chunks)});
+  return b.c;
+}
+
+}  // namespace
+
+std::vector<Case> make_cases(uint64_t seed) {
+  Rng r(seed);
+  std::vector<Case> cs;
+  // Qwen3-4B: E 2560, H 32, KV 8, D 128, I 9728, V 151,936 (bench = true).
+  cs.push_back(embedding(r, 1, 2560, 1000, true));
+  cs.push_back(embedding(r, 7, 64, 256, false));
+  cs.push_back(embedding(r, 5, 100, 50, false));
+  for (bool add : {false, true}) {
+    cs.push_back(rmsnorm(r, 1, 2560, add, true));
+    cs.push_back(rmsnorm(r, 512, 2560, add, true));
+    cs.push_back(rmsnorm(r, 3, 64, add, false));
+    cs.push_back(rmsnorm(r, 2, 8200, add, false));  // past the register cache
+    cs.push_back(rmsnorm(r, 3, 100, add, false));   // scalar path
+  }
+  cs.push_back(head_rmsnorm(r, 1, 32, 128, 48 * 128, 0, true));
+  cs.push_back(head_rmsnorm(r, 1, 8, 128, 48 * 128, 32 * 128, true));
+  cs.push_back(head_rmsnorm(r, 5, 4, 16, 8 * 16, 0, false));
+  cs.push_back(head_rmsnorm(r, 3, 2, 640, 2 * 640, 0, false));  // D > 512: past the lane cache
+  cs.push_back(head_rmsnorm(r, 2, 3, 130, 3 * 130 + 1, 1, false));  // scalar path
+  cs.push_back(rope(r, 1, 32, 8, 128, 0, true, true));
+  cs.push_back(rope(r, 4, 4, 2, 16, 8, true, false));
+  cs.push_back(rope(r, 3, 4, 2, 16, 0, false, false));
+  cs.push_back(rope(r, 2, 3, 1, 20, 0, true, false));  // D/2 = 10: scalar path
+  cs.push_back(silu(r, 1, 9728, true));
+  cs.push_back(silu(r, 512, 9728, true));
+  cs.push_back(silu(r, 3, 128, false));
+  cs.push_back(silu(r, 2, 100, false));
+  cs.push_back(reshape_and_cache(r, 1, 8, 128, 1.0f, true));
+  cs.push_back(reshape_and_cache(r, 6, 2, 16, 0.7f, false));
+  cs.push_back(reshape_and_cache(r, 4, 2, 20, 1.0f, false));
+  cs.push_back(attention_decode(r, 1, 32, 8, 128, 1024, 1.0f, true));
+  cs.push_back(attention_decode(r, 1, 4, 2, 16, 37, 1.0f, false));
+  cs.push_back(attention_decode(r, 2, 4, 2, 64, 5, 0.5f, false));  // ctx < splits: empty splits
+  cs.push_back(attention_decode(r, 1, 2, 1, 96, 100, 1.0f, false));  // strided lanes
+  cs.push_back(attention_decode(r, 1, 4, 4, 256, 300, 1.0f, false));
+  cs.push_back(attention_prefill(r, 512, 32, 8, 128, 512, true));
+  cs.push_back(attention_prefill(r, 5, 4, 2, 16, 21, false));
+  cs.push_back(attention_prefill(r, 3, 4, 4, 64, 3, false));
+  cs.push_back(argmax(r, 1, 151936, false, true));
+  cs.push_back(argmax(r, 3, 1000, true, false));
+  cs.push_back(argmax(r, 2, 50, true, false));  // V < 64: empty chunks
+  return cs;
+}
+
+}  // namespace kern::gpu_test
