@@ -1,7 +1,8 @@
-// SAX parse with source spans (see json_tree.h). RapidJSON reports each
-// event after consuming its token, so the end of a value is Tell() at the
-// callback; its beginning is found by skipping whitespace and the single
-// ',' or ':' that may follow the previous event's end.
+// SAX parse with source spans (see json_tree.h). RapidJSON's iterative
+// parser reports scalars and keys after consuming them (the end of the
+// value is Tell() at the callback) and brackets before consuming them (the
+// bracket is at Tell()). A scalar's beginning is found by skipping
+// whitespace and the single ',' or ':' that follows the previous event.
 #include "common/json_tree.h"
 
 #include <cstring>
@@ -14,6 +15,11 @@
 
 namespace kern {
 namespace {
+
+// Deepest nesting of arrays/objects accepted. A manifest needs about ten
+// levels plus nested expressions; the limit keeps the recursive tree walk
+// and destructor far from the stack limit on hostile input.
+constexpr size_t kMaxDepth = 128;
 
 std::string lower_first(std::string s) {
   if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = static_cast<char>(s[0] - 'A' + 'a');
@@ -34,6 +40,8 @@ class TreeBuilder {
       : text_(file.text()), stream_(stream), diags_(diags) {}
 
   std::optional<JsonValue>& root() { return root_; }
+  /// True when the parse was stopped because of kMaxDepth (already reported).
+  bool too_deep() const { return too_deep_; }
 
   // RapidJSON handler interface.
   bool Null() { return scalar(JsonValue{}); }
@@ -166,18 +174,29 @@ class TreeBuilder {
   }
 
   bool open(JsonValue::Type type) {
+    if (stack_.size() >= kMaxDepth) {
+      size_t at = stream_.Tell();
+      Diagnostic& d = diags_.error(reader_code::kJsonSyntax,
+                                   "json syntax error: nesting is deeper than " + std::to_string(kMaxDepth) + " levels",
+                                   make_span(at, at + 1, ""));
+      d.label = "too deep";
+      too_deep_ = true;
+      return false;  // stops the parse
+    }
     JsonValue v;
     v.type = type;
-    JsonValue* placed = place(std::move(v), stream_.Tell() - 1);
+    // Iterative mode calls StartObject/StartArray before taking the bracket.
+    JsonValue* placed = place(std::move(v), stream_.Tell());
     stack_.push_back(Frame{placed, {}, {}, false});
-    last_end_ = stream_.Tell();
+    last_end_ = stream_.Tell() + 1;
     return true;
   }
 
   bool close() {
-    stack_.back().value->span.end = static_cast<uint32_t>(stream_.Tell());
+    // Iterative mode calls EndObject/EndArray before taking the bracket.
+    stack_.back().value->span.end = static_cast<uint32_t>(stream_.Tell() + 1);
     stack_.pop_back();
-    last_end_ = stream_.Tell();
+    last_end_ = stream_.Tell() + 1;
     return true;
   }
 
@@ -187,6 +206,7 @@ class TreeBuilder {
   std::optional<JsonValue> root_;
   std::vector<Frame> stack_;
   size_t last_end_ = 0;
+  bool too_deep_ = false;
 };
 
 }  // namespace
@@ -229,8 +249,11 @@ std::optional<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEngin
   rapidjson::MemoryStream stream(text.data(), text.size());
   TreeBuilder builder(file, stream, diags);
   rapidjson::Reader reader;
-  constexpr unsigned kFlags = rapidjson::kParseValidateEncodingFlag;
+  // Iterative parsing: RapidJSON's recursive parser would overflow the
+  // stack on deep input before our depth check runs.
+  constexpr unsigned kFlags = rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag;
   rapidjson::ParseResult result = reader.Parse<kFlags>(stream, builder);
+  if (result.IsError() && builder.too_deep()) return std::nullopt;
   if (result.IsError()) {
     size_t offset = std::min(result.Offset(), text.size());
     if (result.Code() == rapidjson::kParseErrorDocumentRootNotSingular) {

@@ -27,18 +27,20 @@ std::string quote_list(std::initializer_list<std::string_view> names) {
 }  // namespace
 
 size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  // Optimal string alignment: insert, delete, substitute, and swap of two
+  // adjacent characters each cost 1 ("f23" is one edit from "f32").
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 std::string closest_name(std::string_view name, std::initializer_list<std::string_view> candidates) {
@@ -51,7 +53,8 @@ std::string closest_name(std::string_view name, std::initializer_list<std::strin
       best = std::string(c);
     }
   }
-  size_t limit = std::max<size_t>(1, std::max(name.size(), best.size()) / 3);
+  // About one edit per three characters, at least one.
+  size_t limit = std::max<size_t>(1, (std::max(name.size(), best.size()) + 2) / 3);
   return best_distance <= limit ? best : std::string();
 }
 

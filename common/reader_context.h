@@ -18,11 +18,12 @@
 
 namespace kern::reader_detail {
 
-/// Levenshtein distance between two field names (bytes).
+/// Edit distance between two names in bytes (insertions, deletions,
+/// substitutions and adjacent transpositions cost 1).
 size_t edit_distance(std::string_view a, std::string_view b);
 
 /// The candidate closest to `name` when it is close enough to be a typo
-/// (distance <= max(1, len/3)); empty when none is.
+/// (distance <= max(1, ceil(len/3)), len the longer name); empty when none is.
 std::string closest_name(std::string_view name, std::initializer_list<std::string_view> candidates);
 
 /// Diagnostics helpers bound to one engine; every message starts with the

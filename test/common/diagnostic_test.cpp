@@ -1,0 +1,130 @@
+// The diagnostics engine and the rustc-style human renderer; whole rendered
+// text compared exactly, caret included (style.md §6, like ninja's
+// manifest_parser_test).
+#include <catch2/catch.hpp>
+
+#include "common/diagnostic.h"
+#include "common/manifest_reader.h"
+
+namespace kern {
+namespace {
+
+SourceSpan span(uint32_t begin, uint32_t end, std::string pointer = "") {
+  return SourceSpan{begin, end, std::move(pointer)};
+}
+
+TEST_CASE("the human renderer prints reader errors like rustc", "[diagnostic][render]") {
+  const std::string text =
+      "{\n"
+      "  \"meta\": {\"version\": 2, \"model\": \"m\"},\n"
+      "  \"buffers\": {\"x\": {\"dtype\": \"bf16\", \"shape\": [4], \"clas\": \"input\"}},\n"
+      "  \"kernels\": {},\n"
+      "  \"programs\": {}\n"
+      "}\n";
+  SourceFile file("m.json", text);
+  DiagnosticEngine diags;
+  CHECK_FALSE(read_manifest(file, diags).has_value());
+  diags.sort_by_position();
+  const std::string expected =
+      "error[E0007]: buffers.x: missing required field `class`\n"
+      " --> m.json:3:20\n"
+      "  |\n"
+      "3 |   \"buffers\": {\"x\": {\"dtype\": \"bf16\", \"shape\": [4], \"clas\": \"input\"}},\n"
+      "  |                    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ missing `class`\n"
+      "  |\n"
+      "  = pointer: /buffers/x\n"
+      "\n"
+      "error[E0005]: buffers.x: unknown field `clas`\n"
+      " --> m.json:3:52\n"
+      "  |\n"
+      "3 |   \"buffers\": {\"x\": {\"dtype\": \"bf16\", \"shape\": [4], \"clas\": \"input\"}},\n"
+      "  |                                                    ^^^^^^ unknown field\n"
+      "  |\n"
+      "  = pointer: /buffers/x/clas\n"
+      "  = help: did you mean `class`?\n"
+      "\n"
+      "error: 2 errors emitted\n";
+  CHECK(render_human(diags.diagnostics(), file, false) == expected);
+}
+
+TEST_CASE("the human renderer prints spanned notes as their own snippet", "[diagnostic][render]") {
+  SourceFile file("f.json", std::string(9, '\n') + "{\"a\": 1,\n \"a\": 2}\n");
+  DiagnosticEngine diags;
+  Diagnostic& d = diags.error("E0004", "manifest: duplicate key `a`", span(19, 22, "/a"));
+  d.label = "duplicate key";
+  d.notes.push_back(DiagnosticNote{"the first `a` is here", span(10, 13), true});
+  d.notes.push_back(DiagnosticNote{"json readers disagree", SourceSpan{}, false});
+  const std::string expected =
+      "error[E0004]: manifest: duplicate key `a`\n"
+      "  --> f.json:11:2\n"
+      "   |\n"
+      "11 |  \"a\": 2}\n"
+      "   |  ^^^ duplicate key\n"
+      "   |\n"
+      "   = pointer: /a\n"
+      "   = note: json readers disagree\n"
+      "note: the first `a` is here\n"
+      "  --> f.json:10:2\n"
+      "   |\n"
+      "10 | {\"a\": 1,\n"
+      "   |  ^^^\n"
+      "\n"
+      "error: 1 error emitted\n";
+  CHECK(render_human(diags.diagnostics(), file, false) == expected);
+}
+
+TEST_CASE("the human renderer cuts long source lines around the caret", "[diagnostic][render]") {
+  std::string line = "[" + std::string(200, '1') + "x" + std::string(200, '2') + "]";
+  SourceFile file("long.json", line);
+  DiagnosticEngine diags;
+  diags.error("E0001", "json syntax error: invalid value", span(201, 202));
+  std::string out = render_human(diags.diagnostics(), file, false);
+  // 30 characters of context before the caret, 100 shown, "..." on both ends.
+  std::string shown = "..." + std::string(30, '1') + "x" + std::string(69, '2') + "...";
+  CHECK(out.find("1 | " + shown + "\n") != std::string::npos);
+  CHECK(out.find("\n  | " + std::string(33, ' ') + "^\n") != std::string::npos);
+}
+
+TEST_CASE("the human renderer counts warnings and prints nothing when clean", "[diagnostic][render]") {
+  SourceFile file("w.json", "{}\n");
+  DiagnosticEngine diags;
+  CHECK(render_human(diags.diagnostics(), file, false).empty());
+  diags.warning("W0001", "unused symbol `pos`", span(0, 2));
+  std::string only_warning = render_human(diags.diagnostics(), file, false);
+  CHECK(only_warning.rfind("warning[W0001]: unused symbol `pos`\n", 0) == 0);
+  CHECK(only_warning.find("\nwarning: 1 warning emitted\n") != std::string::npos);
+  diags.error("E0001", "a", span(0, 1));
+  diags.error("E0002", "b", span(1, 2));
+  diags.warning("W0001", "c", span(0, 2));
+  std::string out = render_human(diags.diagnostics(), file, false);
+  const std::string summary = "\nerror: 2 errors, 2 warnings emitted\n";
+  REQUIRE(out.size() >= summary.size());
+  CHECK(out.substr(out.size() - summary.size()) == summary);
+  CHECK(diags.error_count() == 2);
+  CHECK(diags.warning_count() == 2);
+  CHECK(diags.has_errors());
+}
+
+TEST_CASE("the human renderer adds ansi colours only when asked", "[diagnostic][render]") {
+  SourceFile file("c.json", "{}\n");
+  DiagnosticEngine diags;
+  diags.error("E0001", "bad", span(0, 1));
+  CHECK(render_human(diags.diagnostics(), file, false).find('\x1b') == std::string::npos);
+  std::string coloured = render_human(diags.diagnostics(), file, true);
+  CHECK(coloured.find("\x1b[1;31merror[E0001]\x1b[0m") != std::string::npos);
+}
+
+TEST_CASE("sort_by_position orders by offset, then by code, keeping ties stable", "[diagnostic]") {
+  DiagnosticEngine diags;
+  diags.error("E0009", "third", span(30, 31));
+  diags.error("E0005", "second-b", span(10, 11));
+  diags.error("E0004", "second-a", span(10, 11));
+  diags.error("E0001", "first", span(0, 1));
+  diags.sort_by_position();
+  std::vector<std::string> order;
+  for (const auto& d : diags.diagnostics()) order.push_back(d.message);
+  CHECK(order == std::vector<std::string>{"first", "second-a", "second-b", "third"});
+}
+
+}  // namespace
+}  // namespace kern

@@ -1,0 +1,85 @@
+// read_file and write_file_atomic on a scratch directory.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include <sys/stat.h>
+
+#include "common/file_util.h"
+
+namespace kern {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A fresh empty directory under the test's working directory.
+fs::path scratch_dir(const std::string& name) {
+  fs::path dir = fs::current_path() / ("file_util_test_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+size_t entries(const fs::path& dir) {
+  return static_cast<size_t>(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+TEST_CASE("read_file returns the exact bytes, nul bytes included", "[file]") {
+  fs::path dir = scratch_dir("read");
+  std::string bytes("a\0b\nc", 5);
+  REQUIRE(write_file_atomic((dir / "f.bin").string(), bytes).ok());
+  auto r = read_file((dir / "f.bin").string());
+  REQUIRE(r.ok());
+  CHECK(*r == bytes);
+  REQUIRE(write_file_atomic((dir / "empty").string(), "").ok());
+  CHECK(read_file((dir / "empty").string()).value().empty());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("read_file errors name the path and the reason", "[file]") {
+  auto missing = read_file("no/such/manifest.json");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == ErrorKind::kIo);
+  CHECK(missing.error().message == "no/such/manifest.json: cannot open: No such file or directory");
+  fs::path dir = scratch_dir("dir");
+  auto is_dir = read_file(dir.string());
+  REQUIRE_FALSE(is_dir.ok());
+  CHECK(is_dir.error().message == dir.string() + ": is a directory, not a file");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic replaces the file and leaves no temporary behind", "[file]") {
+  fs::path dir = scratch_dir("replace");
+  std::string path = (dir / "plan.kplan").string();
+  REQUIRE(write_file_atomic(path, "old contents").ok());
+  REQUIRE(write_file_atomic(path, "new").ok());
+  CHECK(read_file(path).value() == "new");
+  CHECK(entries(dir) == 1);
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0644);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic fails cleanly when the target cannot be replaced", "[file]") {
+  fs::path dir = scratch_dir("fail");
+  // The target is a non-empty directory: rename(2) fails after the temp file
+  // was written, and the temp file must be removed.
+  fs::create_directories(dir / "plan.kplan" / "inside");
+  Status s = write_file_atomic((dir / "plan.kplan").string(), "bytes");
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().kind == ErrorKind::kIo);
+  CHECK(s.error().message.rfind((dir / "plan.kplan").string() + ": cannot rename ", 0) == 0);
+  CHECK(entries(dir) == 1);  // only the directory that was there
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic into a missing directory is an error naming the path", "[file]") {
+  Status s = write_file_atomic("no/such/dir/plan.kplan", "x");
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message ==
+        "no/such/dir/plan.kplan: cannot create a temporary file in no/such/dir: No such file or directory");
+}
+
+}  // namespace
+}  // namespace kern
