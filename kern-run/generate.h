@@ -1,0 +1,58 @@
+// Greedy generation through the Qwen3 caller contract (SPEC §7): chunked
+// prefill of the first n-1 prompt tokens through `prefill`, the last prompt
+// token through `decode` (the first generated id), then one `decode` per
+// further id. Batch size 1 with an identity block table, so a token's KV
+// slot is its position.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/result.h"
+#include "kern-load/executable.h"
+#include "kern-run/qwen3_contract.h"
+
+namespace kern::run {
+
+/// Default prefill chunk in tokens (clamped to the `tokens` bound).
+inline constexpr uint64_t kDefaultChunk = 512;
+/// Default capacity cap in tokens: capacity = min(this, 16 x block_table pages).
+inline constexpr uint64_t kDefaultCapacityCap = 4096;
+
+/// What to generate.
+struct GenerateRequest {
+  std::vector<int64_t> prompt_ids;
+  uint64_t steps = 0;  ///< generated ids wanted (>= 1)
+  uint64_t chunk = kDefaultChunk;  ///< prefill chunk in tokens (>= 1; clamped to tokens.max)
+  uint64_t capacity = 0;  ///< state capacity the executable was loaded with, in tokens
+};
+
+/// What happened. Prefill time covers the prefill chunks and the decode of
+/// the last prompt token (time to the first generated id); decode time
+/// covers the remaining steps - 1 decodes (each: 4 input writes, launch,
+/// 8-byte readback).
+struct GenerateResult {
+  std::vector<int64_t> generated_ids;
+  uint64_t chunk = 0;          ///< chunk actually used
+  uint64_t prefill_chunks = 0; ///< prefill program runs
+  double prefill_ms = 0;
+  double decode_ms = 0;        ///< total over decode_steps
+  uint64_t decode_steps = 0;   ///< steps - 1
+};
+
+/// Checks a request before anything runs. Errors (kUsage): empty prompt;
+/// steps == 0; chunk == 0; a prompt id outside [0, vocab) (vocab = the
+/// `logits` buffer's last dimension; names the index and the id);
+/// prompt + steps > capacity (names both); capacity > 16 x block_table pages.
+Status check_request(const Qwen3Contract& c, const GenerateRequest& r);
+
+/// The default capacity of a contract: min(4096, 16 x block_table pages).
+uint64_t default_capacity(const Qwen3Contract& c);
+
+/// Runs check_request, writes the identity block table, then generates.
+/// Errors from the executable get the phase as context ("prefill chunk at
+/// position 512: ..."); a generated id outside [0, vocab) is an error.
+Result<GenerateResult> generate(load::Executable& exe, const Qwen3Contract& c, const GenerateRequest& r);
+
+}  // namespace kern::run

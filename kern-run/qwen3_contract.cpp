@@ -1,0 +1,112 @@
+#include "kern-run/qwen3_contract.h"
+
+#include <string>
+
+#include "kern-load/plan_expr.h"
+
+namespace kern::run {
+
+namespace {
+
+Error contract_error(const load::PlanFile& plan, const std::string& what) {
+  return make_error(ErrorKind::kManifest,
+                    plan.path() + ": " + what + " (the qwen3 caller contract, docs/qwen3-manifest.md)");
+}
+
+/// Shape pattern of a contract buffer: each dim is the `tokens` symbol, a
+/// fixed constant, or any constant (kAnyConst).
+enum class DimRule { kTokens, kConst, kAnyConst };
+struct DimSpec {
+  DimRule rule;
+  uint64_t value = 0;
+};
+
+Result<uint32_t> find_buffer(const load::PlanFile& plan, const char* name, plan::DType dtype,
+                             std::initializer_list<DimSpec> shape, uint32_t tokens_symbol) {
+  int i = plan.find_buffer(name);
+  if (i < 0) return contract_error(plan, std::string("the plan has no buffer '") + name + "'");
+  const auto* b = plan.plan().buffers()->Get(static_cast<uint32_t>(i));
+  if (b->dtype() != dtype)
+    return contract_error(plan, std::string("buffer '") + name + "' has dtype " + load::plan_dtype_name(b->dtype()) +
+                                    ", kern-run needs " + load::plan_dtype_name(dtype));
+  bool ok = b->shape()->size() == shape.size();
+  size_t d = 0;
+  for (const DimSpec& spec : shape) {
+    if (!ok) break;
+    const plan::ExprNode* n = b->shape()->Get(static_cast<uint32_t>(d++))->nodes()->Get(0);  // one node: validated
+    switch (spec.rule) {
+      case DimRule::kTokens: ok = n->op() == plan::ExprOp::sym && n->operand() == tokens_symbol; break;
+      case DimRule::kConst: ok = n->op() == plan::ExprOp::const_ && n->operand() == spec.value; break;
+      case DimRule::kAnyConst: ok = n->op() == plan::ExprOp::const_ && n->operand() > 0; break;
+    }
+  }
+  if (!ok) {
+    std::string want = "[";
+    size_t k = 0;
+    for (const DimSpec& spec : shape) {
+      want += k++ ? ", " : "";
+      want += spec.rule == DimRule::kTokens ? "tokens" : spec.rule == DimRule::kConst ? std::to_string(spec.value) : "N";
+    }
+    std::string have = "[";
+    for (flatbuffers::uoffset_t j = 0; j < b->shape()->size(); ++j)
+      have += (j ? ", " : "") + load::chain_to_string(*b->shape()->Get(j), plan.plan());
+    return contract_error(plan, std::string("buffer '") + name + "' has shape " + have + "], kern-run needs " + want + "]");
+  }
+  return static_cast<uint32_t>(i);
+}
+
+}  // namespace
+
+Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
+  Qwen3Contract c;
+  const plan::Plan& p = plan.plan();
+  int prefill = plan.find_program("prefill");
+  int decode = plan.find_program("decode");
+  if (prefill < 0) return contract_error(plan, "the plan has no program 'prefill'");
+  if (decode < 0) return contract_error(plan, "the plan has no program 'decode'");
+  c.prefill = static_cast<uint32_t>(prefill);
+  c.decode = static_cast<uint32_t>(decode);
+  int tokens = plan.find_symbol("tokens");
+  if (tokens < 0) return contract_error(plan, "the plan has no symbol 'tokens'");
+  for (const auto* s : *p.symbols())
+    if (s->name()->string_view() != "tokens")
+      return contract_error(plan, "the plan has symbol '" + s->name()->str() + "', kern-run only supplies 'tokens'");
+  c.tokens_symbol = static_cast<uint32_t>(tokens);
+  c.tokens_min = p.symbols()->Get(c.tokens_symbol)->min();
+  c.tokens_max = p.symbols()->Get(c.tokens_symbol)->max();
+  if (c.tokens_min > 1)
+    return contract_error(plan, "symbol 'tokens' has min " + std::to_string(c.tokens_min) + ", decode needs tokens = 1");
+
+  const DimSpec t{DimRule::kTokens};
+  const DimSpec any{DimRule::kAnyConst};
+  using plan::DType;
+  struct Want {
+    uint32_t* out;
+    const char* name;
+    DType dtype;
+    std::initializer_list<DimSpec> shape;
+  };
+  const Want wants[] = {
+      {&c.token_ids, "token_ids", DType::i64, {t}},
+      {&c.positions, "positions", DType::i64, {t}},
+      {&c.slot_mapping, "slot_mapping", DType::i64, {t}},
+      {&c.seq_lens, "seq_lens", DType::i32, {{DimRule::kConst, 1}}},
+      {&c.cu_seqlens_q, "cu_seqlens_q", DType::i32, {{DimRule::kConst, 2}}},
+      {&c.block_table, "block_table", DType::i32, {any}},
+      {&c.next_token, "next_token", DType::i64, {t}},
+      {&c.logits, "logits", DType::bf16, {t, any}},
+  };
+  for (const Want& w : wants) {
+    auto i = find_buffer(plan, w.name, w.dtype, w.shape, c.tokens_symbol);
+    if (!i.ok()) return i.error();
+    *w.out = *i;
+  }
+  for (uint32_t idx : {c.token_ids, c.positions, c.slot_mapping, c.seq_lens, c.cu_seqlens_q, c.block_table})
+    if (p.buffers()->Get(idx)->class_() != plan::BufferClass::input)
+      return contract_error(plan, "buffer '" + p.buffers()->Get(idx)->name()->str() + "' is not of class input");
+  c.block_table_pages = p.buffers()->Get(c.block_table)->shape()->Get(0)->nodes()->Get(0)->operand();
+  c.vocab = p.buffers()->Get(c.logits)->shape()->Get(1)->nodes()->Get(0)->operand();
+  return c;
+}
+
+}  // namespace kern::run

@@ -1,0 +1,44 @@
+// The Qwen3 caller contract of a plan (SPEC §7, docs/qwen3-manifest.md):
+// which programs, buffers and symbol kern-run drives, resolved to indices
+// once, with their dtypes and shapes checked, so the generation loop never
+// looks up a name.
+#pragma once
+
+#include <cstdint>
+
+#include "common/result.h"
+#include "kern-load/plan_file.h"
+
+namespace kern::run {
+
+/// KV cache page size in tokens (docs/kernels.md: paged, block size 16).
+inline constexpr uint64_t kKvBlockTokens = 16;
+
+/// Indices into the plan and the sizes kern-run needs.
+struct Qwen3Contract {
+  uint32_t prefill = 0;  ///< Plan.programs index of `prefill`
+  uint32_t decode = 0;   ///< Plan.programs index of `decode`
+  uint32_t tokens_symbol = 0;  ///< Plan.symbols index of `tokens` (the plan's only symbol)
+  uint64_t tokens_max = 0;     ///< its upper bound: the largest prefill chunk
+  uint64_t tokens_min = 0;
+  // Plan.buffers indices.
+  uint32_t token_ids = 0;     ///< i64 [tokens] input
+  uint32_t positions = 0;     ///< i64 [tokens] input
+  uint32_t slot_mapping = 0;  ///< i64 [tokens] input
+  uint32_t seq_lens = 0;      ///< i32 [1] input
+  uint32_t cu_seqlens_q = 0;  ///< i32 [2] input
+  uint32_t block_table = 0;   ///< i32 [max_pages] input
+  uint32_t next_token = 0;    ///< i64 [tokens] output
+  uint32_t logits = 0;        ///< [tokens, vocab] workspace
+  uint64_t block_table_pages = 0;  ///< max_pages (block_table's constant length)
+  uint64_t vocab = 0;  ///< logits' last dimension: valid token ids are [0, vocab)
+};
+
+/// Resolves the contract. Errors (kManifest), naming what is missing or
+/// wrong: a missing program `prefill`/`decode`; a missing buffer; a buffer
+/// with the wrong dtype or shape ("buffer 'seq_lens' has dtype i64, the qwen3
+/// contract needs i32"); no `tokens` symbol or any other symbol (kern-run
+/// cannot choose its value).
+Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan);
+
+}  // namespace kern::run

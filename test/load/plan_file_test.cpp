@@ -1,0 +1,201 @@
+// PlanFile: FlatBuffers verification, identifier and version checks, and the
+// cross-reference validation of plan_validate.h, on the tiny test plan and
+// one-field mutations of it.
+#include <catch2/catch.hpp>
+
+#include <functional>
+
+#include "kern-load/plan_file.h"
+#include "test/load/plan_builder.h"
+#include "test/load/test_files.h"
+
+using namespace kern;
+using namespace kern::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Result<load::PlanFile> load_desc(const PlanDesc& d) {
+  std::vector<uint8_t> bytes = serialize(d);
+  return load::PlanFile::from_bytes(bytes, "tiny.kplan");
+}
+
+std::string error_of(const PlanDesc& d) {
+  auto r = load_desc(d);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::kManifest);
+  return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("a well-formed plan loads and exposes its tables by name", "[load][plan]") {
+  auto r = load_desc(tiny_plan());
+  REQUIRE(r.ok());
+  CHECK(r->plan().buffers()->size() == 4);
+  CHECK(r->find_program("main") == 0);
+  CHECK(r->find_buffer("out") == 3);
+  CHECK(r->find_symbol("tokens") == 0);
+  CHECK(r->find_state("kv") == 0);
+  CHECK(r->find_buffer("nope") == -1);
+}
+
+TEST_CASE("open maps a plan file from disk and a missing file is an io error naming it", "[load][plan]") {
+  TempDir dir;
+  write_bytes(dir.file("tiny.kplan"), serialize(tiny_plan()));
+  auto r = load::PlanFile::open(dir.file("tiny.kplan"));
+  REQUIRE(r.ok());
+  CHECK(r->path() == dir.file("tiny.kplan"));
+  CHECK(r->plan().programs()->Get(0)->name()->str() == "main");
+
+  auto missing = load::PlanFile::open(dir.file("missing.kplan"));
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == ErrorKind::kIo);
+  CHECK_THAT(missing.error().message, Contains("missing.kplan") && Contains("cannot open"));
+}
+
+TEST_CASE("a plan truncated at any length that cuts data is rejected cleanly", "[load][plan]") {
+  std::vector<uint8_t> bytes = serialize(tiny_plan());
+  // FlatBuffers has no length field: dropping only trailing zero bytes (the
+  // builder's padding) may leave an intact plan. Any cut into data must be
+  // rejected.
+  size_t data_end = bytes.size();
+  while (data_end > 0 && bytes[data_end - 1] == 0) --data_end;
+  REQUIRE(bytes.size() - data_end < 8);
+  for (size_t len = 0; len < bytes.size(); ++len) {
+    auto r = load::PlanFile::from_bytes(std::span(bytes).first(len), "cut.kplan");
+    INFO("length " << len << " of " << bytes.size());
+    if (len >= data_end) continue;  // only zero bytes dropped: either outcome is sound
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::kManifest);
+    CHECK_THAT(r.error().message, Contains("cut.kplan: "));
+  }
+}
+
+TEST_CASE("flipping any single byte of a plan never crashes the loader", "[load][plan]") {
+  std::vector<uint8_t> good = serialize(tiny_plan());
+  size_t rejected = 0;
+  for (size_t i = 0; i < good.size(); ++i) {
+    for (uint8_t mask : {uint8_t{0xff}, uint8_t{0x01}, uint8_t{0x80}}) {
+      std::vector<uint8_t> bytes = good;
+      bytes[i] ^= mask;
+      auto r = load::PlanFile::from_bytes(bytes, "flip.kplan");
+      if (!r.ok()) {
+        ++rejected;
+        continue;
+      }
+      // Accepted mutations must still be fully indexable: walk every launch.
+      for (const auto* prog : *r->plan().programs())
+        for (const auto* l : *prog->launches()) CHECK(l->args()->size() == r->plan().steps()->Get(l->step())->params()->size());
+    }
+  }
+  CHECK(rejected > good.size());  // most flips hit offsets, indices or the identifier
+}
+
+TEST_CASE("a file with another identifier is rejected naming the identifier found", "[load][plan]") {
+  std::vector<uint8_t> bytes = serialize(tiny_plan());
+  bytes[4] = 'X';
+  auto r = load::PlanFile::from_bytes(bytes, "x.kplan");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == "x.kplan: not a kplan file: file identifier 'XPLN', expected 'KPLN'");
+
+  auto garbage = load::PlanFile::from_bytes(std::vector<uint8_t>(100, 0x00), "zeros.kplan");
+  REQUIRE_FALSE(garbage.ok());
+  CHECK_THAT(garbage.error().message, Contains("not a kplan file"));
+}
+
+TEST_CASE("a plan of another format version is rejected naming both versions", "[load][plan]") {
+  PlanDesc d = tiny_plan();
+  d.format_version = kPlanFormatVersion + 1;
+  CHECK(error_of(d) == "tiny.kplan: plan format version " + std::to_string(kPlanFormatVersion + 1) +
+                           ", this loader reads version " + std::to_string(kPlanFormatVersion) +
+                           " (recompile the manifest with a matching kern-verify)");
+}
+
+TEST_CASE("a verifier failure on a structurally broken plan is reported as corrupt", "[load][plan]") {
+  std::vector<uint8_t> bytes = serialize(tiny_plan());
+  // Point the root offset past the end of the buffer.
+  bytes[0] = 0xf0;
+  bytes[1] = 0xff;
+  auto r = load::PlanFile::from_bytes(bytes, "bad.kplan");
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message, Contains("bad.kplan: corrupt plan: the FlatBuffers verifier rejected it"));
+}
+
+TEST_CASE("plan validation rejects each out-of-range index or malformed entry with a message naming it",
+          "[load][plan]") {
+  struct Case {
+    const char* what;
+    std::function<void(PlanDesc&)> mutate;
+    const char* expect;
+  };
+  const std::vector<Case> cases = {
+      {"launch step", [](PlanDesc& d) { d.programs[0].launches[1].step = 9; },
+       "programs[0] 'main'.launches[1]: step index 9 out of range (3 steps)"},
+      {"dispatch index", [](PlanDesc& d) { d.programs[0].launches[1].dispatch = 2; },
+       "programs[0] 'main'.launches[1]: dispatch index 2 out of range (2 dispatches)"},
+      {"arg count", [](PlanDesc& d) { d.programs[0].launches[0].args.pop_back(); },
+       "programs[0] 'main'.launches[0]: 3 args for step 'test_add_bias' with 4 params"},
+      {"buffer index", [](PlanDesc& d) { d.programs[0].launches[0].args[2].index = 400; },
+       "programs[0] 'main'.launches[0].args[2]: buffer index 400 out of range (4 buffers)"},
+      {"buffer offset", [](PlanDesc& d) { d.programs[0].launches[0].args[2].offset = 65; },
+       "programs[0] 'main'.launches[0].args[2]: offset 65 B beyond buffer 'acc' (64 B)"},
+      {"state index", [](PlanDesc& d) { d.programs[0].launches[2].args[2].index = 1; },
+       "programs[0] 'main'.launches[2].args[2]: state index 1 out of range (1 states)"},
+      {"scratch index", [](PlanDesc& d) { d.programs[0].launches[1].args[1].index = 3; },
+       "programs[0] 'main'.launches[1].args[1]: scratch index 3 out of range (1 scratch entries)"},
+      {"scratch of another kernel", [](PlanDesc& d) { d.scratch[0].kernel = 0; },
+       "programs[0] 'main'.launches[1].args[1]: scratch 'tmp' belongs to kernel 0, not the step's kernel 1"},
+      {"literal for a pointer", [](PlanDesc& d) { d.programs[0].launches[0].args[0] = arg_literal(5); },
+       "programs[0] 'main'.launches[0].args[0]: a scalar argument for a pointer param"},
+      {"buffer for a scalar", [](PlanDesc& d) { d.programs[0].launches[0].args[3] = arg_buffer(0); },
+       "programs[0] 'main'.launches[0].args[3]: a pointer argument for a scalar param"},
+      {"expr head", [](PlanDesc& d) { d.programs[0].launches[0].args[3].expr = ExprDesc{{plan::ExprNode(plan::ExprOp::mul, 2)}}; },
+       "programs[0] 'main'.launches[0].args[3].expr: node 0 is mul, expected const or sym"},
+      {"expr symbol", [](PlanDesc& d) { d.programs[0].launches[0].args[3].expr = ExprDesc::s(7); },
+       "programs[0] 'main'.launches[0].args[3].expr: symbol index 7 out of range (1 symbols)"},
+      {"expr second head", [](PlanDesc& d) { d.steps[0].grid[0] = ExprDesc::s(0).then(plan::ExprOp::sym, 0); },
+       "steps[0] 'test_add_bias'.grid_x: node 1 is sym, expected ceil_div or mul"},
+      {"expr divide by zero", [](PlanDesc& d) { d.steps[1].grid[0] = ExprDesc::s(0).ceil_div(0); },
+       "steps[1] 'test_double'.grid_x: node 1 divides by zero"},
+      {"expr empty", [](PlanDesc& d) { d.steps[2].shared_mem = ExprDesc{}; },
+       "steps[2] 'test_finish'.shared_mem: empty expression"},
+      {"kernel step", [](PlanDesc& d) { d.kernels[1].steps[1] = 3; },
+       "kernels[1] 'finish'.steps[1]: step index 3 out of range (3 steps)"},
+      {"step kernel", [](PlanDesc& d) { d.steps[0].kernel = 2; },
+       "steps[0] 'test_add_bias': kernel index 2 out of range (2 kernels)"},
+      {"step cubin", [](PlanDesc& d) { d.steps[0].cubin = 0; },
+       "steps[0] 'test_add_bias': cubin index 0 out of range (0 cubins)"},
+      {"zero block", [](PlanDesc& d) { d.steps[0].block[1] = 0; }, "steps[0] 'test_add_bias': block has a zero dimension"},
+      {"buffer size", [](PlanDesc& d) { d.buffers[2].max_size_bytes = 63; },
+       "buffers[2] 'acc': max_size_bytes 63 B does not match its shape (64 B at the symbols' maxima)"},
+      {"buffer dim chain", [](PlanDesc& d) { d.buffers[2].shape[0] = ExprDesc::s(0).mul(2); },
+       "buffers[2] 'acc'.shape[0]: a dimension must be one constant or symbol"},
+      {"scratch kernel", [](PlanDesc& d) { d.scratch[0].kernel = 5; },
+       "scratch[0] 'tmp': kernel index 5 out of range (2 kernels)"},
+      {"symbol bounds", [](PlanDesc& d) { d.symbols[0].min = 9; }, "symbols[0] 'tokens': min 9 > max 8"},
+      {"state align", [](PlanDesc& d) { d.states[0].align = 48; }, "states[0] 'kv': align 48 is not a power of two"},
+      {"unknown dtype", [](PlanDesc& d) { d.buffers[0].dtype = static_cast<plan::DType>(200); },
+       "buffers[0] 'ids': unknown dtype 200"},
+      {"unknown class", [](PlanDesc& d) { d.buffers[0].cls = static_cast<plan::BufferClass>(9); },
+       "buffers[0] 'ids': unknown buffer class 9"},
+      {"unknown arg kind", [](PlanDesc& d) { d.programs[0].launches[0].args[3].kind = static_cast<plan::ArgKind>(7); },
+       "programs[0] 'main'.launches[0].args[3]: unknown arg kind 7"},
+      {"unknown param kind", [](PlanDesc& d) { d.kernels[0].params[3] = scalar(static_cast<plan::ParamKind>(42)); },
+       "kernels[0] 'add_bias'.params[3]: unknown param kind 42"},
+      {"labels", [](PlanDesc& d) { d.programs[0].labels->pop_back(); },
+       "programs[0] 'main': 1 dispatch labels for 2 dispatches"},
+      {"cubin sha256", [](PlanDesc& d) { d.cubins.push_back({"a.cubin", std::vector<uint8_t>(31, 1)}); },
+       "cubins[0]: sha256 has 31 bytes, expected 32"},
+      {"cubin path", [](PlanDesc& d) { d.cubins.push_back({"../a.cubin", std::nullopt}); },
+       "cubins[0]: path '../a.cubin' must be relative to the kernels directory without '..'"},
+      {"manifest sha256", [](PlanDesc& d) { d.manifest_sha256.pop_back(); },
+       "manifest_sha256 has 31 bytes, expected 32"},
+  };
+  for (const Case& c : cases) {
+    PlanDesc d = tiny_plan();
+    c.mutate(d);
+    INFO(c.what);
+    CHECK(error_of(d) == std::string("tiny.kplan: ") + c.expect);
+  }
+}

@@ -1,0 +1,121 @@
+// The safetensors reader: a good file, and each malformed-header case.
+#include <catch2/catch.hpp>
+
+#include "kern-load/safetensors.h"
+#include "test/load/test_files.h"
+
+using namespace kern;
+using namespace kern::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::vector<uint8_t> data_of(size_t n) {
+  std::vector<uint8_t> d(n);
+  for (size_t i = 0; i < n; ++i) d[i] = static_cast<uint8_t>(i * 7 + 1);
+  return d;
+}
+
+/// Writes a safetensors file and returns the open() error message.
+std::string error_of(const std::string& header, size_t data_bytes, uint64_t header_len = UINT64_MAX) {
+  TempDir dir;
+  std::string path = dir.file("w.safetensors");
+  write_bytes(path, safetensors_bytes(header, data_of(data_bytes), header_len));
+  auto r = load::Safetensors::open(path);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::kWeight);
+  // Every message names the file first.
+  CHECK_THAT(r.error().message, Contains(path + ": "));
+  return r.error().message;
+}
+
+}  // namespace
+
+TEST_CASE("a well-formed safetensors file exposes each tensor's dtype, shape, bytes and metadata",
+          "[load][safetensors]") {
+  TempDir dir;
+  std::string path = dir.file("w.safetensors");
+  std::string header =
+      R"({"__metadata__":{"format":"pt"},)"
+      R"("b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},)"
+      R"("a":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]},)"
+      R"("empty":{"dtype":"I64","shape":[0,3],"data_offsets":[16,16]}}   )";  // trailing spaces: padding
+  std::vector<uint8_t> data = data_of(16);
+  write_bytes(path, safetensors_bytes(header, data));
+  auto r = load::Safetensors::open(path);
+  REQUIRE(r.ok());
+  REQUIRE(r->tensors().size() == 3);
+  CHECK(r->tensors()[0].name == "b");  // header order
+  const auto* a = r->find("a");
+  REQUIRE(a != nullptr);
+  CHECK(a->dtype == DType::kBf16);
+  CHECK(a->shape == std::vector<uint64_t>{2, 2});
+  REQUIRE(a->data.size() == 8);
+  CHECK(std::equal(a->data.begin(), a->data.end(), data.begin()));
+  const auto* b = r->find("b");
+  REQUIRE(b != nullptr);
+  CHECK(b->dtype == DType::kF32);
+  CHECK(b->data.data() == a->data.data() + 8);
+  CHECK(r->find("empty")->data.empty());
+  CHECK(r->find("missing") == nullptr);
+  CHECK(r->metadata().at("format") == "pt");
+}
+
+TEST_CASE("safetensors rejects overlapping tensors naming both", "[load][safetensors]") {
+  CHECK_THAT(error_of(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[0,8]},)"
+                      R"("z":{"dtype":"U8","shape":[0],"data_offsets":[2,2]},)"
+                      R"("b":{"dtype":"U8","shape":[4],"data_offsets":[4,8]}})",
+                      8),
+             Contains("tensor 'b' [4, 8) overlaps tensor 'a' [0, 8)"));
+}
+
+TEST_CASE("safetensors rejects data offsets outside the data section", "[load][safetensors]") {
+  CHECK_THAT(error_of(R"({"a":{"dtype":"U8","shape":[8],"data_offsets":[4,12]}})", 8),
+             Contains("tensor 'a': data_offsets end 12 B beyond the data section (8 B)"));
+  CHECK_THAT(error_of(R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[6,4]}})", 8),
+             Contains("tensor 'a': data_offsets begin 6 > end 4"));
+  CHECK_THAT(error_of(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[-1,0]}})", 8),
+             Contains("tensor 'a': 'data_offsets' must be two non-negative integers"));
+}
+
+TEST_CASE("safetensors rejects a byte length that does not match dtype and shape", "[load][safetensors]") {
+  CHECK_THAT(error_of(R"({"w":{"dtype":"BF16","shape":[3],"data_offsets":[0,8]}})", 8),
+             Contains("tensor 'w': data is 8 B but BF16 x 3 elements needs 6 B"));
+  CHECK_THAT(error_of(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", 8),
+             Contains("tensor 'w': element count overflows u64"));
+}
+
+TEST_CASE("safetensors rejects an unknown dtype naming the tensor", "[load][safetensors]") {
+  CHECK_THAT(error_of(R"({"w":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", 8),
+             Contains("tensor 'w': unsupported dtype 'C64'"));
+}
+
+TEST_CASE("safetensors rejects a header length beyond the limit or the file", "[load][safetensors]") {
+  const std::string h = R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
+  CHECK_THAT(error_of(h, 1, 100'000'001), Contains("header length 100000001 B exceeds the limit 100000000 B"));
+  CHECK_THAT(error_of(h, 1, h.size() + 2), Contains("exceeds the file"));
+  CHECK_THAT(error_of(h, 1, ~uint64_t{0} - 1), Contains("exceeds the limit"));
+}
+
+TEST_CASE("safetensors rejects malformed header JSON and structure", "[load][safetensors]") {
+  CHECK_THAT(error_of(R"({"a":)", 0), Contains("header is not valid JSON at byte"));
+  CHECK_THAT(error_of(R"([1,2])", 0), Contains("header is not a JSON object"));
+  CHECK_THAT(error_of(std::string("{}\0{}", 5), 0), Contains("header contains a NUL byte"));
+  CHECK_THAT(error_of(R"({} x)", 0), Contains("header is not valid JSON"));
+  CHECK_THAT(error_of(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1],"extra":1}})", 1),
+             Contains("tensor 'a': unknown field 'extra'"));
+  CHECK_THAT(error_of(R"({"a":{"dtype":"U8","shape":[1.5],"data_offsets":[0,1]}})", 1),
+             Contains("tensor 'a': shape has a dimension that is not a non-negative integer"));
+  CHECK_THAT(error_of(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})", 2),
+             Contains("tensor 'a' is listed twice"));
+  CHECK_THAT(error_of(R"({"__metadata__":{"k":1}})", 0), Contains("'__metadata__' value of 'k' is not a string"));
+}
+
+TEST_CASE("safetensors rejects a file shorter than the length prefix", "[load][safetensors]") {
+  TempDir dir;
+  std::string path = dir.file("short.safetensors");
+  write_bytes(path, std::vector<uint8_t>{1, 2, 3});
+  auto r = load::Safetensors::open(path);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message == path + ": not a safetensors file: 3 B is shorter than the 8-byte header length");
+}
