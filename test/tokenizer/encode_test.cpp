@@ -1,0 +1,137 @@
+// Tokenizer behaviour on the in-memory fixture (tokenizer_fixture.h): BPE
+// merge order, added tokens, input errors, decode of ids without tokens, the
+// streaming decoder, the \s rewrite that matches Oniguruma, and MergeTable.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "kern-run/tokenizer/bpe.h"
+#include "kern-run/tokenizer/split_regex.h"
+#include "kern-run/tokenizer/tokenizer.h"
+#include "test/tokenizer/tokenizer_fixture.h"
+
+namespace {
+
+using kern::tok::StreamDecoder;
+using kern::tok::Tokenizer;
+using kern::tok::testing::fixture_json;
+using kern::tok::testing::kImStartId;
+using kern::tok::testing::kToolId;
+using Ids = std::vector<int32_t>;
+
+Tokenizer fixture() {
+  auto tok = Tokenizer::from_json(fixture_json(), "fixture");
+  REQUIRE(tok.ok());
+  return *tok;
+}
+
+Ids encode(const Tokenizer& tok, const std::string& text) {
+  auto ids = tok.encode(text);
+  REQUIRE(ids.ok());
+  return *ids;
+}
+
+}  // namespace
+
+TEST_CASE("bpe merges by rank within each pre-token", "[tokenizer][bpe]") {
+  const Tokenizer tok = fixture();
+  CHECK(encode(tok, "hello") == Ids{259});
+  CHECK(encode(tok, " hello") == Ids{260});
+  CHECK(encode(tok, "hell") == Ids{258});
+  CHECK(encode(tok, "hel") == Ids{256, 'l'});
+  // "ll" outranks nothing here: "he" (rank 0) first, then "ll", then "hell".
+  CHECK(encode(tok, "helllo") == Ids{258, 'l', 'o'});
+  CHECK(encode(tok, "hello hello") == Ids{259, 260});
+  CHECK(encode(tok, "") == Ids{});
+}
+
+TEST_CASE("added tokens are cut out before BPE and decode back to their text", "[tokenizer][added]") {
+  const Tokenizer tok = fixture();
+  CHECK(encode(tok, "<|im_start|>hello<tool>") == Ids{kImStartId, 259, kToolId});
+  CHECK(encode(tok, "<|im_sta") == Ids{'<', '|', 'i', 'm', '_', 's', 't', 'a'});
+  CHECK(tok.decode(Ids{kImStartId, 259, kToolId}) == "<|im_start|>hello<tool>");
+  CHECK(tok.decode(Ids{kImStartId, 259, kToolId}, /*skip_special_tokens=*/true) == "hello<tool>");
+  CHECK(tok.is_special(kImStartId));
+  CHECK_FALSE(tok.is_special(kToolId));
+  CHECK(tok.token_to_id("<tool>") == kToolId);
+  CHECK(tok.token_to_id("\xC4\xA0hello") == 260);
+  CHECK_FALSE(tok.token_to_id("nope").has_value());
+}
+
+TEST_CASE("encode rejects text that is not UTF-8, naming the byte", "[tokenizer][encode]") {
+  const Tokenizer tok = fixture();
+  auto ids = tok.encode("hello \xC3(");
+  REQUIRE_FALSE(ids.ok());
+  CHECK(ids.error().kind == kern::ErrorKind::kUsage);
+  CHECK(ids.error().message == "encode: text is not valid UTF-8 at byte 6");
+}
+
+TEST_CASE("encode normalizes to NFC before BPE", "[tokenizer][encode]") {
+  const Tokenizer tok = fixture();
+  // "e" + U+0301 composes to U+00E9, bytes C3 A9: ids 0xC3 and 0xA9 in the fixture.
+  CHECK(encode(tok, "e\xCC\x81") == Ids{0xC3, 0xA9});
+}
+
+TEST_CASE("decode skips ids that have no token, as HF does", "[tokenizer][decode]") {
+  const Tokenizer tok = fixture();
+  CHECK(tok.decode(Ids{-5, 259, 263, 1 << 20, 'x'}) == "hellox");
+  CHECK(tok.token_bytes(263).empty());
+}
+
+TEST_CASE("the stream decoder returns a character split over byte tokens only once complete", "[tokenizer][stream]") {
+  const Tokenizer tok = fixture();
+  StreamDecoder d(tok);
+  // U+4E2D is E4 B8 AD; in the fixture each byte b is token b.
+  CHECK(d.push(259) == "hello");
+  CHECK(d.push(0xE4).empty());
+  CHECK(d.pending_bytes() == 1);
+  CHECK(d.push(0xB8).empty());
+  CHECK(d.push(0xAD) == "\xE4\xB8\xAD");
+  CHECK(d.pending_bytes() == 0);
+  CHECK(d.push(0xE4).empty());
+  CHECK(d.finish() == "\xEF\xBF\xBD");
+}
+
+TEST_CASE("the stream decoder skips special tokens when asked and unknown ids always", "[tokenizer][stream]") {
+  const Tokenizer tok = fixture();
+  StreamDecoder skip(tok, /*skip_special_tokens=*/true);
+  CHECK(skip.push(kImStartId).empty());
+  CHECK(skip.push(kToolId) == "<tool>");
+  CHECK(skip.push(99999).empty());
+  StreamDecoder keep(tok);
+  CHECK(keep.push(kImStartId) == "<|im_start|>");
+}
+
+TEST_CASE("split patterns spell \\s as Oniguruma's whitespace set", "[tokenizer][regex]") {
+  std::string error;
+  CHECK(kern::tok::onig_compatible_pattern("a\\s+b", &error) == "a[\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}]+b");
+  CHECK(kern::tok::onig_compatible_pattern("[^\\s\\p{L}]", &error) == "[^\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}\\p{L}]");
+  CHECK(kern::tok::onig_compatible_pattern("(?!\\S)", &error) == "(?![^\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}])");
+  CHECK(kern::tok::onig_compatible_pattern("\\\\s []\\s] \\Q\\s\\E", &error) ==
+        "\\\\s []\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}] \\Q\\s\\E");
+  CHECK(error.empty());
+  CHECK(kern::tok::onig_compatible_pattern("[\\S]", &error).empty());
+  CHECK(error == "\\S inside a character class is not supported");
+}
+
+TEST_CASE("the split regex treats U+180E as a symbol, not as white space", "[tokenizer][regex]") {
+  // Oniguruma (HF) has U+180E outside \s; PCRE2's own \s would include it.
+  auto regex = kern::tok::SplitRegex::compile("\\s+|[^\\s]+", /*literal=*/false);
+  REQUIRE(regex.ok());
+  std::vector<std::string_view> pieces;
+  REQUIRE(regex->split("a \xE1\xA0\x8E!", pieces).ok());
+  CHECK(pieces == std::vector<std::string_view>{"a", " ", "\xE1\xA0\x8E!"});
+}
+
+TEST_CASE("merge table lookups find inserted pairs and a later insert wins", "[tokenizer][bpe]") {
+  kern::tok::MergeTable t;
+  for (int i = 0; i < 1000; ++i) t.insert(i, i + 1, i, 5000 + i);
+  CHECK(t.size() == 1000);
+  REQUIRE(t.find(10, 11) != nullptr);
+  CHECK(t.find(10, 11)->rank == 10);
+  CHECK(t.find(10, 11)->new_id == 5010);
+  CHECK(t.find(11, 10) == nullptr);
+  t.insert(10, 11, 2000, 7);
+  CHECK(t.size() == 1000);
+  CHECK(t.find(10, 11)->rank == 2000);
+}
