@@ -31,13 +31,18 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return prev[b.size()];
 }
 
-// Adds "help: a X named `n` exists" when the name was declared in another
-// section (a state passed as {"buf"}), else the closest same-section name.
-void add_help(Diagnostic& d, const std::string& name, std::string_view what,
-              const std::vector<std::string_view>& candidates, const Context& ctx) {
+// Adds "help: a X with a similar name exists" for the closest same-section
+// name, else points at a declaration of that name in another section (a state
+// passed as {"buf"}). Returns the suggested name's index: the caller marks it
+// used, since the typo most likely meant it (no "unused" cascade).
+std::optional<uint32_t> add_help(Diagnostic& d, const std::string& name, std::string_view what,
+                                 const std::vector<std::string_view>& candidates, const Context& ctx) {
   if (auto best = closest_name(name, candidates)) {
     d.help = "a " + std::string(what) + " with a similar name exists: `" + *best + "`";
-    return;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+      if (candidates[i] == *best) return static_cast<uint32_t>(i);
+    }
+    return std::nullopt;
   }
   if (what != "state" && ctx.names.states.count(name) > 0) {
     d.help = "`" + name + "` is a state: pass it as {\"state\": \"" + name + "\"}";
@@ -46,6 +51,7 @@ void add_help(Diagnostic& d, const std::string& name, std::string_view what,
   } else if (what != "symbol" && ctx.names.symbols.count(name) > 0) {
     d.help = "`" + name + "` is a symbol: pass it as {\"sym\": \"" + name + "\"}";
   }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -88,7 +94,7 @@ std::optional<uint32_t> Context::resolve_symbol(const std::string& name, const S
   }
   Diagnostic& d = error(Code::kUnknownSymbol, subject + ": unknown symbol `" + name + "`", span);
   d.label = "not declared in `symbols`";
-  add_help(d, name, "symbol", names_of(m.symbols), *this);
+  if (auto meant = add_help(d, name, "symbol", names_of(m.symbols), *this)) symbol_used[*meant] = true;
   return std::nullopt;
 }
 
@@ -100,7 +106,7 @@ std::optional<uint32_t> Context::resolve_state(const std::string& name, const So
   }
   Diagnostic& d = error(Code::kUnknownState, subject + ": unknown state `" + name + "`", span);
   d.label = "not declared in `states`";
-  add_help(d, name, "state", names_of(m.states), *this);
+  if (auto meant = add_help(d, name, "state", names_of(m.states), *this)) state_used[*meant] = true;
   return std::nullopt;
 }
 
@@ -112,7 +118,7 @@ std::optional<uint32_t> Context::resolve_buffer(const std::string& name, const S
   }
   Diagnostic& d = error(Code::kUnknownBuffer, subject + ": unknown buffer `" + name + "`", span);
   d.label = "not declared in `buffers`";
-  add_help(d, name, "buffer", names_of(m.buffers), *this);
+  if (auto meant = add_help(d, name, "buffer", names_of(m.buffers), *this)) buffer_used[*meant] = true;
   return std::nullopt;
 }
 
@@ -124,7 +130,7 @@ std::optional<uint32_t> Context::resolve_kernel(const std::string& name, const S
   }
   Diagnostic& d = error(Code::kUnknownKernel, subject + ": unknown kernel `" + name + "`", span);
   d.label = "not declared in `kernels`";
-  add_help(d, name, "kernel", names_of(m.kernels), *this);
+  if (auto meant = add_help(d, name, "kernel", names_of(m.kernels), *this)) kernel_used[*meant] = true;
   return std::nullopt;
 }
 

@@ -201,6 +201,9 @@ void check_args(Context& ctx, size_t k, size_t si) {
           for (const Scratch& sc : kernel.scratch) names.push_back(sc.name);
           if (auto best = closest_name(a.scratch, names)) {
             d.help = "a scratch with a similar name exists: `" + *best + "`";
+            for (size_t i = 0; i < names.size(); ++i) {
+              if (names[i] == *best) facts.scratch_used[i] = true;  // the typo meant it: no E0139
+            }
           }
           all_resolved = false;
           break;

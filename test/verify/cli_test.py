@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""The kern-verify command line: exit codes (0 ok, 1 manifest errors, 2 usage
+or I/O), the plan is written only on success, --dump, --deny-warnings,
+--color, --explain.
+
+usage: cli_test.py KERN_VERIFY BASE_MANIFEST_JSON
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+EXE, BASE = sys.argv[1], sys.argv[2]
+failures = []
+
+
+def run(*args):
+    p = subprocess.run([EXE, *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(name, cond, detail=""):
+    print(("ok   " if cond else "FAIL ") + name)
+    if not cond:
+        failures.append(name)
+        if detail:
+            print("     " + detail.replace("\n", "\n     "))
+
+
+def write(path, obj_or_text):
+    with open(path, "w") as f:
+        f.write(obj_or_text if isinstance(obj_or_text, str) else json.dumps(obj_or_text))
+    return path
+
+
+with open(BASE) as f:
+    base = json.load(f)
+
+with tempfile.TemporaryDirectory() as tmp:
+    good = write(os.path.join(tmp, "good.json"), base)
+    plan = os.path.join(tmp, "good.kplan")
+
+    rc, out, err = run(good, "-o", plan)
+    check("a valid manifest exits 0 and prints nothing", rc == 0 and err == "", f"rc={rc}\n{err}")
+    with open(plan, "rb") as f:
+        head = f.read(8)
+    check("the plan carries the KPLN identifier", head[4:8] == b"KPLN", repr(head))
+
+    rc, out, err = run(good)
+    check("checking without -o exits 0", rc == 0, err)
+
+    rc, out, err = run("--dump", plan)
+    check("--dump of the plan exits 0", rc == 0, err)
+    check("--dump shows launches and the summary",
+          "program decode: 4 dispatches, 5 launches" in out and "summary: 6 buffers" in out, out[-400:])
+
+    bad = dict(base, meta={"version": 1, "model": "x"})
+    badp = write(os.path.join(tmp, "bad.json"), bad)
+    badplan = os.path.join(tmp, "bad.kplan")
+    rc, out, err = run(badp, "-o", badplan, "--color=never")
+    check("a manifest with errors exits 1", rc == 1, f"rc={rc}\n{err}")
+    check("errors are rendered rustc-style with code, location and pointer",
+          "error[E0100]" in err and "--> " in err and "pointer: /meta/version" in err and "1 error emitted" in err,
+          err)
+    check("no plan is written when there are errors", not os.path.exists(badplan))
+    check("no temporary file is left behind", sorted(os.listdir(tmp)) == ["bad.json", "good.json", "good.kplan"],
+          str(os.listdir(tmp)))
+
+    rc, out, err = run(badp, "--color=always")
+    check("--color=always colours diagnostics", rc == 1 and "\x1b[" in err, repr(err[:80]))
+    rc, out, err = run(badp, "--color=never")
+    check("--color=never does not", rc == 1 and "\x1b[" not in err, repr(err[:80]))
+
+    rc, out, err = run(write(os.path.join(tmp, "syntax.json"), '{"meta": '))
+    check("a JSON syntax error exits 1", rc == 1 and "error[E0" in err, f"rc={rc}\n{err}")
+
+    warn = json.loads(json.dumps(base))
+    step = warn["kernels"]["embed"]["impl"]["steps"][0]
+    del step["cubin"], step["sha256"]
+    warnp = write(os.path.join(tmp, "warn.json"), warn)
+    warnplan = os.path.join(tmp, "warn.kplan")
+    rc, out, err = run(warnp, "-o", warnplan)
+    check("warnings alone exit 0 and still write the plan",
+          rc == 0 and "warning[W0001]" in err and os.path.exists(warnplan), f"rc={rc}\n{err}")
+    os.remove(warnplan)
+    rc, out, err = run(warnp, "-o", warnplan, "--deny-warnings")
+    check("--deny-warnings makes warnings fatal (exit 1, no plan)",
+          rc == 1 and not os.path.exists(warnplan), f"rc={rc}\n{err}")
+
+    rc, out, err = run(os.path.join(tmp, "missing.json"))
+    check("a missing manifest exits 2", rc == 2 and "missing.json" in err, f"rc={rc}\n{err}")
+    rc, out, err = run(good, "-o", os.path.join(tmp, "no-such-dir", "x.kplan"))
+    check("an unwritable output path exits 2", rc == 2, f"rc={rc}\n{err}")
+
+    corrupt = write(os.path.join(tmp, "corrupt.kplan"), "this is not a plan at all, not even close")
+    rc, out, err = run("--dump", corrupt)
+    check("--dump of a corrupt file exits 2", rc == 2 and "not a valid plan" in err, f"rc={rc}\n{err}")
+    with open(plan, "rb") as f:
+        data = f.read()
+    trunc = os.path.join(tmp, "trunc.kplan")
+    with open(trunc, "wb") as f:
+        f.write(data[: len(data) // 2])
+    rc, out, err = run("--dump", trunc)
+    check("--dump of a truncated plan exits 2", rc == 2, f"rc={rc}\n{err}")
+    rc, out, err = run("--dump", os.path.join(tmp, "missing.kplan"))
+    check("--dump of a missing file exits 2", rc == 2, f"rc={rc}\n{err}")
+
+    rc, out, err = run()
+    check("no arguments is a usage error (exit 2)", rc == 2, f"rc={rc}\n{err}")
+    rc, out, err = run(good, "--no-such-flag")
+    check("an unknown flag is a usage error (exit 2)", rc == 2, f"rc={rc}\n{err}")
+    rc, out, err = run(good, "--color=sometimes")
+    check("a bad --color value is a usage error (exit 2)", rc == 2, f"rc={rc}\n{err}")
+    rc, out, err = run("--help")
+    check("--help exits 0", rc == 0 and "--dump" in out, f"rc={rc}")
+
+    rc, out, err = run("--explain", "E0133")
+    check("--explain prints the long explanation", rc == 0 and "failing:" in out and "fixed:" in out, out)
+    rc, out, err = run("--explain", "E0005")
+    check("--explain knows the reader's codes", rc == 0 and "E0005" in out, out)
+    rc, out, err = run("--explain", "E9999")
+    check("--explain of an unknown code exits 2", rc == 2, f"rc={rc}")
+
+print(f"{len(failures)} failed")
+sys.exit(1 if failures else 0)
