@@ -174,17 +174,32 @@ class Dumper {
     }
   }
 
-  std::string arg(const plan::LaunchArg* a) const {
+  /// A literal printed as the param it fills ("i32 2560", "f32 1e-06"); raw
+  /// hex when the param is unknown.
+  static std::string literal(uint64_t bits, const plan::Param* p) {
+    std::ostringstream s;
+    if (p == nullptr) {
+      s << "lit 0x" << std::hex << bits;
+      return s.str();
+    }
+    switch (p->kind()) {
+      case plan::ParamKind::i32: s << "i32 " << static_cast<int32_t>(static_cast<uint32_t>(bits)); break;
+      case plan::ParamKind::u32: s << "u32 " << static_cast<uint32_t>(bits); break;
+      case plan::ParamKind::i64: s << "i64 " << static_cast<int64_t>(bits); break;
+      case plan::ParamKind::u8: s << "u8 " << static_cast<unsigned>(static_cast<uint8_t>(bits)); break;
+      case plan::ParamKind::f32: s << "f32 " << std::bit_cast<float>(static_cast<uint32_t>(bits)); break;
+      default: s << "lit 0x" << std::hex << bits; break;
+    }
+    return s.str();
+  }
+
+  std::string arg(const plan::LaunchArg* a, const plan::Param* param) const {
     std::string off = a->offset() ? " +" + std::to_string(a->offset()) : "";
     switch (a->kind()) {
       case plan::ArgKind::buffer: return indexed(p_.buffers(), a->index(), "buf") + off;
       case plan::ArgKind::state: return indexed(p_.states(), a->index(), "state") + off;
       case plan::ArgKind::scratch: return indexed(p_.scratch(), a->index(), "scratch") + off;
-      case plan::ArgKind::literal: {
-        std::ostringstream s;
-        s << "lit 0x" << std::hex << a->literal();
-        return s.str();
-      }
+      case plan::ArgKind::literal: return literal(a->literal(), param);
       case plan::ArgKind::expr: return "expr " + expr(a->expr());
     }
     return "arg kind " + std::to_string(static_cast<int>(a->kind()));
@@ -201,15 +216,14 @@ class Dumper {
         if (prog->dispatch_labels() && l->dispatch() < prog->dispatch_labels()->size()) {
           label = " " + name_of(prog->dispatch_labels()->Get(l->dispatch()));
         }
-        std::string sym = l->step() < p_.steps()->size() ? name_of(p_.steps()->Get(l->step())->symbol()) : "?";
+        const plan::Step* step = l->step() < p_.steps()->size() ? p_.steps()->Get(l->step()) : nullptr;
         std::string kernel = "?";
-        if (l->step() < p_.steps()->size()) {
-          const uint32_t k = p_.steps()->Get(l->step())->kernel();
-          if (k < p_.kernels()->size()) kernel = name_of(p_.kernels()->Get(k)->name());
-        }
-        out_ << "  #" << l->dispatch() << label << ": " << kernel << " step [" << l->step() << "] " << sym << "\n";
+        if (step && step->kernel() < p_.kernels()->size()) kernel = name_of(p_.kernels()->Get(step->kernel())->name());
+        out_ << "  #" << l->dispatch() << label << ": " << kernel << " step [" << l->step() << "] "
+             << (step ? name_of(step->symbol()) : "?") << "\n";
         for (fb::uoffset_t a = 0; a < l->args()->size(); ++a) {
-          out_ << "      " << a << ": " << arg(l->args()->Get(a)) << "\n";
+          const plan::Param* param = step && a < step->params()->size() ? step->params()->Get(a) : nullptr;
+          out_ << "      " << a << ": " << arg(l->args()->Get(a), param) << "\n";
         }
       }
     }

@@ -190,6 +190,7 @@ TEST_CASE("dump lists symbols, buffers, kernels, launches and a summary", "[lowe
   CHECK(t.find("program decode: 4 dispatches, 5 launches") != std::string::npos);
   CHECK(t.find("#3 sample: argmax step [4] kern_argmax_reduce") != std::string::npos);
   CHECK(t.find("1: state [0] kv +512") != std::string::npos);
+  CHECK(t.find("3: f32 0.5\n      4: i64 -2\n      5: u8 1\n") != std::string::npos);
   CHECK(t.find("summary: 6 buffers; prefill: 2 dispatches, 2 launches, 3 buffers; "
                "decode: 4 dispatches, 5 launches, 6 buffers") != std::string::npos);
 }
