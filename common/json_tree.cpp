@@ -6,6 +6,7 @@
 #include "common/json_tree.h"
 
 #include <cstring>
+#include <limits>
 
 #include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
@@ -105,7 +106,7 @@ class TreeBuilder {
         break;
       }
     }
-    check_nul(f.key, f.key_span);
+    check_nul(f.key, f.value->subject.empty() ? f.key : f.value->subject + "." + f.key, f.key_span);
     last_end_ = stream_.Tell();
     return true;
   }
@@ -128,9 +129,12 @@ class TreeBuilder {
     return i;
   }
 
-  void check_nul(const std::string& s, const SourceSpan& span) {
+  void check_nul(const std::string& s, const std::string& subject, const SourceSpan& span) {
     if (s.find('\0') == std::string::npos) return;
-    Diagnostic& d = diags_.error(reader_code::kEmbeddedNul, "string contains a nul character (\\u0000)", span);
+    Diagnostic& d = diags_.error(reader_code::kEmbeddedNul,
+                                 (subject.empty() ? std::string("manifest") : subject) +
+                                     ": string contains a nul character (\\u0000)",
+                                 span);
     d.label = "nul character";
     d.help = "names and labels are C strings at run time; remove the \\u0000 escape";
   }
@@ -168,7 +172,7 @@ class TreeBuilder {
     size_t begin = value_begin();
     v.span.end = static_cast<uint32_t>(stream_.Tell());
     JsonValue* placed = place(std::move(v), begin);
-    if (placed->type == JsonValue::Type::kString) check_nul(placed->string_value, placed->span);
+    if (placed->type == JsonValue::Type::kString) check_nul(placed->string_value, placed->subject, placed->span);
     last_end_ = stream_.Tell();
     return true;
   }
@@ -234,6 +238,14 @@ std::string_view json_type_name(const JsonValue& v) {
 
 std::optional<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEngine& diags) {
   const std::string& text = file.text();
+  // Spans are 32-bit byte offsets; a manifest is a few megabytes at most.
+  if (text.size() >= std::numeric_limits<uint32_t>::max()) {
+    Diagnostic& d = diags.error(reader_code::kJsonSyntax,
+                                "the file is " + std::to_string(text.size()) + " B, over the 4 GiB manifest limit",
+                                make_span(0, 0, ""));
+    d.label = "file too large";
+    return std::nullopt;
+  }
   // RapidJSON treats NUL as the end of input: a NUL would silently cut the
   // document short, so it is an error wherever it appears.
   size_t nul = text.find('\0');

@@ -50,7 +50,8 @@ TEST_CASE("reader rejects a nul byte anywhere in the file (E0002)", "[reader][E0
 }
 
 TEST_CASE("reader rejects a \\u0000 escape in a string (E0002)", "[reader][E0002]") {
-  expect_errors(R"("model": "tiny")", R"("model": "ti\u0000ny")", {"E0002 2:35 /meta/model"});
+  ReadOutcome r = expect_errors(R"("model": "tiny")", R"("model": "ti\u0000ny")", {"E0002 2:35 /meta/model"});
+  CHECK(r.diags.diagnostics()[0].message == "meta.model: string contains a nul character (\\u0000)");
 }
 
 TEST_CASE("reader rejects characters after the root object (E0003)", "[reader][E0003]") {
