@@ -102,7 +102,7 @@ class TreeBuilder {
         d.span.pointer = child_pointer(*f.value, f.key);
         d.label = "duplicate key";
         d.notes.push_back(DiagnosticNote{"the first `" + f.key + "` is here", m.key_span, true});
-        d.help = "remove one of the two entries; JSON readers disagree on which one wins";
+        d.help = "remove one of the two entries; json readers disagree on which one wins";
         break;
       }
     }
