@@ -1,7 +1,7 @@
 // Byte-level BPE merge loop (see bpe.h).
 #include "kern-run/tokenizer/bpe.h"
 
-#include <queue>
+#include <algorithm>
 
 namespace kern::tok {
 
@@ -44,53 +44,35 @@ const MergeTable::Entry* MergeTable::find(int32_t left, int32_t right) const {
   }
 }
 
-namespace {
-
-struct Symbol {
-  int32_t id;
-  int32_t prev;  ///< index of the previous live symbol, -1 at the start
-  int32_t next;  ///< index of the next live symbol, -1 at the end
-  bool live;
-};
-
-struct QueuedMerge {
-  int32_t rank;
-  int32_t pos;  ///< index of the left symbol
-  int32_t new_id;
-  /// Orders the max-heap so that the top is the lowest rank, then the
-  /// leftmost position (HF's `Merge` ordering).
-  bool operator<(const QueuedMerge& o) const {
-    return rank != o.rank ? rank > o.rank : pos > o.pos;
-  }
-};
-
-}  // namespace
-
-void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) const {
+void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out, BpeWorkspace& ws) const {
   const int32_t n = static_cast<int32_t>(word.size());
   if (n == 1) {
     out.push_back(byte_ids_[static_cast<uint8_t>(word[0])]);
     return;
   }
-  std::vector<Symbol> symbols(n);
+  std::vector<BpeSymbol>& symbols = ws.symbols;
+  symbols.resize(n);
   for (int32_t i = 0; i < n; ++i) {
-    symbols[i] = Symbol{byte_ids_[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, true};
+    symbols[i] = BpeSymbol{byte_ids_[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1, true};
   }
-  std::vector<QueuedMerge> heap_storage;
-  heap_storage.reserve(n);
-  std::priority_queue<QueuedMerge> queue(std::less<QueuedMerge>(), std::move(heap_storage));
+  std::vector<BpeQueuedMerge>& queue = ws.heap;
+  queue.clear();
+  auto push = [&queue](BpeQueuedMerge m) {
+    queue.push_back(m);
+    std::push_heap(queue.begin(), queue.end());
+  };
   for (int32_t i = 0; i + 1 < n; ++i) {
-    if (const auto* m = merges_.find(symbols[i].id, symbols[i + 1].id)) {
-      queue.push(QueuedMerge{m->rank, i, m->new_id});
-    }
+    if (const auto* m = merges_.find(symbols[i].id, symbols[i + 1].id)) queue.push_back({m->rank, i, m->new_id});
   }
+  std::make_heap(queue.begin(), queue.end());
   while (!queue.empty()) {
-    const QueuedMerge top = queue.top();
-    queue.pop();
-    Symbol& left = symbols[top.pos];
+    std::pop_heap(queue.begin(), queue.end());
+    const BpeQueuedMerge top = queue.back();
+    queue.pop_back();
+    BpeSymbol& left = symbols[top.pos];
     if (!left.live || left.next < 0) continue;
     const int32_t right_pos = left.next;
-    const Symbol right = symbols[right_pos];
+    const BpeSymbol right = symbols[right_pos];
     // Stale entry: the pair at this position changed since it was queued.
     const auto* current = merges_.find(left.id, right.id);
     if (current == nullptr || current->new_id != top.new_id) continue;
@@ -100,22 +82,22 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& out) cons
     if (right.next >= 0) symbols[right.next].prev = top.pos;
     if (left.prev >= 0) {
       if (const auto* m = merges_.find(symbols[left.prev].id, left.id)) {
-        queue.push(QueuedMerge{m->rank, left.prev, m->new_id});
+        push({m->rank, left.prev, m->new_id});
       }
     }
     if (left.next >= 0) {
       if (const auto* m = merges_.find(left.id, symbols[left.next].id)) {
-        queue.push(QueuedMerge{m->rank, top.pos, m->new_id});
+        push({m->rank, top.pos, m->new_id});
       }
     }
   }
   for (int32_t i = 0; i >= 0; i = symbols[i].next) out.push_back(symbols[i].id);
 }
 
-void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out, BpeCache& cache) const {
+void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out, BpeWorkspace& ws) const {
   // Single bytes and pairs are cheaper to merge than to look up.
   if (word.size() <= 2) {
-    merge_word(word, out);
+    merge_word(word, out, ws);
     return;
   }
   // HF caches words shorter than 256 bytes; beyond some thousands of entries
@@ -123,19 +105,19 @@ void BpeModel::encode_word(std::string_view word, std::vector<int32_t>& out, Bpe
   constexpr size_t kMaxCachedWordBytes = 256;
   constexpr size_t kMaxCacheEntries = size_t{1} << 16;
   if (word.size() >= kMaxCachedWordBytes) {
-    merge_word(word, out);
+    merge_word(word, out, ws);
     return;
   }
   std::string key(word);
-  if (auto it = cache.find(key); it != cache.end()) {
+  if (auto it = ws.cache.find(key); it != ws.cache.end()) {
     out.insert(out.end(), it->second.begin(), it->second.end());
     return;
   }
-  std::vector<int32_t> ids;
-  merge_word(word, ids);
-  out.insert(out.end(), ids.begin(), ids.end());
-  if (cache.size() >= kMaxCacheEntries) cache.clear();
-  cache.emplace(std::move(key), std::move(ids));
+  ws.ids.clear();
+  merge_word(word, ws.ids, ws);
+  out.insert(out.end(), ws.ids.begin(), ws.ids.end());
+  if (ws.cache.size() >= kMaxCacheEntries) ws.cache.clear();
+  ws.cache.emplace(std::move(key), ws.ids);
 }
 
 }  // namespace kern::tok

@@ -47,9 +47,33 @@ class MergeTable {
   size_t size_ = 0;
 };
 
-/// Results of words already encoded in one encode call (HF keeps a similar
-/// cache); the key is the word's raw bytes.
-using BpeCache = std::unordered_map<std::string, std::vector<int32_t>>;
+/// One symbol of a word being merged: a token id in a doubly linked list.
+struct BpeSymbol {
+  int32_t id;
+  int32_t prev;  ///< index of the previous live symbol, -1 at the start
+  int32_t next;  ///< index of the next live symbol, -1 at the end
+  bool live;
+};
+
+/// A queued merge of the pair starting at symbol `pos`.
+struct BpeQueuedMerge {
+  int32_t rank;
+  int32_t pos;
+  int32_t new_id;
+  /// Heap order: the top is the lowest rank, then the leftmost position
+  /// (HF's `Merge` ordering).
+  bool operator<(const BpeQueuedMerge& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+};
+
+/// State of one encode call: results of words already encoded (HF keeps a
+/// similar cache; the key is the word's raw bytes) and scratch buffers
+/// reused across words. Not shared between threads.
+struct BpeWorkspace {
+  std::unordered_map<std::string, std::vector<int32_t>> cache;
+  std::vector<BpeSymbol> symbols;
+  std::vector<BpeQueuedMerge> heap;
+  std::vector<int32_t> ids;
+};
 
 /// Byte-level BPE: per-byte initial ids plus the merge table. Immutable after
 /// loading; `encode_word` is const and safe to call from several threads.
@@ -61,11 +85,11 @@ class BpeModel {
       : byte_ids_(byte_ids), merges_(std::move(merges)) {}
 
   /// Appends the ids of `word` (raw bytes of one pre-token, non-empty) to
-  /// `out`, consulting and filling `cache`.
-  void encode_word(std::string_view word, std::vector<int32_t>& out, BpeCache& cache) const;
+  /// `out`, consulting and filling the workspace's cache.
+  void encode_word(std::string_view word, std::vector<int32_t>& out, BpeWorkspace& ws) const;
 
   /// The merge loop without the cache: ids of `word`, appended to `out`.
-  void merge_word(std::string_view word, std::vector<int32_t>& out) const;
+  void merge_word(std::string_view word, std::vector<int32_t>& out, BpeWorkspace& ws) const;
 
   const MergeTable& merges() const { return merges_; }
 

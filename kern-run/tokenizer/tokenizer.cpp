@@ -16,6 +16,11 @@ Result<Tokenizer> Tokenizer::load(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return make_error(ErrorKind::kIo, path + ": cannot open: " + std::strerror(errno));
   std::string json;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    const long size = std::ftell(f);
+    if (size > 0) json.reserve(static_cast<size_t>(size));
+    std::rewind(f);
+  }
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) json.append(buf, n);
@@ -43,7 +48,7 @@ Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text) const {
   const TokenizerModel& m = *model_;
   std::vector<int32_t> ids;
   ids.reserve(text.size() / 3 + 8);
-  BpeCache cache;
+  BpeWorkspace workspace;
   std::vector<TextSplit> raw_splits, normalized_splits;
   std::string normalized;
   std::vector<std::string_view> pieces, next_pieces;
@@ -72,7 +77,7 @@ Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text) const {
         for (std::string_view piece : pieces) KERN_RETURN_IF_ERROR(regex.split(piece, next_pieces));
         pieces.swap(next_pieces);
       }
-      for (std::string_view piece : pieces) m.bpe.encode_word(piece, ids, cache);
+      for (std::string_view piece : pieces) m.bpe.encode_word(piece, ids, workspace);
     }
   }
   return ids;
@@ -95,8 +100,7 @@ const std::vector<AddedToken>& Tokenizer::added_tokens() const { return model_->
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
   if (const auto it = model_->added_ids.find(token); it != model_->added_ids.end()) return it->second;
-  if (const auto it = model_->vocab.find(token); it != model_->vocab.end()) return it->second;
-  return std::nullopt;
+  return model_->vocab.find(token);
 }
 
 namespace {

@@ -82,7 +82,7 @@ Result<std::vector<std::string_view>> parse_vocab(const JsonContext& ctx, const 
     const size_t at = model.vocab_text.size();
     model.vocab_text.append(token);
     const std::string_view stored(model.vocab_text.data() + at, token.size());
-    if (!model.vocab.emplace(stored, id).second) return ctx.error(pointer, "duplicate vocabulary entry");
+    if (!model.vocab.insert(stored, id)) return ctx.error(pointer, "duplicate vocabulary entry");
     if (taken[id]) {
       return ctx.error(pointer, "id " + std::to_string(id) + " is already used by \"" +
                                     std::string(by_id[id]) + "\"");
@@ -97,14 +97,14 @@ Result<std::array<int32_t, 256>> byte_ids_of(const JsonContext& ctx, const Token
   std::array<int32_t, 256> ids{};
   for (int b = 0; b < 256; ++b) {
     const std::string symbol = bytes_to_byte_level(std::string(1, static_cast<char>(b)));
-    const auto it = model.vocab.find(symbol);
-    if (it == model.vocab.end()) {
+    const auto id = model.vocab.find(symbol);
+    if (!id) {
       char hex[8];
       std::snprintf(hex, sizeof hex, "0x%02X", b);
       return ctx.error("/model/vocab", "byte-level symbol \"" + symbol + "\" for byte " + hex +
                                            " is missing (byte-level BPE needs all 256)");
     }
-    ids[b] = it->second;
+    ids[b] = *id;
   }
   return ids;
 }
@@ -138,12 +138,10 @@ Result<MergeTable> parse_merges(const JsonContext& ctx, const Value& model_json,
     const auto r = model.vocab.find(right);
     joined.assign(left).append(right);
     const auto n = model.vocab.find(joined);
-    for (const auto& [it, text] : {std::pair{l, left}, std::pair{r, right}, std::pair{n, std::string_view(joined)}}) {
-      if (it == model.vocab.end()) {
-        return ctx.error(pointer, "token \"" + std::string(text) + "\" is not in the vocabulary");
-      }
+    for (const auto& [id, text] : {std::pair{l, left}, std::pair{r, right}, std::pair{n, std::string_view(joined)}}) {
+      if (!id) return ctx.error(pointer, "token \"" + std::string(text) + "\" is not in the vocabulary");
     }
-    table.insert(l->second, r->second, static_cast<int32_t>(i), n->second);
+    table.insert(*l, *r, static_cast<int32_t>(i), *n);
   }
   return table;
 }
@@ -181,8 +179,8 @@ Status parse_added_tokens(const JsonContext& ctx, const Value& root, TokenizerMo
     // The id HF tokenizers gives it (AddedVocabulary::add_tokens): the vocab
     // id if the content is in the vocabulary, else the next free id.
     int32_t expected_id;
-    if (const auto it = model.vocab.find(token.content); it != model.vocab.end()) {
-      expected_id = it->second;
+    if (const auto vocab_id = model.vocab.find(token.content)) {
+      expected_id = *vocab_id;
     } else if (max_added < 0) {
       expected_id = model_vocab_size;
     } else {

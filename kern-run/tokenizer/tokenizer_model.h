@@ -12,6 +12,7 @@
 #include "kern-run/tokenizer/bpe.h"
 #include "kern-run/tokenizer/normalizer.h"
 #include "kern-run/tokenizer/split_regex.h"
+#include "kern-run/tokenizer/string_id_map.h"
 
 namespace kern::tok {
 
@@ -26,7 +27,7 @@ struct TokenizerModel {
 
   /// Model vocabulary (byte-level spelling) -> id; keys view `vocab_text`.
   std::string vocab_text;
-  std::unordered_map<std::string_view, int32_t> vocab;
+  StringIdMap vocab;
   /// Added-token content -> id; keys view `added_tokens` contents.
   std::unordered_map<std::string_view, int32_t> added_ids;
 
