@@ -11,8 +11,10 @@ End-to-end check of kern against llama.cpp (oracles.md), on the tiny Qwen3
    on kern's ids (the rule and the tolerance, 3% of the logit spread, are
    derived in oracle_lib.py), and must be discriminating (at least half of
    the ids differ from their predecessor);
-4. teeth: the same manifest with RoPE switched to interleaved (the one `u8`
-   literal, rope's is_neox, 1 -> 0) must FAIL the comparison for every prompt.
+4. teeth: two mutated manifests must FAIL the comparison for every prompt:
+   RoPE switched to interleaved (the one `u8` literal, rope's is_neox,
+   1 -> 0), and layer 1's attention reading layer 0's KV cache region (its
+   literal state offset set to 0: a per-layer offset bug).
 
 Exit 77 (skipped) only when KERN_RUN is empty or not a built file; a missing
 oracle install (scripts/setup.sh) is a failure.
@@ -48,6 +50,23 @@ def flip_rope_to_interleaved(manifest_text):
                 flipped += 1
     assert flipped > 0, "no rope dispatch found"
     return json.dumps(doc, indent=1)
+
+
+def share_layer0_kv_region(manifest_text):
+    """The manifest with layers.1.attention reading layer 0's KV region."""
+    doc = json.loads(manifest_text)
+    moved = 0
+    for program in doc["programs"].values():
+        for d in program["dispatches"]:
+            if d["label"] == "layers.1.attention":
+                assert d["args"][1]["state"] == "kv_cache" and d["args"][1]["offset"] > 0, d["args"][1]
+                d["args"][1] = {"state": "kv_cache", "offset": 0}
+                moved += 1
+    assert moved == 2, "expected layers.1.attention in prefill and decode"
+    return json.dumps(doc, indent=1)
+
+
+MUTANTS = (("interleaved RoPE", flip_rope_to_interleaved), ("layer 1 reads layer 0's KV", share_layer0_kv_region))
 
 
 def bf16_file_to_f32(path, vocab):
@@ -106,7 +125,7 @@ def main(argv):
         plans = {}
         with open(os.path.join(examples, "tiny-qwen3.json"), "r", encoding="utf-8") as f:
             text = f.read()
-        for name, manifest in (("neox", text), ("interleaved", flip_rope_to_interleaved(text))):
+        for name, manifest in [("correct", text)] + [(m, mutate(text)) for m, mutate in MUTANTS]:
             src = os.path.join(work, f"{name}.json")
             with open(src, "w", encoding="utf-8") as f:
                 f.write(manifest)
@@ -128,7 +147,7 @@ def main(argv):
             prompt = ol.prompt_ids(n, cfg.vocab)
             oracle_rows.clear()
             for chunk in CHUNKS:
-                ids, last = runner.greedy(plans["neox"], prompt, chunk)
+                ids, last = runner.greedy(plans["correct"], prompt, chunk)
                 ok, report = judge(prompt, ids, last)
                 print(f"prompt length {n}, chunk {chunk}: {'agrees' if ok else 'DISAGREES'} with llama.cpp")
                 print(f"  kern ids: {ids}")
@@ -138,13 +157,14 @@ def main(argv):
                     failures.append(f"prompt length {n}, chunk {chunk}: kern disagrees with llama.cpp")
                 if ol.changes(prompt, ids) * 2 < len(ids):
                     failures.append(f"prompt length {n}, chunk {chunk}: sequence not discriminating: {ids}")
-            ids, last = runner.greedy(plans["interleaved"], prompt, 16)
-            ok, report = judge(prompt, ids, last)
-            print(f"prompt length {n}, interleaved RoPE: {'ACCEPTED' if ok else 'rejected, as it must be'}")
-            for line in report[-2:]:
-                print("  " + line)
-            if ok:
-                failures.append(f"prompt length {n}: interleaved RoPE passes the comparison: no teeth")
+            for mutant, _ in MUTANTS:
+                ids, last = runner.greedy(plans[mutant], prompt, 16)
+                ok, report = judge(prompt, ids, last)
+                print(f"prompt length {n}, {mutant}: {'ACCEPTED' if ok else 'rejected, as it must be'}")
+                for line in report[:1] + report[-2:]:
+                    print("  " + line)
+                if ok:
+                    failures.append(f"prompt length {n}: the mutant '{mutant}' passes the comparison: no teeth")
     for f in failures:
         print("FAIL: " + f)
     print(f"{'FAIL' if failures else 'PASS'}: {len(failures)} failure(s)")
