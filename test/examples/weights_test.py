@@ -104,6 +104,16 @@ class RandomWeights(unittest.TestCase):
             self.assertEqual(header[name]["dtype"], b["dtype"].upper(), name)
             self.assertEqual(header[name]["shape"], b["shape"], name)
 
+    def test_the_exported_layout_of_every_example_config_is_exactly_its_manifest_weights(self):
+        from qwen3_config import exported_tensors
+        for model in ("tiny-qwen3", "qwen3-0.6b", "qwen3-4b"):
+            with open(example(model + ".json"), "r", encoding="utf-8") as f:
+                manifest = json.load(f)
+            weights = {k: [v["dtype"].upper(), v["shape"]] for k, v in manifest["buffers"].items()
+                       if v["class"] == "weight"}
+            layout = {name: [dtype, shape] for name, dtype, shape in exported_tensors(load_config(example(model + ".config.json")))}
+            self.assertEqual(layout, weights, model)
+
     def test_rope_cache_rows_are_cos_then_sin_of_position_times_inverse_frequency(self):
         D, theta = 16, 1e6
         with st.SafetensorsFile(example("tiny-qwen3.safetensors")) as f:
