@@ -1,0 +1,139 @@
+// cublasLt via dlopen (cublaslt.h).
+#include "kern-load/cuda/cublaslt.h"
+
+#include <dlfcn.h>
+
+#include "kern-load/cuda/gemm_mapping.h"
+
+namespace kern::load::cuda {
+
+struct CublasLt::Api {
+  decltype(&cublasLtCreate) create = nullptr;
+  decltype(&cublasLtDestroy) destroy = nullptr;
+  decltype(&cublasLtGetStatusString) status_string = nullptr;
+  decltype(&cublasLtMatmulDescCreate) desc_create = nullptr;
+  decltype(&cublasLtMatmulDescDestroy) desc_destroy = nullptr;
+  decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
+  decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
+  decltype(&cublasLtMatrixLayoutDestroy) layout_destroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceCreate) pref_create = nullptr;
+  decltype(&cublasLtMatmulPreferenceDestroy) pref_destroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
+  decltype(&cublasLtMatmul) matmul = nullptr;
+};
+
+/// Descriptors and the chosen algorithm of one (m, n, k, accumulate).
+struct CublasLt::Plan {
+  int m = 0, n = 0, k = 0;
+  bool accumulate = false;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+Result<std::unique_ptr<CublasLt>> CublasLt::load(CUdeviceptr workspace, uint64_t workspace_bytes) {
+  std::unique_ptr<CublasLt> lt(new CublasLt());
+  std::string tried;
+  for (const char* name : {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}) {
+    lt->handle_lib_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (lt->handle_lib_) break;
+    const char* e = dlerror();
+    tried += std::string(tried.empty() ? "" : "; ") + (e ? e : name);
+  }
+  if (!lt->handle_lib_)
+    return make_error(ErrorKind::kDevice, "cublasLt (for the extern GEMMs) is not available: " + tried);
+  lt->api_ = std::make_unique<Api>();
+  Api& a = *lt->api_;
+  auto sym = [&](auto& slot, const char* name) -> Status {
+    slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(dlsym(lt->handle_lib_, name));
+    if (!slot) return make_error(ErrorKind::kDevice, std::string("cublasLt: missing symbol ") + name);
+    return Status::ok_status();
+  };
+  KERN_RETURN_IF_ERROR(sym(a.create, "cublasLtCreate"));
+  KERN_RETURN_IF_ERROR(sym(a.destroy, "cublasLtDestroy"));
+  KERN_RETURN_IF_ERROR(sym(a.status_string, "cublasLtGetStatusString"));
+  KERN_RETURN_IF_ERROR(sym(a.desc_create, "cublasLtMatmulDescCreate"));
+  KERN_RETURN_IF_ERROR(sym(a.desc_destroy, "cublasLtMatmulDescDestroy"));
+  KERN_RETURN_IF_ERROR(sym(a.desc_set, "cublasLtMatmulDescSetAttribute"));
+  KERN_RETURN_IF_ERROR(sym(a.layout_create, "cublasLtMatrixLayoutCreate"));
+  KERN_RETURN_IF_ERROR(sym(a.layout_destroy, "cublasLtMatrixLayoutDestroy"));
+  KERN_RETURN_IF_ERROR(sym(a.pref_create, "cublasLtMatmulPreferenceCreate"));
+  KERN_RETURN_IF_ERROR(sym(a.pref_destroy, "cublasLtMatmulPreferenceDestroy"));
+  KERN_RETURN_IF_ERROR(sym(a.pref_set, "cublasLtMatmulPreferenceSetAttribute"));
+  KERN_RETURN_IF_ERROR(sym(a.heuristic, "cublasLtMatmulAlgoGetHeuristic"));
+  KERN_RETURN_IF_ERROR(sym(a.matmul, "cublasLtMatmul"));
+  KERN_RETURN_IF_ERROR(lt->check(a.create(&lt->handle_), "cublasLtCreate"));
+  lt->workspace_ = workspace;
+  lt->workspace_bytes_ = workspace_bytes;
+  return lt;
+}
+
+CublasLt::~CublasLt() {
+  if (api_) {
+    for (auto& p : plans_) {
+      if (p->a) api_->layout_destroy(p->a);
+      if (p->b) api_->layout_destroy(p->b);
+      if (p->c) api_->layout_destroy(p->c);
+      if (p->desc) api_->desc_destroy(p->desc);
+    }
+    if (handle_) api_->destroy(handle_);
+  }
+  if (handle_lib_) dlclose(handle_lib_);
+}
+
+Status CublasLt::check(cublasStatus_t s, const char* call) const {
+  if (s == CUBLAS_STATUS_SUCCESS) return Status::ok_status();
+  const char* text = api_ && api_->status_string ? api_->status_string(s) : nullptr;
+  return make_error(ErrorKind::kDevice, std::string(call) + ": " + (text ? text : "cublas status " + std::to_string(int(s))));
+}
+
+Result<const CublasLt::Plan*> CublasLt::plan_for(int m, int n, int k, bool accumulate) {
+  for (const auto& p : plans_)  // a handful of shapes per model: a linear scan
+    if (p->m == m && p->n == n && p->k == k && p->accumulate == accumulate) return p.get();
+  const Api& a = *api_;
+  auto plan = std::make_unique<Plan>();
+  plan->m = m, plan->n = n, plan->k = k, plan->accumulate = accumulate;
+  const ColumnMajorGemm g = map_row_major_tn(uint64_t(m), uint64_t(n), uint64_t(k));
+  KERN_RETURN_IF_ERROR(check(a.desc_create(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate"));
+  const cublasOperation_t ta = g.transa ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = g.transb ? CUBLAS_OP_T : CUBLAS_OP_N;
+  KERN_RETURN_IF_ERROR(check(a.desc_set(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "cublasLtMatmulDescSetAttribute"));
+  KERN_RETURN_IF_ERROR(check(a.desc_set(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "cublasLtMatmulDescSetAttribute"));
+  KERN_RETURN_IF_ERROR(check(a.layout_create(&plan->a, CUDA_R_16BF, g.a_rows, g.a_cols, int64_t(g.lda)), "cublasLtMatrixLayoutCreate"));
+  KERN_RETURN_IF_ERROR(check(a.layout_create(&plan->b, CUDA_R_16BF, g.b_rows, g.b_cols, int64_t(g.ldb)), "cublasLtMatrixLayoutCreate"));
+  KERN_RETURN_IF_ERROR(check(a.layout_create(&plan->c, CUDA_R_16BF, g.m, g.n, int64_t(g.ldc)), "cublasLtMatrixLayoutCreate"));
+  cublasLtMatmulPreference_t pref = nullptr;
+  KERN_RETURN_IF_ERROR(check(a.pref_create(&pref), "cublasLtMatmulPreferenceCreate"));
+  const uint64_t ws = workspace_bytes_;
+  cublasStatus_t st = a.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  if (st == CUBLAS_STATUS_SUCCESS)
+    st = a.heuristic(handle_, plan->desc, plan->a, plan->b, plan->c, plan->c, pref, 1, &result, &found);
+  a.pref_destroy(pref);
+  KERN_RETURN_IF_ERROR(check(st, "cublasLtMatmulAlgoGetHeuristic"));
+  if (found == 0)
+    return make_error(ErrorKind::kDevice, "cublasLt: no algorithm for bf16 gemm m=" + std::to_string(m) +
+                                              " n=" + std::to_string(n) + " k=" + std::to_string(k));
+  plan->algo = result.algo;
+  plans_.push_back(std::move(plan));
+  return plans_.back().get();
+}
+
+Status CublasLt::gemm_bf16_tn(CUstream stream, CUdeviceptr a, CUdeviceptr w, CUdeviceptr c, int m, int n, int k,
+                              bool accumulate) {
+  if (m <= 0 || n <= 0 || k <= 0) return Status::ok_status();  // empty product: nothing to write
+  auto plan = plan_for(m, n, k, accumulate);
+  if (!plan.ok()) return plan.error();
+  const Plan& p = *plan.value();
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  // Column-major operands: "A" = w, "B" = a (gemm_mapping.h).
+  return check(api_->matmul(handle_, p.desc, &alpha, reinterpret_cast<const void*>(w), p.a,
+                            reinterpret_cast<const void*>(a), p.b, &beta, reinterpret_cast<const void*>(c), p.c,
+                            reinterpret_cast<void*>(c), p.c, &p.algo, reinterpret_cast<void*>(workspace_),
+                            workspace_bytes_, reinterpret_cast<cudaStream_t>(stream)),
+               "cublasLtMatmul");
+}
+
+}  // namespace kern::load::cuda

@@ -1,0 +1,53 @@
+// cublasLt loaded with dlopen (libcublasLt.so.13, .so.12, .so) for the two
+// extern GEMMs (SPEC §3: `extern:cublaslt_bf16_tn`, `extern:cublaslt_bf16_tn_acc`).
+// bf16 inputs and output, f32 compute and scale; the row-major call is mapped
+// onto column-major by gemm_mapping.h. One preallocated workspace (so the
+// calls are stream-capturable); the heuristic's algorithm and the layout
+// descriptors are cached per (m, n, k, accumulate) on first use.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace kern::load::cuda {
+
+/// A cublasLt handle and its cached GEMM plans. Not thread-safe.
+class CublasLt {
+ public:
+  /// dlopens cublasLt and creates a handle; `workspace` (device memory of
+  /// `workspace_bytes`, owned by the caller, must outlive this object).
+  /// Errors (kDevice): library missing ("dlopen libcublasLt.so.13: ..."), symbol missing, create failure.
+  static Result<std::unique_ptr<CublasLt>> load(CUdeviceptr workspace, uint64_t workspace_bytes);
+  ~CublasLt();
+  CublasLt(const CublasLt&) = delete;
+  CublasLt& operator=(const CublasLt&) = delete;
+
+  /// Row-major c[m, n] = bf16(a[m, k] w[n, k]^T (+ c when `accumulate`)) on
+  /// `stream`. Device pointers. The first call per shape builds and caches
+  /// its plan (cold); later calls only look it up in a short vector.
+  /// Errors (kDevice) name the cublasLt call and its status string.
+  Status gemm_bf16_tn(CUstream stream, CUdeviceptr a, CUdeviceptr w, CUdeviceptr c, int m, int n, int k,
+                      bool accumulate);
+
+ private:
+  struct Api;
+  struct Plan;
+  CublasLt() = default;
+  Result<const Plan*> plan_for(int m, int n, int k, bool accumulate);
+  Status check(cublasStatus_t s, const char* call) const;
+
+  void* handle_lib_ = nullptr;       ///< owned dlopen handle
+  std::unique_ptr<Api> api_;
+  cublasLtHandle_t handle_ = nullptr;
+  CUdeviceptr workspace_ = 0;        ///< borrowed
+  uint64_t workspace_bytes_ = 0;
+  std::vector<std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace kern::load::cuda

@@ -1,0 +1,178 @@
+// The cuda device (cuda_device.h).
+#include "kern-load/cuda/cuda_device.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "common/sha256.h"
+
+namespace kern::load {
+
+Result<std::unique_ptr<Device>> make_cuda_device(const CudaDeviceOptions& options) {
+  auto d = cuda::CudaDevice::create(options);
+  if (!d.ok()) return d.error();
+  return std::unique_ptr<Device>(std::move(d.value()));
+}
+
+}  // namespace kern::load
+
+namespace kern::load::cuda {
+
+ExternOp parse_extern_op(std::string_view symbol) {
+  if (symbol == "extern:cublaslt_bf16_tn") return ExternOp::kGemmBf16Tn;
+  if (symbol == "extern:cublaslt_bf16_tn_acc") return ExternOp::kGemmBf16TnAcc;
+  return ExternOp::kNone;
+}
+
+Result<std::unique_ptr<CudaDevice>> CudaDevice::create(const CudaDeviceOptions& options) {
+  std::unique_ptr<CudaDevice> d(new CudaDevice());
+  auto driver = Driver::load();
+  if (!driver.ok()) return driver.error();
+  d->driver_ = std::move(driver.value());
+  const Driver& drv = *d->driver_;
+  const DriverApi& a = drv.api();
+  int count = 0;
+  KERN_CU_CHECK(drv, a.cuDeviceGetCount(&count));
+  if (options.ordinal < 0 || options.ordinal >= count)
+    return make_error(ErrorKind::kDevice, "cuda device " + std::to_string(options.ordinal) + " requested, " +
+                                              std::to_string(count) + " present");
+  KERN_CU_CHECK(drv, a.cuDeviceGet(&d->device_, options.ordinal));
+  KERN_CU_CHECK(drv, a.cuDevicePrimaryCtxRetain(&d->context_, d->device_));
+  KERN_CU_CHECK(drv, a.cuCtxSetCurrent(d->context_));
+  KERN_CU_CHECK(drv, a.cuStreamCreate(&d->stream_, CU_STREAM_NON_BLOCKING));
+  for (int i = 0; i < 2; ++i) {
+    KERN_CU_CHECK(drv, a.cuMemHostAlloc(&d->staging_[i], kStagingBytes, 0));
+    KERN_CU_CHECK(drv, a.cuEventCreate(&d->staging_done_[i], CU_EVENT_DISABLE_TIMING));
+  }
+  char name[256] = {};
+  KERN_CU_CHECK(drv, a.cuDeviceGetName(name, sizeof(name) - 1, d->device_));
+  d->name_ = "cuda:" + std::to_string(options.ordinal) + " " + name;
+  return d;
+}
+
+CudaDevice::~CudaDevice() {
+  if (!driver_) return;
+  const DriverApi& a = driver_->api();
+  if (stream_) (void)a.cuStreamSynchronize(stream_);
+  cublaslt_.reset();
+  if (workspace_) (void)a.cuMemFree(workspace_);
+  for (auto& [aligned, base] : allocations_) (void)a.cuMemFree(base);
+  for (Module& m : modules_) (void)a.cuModuleUnload(m.module);
+  for (int i = 0; i < 2; ++i) {
+    if (staging_done_[i]) (void)a.cuEventDestroy(staging_done_[i]);
+    if (staging_[i]) (void)a.cuMemFreeHost(staging_[i]);
+  }
+  if (stream_) (void)a.cuStreamDestroy(stream_);
+  if (context_) (void)a.cuDevicePrimaryCtxRelease(device_);
+}
+
+Result<DevicePtr> CudaDevice::allocate(uint64_t size_bytes, uint64_t align_bytes) {
+  if (align_bytes < 256 || (align_bytes & (align_bytes - 1)) != 0)
+    return make_error(ErrorKind::kDevice, "alignment " + std::to_string(align_bytes) +
+                                              " B is not a power of two >= 256");
+  const Driver& drv = *driver_;
+  const DriverApi& a = drv.api();
+  KERN_CU_CHECK(drv, a.cuCtxSetCurrent(context_));
+  // cuMemAlloc returns at least 256-byte aligned memory; larger alignments over-allocate.
+  const uint64_t extra = align_bytes > 256 ? align_bytes : 0;
+  const uint64_t bytes = std::max<uint64_t>(size_bytes, 1) + extra;
+  CUdeviceptr base = 0;
+  const CUresult r = a.cuMemAlloc(&base, bytes);
+  if (r != CUDA_SUCCESS)
+    return make_error(ErrorKind::kDevice, "cuMemAlloc(" + std::to_string(bytes) + " B): " + drv.describe(r));
+  const DevicePtr aligned = (base + align_bytes - 1) & ~(align_bytes - 1);
+  allocations_.emplace(aligned, base);
+  KERN_CU_CHECK(drv, a.cuMemsetD8Async(aligned, 0, std::max<uint64_t>(size_bytes, 1), stream_));
+  return aligned;
+}
+
+Status CudaDevice::free(DevicePtr ptr) {
+  if (ptr == 0) return Status::ok_status();
+  auto it = allocations_.find(ptr);
+  if (it == allocations_.end())
+    return make_error(ErrorKind::kDevice, "freeing an address this device did not allocate");
+  const Driver& drv = *driver_;
+  KERN_CU_CHECK(drv, drv.api().cuStreamSynchronize(stream_));  // no launch may still use it
+  KERN_CU_CHECK(drv, drv.api().cuMemFree(it->second));
+  allocations_.erase(it);
+  return Status::ok_status();
+}
+
+Status CudaDevice::copy_to_device(DevicePtr dst, const void* src, uint64_t size_bytes) {
+  // Chunks alternate between two pinned buffers: while one chunk's DMA runs
+  // the next is memcpy'd into the other. The source may be reused on return.
+  const Driver& drv = *driver_;
+  const DriverApi& a = drv.api();
+  const auto* p = static_cast<const uint8_t*>(src);
+  for (uint64_t done = 0; done < size_bytes;) {
+    const uint64_t n = std::min(kStagingBytes, size_bytes - done);
+    const int s = next_staging_;
+    next_staging_ ^= 1;
+    KERN_CU_CHECK(drv, a.cuEventSynchronize(staging_done_[s]));  // its previous copy has finished
+    std::memcpy(staging_[s], p + done, n);
+    KERN_CU_CHECK(drv, a.cuMemcpyHtoDAsync(dst + done, staging_[s], n, stream_));
+    KERN_CU_CHECK(drv, a.cuEventRecord(staging_done_[s], stream_));
+    done += n;
+  }
+  return Status::ok_status();
+}
+
+Status CudaDevice::copy_to_host(void* dst, DevicePtr src, uint64_t size_bytes) {
+  const Driver& drv = *driver_;
+  const DriverApi& a = drv.api();
+  auto* p = static_cast<uint8_t*>(dst);
+  for (uint64_t done = 0; done < size_bytes;) {
+    const uint64_t n = std::min(kStagingBytes, size_bytes - done);
+    KERN_CU_CHECK(drv, a.cuMemcpyDtoHAsync(staging_[0], src + done, n, stream_));
+    KERN_CU_CHECK(drv, a.cuStreamSynchronize(stream_));  // also orders after every issued launch
+    std::memcpy(p + done, staging_[0], n);
+    done += n;
+  }
+  return Status::ok_status();
+}
+
+Status CudaDevice::synchronize() {
+  KERN_CU_CHECK(*driver_, driver_->api().cuStreamSynchronize(stream_));
+  return Status::ok_status();
+}
+
+Status CudaDevice::launch_error(uint32_t step, const char* call, CUresult r) const {
+  const std::string sym = step < step_symbols_.size() ? step_symbols_[step] : "?";
+  return make_error(ErrorKind::kDevice, "steps[" + std::to_string(step) + "] " + sym + ": " + call + ": " +
+                                            driver_->describe(r));
+}
+
+Status CudaDevice::launch(uint32_t step, const LaunchDims& dims, void** kernel_params) {
+  if (step >= steps_.size()) [[unlikely]]
+    return make_error(ErrorKind::kKernel, "step " + std::to_string(step) + " was not loaded");
+  StepFn& s = steps_[step];
+  if (s.op != ExternOp::kNone) {
+    // extern GEMM params (docs/kernels.md §10): a, w, c pointers then i32 m, n, k (ABI checked at load).
+    uint64_t ptr[3];
+    int32_t dim[3];
+    for (int i = 0; i < 3; ++i) std::memcpy(&ptr[i], kernel_params[i], 8);
+    for (int i = 0; i < 3; ++i) std::memcpy(&dim[i], kernel_params[3 + i], 4);
+    const Status st = cublaslt_->gemm_bf16_tn(stream_, ptr[0], ptr[1], ptr[2], dim[0], dim[1], dim[2],
+                                              s.op == ExternOp::kGemmBf16TnAcc);
+    if (!st.ok()) [[unlikely]]
+      return st.error().with_context("steps[" + std::to_string(step) + "] " + step_symbols_[step]);
+    return Status::ok_status();
+  }
+  const DriverApi& a = driver_->api();
+  if (dims.shared_mem_bytes > s.max_dynamic_smem) [[unlikely]] {  // > 48 KB needs the opt-in attribute
+    const CUresult r = a.cuFuncSetAttribute(s.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                            static_cast<int>(dims.shared_mem_bytes));
+    if (r != CUDA_SUCCESS) return launch_error(step, "cuFuncSetAttribute(max dynamic shared memory)", r);
+    s.max_dynamic_smem = dims.shared_mem_bytes;
+  }
+  const CUresult r = a.cuLaunchKernel(s.fn, dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0], dims.block[1],
+                                      dims.block[2], dims.shared_mem_bytes, stream_, kernel_params, nullptr);
+  if (r != CUDA_SUCCESS) [[unlikely]]
+    return launch_error(step, "cuLaunchKernel", r);
+  return Status::ok_status();
+}
+
+}  // namespace kern::load::cuda

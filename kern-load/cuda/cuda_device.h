@@ -1,0 +1,88 @@
+// The cuda device (SPEC §6, §10; device.h): the driver loaded with dlopen
+// (cuda_driver.h), device `ordinal`'s primary context, one non-blocking
+// stream (never the legacy NULL stream, so programs can be captured into
+// graphs later), kernel files loaded with cuModuleLoadData after their
+// sha256 pin is checked, each step resolved and its param ABI checked with
+// cuFuncGetParamInfo (cuda_abi.h), the extern GEMMs through cublasLt
+// (cublaslt.h), host<->device copies through pinned staging.
+//
+// Trust boundary: a kernel that matches its declared ABI is trusted to stay
+// within the bounds its params describe (SPEC §1); compute-sanitizer is the
+// debugging fallback.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kern-load/cuda/cublaslt.h"
+#include "kern-load/cuda/cuda_abi.h"
+#include "kern-load/cuda/cuda_driver.h"
+#include "kern-load/device.h"
+
+namespace kern::load::cuda {
+
+/// The extern ops a step may name (SPEC §3).
+enum class ExternOp : uint8_t { kNone, kGemmBf16Tn, kGemmBf16TnAcc };
+
+/// Maps "extern:cublaslt_bf16_tn" / "extern:cublaslt_bf16_tn_acc" to its op;
+/// kNone for anything else (callers report unknown extern ops).
+ExternOp parse_extern_op(std::string_view symbol);
+
+/// The cuda Device. Created by make_cuda_device (device.h).
+class CudaDevice final : public Device {
+ public:
+  /// Loads the driver, retains the primary context of `options.ordinal`,
+  /// creates the stream and pinned staging. Errors (kDevice): no driver, no
+  /// such device, any failing driver call (named).
+  static Result<std::unique_ptr<CudaDevice>> create(const CudaDeviceOptions& options);
+  ~CudaDevice() override;
+
+  std::string name() const override { return name_; }
+  Result<DevicePtr> allocate(uint64_t size_bytes, uint64_t align_bytes) override;
+  Status free(DevicePtr ptr) override;
+  Status copy_to_device(DevicePtr dst, const void* src, uint64_t size_bytes) override;
+  Status copy_to_host(void* dst, DevicePtr src, uint64_t size_bytes) override;
+  Status load_kernels(const PlanFile& plan, const std::string& kernels_dir) override;
+  Status launch(uint32_t step, const LaunchDims& dims, void** kernel_params) override;
+  Status synchronize() override;
+
+ private:
+  /// A step resolved by load_kernels.
+  struct StepFn {
+    CUfunction fn = nullptr;       ///< null for extern steps
+    ExternOp op = ExternOp::kNone;
+    uint32_t max_dynamic_smem = 48 * 1024;  ///< attribute value already set (48 KB needs none)
+  };
+  /// A loaded kernel file.
+  struct Module {
+    std::string file;  ///< name relative to the kernels dir
+    CUmodule module = nullptr;
+  };
+  static constexpr uint64_t kStagingBytes = 8ull << 20;    ///< per pinned staging buffer (two)
+  static constexpr uint64_t kWorkspaceBytes = 32ull << 20;  ///< cublasLt workspace
+
+  CudaDevice() = default;
+  Status load_module(const std::string& dir, const std::string& file, const uint8_t* sha256, Module& out);
+  Result<std::vector<ParamSlot>> param_layout(CUfunction fn) const;
+  Status launch_error(uint32_t step, const char* call, CUresult r) const;
+
+  std::unique_ptr<Driver> driver_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;  ///< retained primary context
+  CUstream stream_ = nullptr;
+  void* staging_[2] = {nullptr, nullptr};  ///< pinned host buffers (cuMemHostAlloc)
+  CUevent staging_done_[2] = {nullptr, nullptr};  ///< recorded after each copy out of staging_[i]
+  int next_staging_ = 0;
+  std::unordered_map<DevicePtr, CUdeviceptr> allocations_;  ///< aligned address -> cuMemAlloc base
+  std::vector<Module> modules_;
+  std::vector<StepFn> steps_;
+  std::vector<std::string> step_symbols_;  ///< for error messages (cold path)
+  CUdeviceptr workspace_ = 0;
+  std::unique_ptr<CublasLt> cublaslt_;
+  std::string name_;
+};
+
+}  // namespace kern::load::cuda

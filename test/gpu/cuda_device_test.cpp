@@ -1,0 +1,202 @@
+// Unit tests of the cuda device's GPU-independent parts (kern-load/cuda/):
+// the cuLaunchKernel parameter layout of declared params, the ABI check and
+// instance selection against fabricated cuFuncGetParamInfo results, the
+// row-major -> column-major GEMM mapping (emulated on the CPU and compared
+// with the cpu reference GEMM), extern op names, and the no-driver errors.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <dlfcn.h>
+#include <vector>
+
+#include "common/bf16.h"
+#include "kern-load/cuda/cuda_abi.h"
+#include "kern-load/cuda/cuda_device.h"
+#include "kern-load/cuda/cuda_driver.h"
+#include "kern-load/cuda/gemm_mapping.h"
+#include "kernels-src/cpu/cpu_kernel.h"
+
+using namespace kern;
+using namespace kern::load::cuda;
+
+namespace {
+
+std::vector<ParamType> params(std::initializer_list<const char*> names) {
+  std::vector<ParamType> out;
+  for (const char* n : names) out.push_back(*parse_param_type(n));
+  return out;
+}
+
+// kern_reshape_and_cache_bf16 (docs/kernels.md §7).
+const std::vector<ParamType> kCacheWrite =
+    params({"in buffer<bf16>", "in buffer<bf16>", "inout ptr", "in buffer<i64>", "in buffer<f32>", "in buffer<f32>",
+            "i32", "i32", "i32", "i32", "i32", "i64"});
+// What cuFuncGetParamInfo reports for it: 6 pointers, 5 ints, the i64 aligned up to 72.
+const std::vector<ParamSlot> kCacheWriteSlots = {{0, 8},  {8, 8},  {16, 8}, {24, 8}, {32, 8}, {40, 8},
+                                                 {48, 4}, {52, 4}, {56, 4}, {60, 4}, {64, 4}, {72, 8}};
+
+}  // namespace
+
+TEST_CASE("the declared param layout aligns each value to its own size", "[cuda][abi]") {
+  const auto layout = declared_param_layout(params({"i32", "i64", "u8", "i32", "out ptr", "u8", "f32"}));
+  const std::vector<ParamSlot> want = {{0, 4}, {8, 8}, {16, 1}, {20, 4}, {24, 8}, {32, 1}, {36, 4}};
+  CHECK(layout == want);
+  CHECK(declared_param_layout(kCacheWrite) == kCacheWriteSlots);
+}
+
+TEST_CASE("the abi check accepts a kernel whose param info matches the step", "[cuda][abi]") {
+  CHECK(check_param_layout("steps[5] kern_reshape_and_cache_bf16", kCacheWrite, kCacheWriteSlots).ok());
+}
+
+TEST_CASE("the abi check rejects a param of the wrong size naming it", "[cuda][abi]") {
+  auto narrowed = kCacheWrite;
+  narrowed[11] = *parse_param_type("i32");  // page_stride declared i32: 4 B at 68
+  const Status st = check_param_layout("steps[5] kern_reshape_and_cache_bf16", narrowed, kCacheWriteSlots);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().kind == ErrorKind::kKernel);
+  CHECK(st.error().message ==
+        "steps[5] kern_reshape_and_cache_bf16: param 11 (i32): kernel has 8 B at offset 72, declared 4 B at offset 68");
+}
+
+TEST_CASE("the abi check rejects a param count mismatch", "[cuda][abi]") {
+  auto slots = kCacheWriteSlots;
+  slots.pop_back();
+  const Status st = check_param_layout("k", kCacheWrite, slots);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().message == "k: the kernel has 11 params, the step declares 12");
+}
+
+TEST_CASE("instance selection picks the one specialisation whose layout matches", "[cuda][abi]") {
+  // Two Triton-style instances of one name: (ptr, i32, i32) and (ptr, i64).
+  const std::vector<Instance> instances = {{"a.cubin", {{0, 8}, {8, 4}, {12, 4}}}, {"b.cubin", {{0, 8}, {8, 8}}}};
+  auto chosen = select_instance("k", params({"in ptr", "i64"}), instances);
+  REQUIRE(chosen.ok());
+  CHECK(chosen.value() == 1);
+  auto other = select_instance("k", params({"in ptr", "i32", "u32"}), instances);
+  REQUIRE(other.ok());
+  CHECK(other.value() == 0);
+}
+
+TEST_CASE("instance selection reports no match, no instance and ambiguity", "[cuda][abi]") {
+  const std::vector<Instance> two_same = {{"a.cubin", {{0, 8}}}, {"b.cubin", {{0, 8}}}};
+  auto none = select_instance("k", params({"i32"}), two_same);
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.error().message.find("k: no instance matches the declared params") == 0);
+  CHECK(none.error().message.find("k in b.cubin: param 0 (i32): kernel has 8 B at offset 0") != std::string::npos);
+  auto ambiguous = select_instance("k", params({"i64"}), two_same);
+  REQUIRE_FALSE(ambiguous.ok());
+  CHECK(ambiguous.error().message ==
+        "k: ambiguous: 2 instances match the declared params (a.cubin, b.cubin); pin the step to one file with `cubin`");
+  auto missing = select_instance("k", params({"i64"}), {});
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message == "k: symbol not found in any kernel file");
+}
+
+namespace {
+
+/// BLAS semantics of one column-major call D = op(A) op(B) + beta C (f32
+/// accumulation in k order, one bf16 rounding), A/B/C bf16.
+void emulate_column_major(const ColumnMajorGemm& g, const uint16_t* A, const uint16_t* B, uint16_t* C, float beta) {
+  for (uint64_t j = 0; j < g.n; ++j)
+    for (uint64_t i = 0; i < g.m; ++i) {
+      float acc = 0.0f;
+      for (uint64_t p = 0; p < g.k; ++p) {
+        const uint16_t a = g.transa ? A[p + i * g.lda] : A[i + p * g.lda];
+        const uint16_t b = g.transb ? B[j + p * g.ldb] : B[p + j * g.ldb];
+        acc += bf16_to_f32(a) * bf16_to_f32(b);
+      }
+      uint16_t& c = C[i + j * g.ldc];
+      c = f32_to_bf16(acc + beta * bf16_to_f32(c));
+    }
+}
+
+std::vector<uint16_t> random_bf16(size_t n, uint32_t seed) {
+  std::vector<uint16_t> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    seed = seed * 1664525u + 1013904223u;
+    v[i] = f32_to_bf16(static_cast<float>(seed >> 8) / 16777216.0f * 2.0f - 1.0f);
+  }
+  return v;
+}
+
+/// Runs the cpu reference extern GEMM on row-major a, w, c.
+void cpu_gemm(const char* symbol, std::vector<uint16_t>& a, std::vector<uint16_t>& w, std::vector<uint16_t>& c,
+              int32_t m, int32_t n, int32_t k) {
+  void* pa = a.data();
+  void* pw = w.data();
+  void* pc = c.data();
+  void* args[6] = {&pa, &pw, &pc, &m, &n, &k};
+  cpu::CpuLaunch l;
+  l.args = args;
+  l.num_args = 6;
+  auto fn = cpu::find_cpu_kernel(symbol);
+  REQUIRE(fn != nullptr);
+  REQUIRE(fn(l).ok());
+}
+
+}  // namespace
+
+TEST_CASE("the column-major gemm mapping reproduces the row-major reference gemm", "[cuda][gemm]") {
+  struct Shape { int m, n, k; };
+  for (Shape s : {Shape{1, 24, 40}, Shape{5, 7, 3}, Shape{16, 33, 64}}) {
+    for (bool acc : {false, true}) {
+      CAPTURE(s.m, s.n, s.k, acc);
+      auto a = random_bf16(size_t(s.m) * s.k, 1), w = random_bf16(size_t(s.n) * s.k, 2);
+      auto c0 = random_bf16(size_t(s.m) * s.n, 3);
+      std::vector<uint16_t> ref = c0, got = c0;
+      cpu_gemm(acc ? "extern:cublaslt_bf16_tn_acc" : "extern:cublaslt_bf16_tn", a, w, ref, s.m, s.n, s.k);
+      const ColumnMajorGemm g = map_row_major_tn(s.m, s.n, s.k);
+      CHECK(g.a_rows * g.a_cols == w.size());  // the stored operands have exactly the buffers' extents
+      CHECK(g.b_rows * g.b_cols == a.size());
+      CHECK(g.ldc * g.n == got.size());
+      emulate_column_major(g, g.a_operand == GemmOperand::kW ? w.data() : a.data(),
+                           g.b_operand == GemmOperand::kA ? a.data() : w.data(), got.data(), acc ? 1.0f : 0.0f);
+      for (size_t i = 0; i < ref.size(); ++i) {
+        // Summation order differs (the reference uses 8 lanes): allow one bf16 ulp.
+        const float r = bf16_to_f32(ref[i]), x = bf16_to_f32(got[i]);
+        INFO("c[" << i / s.n << ", " << i % s.n << "]: mapped " << x << ", reference " << r);
+        REQUIRE(std::fabs(r - x) <= std::ldexp(std::fabs(r), -7) + 1e-6f);
+      }
+    }
+  }
+}
+
+TEST_CASE("a transposed mapping would not reproduce the reference", "[cuda][gemm]") {
+  // The check above has teeth: swapping transa gives a different product.
+  const int m = 3, n = 4, k = 4;
+  auto a = random_bf16(size_t(m) * k, 7), w = random_bf16(size_t(n) * k, 8);
+  std::vector<uint16_t> ref(size_t(m) * n), got(size_t(m) * n);
+  cpu_gemm("extern:cublaslt_bf16_tn", a, w, ref, m, n, k);
+  ColumnMajorGemm g = map_row_major_tn(m, n, k);
+  g.transa = !g.transa;
+  emulate_column_major(g, w.data(), a.data(), got.data(), 0.0f);
+  CHECK(ref != got);
+}
+
+TEST_CASE("extern op names map to the cublasLt gemms", "[cuda]") {
+  CHECK(parse_extern_op("extern:cublaslt_bf16_tn") == ExternOp::kGemmBf16Tn);
+  CHECK(parse_extern_op("extern:cublaslt_bf16_tn_acc") == ExternOp::kGemmBf16TnAcc);
+  CHECK(parse_extern_op("extern:cublaslt_bf16_nn") == ExternOp::kNone);
+  CHECK(parse_extern_op("kern_rmsnorm_bf16") == ExternOp::kNone);
+}
+
+TEST_CASE("loading a driver library that does not exist is a device error naming it", "[cuda]") {
+  auto d = Driver::load("libkern-no-such-driver.so.1");
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.error().kind == ErrorKind::kDevice);
+  CHECK(d.error().message.find("no CUDA driver: dlopen libkern-no-such-driver.so.1: ") == 0);
+}
+
+TEST_CASE("the cuda device without a driver says so clearly", "[cuda]") {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h != nullptr) {  // a machine with a driver: this behaviour cannot be observed here
+    dlclose(h);
+    SUCCEED("libcuda.so.1 present");
+    return;
+  }
+  auto d = load::make_cuda_device(load::CudaDeviceOptions{});
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.error().kind == ErrorKind::kDevice);
+  CHECK(d.error().message.find("no CUDA driver: dlopen libcuda.so.1") == 0);
+}
