@@ -4,10 +4,10 @@
 
 #include <pcre2.h>
 
+#include "kern-run/tokenizer/pattern_compat.h"
+
 namespace kern::tok {
 namespace {
-
-constexpr std::string_view kOnigSpaceMembers = "\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}";
 
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buf[256];
@@ -39,59 +39,6 @@ ThreadMatchState& thread_match_state() {
 }
 
 }  // namespace
-
-std::string onig_compatible_pattern(std::string_view pattern, std::string* error) {
-  std::string out;
-  out.reserve(pattern.size() + 64);
-  bool in_class = false;
-  size_t class_start = 0;  // index just after '[' or '[^' of the open class
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    const char c = pattern[i];
-    if (c == '\\' && i + 1 < pattern.size()) {
-      const char e = pattern[i + 1];
-      if (e == 'Q') {  // \Q...\E: literal text, copied as is
-        const size_t end = pattern.find("\\E", i + 2);
-        const size_t stop = end == std::string_view::npos ? pattern.size() : end + 2;
-        out.append(pattern.substr(i, stop - i));
-        i = stop - 1;
-        continue;
-      }
-      if (e == 's') {
-        if (in_class) {
-          out.append(kOnigSpaceMembers);
-        } else {
-          out.append("[").append(kOnigSpaceMembers).append("]");
-        }
-      } else if (e == 'S') {
-        if (in_class) {
-          if (error != nullptr) *error = "\\S inside a character class is not supported";
-          return {};
-        }
-        out.append("[^").append(kOnigSpaceMembers).append("]");
-      } else {
-        out.push_back(c);
-        out.push_back(e);
-      }
-      ++i;
-      continue;
-    }
-    out.push_back(c);
-    if (!in_class && c == '[') {
-      in_class = true;
-      if (i + 1 < pattern.size() && pattern[i + 1] == '^') out.push_back(pattern[++i]);
-      class_start = i + 1;
-    } else if (in_class && c == '[' && i + 1 < pattern.size() && pattern[i + 1] == ':') {
-      const size_t end = pattern.find(":]", i + 2);  // POSIX class [:alpha:]
-      if (end != std::string_view::npos) {
-        out.append(pattern.substr(i + 1, end + 2 - (i + 1)));
-        i = end + 1;
-      }
-    } else if (in_class && c == ']' && i != class_start) {
-      in_class = false;
-    }
-  }
-  return out;
-}
 
 struct SplitRegex::Impl {
   pcre2_code* code = nullptr;

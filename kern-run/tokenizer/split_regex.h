@@ -1,9 +1,9 @@
 // The Split pre-tokenizer of HF tokenizer.json with behavior "Isolated":
 // the text is cut into the matches of a pattern and the gaps between them,
 // each its own piece. Regex patterns run on PCRE2 with UTF and UCP (Unicode
-// properties for \p{L}, \s, ...) and JIT; HF runs them on Oniguruma, whose
-// \s omits U+180E (PCRE2's \h has it), so `\s`/`\S` are rewritten to
-// Oniguruma's set before compiling (see onig_compatible_pattern).
+// properties for \p{L}, \s, ...) and JIT; HF runs them on Oniguruma, so
+// patterns are first rewritten to match what Oniguruma matches
+// (pattern_compat.h).
 #pragma once
 
 #include <memory>
@@ -14,12 +14,6 @@
 #include "common/result.h"
 
 namespace kern::tok {
-
-/// `pattern` with each `\s` and `\S` spelled as Oniguruma's Unicode
-/// whitespace set: [\t\n\x0B\f\r\x{85}\p{Z}] (inside a class, its members).
-/// Returns nullopt-like empty string with `error` set when `\S` appears inside
-/// a character class (no way to spell its complement there).
-std::string onig_compatible_pattern(std::string_view pattern, std::string* error);
 
 /// A compiled split pattern. Movable, immutable; `split` is thread-safe.
 class SplitRegex {

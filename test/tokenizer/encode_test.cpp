@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kern-run/tokenizer/bpe.h"
+#include "kern-run/tokenizer/pattern_compat.h"
 #include "kern-run/tokenizer/split_regex.h"
 #include "kern-run/tokenizer/tokenizer.h"
 #include "test/tokenizer/tokenizer_fixture.h"
@@ -105,13 +106,30 @@ TEST_CASE("the stream decoder skips special tokens when asked and unknown ids al
 TEST_CASE("split patterns spell \\s as Oniguruma's whitespace set", "[tokenizer][regex]") {
   std::string error;
   CHECK(kern::tok::onig_compatible_pattern("a\\s+b", &error) == "a[\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}]+b");
-  CHECK(kern::tok::onig_compatible_pattern("[^\\s\\p{L}]", &error) == "[^\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}\\p{L}]");
+  CHECK(kern::tok::onig_compatible_pattern("[^\\s\\d]", &error) == "[^\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}\\d]");
   CHECK(kern::tok::onig_compatible_pattern("(?!\\S)", &error) == "(?![^\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}])");
   CHECK(kern::tok::onig_compatible_pattern("\\\\s []\\s] \\Q\\s\\E", &error) ==
         "\\\\s []\\t\\n\\x0B\\f\\r\\x{85}\\p{Z}] \\Q\\s\\E");
   CHECK(error.empty());
   CHECK(kern::tok::onig_compatible_pattern("[\\S]", &error).empty());
   CHECK(error == "\\S inside a character class is not supported");
+}
+
+TEST_CASE("split patterns add to \\p{X} the code points PCRE2's Unicode tables predate", "[tokenizer][regex]") {
+  std::string error;
+  const std::string extra = kern::tok::newer_category_members("L");
+  const std::string expected_out = extra.empty() ? "a\\p{L}+" : "a[\\p{L}" + extra + "]+";
+  CHECK(kern::tok::onig_compatible_pattern("a\\p{L}+", &error) == expected_out);
+  CHECK(kern::tok::onig_compatible_pattern("[^\\p{L}]", &error) == "[^\\p{L}" + extra + "]");
+  CHECK(kern::tok::onig_compatible_pattern("\\p{Han}", &error) == "\\p{Han}");
+  CHECK(kern::tok::newer_category_members("Han").empty());
+  // U+1E030 (Unicode 15.0, Lm) is a letter for Oniguruma and ICU 72; PCRE2
+  // 10.42 (Unicode 14.0) alone would not match it with \p{L}.
+  auto regex = kern::tok::SplitRegex::compile("\\p{L}+|[^\\p{L}]+", /*literal=*/false);
+  REQUIRE(regex.ok());
+  std::vector<std::string_view> pieces;
+  REQUIRE(regex->split("a\xF0\x9E\x80\xB0" "b'", pieces).ok());
+  CHECK(pieces == std::vector<std::string_view>{"a\xF0\x9E\x80\xB0" "b", "'"});
 }
 
 TEST_CASE("the split regex treats U+180E as a symbol, not as white space", "[tokenizer][regex]") {
