@@ -6,6 +6,9 @@
 
 #include <algorithm>
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 namespace kern {
 namespace {
 
@@ -182,6 +185,62 @@ std::string render_human(const std::vector<Diagnostic>& diags, const SourceFile&
   if (warnings > 0) summary += (summary.empty() ? "" : ", ") + plural(warnings, "warning");
   out += "\n" + st.apply(errors > 0 ? kRed : kYellow, errors > 0 ? "error" : "warning") +
          st.apply(kBold, ": " + summary + " emitted") + "\n";
+  return out;
+}
+
+namespace {
+
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+void write_string(JsonWriter& w, const char* key, const std::string& value) {
+  w.Key(key);
+  w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
+}
+
+void write_position(JsonWriter& w, const SourceFile& file, const SourceSpan& span, bool with_end) {
+  LineColumn begin = file.line_column(span.begin);
+  w.Key("line");
+  w.Uint(begin.line);
+  w.Key("column");
+  w.Uint(begin.column);
+  if (with_end) {
+    LineColumn end = file.line_column(std::max(span.end, span.begin));
+    w.Key("end_line");
+    w.Uint(end.line);
+    w.Key("end_column");
+    w.Uint(end.column);
+  }
+  write_string(w, "pointer", span.pointer);
+}
+
+}  // namespace
+
+std::string render_json(const std::vector<Diagnostic>& diags, const SourceFile& file) {
+  std::string out;
+  for (const Diagnostic& d : diags) {
+    rapidjson::StringBuffer buf;
+    JsonWriter w(buf);
+    w.StartObject();
+    write_string(w, "severity", d.severity == Severity::kError ? "error" : "warning");
+    write_string(w, "code", d.code);
+    write_string(w, "message", d.message);
+    write_string(w, "file", file.path());
+    write_position(w, file, d.span, true);
+    if (!d.label.empty()) write_string(w, "label", d.label);
+    if (!d.help.empty()) write_string(w, "help", d.help);
+    w.Key("notes");
+    w.StartArray();
+    for (const DiagnosticNote& n : d.notes) {
+      w.StartObject();
+      write_string(w, "message", n.message);
+      if (n.has_span) write_position(w, file, n.span, false);
+      w.EndObject();
+    }
+    w.EndArray();
+    w.EndObject();
+    out.append(buf.GetString(), buf.GetSize());
+    out += '\n';
+  }
   return out;
 }
 

@@ -56,4 +56,13 @@ class DiagnosticEngine {
 /// a final count line. `color` adds ANSI colours.
 std::string render_human(const std::vector<Diagnostic>& diags, const SourceFile& file, bool color);
 
+/// Renders diagnostics for machines (style.md §4): one JSON object per line,
+/// `{"severity": "error", "code": "E0005", "message": ..., "file": ...,
+/// "line": 4, "column": 7, "end_line": 4, "end_column": 13, "pointer": ...,
+/// "label": ..., "help": ..., "notes": [{"message": ..., "line": ..,
+/// "column": .., "pointer": ..}]}`; lines and columns are 1-based, columns
+/// count bytes, the end is exclusive; empty label/help are omitted. No
+/// count line; an empty list renders as "".
+std::string render_json(const std::vector<Diagnostic>& diags, const SourceFile& file);
+
 }  // namespace kern

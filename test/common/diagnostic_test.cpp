@@ -114,6 +114,26 @@ TEST_CASE("the human renderer adds ansi colours only when asked", "[diagnostic][
   CHECK(coloured.find("\x1b[1;31merror[E0001]\x1b[0m") != std::string::npos);
 }
 
+TEST_CASE("the json renderer writes one escaped object per diagnostic", "[diagnostic][json]") {
+  SourceFile file("dir/m \"1\".json", "{\n  \"a\": 1,\n  \"a\": 2\n}\n");
+  DiagnosticEngine diags;
+  Diagnostic& d = diags.error("E0004", "manifest: duplicate key `a`", span(14, 17, "/a"));
+  d.label = "duplicate key";
+  d.notes.push_back(DiagnosticNote{"the first `a` is here", span(4, 7, "/a"), true});
+  d.notes.push_back(DiagnosticNote{"tab\there", SourceSpan{}, false});
+  diags.warning("W0001", "unused", span(0, 1));
+  const std::string expected =
+      R"({"severity":"error","code":"E0004","message":"manifest: duplicate key `a`","file":"dir/m \"1\".json",)"
+      R"("line":3,"column":3,"end_line":3,"end_column":6,"pointer":"/a","label":"duplicate key","notes":[)"
+      R"({"message":"the first `a` is here","line":2,"column":3,"pointer":"/a"},{"message":"tab\there"}]})"
+      "\n"
+      R"({"severity":"warning","code":"W0001","message":"unused","file":"dir/m \"1\".json",)"
+      R"("line":1,"column":1,"end_line":1,"end_column":2,"pointer":"","notes":[]})"
+      "\n";
+  CHECK(render_json(diags.diagnostics(), file) == expected);
+  CHECK(render_json({}, file).empty());
+}
+
 TEST_CASE("sort_by_position orders by offset, then by code, keeping ties stable", "[diagnostic]") {
   DiagnosticEngine diags;
   diags.error("E0009", "third", span(30, 31));
