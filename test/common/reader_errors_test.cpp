@@ -110,6 +110,16 @@ TEST_CASE("reader rejects a bare symbol name where an expression is expected (E0
   CHECK(r.diags.diagnostics()[0].help == R"(a symbol is written {"sym": "tokens"})");
 }
 
+TEST_CASE("reader type-checks the optional fields of the upstream schema (E0006-E0008)", "[reader][E0006]") {
+  expect_errors(R"("pdl": true,)", R"("pdl": "yes",)", {"E0006 31:20 /kernels/rmsnorm/impl/steps/0/pdl"});
+  expect_errors(R"("label": "final norm")", R"("label": 5)", {"E0006 45:40 /programs/decode/dispatches/0/label"});
+  expect_errors(R"("cubin": "rmsnorm.cubin")", R"("cubin": 1)", {"E0006 29:22 /kernels/rmsnorm/impl/steps/0/cubin"});
+  expect_errors(R"("sha256": null)", R"("sha256": [])", {"E0006 30:23 /kernels/rmsnorm/impl/steps/0/sha256"});
+  expect_errors(R"("monotone": true)", R"("monotone": 1)", {"E0006 15:116 /buffers/ids/domain/monotone"});
+  expect_errors(R"("unit": 16)", R"("unit": -1)", {"E0008 15:100 /buffers/ids/domain/unit"});
+  expect_errors(R"("spec": null)", R"("spec": {"block": 8})", {"E0007 2:51 /meta/spec"});
+}
+
 TEST_CASE("reader reports a missing required field at the containing object (E0007)", "[reader][E0007]") {
   ReadOutcome r = expect_errors(R"("shape": [128], "class": "weight", "domain": null})",
                                 R"("shape": [128], "domain": null})", {"E0007 13:10 /buffers/w"});
