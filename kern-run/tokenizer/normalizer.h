@@ -1,7 +1,7 @@
 // Text normalizers of HF tokenizer.json that this library supports: none, or
-// Unicode NFC (normalizer {"type": "NFC"}), done by ICU's Normalizer2 on UTF-8.
-// Unicode tables are ICU's (72: Unicode 15.0); HF's Rust crate has its own,
-// so characters assigned in recent Unicode versions may normalize differently.
+// Unicode NFC (normalizer {"type": "NFC"}), done by ICU's Normalizer2 on UTF-8
+// but as HF's Unicode 9.0 tables do it: characters assigned after 9.0 are
+// left alone (no decomposition, composition or reordering around them).
 #pragma once
 
 #include <string>

@@ -11,6 +11,11 @@
 // model BPE without dropout, unk_token, byte_fallback, ignore_merges or
 // subword affixes; decoder ByteLevel; post_processor null | ByteLevel;
 // truncation and padding null.
+//
+// Unicode versions: HF normalizes with Unicode 9.0 tables (emulated over
+// ICU, normalizer.h) and splits with Oniguruma's Unicode 15.0 (emulated over
+// PCRE2 10.42's Unicode 14.0, pattern_compat.h); characters newer than ICU's
+// Unicode (15.0 in ICU 72) may still differ.
 #pragma once
 
 #include <cstdint>
