@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""manifest_test.py SOURCE_ROOT SCHEMA_JSON [KERN_VERIFY]
+"""manifest_test.py SOURCE_ROOT SCHEMA_JSON [KERN_VERIFY [KERNELS_DIR]]
 
 Tests of examples/gen_qwen3_manifest.py: the checked-in manifests are exactly
 what the generator writes, they satisfy the upstream JSON Schema, they are
 internally consistent (arg counts and types), Qwen3-4B has SPEC §7's
 dispatch counts and offsets, --kernels-dir pins steps, and kern-verify (when
-built) accepts every generated manifest.
+built) accepts every generated manifest, also when pinned to the CUDA
+fatbins the build staged in KERNELS_DIR (when nvcc built them).
 """
 
 import copy
@@ -21,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 from json_schema_subset import Validator  # noqa: E402
 
-ROOT = SCHEMA = KERN_VERIFY = None
+ROOT = SCHEMA = KERN_VERIFY = KERNELS_DIR = None
 MODELS = ("tiny-qwen3", "qwen3-0.6b", "qwen3-4b")
 
 
@@ -195,6 +196,27 @@ class GeneratedManifests(unittest.TestCase):
                                       capture_output=True, text=True)
                 self.assertEqual(proc.returncode, 0, f"{model}:\n{proc.stdout}{proc.stderr}")
 
+    def test_pinning_to_the_built_cuda_fatbins_covers_every_step_and_kern_verify_accepts_it(self):
+        if not KERNELS_DIR or not os.path.isdir(KERNELS_DIR):
+            self.skipTest("no CUDA kernels were built (nvcc not found)")
+        if not KERN_VERIFY or not os.path.isfile(KERN_VERIFY):
+            self.skipTest("kern-verify is not built")
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "pinned.json")
+            proc = gen(example("qwen3-4b.config.json"), "-o", out, "--kernels-dir", KERNELS_DIR)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(out, "r", encoding="utf-8") as f:
+                doc = json.load(f)
+            for kernel in doc["kernels"].values():
+                for step in kernel["impl"]["steps"]:
+                    if step["symbol"].startswith("extern:"):
+                        continue
+                    with open(os.path.join(KERNELS_DIR, step["cubin"]), "rb") as f:
+                        self.assertEqual(step["sha256"], hashlib.sha256(f.read()).hexdigest())
+            proc = subprocess.run([KERN_VERIFY, out, "-o", os.path.join(tmp, "pinned.kplan"), "--deny-warnings"],
+                                  capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+
     def test_kern_verify_rejects_a_manifest_whose_dispatch_lost_an_arg(self):
         if not KERN_VERIFY or not os.path.isfile(KERN_VERIFY):
             self.skipTest("kern-verify is not built")
@@ -211,4 +233,5 @@ class GeneratedManifests(unittest.TestCase):
 if __name__ == "__main__":
     ROOT, SCHEMA = sys.argv[1], sys.argv[2]
     KERN_VERIFY = sys.argv[3] if len(sys.argv) > 3 else None
+    KERNELS_DIR = sys.argv[4] if len(sys.argv) > 4 else None
     unittest.main(argv=sys.argv[:1], verbosity=2)
