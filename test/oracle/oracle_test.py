@@ -161,7 +161,7 @@ def main(argv):
                 ids, last = runner.greedy(plans[mutant], prompt, 16)
                 ok, report = judge(prompt, ids, last)
                 print(f"prompt length {n}, {mutant}: {'ACCEPTED' if ok else 'rejected, as it must be'}")
-                for line in report[:1] + report[-2:]:
+                for line in (report[:1] if len(report) > 2 else []) + report[-2:]:
                     print("  " + line)
                 if ok:
                     failures.append(f"prompt length {n}: the mutant '{mutant}' passes the comparison: no teeth")
