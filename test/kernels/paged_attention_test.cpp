@@ -1,0 +1,269 @@
+// Paged attention (docs/kernels.md §8) against naive causal attention over a
+// dense K/V kept in the test (double precision): the test scatters K/V into a
+// poisoned, layer-interleaved paged cache through a shuffled block table, so
+// a read of the wrong page, layer, slot or kv head, or past the causal limit
+// in the last page, turns the output into NaN or into a different value.
+//
+// f32 error bound per output element (u = 2^-24): scores s_j = scale * q.k_j
+// err by at most D_s = (D + 4) u scale |q|.|k_j| (a D-term dot product and
+// the scale products); exp(s_j - m) adds u |s_j - m| + 2 u relatively; the
+// normalised weights then err by at most twice the weights' relative error,
+// and the n-term sums of l and o add (n + 2) u each. With the split merge of
+// decode (S exp factors, sums of S terms) that stays below
+//   e = (4 max_j D_s + 4 u max_j |s_j - m| + (2 n + 64) u) * sum_j p_j |v_j|.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "test/kernels/kernel_test_util.h"
+
+using namespace kern::cpu::test;
+
+namespace {
+
+constexpr int kSplits = 16;
+constexpr float kNanF = std::numeric_limits<float>::quiet_NaN();
+
+struct AttnCase {
+  int tokens, heads, kv_heads, dim, ctx;
+  int layers = 1, layer = 0;
+  float k_scale = 1.0f, v_scale = 1.0f;
+};
+
+/// A filled cache plus the dense K/V (logical values, scales applied) it holds.
+struct AttnData {
+  AttnCase c;
+  std::vector<uint16_t> cache;        // [pages][layers][16][KV][2][D], poison elsewhere
+  std::vector<int32_t> block_table;   // logical page -> physical page (shuffled)
+  std::vector<uint16_t> q;            // [T, H * D]
+  std::vector<double> k, v;           // dense [ctx][KV][D]
+  int64_t page_stride = 0, layer_base = 0;
+  int32_t seq_len = 0;
+  int32_t cu[2] = {0, 0};
+};
+
+AttnData make_data(const AttnCase& c, std::mt19937& rng) {
+  AttnData d;
+  d.c = c;
+  const int used = (c.ctx + 15) / 16, physical = used + 3;
+  d.page_stride = static_cast<int64_t>(c.layers) * 16 * c.kv_heads * 2 * c.dim;
+  d.layer_base = static_cast<int64_t>(c.layer) * 16 * c.kv_heads * 2 * c.dim;
+  d.cache.assign(static_cast<size_t>(physical * d.page_stride), kPoison);
+  std::vector<int32_t> pages(physical);
+  std::iota(pages.begin(), pages.end(), 0);
+  std::shuffle(pages.begin(), pages.end(), rng);
+  d.block_table.assign(pages.begin(), pages.begin() + used);
+  d.block_table.push_back(-1);  // entries past the context are never read
+  const size_t dense = static_cast<size_t>(c.ctx) * c.kv_heads * c.dim;
+  const auto ks = random_bf16(rng, dense), vs = random_bf16(rng, dense);
+  d.k.resize(dense);
+  d.v.resize(dense);
+  for (int p = 0; p < c.ctx; ++p) {
+    for (int h = 0; h < c.kv_heads; ++h) {
+      // Written with the layout formula of docs/kernels.md, independently of the kernels.
+      const int64_t at = static_cast<int64_t>(d.block_table[p / 16]) * d.page_stride +
+                         d.layer_base + ((p % 16) * c.kv_heads + h) * 2 * c.dim;
+      for (int j = 0; j < c.dim; ++j) {
+        const size_t i = (static_cast<size_t>(p) * c.kv_heads + h) * c.dim + j;
+        d.cache[at + j] = ks[i];
+        d.cache[at + c.dim + j] = vs[i];
+        d.k[i] = bf(ks[i]) * c.k_scale;
+        d.v[i] = bf(vs[i]) * c.v_scale;
+      }
+    }
+  }
+  d.q = random_bf16(rng, static_cast<size_t>(c.tokens) * c.heads * c.dim);
+  d.seq_len = c.ctx;
+  d.cu[1] = c.tokens;
+  return d;
+}
+
+double softmax_scale(const AttnCase& c) { return 1.0 / std::sqrt(static_cast<double>(c.dim)); }
+
+/// Naive causal attention of query i, head h over the dense K/V: the scaled
+/// scores of positions [0, n) (for split tests) and out/err of the head.
+struct HeadRef {
+  std::vector<double> scores, out, err;
+};
+
+HeadRef naive_head(const AttnData& d, int i, int h) {
+  const AttnCase& c = d.c;
+  const int n = c.ctx - c.tokens + i + 1, kvh = h / (c.heads / c.kv_heads);
+  const double scale = softmax_scale(c);
+  HeadRef r;
+  r.scores.resize(n);
+  double score_err = 0.0;
+  for (int p = 0; p < n; ++p) {
+    double dot = 0.0, mag = 0.0;
+    for (int j = 0; j < c.dim; ++j) {
+      const double qj = bf(d.q[(i * c.heads + h) * c.dim + j]);
+      const double kj = d.k[(static_cast<size_t>(p) * c.kv_heads + kvh) * c.dim + j];
+      dot += qj * kj;
+      mag += std::abs(qj * kj);
+    }
+    r.scores[p] = scale * dot;
+    score_err = std::max(score_err, (c.dim + 4) * kU * scale * mag);
+  }
+  const double m = *std::max_element(r.scores.begin(), r.scores.end());
+  double l = 0.0, spread = 0.0;
+  for (double s : r.scores) {
+    l += std::exp(s - m);
+    spread = std::max(spread, std::abs(s - m));
+  }
+  const double rel = 4 * score_err + 4 * kU * spread + (2.0 * n + 64) * kU;
+  r.out.assign(c.dim, 0.0);
+  r.err.assign(c.dim, 0.0);
+  for (int p = 0; p < n; ++p) {
+    const double w = std::exp(r.scores[p] - m) / l;
+    for (int j = 0; j < c.dim; ++j) {
+      const double vj = d.v[(static_cast<size_t>(p) * c.kv_heads + kvh) * c.dim + j];
+      r.out[j] += w * vj;
+      r.err[j] += rel * w * std::abs(vj);
+    }
+  }
+  return r;
+}
+
+/// Checks a kernel output [T, H * D] against the naive reference.
+void check_against_naive(const AttnData& d, const std::vector<uint16_t>& out) {
+  std::vector<double> ref, err;
+  for (int i = 0; i < d.c.tokens; ++i) {
+    for (int h = 0; h < d.c.heads; ++h) {
+      const HeadRef r = naive_head(d, i, h);
+      ref.insert(ref.end(), r.out.begin(), r.out.end());
+      err.insert(err.end(), r.err.begin(), r.err.end());
+    }
+  }
+  check_bf16(out, ref, err);
+}
+
+/// Appends interface params 0..6 (q .. v_scale) to `a`.
+void add_inputs(ArgPack& a, const AttnData& d, const float* ks, const float* vs) {
+  a.add(d.q.data()).add(d.cache.data() + d.layer_base).add(d.block_table.data());
+  a.add(&d.seq_len).add(&d.cu[0]).add(ks).add(vs);
+}
+
+/// Appends interface params 8..13 (num_tokens .. scale) to `a`.
+void add_scalars(ArgPack& a, const AttnData& d) {
+  a.add<int32_t>(d.c.tokens).add<int32_t>(d.c.heads).add<int32_t>(d.c.kv_heads);
+  a.add<int32_t>(d.c.dim).add<int64_t>(d.page_stride);
+  a.add(static_cast<float>(softmax_scale(d.c)));
+}
+
+std::vector<uint16_t> run_prefill(const AttnData& d) {
+  std::vector<uint16_t> out(d.q.size(), kPoison);
+  ArgPack a;
+  add_inputs(a, d, &d.c.k_scale, &d.c.v_scale);
+  a.add(out.data());
+  add_scalars(a, d);
+  launch_ok("kern_paged_attention_prefill_bf16", a, d.c.heads, d.c.tokens);
+  return out;
+}
+
+/// The decode implementation: partial (grid [H, S, T]) then reduce (grid [H, T]).
+struct DecodeRun {
+  std::vector<float> partial_o, partial_ml;
+  std::vector<uint16_t> out;
+};
+
+DecodeRun run_decode(const AttnData& d) {
+  const AttnCase& c = d.c;
+  DecodeRun r;
+  r.partial_o.assign(static_cast<size_t>(c.tokens) * c.heads * kSplits * c.dim, kNanF);
+  r.partial_ml.assign(static_cast<size_t>(c.tokens) * c.heads * kSplits * 2, kNanF);
+  r.out.assign(d.q.size(), kPoison);
+  ArgPack p;
+  add_inputs(p, d, &c.k_scale, &c.v_scale);
+  p.add(r.partial_o.data()).add(r.partial_ml.data());
+  add_scalars(p, d);
+  p.add<int32_t>(kSplits);
+  launch_ok("kern_paged_attention_partial_bf16", p, c.heads, kSplits, c.tokens);
+  ArgPack q;
+  q.add(r.partial_o.data()).add(r.partial_ml.data()).add(r.out.data());
+  q.add<int32_t>(c.tokens).add<int32_t>(c.heads).add<int32_t>(c.dim).add<int32_t>(kSplits);
+  launch_ok("kern_paged_attention_reduce_bf16", q, c.heads, c.tokens);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("paged prefill attention matches naive causal attention over the dense K/V",
+          "[kernels][attention]") {
+  std::mt19937 rng(61);
+  for (const AttnCase& c : {AttnCase{1, 4, 2, 16, 17},
+                            AttnCase{5, 4, 1, 32, 33, 3, 1, 0.5f, 2.0f},
+                            AttnCase{17, 2, 2, 8, 17, 2, 1},
+                            AttnCase{3, 8, 2, 64, 40, 1, 0, 1.5f, 0.25f},
+                            AttnCase{16, 4, 4, 128, 48}}) {
+    INFO("T " << c.tokens << " H " << c.heads << " KV " << c.kv_heads << " D " << c.dim
+              << " ctx " << c.ctx);
+    const AttnData d = make_data(c, rng);
+    check_against_naive(d, run_prefill(d));
+  }
+}
+
+TEST_CASE("paged decode attention (split-KV partial + reduce) matches naive attention",
+          "[kernels][attention]") {
+  std::mt19937 rng(62);
+  // Context lengths: one position, fewer than the 16 splits, exactly one
+  // page, crossing a page boundary (17, 33), many pages; then 3 queries.
+  for (const AttnCase& c : {AttnCase{1, 4, 2, 16, 1}, AttnCase{1, 4, 2, 16, 5},
+                            AttnCase{1, 4, 1, 16, 16, 2, 0}, AttnCase{1, 4, 2, 32, 17, 3, 2},
+                            AttnCase{1, 8, 2, 64, 33, 2, 1, 0.5f, 2.0f},
+                            AttnCase{1, 2, 1, 128, 100}, AttnCase{3, 4, 2, 16, 20, 2, 1}}) {
+    INFO("T " << c.tokens << " H " << c.heads << " KV " << c.kv_heads << " D " << c.dim
+              << " ctx " << c.ctx);
+    const AttnData d = make_data(c, rng);
+    check_against_naive(d, run_decode(d).out);
+  }
+}
+
+TEST_CASE("paged decode and prefill attention agree on a single query", "[kernels][attention]") {
+  std::mt19937 rng(63);
+  for (const int ctx : {1, 5, 17, 33, 70}) {
+    const AttnData d = make_data(AttnCase{1, 4, 2, 64, ctx, 2, 1, 0.5f, 1.0f}, rng);
+    const auto decode = run_decode(d).out, prefill = run_prefill(d);
+    for (size_t i = 0; i < decode.size(); ++i) {
+      // Same math, different association: at most one bf16 ulp apart.
+      const double a = bf(decode[i]), b = bf(prefill[i]);
+      const double ulp = std::ldexp(std::max(std::abs(a), std::abs(b)), -7);
+      INFO("ctx " << ctx << " element " << i << ": decode " << a << ", prefill " << b);
+      REQUIRE(std::abs(a - b) <= ulp);
+    }
+  }
+}
+
+TEST_CASE("paged decode partial covers [s*L, min((s+1)*L, n)) per split and empties the rest",
+          "[kernels][attention]") {
+  std::mt19937 rng(64);
+  // n = 33: L = 3, splits 0..10 hold 3 positions, 11..15 are empty.
+  // n = 5: L = 1, splits 0..4 hold 1 position, 5..15 are empty.
+  // n = 32: L = 2 exactly (a multiple of 16); n = 100: L = 7, split 15 empty.
+  for (const int ctx : {33, 5, 32, 100}) {
+    const AttnCase c{1, 2, 1, 16, ctx};
+    const AttnData d = make_data(c, rng);
+    const DecodeRun r = run_decode(d);
+    const int len = (ctx + kSplits - 1) / kSplits;
+    for (int h = 0; h < c.heads; ++h) {
+      const HeadRef ref = naive_head(d, 0, h);
+      for (int s = 0; s < kSplits; ++s) {
+        INFO("ctx " << ctx << " head " << h << " split " << s);
+        const float* ml = &r.partial_ml[(h * kSplits + s) * 2];
+        const float* o = &r.partial_o[(h * kSplits + s) * c.dim];
+        const int begin = s * len, end = std::min((s + 1) * len, ctx);
+        if (begin >= end) {
+          CHECK(ml[0] == -std::numeric_limits<float>::infinity());
+          CHECK(ml[1] == 0.0f);
+          for (int j = 0; j < c.dim; ++j) REQUIRE(o[j] == 0.0f);
+          continue;
+        }
+        const double m = *std::max_element(ref.scores.begin() + begin, ref.scores.begin() + end);
+        double l = 0.0;
+        for (int p = begin; p < end; ++p) l += std::exp(ref.scores[p] - m);
+        CHECK(std::abs(ml[0] - m) <= 1e-5 * (1 + std::abs(m)));
+        CHECK(std::abs(ml[1] - l) <= 1e-5 * l);
+      }
+    }
+  }
+}
