@@ -1,0 +1,197 @@
+// The kern-run command on the tiny model (cpu device): its JSON report,
+// --dump-buffer, and each error case's exit code and message. Runs the
+// built binary (KERN_RUN) as a subprocess.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "kern-load/device_select.h"
+#include "rapidjson/document.h"
+#include "test/load/plan_builder.h"
+#include "test/load/test_files.h"
+#include "test/run/tiny_model.h"
+
+using namespace kern;
+using namespace kern::test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+struct CliResult {
+  int rc = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// Runs kern-run with `args` (already shell-safe) and captures everything.
+CliResult kern_run(const std::string& args) {
+  TempDir dir;
+  std::string cmd = env_path("KERN_RUN") + " " + args + " >" + dir.file("out") + " 2>" + dir.file("err");
+  int status = std::system(cmd.c_str());
+  CliResult r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.out = slurp(dir.file("out"));
+  r.err = slurp(dir.file("err"));
+  return r;
+}
+
+std::string tiny_args(const std::string& extra) {
+  return env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") + " --device cpu " + extra;
+}
+
+}  // namespace
+
+TEST_CASE("kern-run --json prints exactly one JSON object with the report fields", "[run][cli]") {
+  CliResult r = kern_run(tiny_args("--prompt-ids 3,17,99,200,5 --steps 6 --chunk 2 --json"));
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  rapidjson::Document doc;
+  doc.Parse(r.out.c_str());  // trailing newline only: anything else is a parse error
+  REQUIRE_FALSE(doc.HasParseError());
+  REQUIRE(doc.IsObject());
+  REQUIRE(doc["generated_ids"].IsArray());
+  CHECK(doc["generated_ids"].Size() == 6);
+  REQUIRE(doc["prompt_ids"].IsArray());
+  CHECK(doc["prompt_ids"].Size() == 5);
+  CHECK(doc["prompt_ids"][3].GetInt64() == 200);
+  for (const char* key : {"prefill_ms", "decode_ms_per_token", "decode_tokens_per_s", "prefill_tokens_per_s"})
+    CHECK(doc[key].IsNumber());
+  CHECK(std::string(doc["device"].GetString()) == "cpu");
+  CHECK(doc["chunk"].GetUint64() == 2);
+  CHECK(doc["capacity"].GetUint64() == 1024);
+}
+
+TEST_CASE("kern-run prints the ids and speeds as text without --json, and runs are reproducible", "[run][cli]") {
+  CliResult a = kern_run(tiny_args("--prompt-ids 1,2,3,4 --steps 4"));
+  CliResult b = kern_run(tiny_args("--prompt-ids 1,2,3,4 --steps 4 --chunk 1"));
+  REQUIRE(a.rc == 0);
+  REQUIRE(b.rc == 0);
+  CHECK_THAT(a.out, StartsWith("generated ids: "));
+  CHECK_THAT(a.out, Contains("tok/s") && Contains("ms/token") && Contains("device: cpu"));
+  CHECK(a.out.substr(0, a.out.find('\n')) == b.out.substr(0, b.out.find('\n')));
+}
+
+TEST_CASE("kern-run --dump-buffer writes the buffer's bytes at its last use", "[run][cli]") {
+  TempDir dir;
+  CliResult r = kern_run(tiny_args("--prompt-ids 5,6,7 --steps 2 --dump-buffer logits=" + dir.file("logits.bin") +
+                                   " --dump-buffer next_token=" + dir.file("next.bin")));
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(slurp(dir.file("logits.bin")).size() == 256 * 2);  // 1 row [1, vocab] of bf16 after the last decode
+  std::string next = slurp(dir.file("next.bin"));
+  REQUIRE(next.size() == 8);
+  int64_t id = 0;
+  std::memcpy(&id, next.data(), 8);
+  std::string last_id = std::to_string(id);
+  std::string first_line = r.out.substr(0, r.out.find('\n'));
+  CHECK(first_line.substr(first_line.size() - last_id.size()) == last_id);
+}
+
+TEST_CASE("kern-run reports a missing weights file with exit code 1", "[run][cli]") {
+  CliResult r = kern_run(env_path("KERN_TINY_PLAN") + " --weights /nonexistent/w.safetensors --device cpu "
+                         "--prompt-ids 1 --steps 1");
+  CHECK(r.rc == 1);
+  CHECK(r.err == "kern-run: error: /nonexistent/w.safetensors: cannot open: No such file or directory\n");
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("kern-run reports a weights file lacking a plan weight naming the weight", "[run][cli]") {
+  TempDir dir;
+  std::vector<uint8_t> one(4);
+  write_bytes(dir.file("w.safetensors"),
+              safetensors_bytes(R"({"k_scale":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", one));
+  CliResult r = kern_run(env_path("KERN_TINY_PLAN") + " --weights " + dir.file("w.safetensors") +
+                         " --device cpu --prompt-ids 1 --steps 1");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, StartsWith("kern-run: error: " + dir.file("w.safetensors") + ": weight '") &&
+                        Contains("' is missing"));
+}
+
+TEST_CASE("kern-run rejects a prompt longer than the capacity with exit code 2", "[run][cli]") {
+  CliResult r = kern_run(tiny_args("--prompt-ids 1,2,3,4,5,6,7,8 --steps 3 --capacity 10"));
+  CHECK(r.rc == 2);
+  CHECK(r.err == "kern-run: error: prompt (8 tokens) + steps (3) = 11 tokens exceeds the capacity 10 tokens\n");
+}
+
+TEST_CASE("kern-run rejects a capacity beyond the block table", "[run][cli]") {
+  CliResult r = kern_run(tiny_args("--prompt-ids 1 --steps 1 --capacity 2000"));
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Contains("capacity 2000 tokens exceeds the block table (64 pages x 16 = 1024 tokens)"));
+}
+
+TEST_CASE("kern-run rejects a token id outside the vocabulary and an empty prompt", "[run][cli]") {
+  CliResult r = kern_run(tiny_args("--prompt-ids 1,256 --steps 1"));
+  CHECK(r.rc == 2);
+  CHECK_THAT(r.err, Contains("prompt id 256 at index 1 is outside the vocabulary [0, 256)"));
+  CliResult e = kern_run(tiny_args("--prompt-ids '' --steps 1"));
+  CHECK(e.rc == 2);
+  CHECK_THAT(e.err, Contains("the prompt is empty"));
+  CliResult x = kern_run(tiny_args("--prompt-ids 1,x --steps 1"));
+  CHECK(x.rc == 2);
+  CHECK(x.err == "kern-run: error: --prompt-ids: 'x' is not an integer token id\n");
+}
+
+TEST_CASE("kern-run rejects an unknown --device", "[run][cli]") {
+  CliResult r = kern_run(env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
+                         " --device gpu --prompt-ids 1 --steps 1");
+  CHECK(r.rc == 2);
+  CHECK(r.err == "kern-run: error: --device: unknown device 'gpu' (expected auto, cpu or cuda)\n");
+}
+
+TEST_CASE("kern-run --device cuda without a CUDA driver says so", "[run][cli]") {
+  auto probe = load::probe_cuda_devices();
+  if (probe.ok()) {
+    WARN("a CUDA driver is present: this case checks the driver-less path only");
+    return;
+  }
+  CliResult r = kern_run(env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
+                         " --device cuda --prompt-ids 1 --steps 1");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, StartsWith("kern-run: error: no CUDA driver: dlopen libcuda.so.1 failed: "));
+  // auto falls back to the cpu device and says so on stderr.
+  CliResult a = kern_run(env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
+                         " --prompt-ids 1 --steps 1 --json");
+  CHECK(a.rc == 0);
+  CHECK_THAT(a.err, Contains("using the cpu reference device"));
+  CHECK_THAT(a.out, Contains("\"device\":\"cpu\""));
+}
+
+TEST_CASE("kern-run rejects a --dump-buffer naming no buffer before running", "[run][cli]") {
+  CliResult r = kern_run(tiny_args("--prompt-ids 1 --steps 1 --dump-buffer nope=/tmp/x.bin"));
+  CHECK(r.rc == 2);
+  CHECK(r.err == "kern-run: error: --dump-buffer: the plan has no buffer 'nope'\n");
+  CliResult f = kern_run(tiny_args("--prompt-ids 1 --steps 1 --dump-buffer logits"));
+  CHECK(f.rc == 2);
+  CHECK(f.err == "kern-run: error: --dump-buffer 'logits': expected NAME=FILE\n");
+}
+
+TEST_CASE("kern-run rejects a file that is not a plan", "[run][cli]") {
+  TempDir dir;
+  write_bytes(dir.file("bad.kplan"), std::vector<uint8_t>(64, 'z'));
+  CliResult r = kern_run(dir.file("bad.kplan") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
+                         " --device cpu --prompt-ids 1 --steps 1");
+  CHECK(r.rc == 1);
+  CHECK(r.err == "kern-run: error: " + dir.file("bad.kplan") +
+                     ": not a kplan file: file identifier 'zzzz', expected 'KPLN'\n");
+}
+
+TEST_CASE("kern-run rejects a valid plan without the qwen3 contract", "[run][cli]") {
+  TempDir dir;
+  write_bytes(dir.file("tiny.kplan"), serialize(tiny_plan()));  // program `main` only
+  CliResult r = kern_run(dir.file("tiny.kplan") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
+                         " --device cpu --prompt-ids 1 --steps 1");
+  CHECK(r.rc == 1);
+  CHECK(r.err == "kern-run: error: " + dir.file("tiny.kplan") +
+                     ": the plan has no program 'prefill' (the qwen3 caller contract, docs/qwen3-manifest.md)\n");
+}

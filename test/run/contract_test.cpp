@@ -1,0 +1,91 @@
+// The Qwen3 caller contract: a plan lacking a program, buffer or symbol of
+// docs/qwen3-manifest.md, or with a buffer of the wrong dtype/shape/class,
+// is rejected with a message naming it. Plans are hand-built (plan_builder.h).
+#include <catch2/catch.hpp>
+
+#include <functional>
+
+#include "kern-run/qwen3_contract.h"
+#include "test/load/plan_builder.h"
+
+using namespace kern;
+using namespace kern::test;
+
+namespace {
+
+/// The contract's buffers, symbol and two (empty) programs: a valid plan.
+PlanDesc contract_plan() {
+  using plan::BufferClass;
+  using plan::DType;
+  PlanDesc d;
+  d.symbols = {{"tokens", 1, 512}};
+  const ExprDesc t = ExprDesc::s(0);
+  d.buffers = {
+      {"token_ids", DType::i64, BufferClass::input, {t}, 4096},
+      {"positions", DType::i64, BufferClass::input, {t}, 4096},
+      {"slot_mapping", DType::i64, BufferClass::input, {t}, 4096},
+      {"seq_lens", DType::i32, BufferClass::input, {ExprDesc::c(1)}, 4},
+      {"cu_seqlens_q", DType::i32, BufferClass::input, {ExprDesc::c(2)}, 8},
+      {"block_table", DType::i32, BufferClass::input, {ExprDesc::c(4)}, 16},
+      {"next_token", DType::i64, BufferClass::output, {t}, 4096},
+      {"logits", DType::bf16, BufferClass::workspace, {t, ExprDesc::c(32)}, 512 * 32 * 2},
+  };
+  d.programs = {{"prefill", 0, {}, std::nullopt}, {"decode", 0, {}, std::nullopt}};
+  return d;
+}
+
+Result<run::Qwen3Contract> resolve(const PlanDesc& d) {
+  auto plan = load::PlanFile::from_bytes(serialize(d), "q.kplan");
+  if (!plan.ok()) FAIL(plan.error().message);
+  return run::resolve_qwen3_contract(plan.value());
+}
+
+}  // namespace
+
+TEST_CASE("the qwen3 contract resolves buffer indices, vocab and block table length", "[run][contract]") {
+  auto c = resolve(contract_plan());
+  REQUIRE(c.ok());
+  CHECK(c->prefill == 0);
+  CHECK(c->decode == 1);
+  CHECK(c->seq_lens == 3);
+  CHECK(c->logits == 7);
+  CHECK(c->vocab == 32);
+  CHECK(c->block_table_pages == 4);
+  CHECK(c->tokens_max == 512);
+}
+
+TEST_CASE("a plan breaking the qwen3 contract is rejected naming what is wrong", "[run][contract]") {
+  struct Case {
+    const char* what;
+    std::function<void(PlanDesc&)> mutate;
+    const char* expect;
+  };
+  const std::vector<Case> cases = {
+      {"no decode", [](PlanDesc& d) { d.programs.pop_back(); }, "the plan has no program 'decode'"},
+      {"no prefill", [](PlanDesc& d) { d.programs[0].name = "warmup"; }, "the plan has no program 'prefill'"},
+      {"no tokens", [](PlanDesc& d) { d.symbols[0].name = "n"; }, "the plan has no symbol 'tokens'"},
+      {"extra symbol", [](PlanDesc& d) { d.symbols.push_back({"batch", 1, 4}); },
+       "the plan has symbol 'batch', kern-run only supplies 'tokens'"},
+      {"tokens min", [](PlanDesc& d) { d.symbols[0].min = 2; },
+       "symbol 'tokens' has min 2, decode needs tokens = 1"},
+      {"missing buffer", [](PlanDesc& d) { d.buffers[6].name = "next_id"; }, "the plan has no buffer 'next_token'"},
+      {"dtype", [](PlanDesc& d) { d.buffers[3].dtype = plan::DType::i64; d.buffers[3].max_size_bytes = 8; },
+       "buffer 'seq_lens' has dtype i64, kern-run needs i32"},
+      {"shape", [](PlanDesc& d) { d.buffers[7].shape.pop_back(); d.buffers[7].max_size_bytes = 1024; },
+       "buffer 'logits' has shape [tokens], kern-run needs [tokens, N]"},
+      {"cu_seqlens length", [](PlanDesc& d) { d.buffers[4].shape[0] = ExprDesc::c(3); d.buffers[4].max_size_bytes = 12; },
+       "buffer 'cu_seqlens_q' has shape [3], kern-run needs [2]"},
+      {"class", [](PlanDesc& d) { d.buffers[5].cls = plan::BufferClass::workspace; },
+       "buffer 'block_table' is not of class input"},
+  };
+  for (const Case& c : cases) {
+    PlanDesc d = contract_plan();
+    c.mutate(d);
+    INFO(c.what);
+    auto r = resolve(d);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::kManifest);
+    CHECK(r.error().message ==
+          std::string("q.kplan: ") + c.expect + " (the qwen3 caller contract, docs/qwen3-manifest.md)");
+  }
+}
