@@ -31,6 +31,7 @@ constexpr const char* kGemmAcc = "extern:cublaslt_bf16_tn_acc";
 constexpr int kLanes = 8;           // independent accumulators per dot product
 constexpr int64_t kPanelRows = 4;   // w rows widened and used together
 constexpr int64_t kRowTile = 16;    // a rows kept hot while a w panel is reused
+constexpr int64_t kWidenRows = 4;   // from this many rows per tile, widen w panels first
 constexpr int64_t kThreadWork = int64_t{1} << 20;  // m*n*k above which threads help
 constexpr unsigned kMaxThreads = 8;
 
@@ -43,44 +44,59 @@ struct Gemm {
   bool accumulate = false;
 };
 
-/// out[r] = a . w_panel[r] for r < R (w_panel rows are k floats apart), each
-/// with the same f32 operation order: lane-wise products, lanes summed
-/// pairwise, then the tail elements in order.
-template <int R>
-void panel_dots(const float* a, const float* w_panel, int64_t k, float* out) {
+inline float widen(float x) { return x; }
+inline float widen(uint16_t x) { return bf16_to_f32(x); }
+
+/// out[r] = a . w[r] for r < R (w rows are k elements apart; W is float for a
+/// widened panel, uint16_t for bf16 read in place), each with the same f32
+/// operation order: lane-wise products, lanes summed pairwise, then the tail
+/// elements in order. Widening is exact, so both W give identical results.
+template <int R, typename W>
+void panel_dots(const float* a, const W* w, int64_t k, float* out) {
   float acc[R][kLanes] = {};
   const int64_t body = k - k % kLanes;
   for (int64_t x = 0; x < body; x += kLanes) {
     for (int r = 0; r < R; ++r) {
-      const float* wr = w_panel + r * k + x;
-      for (int lane = 0; lane < kLanes; ++lane) acc[r][lane] += a[x + lane] * wr[lane];
+      const W* wr = w + r * k + x;
+      for (int lane = 0; lane < kLanes; ++lane) acc[r][lane] += a[x + lane] * widen(wr[lane]);
     }
   }
   for (int r = 0; r < R; ++r) {
     const float* v = acc[r];
     float sum = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
-    for (int64_t x = body; x < k; ++x) sum += a[x] * w_panel[r * k + x];
+    for (int64_t x = body; x < k; ++x) sum += a[x] * widen(w[r * k + x]);
     out[r] = sum;
   }
 }
 
+/// Dots of one a row with `rows` (1..4) consecutive w rows.
+template <typename W>
+void dots_for(int64_t rows, const float* a_row, const W* w, int64_t k, float* dots) {
+  switch (rows) {
+    case 4: panel_dots<4>(a_row, w, k, dots); break;
+    case 3: panel_dots<3>(a_row, w, k, dots); break;
+    case 2: panel_dots<2>(a_row, w, k, dots); break;
+    default: panel_dots<1>(a_row, w, k, dots); break;
+  }
+}
+
 /// Computes columns [n_begin, n_end) of c for every row; `panel` is scratch
-/// of kPanelRows * k floats owned by the calling thread. Never throws.
+/// of kPanelRows * k floats owned by the calling thread. A tile of few a rows
+/// (decode: m = 1) reads w as bf16 in place; larger tiles widen each w panel
+/// once and reuse it. Never throws.
 void gemm_columns(const Gemm& g, int64_t n_begin, int64_t n_end, float* panel) {
   float dots[kPanelRows];
   for (int64_t i0 = 0; i0 < g.m; i0 += kRowTile) {
     const int64_t i1 = std::min(i0 + kRowTile, g.m);
+    const bool widen_panel = i1 - i0 >= kWidenRows;
     for (int64_t j = n_begin; j < n_end; j += kPanelRows) {
       const int64_t rows = std::min(kPanelRows, n_end - j);
-      bf16_to_f32_n(g.w + j * g.k, panel, static_cast<size_t>(rows * g.k));
+      const uint16_t* w = g.w + j * g.k;
+      if (widen_panel) bf16_to_f32_n(w, panel, static_cast<size_t>(rows * g.k));
       for (int64_t i = i0; i < i1; ++i) {
         const float* a_row = g.a + i * g.k;
-        switch (rows) {
-          case 4: panel_dots<4>(a_row, panel, g.k, dots); break;
-          case 3: panel_dots<3>(a_row, panel, g.k, dots); break;
-          case 2: panel_dots<2>(a_row, panel, g.k, dots); break;
-          default: panel_dots<1>(a_row, panel, g.k, dots); break;
-        }
+        if (widen_panel) dots_for(rows, a_row, panel, g.k, dots);
+        else dots_for(rows, a_row, w, g.k, dots);
         uint16_t* c_row = g.c + i * g.n + j;
         for (int64_t r = 0; r < rows; ++r) {
           const float old = g.accumulate ? bf16_to_f32(c_row[r]) : 0.0f;
