@@ -298,6 +298,11 @@ constexpr std::array kCatalogue = {
              "effect (a prefill that fills the KV cache writes a state and is fine).\n"
              "failing: a program that only writes workspace buffers\n"
              "fixed:   write its result into an output buffer or a state"},
+    CodeInfo{C::kUnknownDomainTarget, "E0158", E, "domain index_into names no buffer or state",
+             "A buffer domain's `index_into` says every element indexes a row of a buffer or a\n"
+             "token slot of a state; that name must be declared.\n"
+             "failing: \"block_table\": {..., \"domain\": {\"index_into\": \"kv\"}}   (states declares \"kv_cache\")\n"
+             "fixed:   \"block_table\": {..., \"domain\": {\"index_into\": \"kv_cache\", \"unit\": 16}}"},
 };
 
 }  // namespace

@@ -87,6 +87,8 @@ enum class Code : uint16_t {
   // warnings
   kStepWithoutCubin,          // W0001
   kProgramWithoutEffect,      // W0002
+  // Appended later (codes keep their numbers; new ones go at the end).
+  kUnknownDomainTarget,       // E0158
 };
 
 /// Whether a code is an error (blocks the plan) or a warning (fatal only

@@ -1,15 +1,51 @@
 // SPEC §4 rule 4: every buffer and scratch shape resolves and its byte size
 // fits u64 at the symbols' maxima (what the runtime allocates). The sizes at
 // the minima and maxima are recorded for offset checks (rules 6 and 7).
+// Buffer domains' references (index_into, bound expressions) resolve too.
 #include "kern-verify/verify_rules.h"
 
 namespace kern::verify {
+
+namespace {
+
+// A domain is a prior on contents (reader: upstream `Domain`); the verifier
+// only resolves its references here. Whether values respect it is the
+// runtime's check on input writes.
+void check_domain(Context& ctx, const Buffer& b) {
+  const Domain& d = *b.domain;
+  const std::string subject = "buffers." + b.name + ".domain";
+  for (const auto* bound : {&d.min, &d.max}) {
+    if (*bound && (*bound)->kind == Bound::Kind::kExpr && (*bound)->expr) {
+      (void)ctx.eval_range(*(*bound)->expr, subject);
+    }
+  }
+  if (!d.index_into) return;
+  const std::string& target = *d.index_into;
+  if (auto it = ctx.names.buffers.find(target); it != ctx.names.buffers.end()) {
+    ctx.buffer_used[it->second] = true;
+    return;
+  }
+  if (auto it = ctx.names.states.find(target); it != ctx.names.states.end()) {
+    ctx.state_used[it->second] = true;
+    return;
+  }
+  Diagnostic& diag = ctx.error(Code::kUnknownDomainTarget,
+                               subject + ": index_into `" + target + "` is neither a buffer nor a state", d.span);
+  diag.label = "unknown index target";
+  std::vector<std::string_view> names;
+  for (const Buffer& other : ctx.m.buffers) names.push_back(other.name);
+  for (const State& st : ctx.m.states) names.push_back(st.name);
+  if (auto best = closest_name(target, names)) diag.help = "a declaration with a similar name exists: `" + *best + "`";
+}
+
+}  // namespace
 
 void check_shapes(Context& ctx) {
   const Manifest& m = ctx.m;
   for (size_t i = 0; i < m.buffers.size(); ++i) {
     const Buffer& b = m.buffers[i];
     ctx.buffer_bytes[i] = ctx.shape_bytes(b.dtype, b.shape, b.span, "buffers." + b.name);
+    if (b.domain) check_domain(ctx, b);
   }
   for (size_t k = 0; k < m.kernels.size(); ++k) {
     const Kernel& kernel = m.kernels[k];

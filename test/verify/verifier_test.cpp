@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "fixture.h"
+#include "kern-verify/verify_context.h"
 
 using namespace kern::verify::testing;
 using V = std::vector<std::string>;
@@ -387,6 +388,21 @@ TEST_CASE("verify rejects an unused kernel", "[verify][rule9]") {
         V{"E0135 /kernels/gemm_acc/impl/steps/0/args/2", "E0157 /kernels/gemm_acc"});
 }
 
+// Domains
+TEST_CASE("verify resolves a domain's index_into to a buffer or state", "[verify][domain]") {
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"index_into": "table"})")).empty());
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"index_into": "kv", "unit": 16})")).empty());
+  Run r = run(set(B(), "/buffers/ids/domain", R"({"index_into": "tabel"})"));
+  REQUIRE(findings(r) == V{"E0158 /buffers/ids/domain"});
+  CHECK(r.diags[0].help.find("`table`") != std::string::npos);
+}
+
+TEST_CASE("verify resolves the symbols of a domain's bound expressions", "[verify][domain]") {
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"min": 0, "max": {"sym": "tokens"}})")).empty());
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"min": 0, "max": {"sym": "tokenz"}})")) ==
+        V{"E0105 /buffers/ids/domain/max"});
+}
+
 // Collecting
 TEST_CASE("verify reports every error at once", "[verify]") {
   std::string m = set(B(), "/meta/version", "3");
@@ -408,4 +424,14 @@ TEST_CASE("verify messages name the subject, the value and the limit", "[verify]
   REQUIRE(r.diags.size() == 1);
   CHECK(r.diags[0].message == "kernels.argmax.impl.steps[0]: shared_mem 240000 B exceeds the opt-in limit 232448 B");
   CHECK(r.diags[0].severity == kern::Severity::kError);
+}
+
+TEST_CASE("closest_name suggests only plausible typos", "[verify][help]") {
+  using kern::verify::closest_name;
+  const std::vector<std::string_view> names = {"hidden", "table", "logits"};
+  CHECK(closest_name("tabel", names) == std::optional<std::string>("table"));  // transposition
+  CHECK(closest_name("hiden", names) == std::optional<std::string>("hidden"));
+  CHECK(closest_name("logit", names) == std::optional<std::string>("logits"));
+  CHECK_FALSE(closest_name("weights", names).has_value());
+  CHECK_FALSE(closest_name("x", names).has_value());
 }
