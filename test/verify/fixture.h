@@ -35,4 +35,14 @@ std::vector<std::string> findings(const Run& r);
 /// Findings of verifying `json`; fails the test if the reader rejected it.
 std::vector<std::string> verify_findings(const std::string& json);
 
+/// JSON pointers into the base manifest used by many tests.
+inline const std::string& B() { return base_manifest(); }
+inline const std::string kEmbedStep = "/kernels/embed/impl/steps/0";
+inline const std::string kKvStep = "/kernels/kv_write/impl/steps/0";
+inline const std::string kGemmStep = "/kernels/gemm/impl/steps/0";
+inline const std::string kArgmax0 = "/kernels/argmax/impl/steps/0";
+inline const std::string kArgmax1 = "/kernels/argmax/impl/steps/1";
+inline const std::string kDecode = "/programs/decode/dispatches/";
+inline const std::string kHex64 = std::string(64, 'd');
+
 }  // namespace kern::verify::testing
