@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <string>
 
 #include "kernels-src/cpu/cpu_kernel.h"
@@ -133,6 +134,20 @@ inline Status check_grid_equals(const CpuLaunch& l, const char* kernel, int axis
                                     std::to_string(count));
   }
   return Status::ok_status();
+}
+
+/// Runs kernel F and turns an escaping exception (std::bad_alloc from a
+/// kernel's row buffers, the only kind they can throw) into an error Status,
+/// so that no exception crosses the kern-load API (style.md §3). The
+/// registry hands out guarded<F>, never F itself.
+template <CpuKernelFn F>
+Status guarded(const CpuLaunch& l) noexcept {
+  try {
+    return F(l);
+  } catch (const std::exception& e) {
+    return make_error(ErrorKind::kDevice,
+                      std::string("cpu reference kernel failed: ") + e.what());
+  }
 }
 
 }  // namespace kern::cpu::detail

@@ -4,10 +4,13 @@
 // do not fit the work return an error Status naming the kernel and the param.
 // The ABI table below is docs/kernels.md's, param by param.
 #include <fstream>
+#include <new>
 #include <regex>
 #include <set>
 #include <sstream>
 
+#include "kernels-src/cpu/kernel_args.h"
+#include "kernels-src/cpu/kernels.h"
 #include "test/kernels/kernel_test_util.h"
 
 using namespace kern::cpu::test;
@@ -98,6 +101,8 @@ kern::Status run(const Abi& abi, const ArgPack& a, size_t num_args) {
   l.num_args = num_args;
   return kern::cpu::find_cpu_kernel(abi.symbol)(l);
 }
+
+kern::Status throws_bad_alloc(const kern::cpu::CpuLaunch&) { throw std::bad_alloc(); }
 
 /// REQUIREs that `s` failed with a message starting with the symbol and containing `needle`.
 void require_error(const kern::Status& s, const std::string& symbol, const std::string& needle) {
@@ -281,4 +286,20 @@ TEST_CASE("kernels reject input data they cannot honour", "[kernels][abi]") {
   SECTION("attention: valid inputs pass") {
     CHECK(prefill(&seq_len, ok_cu, table.data()).ok());
   }
+}
+
+TEST_CASE("a kernel that runs out of host memory returns an error instead of throwing",
+          "[kernels][abi]") {
+  // The registry hands out detail::guarded<F>; this is the same wrapper
+  // around a kernel that throws.
+  const kern::cpu::CpuLaunch l;
+  kern::Status s;
+  REQUIRE_NOTHROW(s = kern::cpu::detail::guarded<throws_bad_alloc>(l));
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().kind == kern::ErrorKind::kDevice);
+  CHECK(s.error().message.find("cpu reference kernel failed") == 0);
+  CHECK(kern::cpu::find_cpu_kernel("kern_rmsnorm_bf16") ==
+        &kern::cpu::detail::guarded<kern::cpu::rmsnorm_bf16>);
+  CHECK(kern::cpu::find_cpu_kernel("extern:cublaslt_bf16_tn") ==
+        &kern::cpu::detail::guarded<kern::cpu::gemm_bf16_tn>);
 }
