@@ -65,14 +65,25 @@ Result<PlanFile> PlanFile::check(PlanFile file) {
     return bad("not a kplan file: file identifier '" + printable(b.data() + 4, 4) + "', expected '" +
                kPlanFileIdentifier + "'");
   if (b.size() > FLATBUFFERS_MAX_BUFFER_SIZE) return bad("file of " + std::to_string(b.size()) + " B is too large");
+  // Version next, from a shallow check of the root table alone: a plan of
+  // another version may not pass this version's full Verifier, and "wrong
+  // version" is the message its user needs.
+  {
+    flatbuffers::Verifier shallow(b.data(), b.size(), 2, 1);
+    const auto* root = shallow.VerifyOffset(0) ? flatbuffers::GetRoot<flatbuffers::Table>(b.data()) : nullptr;
+    if (root != nullptr && root->VerifyTableStart(shallow) &&
+        root->VerifyField<uint32_t>(shallow, plan::Plan::VT_FORMAT_VERSION, 4)) {
+      uint32_t version = root->GetField<uint32_t>(plan::Plan::VT_FORMAT_VERSION, 0);
+      if (version != kPlanFormatVersion)
+        return bad("plan format version " + std::to_string(version) + ", this loader reads version " +
+                   std::to_string(kPlanFormatVersion) + " (recompile the manifest with a matching kern-verify)");
+    }
+  }
   flatbuffers::Verifier verifier(b.data(), b.size(), kPlanVerifierMaxDepth, kPlanVerifierMaxTables);
   if (!plan::VerifyPlanBuffer(verifier))
     return bad("corrupt plan: the FlatBuffers verifier rejected it (truncated file, bad offset, or depth/table "
                "limits exceeded)");
   const plan::Plan* p = plan::GetPlan(b.data());
-  if (p->format_version() != kPlanFormatVersion)
-    return bad("plan format version " + std::to_string(p->format_version()) + ", this loader reads version " +
-               std::to_string(kPlanFormatVersion) + " (recompile the manifest with a matching kern-verify)");
   if (p->manifest_sha256()->size() != 32)
     return bad("manifest_sha256 has " + std::to_string(p->manifest_sha256()->size()) + " bytes, expected 32");
   Status s = validate_plan(*p);

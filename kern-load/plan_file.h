@@ -1,6 +1,7 @@
 // A .kplan file opened for loading (SPEC §5): the bytes are mmapped (or owned,
-// for in-memory plans), checked by the FlatBuffers Verifier, the "KPLN"
-// identifier and kPlanFormatVersion, then cross-checked by validate_plan
+// for in-memory plans); the "KPLN" identifier and kPlanFormatVersion are
+// checked first (the version from a shallow check of the root table), then
+// the whole buffer by the FlatBuffers Verifier, then cross-checked by validate_plan
 // (plan_validate.h) before anything else reads them. After open() succeeds
 // every index in the plan is in range and every expression chain is
 // well-formed, so the loader and the replay loop index without checks.

@@ -68,7 +68,9 @@ Status run(const RunOptions& o) {
 
   load::ExecutableOptions eo;
   eo.capacity_tokens = req.capacity;
-  eo.kernels_dir = o.kernels_dir.empty() ? std::filesystem::path(o.plan_path).parent_path().string() : o.kernels_dir;
+  std::filesystem::path kernels_dir =
+      o.kernels_dir.empty() ? std::filesystem::path(o.plan_path).parent_path() : std::filesystem::path(o.kernels_dir);
+  eo.kernels_dir = kernels_dir.empty() ? std::filesystem::current_path().string() : kernels_dir.string();
   std::vector<std::string> notes;
   auto exe = load::Executable::load(std::move(plan.value()), std::move(device.value()), &weights.value(), eo, &notes);
   if (!exe.ok()) return exe.error();
