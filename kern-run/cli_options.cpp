@@ -51,7 +51,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   app.add_option("--kernels", o.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
   app.add_flag("--json", o.json, "print exactly one JSON object on stdout");
   app.add_flag("-v,--verbose", o.verbose, "log load notes (unused weights ...) to stderr");
-  app.add_option("--dump-buffer", dumps, "write buffer NAME's bytes to FILE after the run (repeatable)");
+  app.add_option("--dump-buffer", dumps, "write buffer NAME's bytes to FILE after the run (repeatable)")
+      ->allow_extra_args(false);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

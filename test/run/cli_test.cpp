@@ -84,8 +84,9 @@ TEST_CASE("kern-run prints the ids and speeds as text without --json, and runs a
 
 TEST_CASE("kern-run --dump-buffer writes the buffer's bytes at its last use", "[run][cli]") {
   TempDir dir;
-  CliResult r = kern_run(tiny_args("--prompt-ids 5,6,7 --steps 2 --dump-buffer logits=" + dir.file("logits.bin") +
-                                   " --dump-buffer next_token=" + dir.file("next.bin")));
+  // Each --dump-buffer takes one value, even before the plan positional.
+  CliResult r = kern_run("--dump-buffer next_token=" + dir.file("next.bin") + " " +
+                         tiny_args("--prompt-ids 5,6,7 --steps 2 --dump-buffer logits=" + dir.file("logits.bin")));
   INFO(r.err);
   REQUIRE(r.rc == 0);
   CHECK(slurp(dir.file("logits.bin")).size() == 256 * 2);  // 1 row [1, vocab] of bf16 after the last decode
