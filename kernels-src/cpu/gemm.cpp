@@ -3,10 +3,11 @@
 // extern:cublaslt_bf16_tn_acc  c[m, n] = bf16(c + a . w^T)
 // with f32 accumulation and one rounding per output element. This is the
 // cpu device's hot spot (it runs whole models), so it is written to be
-// reasonably fast without BLAS: a is widened to f32 once; w is widened four
-// rows at a time into a small panel; each dot product uses eight independent
-// f32 accumulators (a loop the compiler vectorises) combined in a fixed
-// order, so every c element is computed by the same arithmetic whatever the
+// reasonably fast without BLAS: a is widened to f32 once; w is used four
+// rows at a time, read as bf16 in place for few a rows (decode) or widened
+// into a small f32 panel reused by up to 16 a rows; each dot product uses
+// eight independent f32 accumulators (a loop the compiler vectorises)
+// combined in a fixed order, so every c element is computed by the same arithmetic whatever the
 // tiling or thread count (results do not depend on the machine's cores).
 // Large problems split the n range over up to 8 std::threads.
 //
