@@ -1,6 +1,10 @@
 // Parameter layout checks and instance selection (cuda_abi.h).
 #include "kern-load/cuda/cuda_abi.h"
 
+#include <algorithm>
+
+#include "common/sha256.h"
+
 namespace kern::load::cuda {
 
 std::vector<ParamSlot> declared_param_layout(std::span<const ParamType> params) {
@@ -53,6 +57,20 @@ Result<size_t> select_instance(std::string_view symbol, std::span<const ParamTyp
   return make_error(ErrorKind::kKernel, sym + ": ambiguous: " + std::to_string(matching.size()) +
                                             " instances match the declared params (" + files +
                                             "); pin the step to one file with `cubin`");
+}
+
+Status check_kernel_file_sha256(const std::string& path, std::span<const uint8_t> bytes,
+                                std::span<const uint8_t* const> pins) {
+  if (pins.empty()) return Status::ok_status();
+  auto digest = sha256_bytes(bytes);
+  if (!digest.ok()) return digest.error().with_context(path);
+  for (const uint8_t* pin : pins) {
+    if (std::equal(digest.value().begin(), digest.value().end(), pin)) continue;
+    return make_error(ErrorKind::kKernel, path + ": sha256 mismatch: expected " +
+                                              hex_encode(std::span<const uint8_t>(pin, 32)) + ", actual " +
+                                              hex_encode(digest.value()));
+  }
+  return Status::ok_status();
 }
 
 }  // namespace kern::load::cuda

@@ -53,4 +53,10 @@ struct Instance {
 Result<size_t> select_instance(std::string_view symbol, std::span<const ParamType> declared,
                                std::span<const Instance> instances);
 
+/// OK when the sha256 of `bytes` (a kernel file's contents) equals every
+/// 32-byte digest in `pins` (none: unpinned, always OK). Error (kKernel):
+/// "<path>: sha256 mismatch: expected <hex>, actual <hex>" (SPEC §6).
+Status check_kernel_file_sha256(const std::string& path, std::span<const uint8_t> bytes,
+                                std::span<const uint8_t* const> pins);
+
 }  // namespace kern::load::cuda

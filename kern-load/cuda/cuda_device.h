@@ -65,7 +65,10 @@ class CudaDevice final : public Device {
   static constexpr uint64_t kWorkspaceBytes = 32ull << 20;  ///< cublasLt workspace
 
   CudaDevice() = default;
-  Status load_module(const std::string& dir, const std::string& file, const uint8_t* sha256, Module& out);
+  /// Reads `file` under `dir`, checks its sha256 against every pin in
+  /// `sha256s` (32-byte digests; none = unpinned) and loads it.
+  Status load_module(const std::string& dir, const std::string& file, const std::vector<const uint8_t*>& sha256s,
+                     Module& out);
   Result<std::vector<ParamSlot>> param_layout(CUfunction fn) const;
   Status launch_error(uint32_t step, const char* call, CUresult r) const;
 

@@ -10,7 +10,6 @@
 #include <iterator>
 #include <map>
 
-#include "common/sha256.h"
 #include "kern-load/cuda/cuda_device.h"
 #include "kern-load/plan_file.h"
 
@@ -49,20 +48,13 @@ Result<std::vector<ParamSlot>> CudaDevice::param_layout(CUfunction fn) const {
   return out;
 }
 
-Status CudaDevice::load_module(const std::string& dir, const std::string& file, const uint8_t* sha256,
-                               Module& out) {
+Status CudaDevice::load_module(const std::string& dir, const std::string& file,
+                               const std::vector<const uint8_t*>& sha256s, Module& out) {
   const std::string path = (std::filesystem::path(dir) / file).string();
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(ErrorKind::kKernel, path + ": cannot open kernel file");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (sha256 != nullptr) {
-    auto digest = sha256_bytes(std::span<const uint8_t>(bytes));
-    if (!digest.ok()) return digest.error().with_context(path);
-    if (!std::equal(digest.value().begin(), digest.value().end(), sha256))
-      return make_error(ErrorKind::kKernel, path + ": sha256 mismatch: expected " +
-                                                hex_encode(std::span<const uint8_t>(sha256, 32)) + ", actual " +
-                                                hex_encode(digest.value()));
-  }
+  KERN_RETURN_IF_ERROR(check_kernel_file_sha256(path, bytes, sha256s));
   out.file = file;
   const CUresult r = driver_->api().cuModuleLoadData(&out.module, bytes.data());
   if (r != CUDA_SUCCESS)
@@ -78,20 +70,25 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
   for (Module& m : modules_) (void)a.cuModuleUnload(m.module);
   modules_.clear();
 
-  // Files: everything under the dir, plus what the plan pins (file -> pin index).
-  std::map<std::string, int> files;
+  // Files: everything under the dir, plus what the plan pins (file -> its pin indices).
+  std::map<std::string, std::vector<int>> files;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(kernels_dir, ec))
-    if (e.is_regular_file() && is_kernel_file(e.path())) files.emplace(e.path().filename().string(), -1);
+    if (e.is_regular_file() && is_kernel_file(e.path())) files[e.path().filename().string()];
   if (ec && p.cubins()->size() > 0)
     return make_error(ErrorKind::kIo, kernels_dir + ": cannot list the kernels dir: " + ec.message());
-  for (flatbuffers::uoffset_t i = 0; i < p.cubins()->size(); ++i) files[p.cubins()->Get(i)->path()->str()] = int(i);
-  std::map<int, size_t> module_of_pin;
-  for (const auto& [file, pin] : files) {
-    const auto* sha = pin >= 0 ? p.cubins()->Get(pin)->sha256() : nullptr;
+  for (flatbuffers::uoffset_t i = 0; i < p.cubins()->size(); ++i)
+    files[p.cubins()->Get(i)->path()->str()].push_back(int(i));
+  std::vector<size_t> module_of_pin(p.cubins()->size(), 0);
+  for (const auto& [file, pins] : files) {
+    std::vector<const uint8_t*> digests;  // every pin of this file must match its bytes
+    for (int pin : pins) {
+      const auto* sha = p.cubins()->Get(pin)->sha256();
+      if (sha && sha->size() == 32) digests.push_back(sha->data());
+      module_of_pin[pin] = modules_.size();
+    }
     Module m;
-    KERN_RETURN_IF_ERROR(load_module(kernels_dir, file, sha && sha->size() == 32 ? sha->data() : nullptr, m));
-    if (pin >= 0) module_of_pin[pin] = modules_.size();
+    KERN_RETURN_IF_ERROR(load_module(kernels_dir, file, digests, m));
     modules_.push_back(m);
   }
 
@@ -123,7 +120,7 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
     std::vector<Instance> instances;
     std::vector<CUfunction> fns;
     for (size_t mi = 0; mi < modules_.size(); ++mi) {
-      if (step.cubin() >= 0 && module_of_pin.at(step.cubin()) != mi) continue;  // pinned: its file only
+      if (step.cubin() >= 0 && module_of_pin[step.cubin()] != mi) continue;  // pinned: its file only
       CUfunction fn = nullptr;
       const CUresult r = a.cuModuleGetFunction(&fn, modules_[mi].module, sym.c_str());
       if (r == CUDA_ERROR_NOT_FOUND) continue;

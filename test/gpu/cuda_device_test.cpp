@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/bf16.h"
+#include "common/sha256.h"
 #include "kern-load/cuda/cuda_abi.h"
 #include "kern-load/cuda/cuda_device.h"
 #include "kern-load/cuda/cuda_driver.h"
@@ -199,4 +200,24 @@ TEST_CASE("the cuda device without a driver says so clearly", "[cuda]") {
   REQUIRE_FALSE(d.ok());
   CHECK(d.error().kind == ErrorKind::kDevice);
   CHECK(d.error().message.find("no CUDA driver: dlopen libcuda.so.1") == 0);
+}
+
+TEST_CASE("a pinned kernel file whose sha256 differs is rejected naming both digests", "[cuda][sha256]") {
+  const std::string text = "abc";
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  // sha256("abc"), FIPS 180-2 appendix B.1.
+  const auto good = *parse_sha256_hex("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  auto bad = good;
+  bad[0] ^= 1;
+  const uint8_t* none[] = {nullptr};
+  CHECK(check_kernel_file_sha256("k/a.fatbin", bytes, std::span<const uint8_t* const>(none, 0)).ok());
+  const uint8_t* ok_pin[] = {good.data(), good.data()};
+  CHECK(check_kernel_file_sha256("k/a.fatbin", bytes, ok_pin).ok());
+  const uint8_t* pins[] = {good.data(), bad.data()};
+  const Status st = check_kernel_file_sha256("k/a.fatbin", bytes, pins);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.error().kind == ErrorKind::kKernel);
+  CHECK(st.error().message ==
+        "k/a.fatbin: sha256 mismatch: expected bb7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad, "
+        "actual ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
