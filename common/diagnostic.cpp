@@ -199,6 +199,12 @@ void write_string(JsonWriter& w, const char* key, const std::string& value) {
 
 void write_position(JsonWriter& w, const SourceFile& file, const SourceSpan& span, bool with_end) {
   LineColumn begin = file.line_column(span.begin);
+  w.Key("byte_offset");
+  w.Uint(span.begin);
+  if (with_end) {
+    w.Key("end_byte_offset");
+    w.Uint(std::max(span.end, span.begin));
+  }
   w.Key("line");
   w.Uint(begin.line);
   w.Key("column");
@@ -221,7 +227,8 @@ std::string render_json(const std::vector<Diagnostic>& diags, const SourceFile& 
     rapidjson::StringBuffer buf;
     JsonWriter w(buf);
     w.StartObject();
-    write_string(w, "severity", d.severity == Severity::kError ? "error" : "warning");
+    write_string(w, "type", "diagnostic");
+    write_string(w, "level", d.severity == Severity::kError ? "error" : "warning");
     write_string(w, "code", d.code);
     write_string(w, "message", d.message);
     write_string(w, "file", file.path());
@@ -242,6 +249,24 @@ std::string render_json(const std::vector<Diagnostic>& diags, const SourceFile& 
     out += '\n';
   }
   return out;
+}
+
+std::string render_json_summary(const std::vector<Diagnostic>& diags, const SourceFile& file, bool success) {
+  size_t errors = 0;
+  for (const Diagnostic& d : diags) errors += d.severity == Severity::kError ? 1 : 0;
+  rapidjson::StringBuffer buf;
+  JsonWriter w(buf);
+  w.StartObject();
+  write_string(w, "type", "summary");
+  write_string(w, "file", file.path());
+  w.Key("errors");
+  w.Uint64(errors);
+  w.Key("warnings");
+  w.Uint64(diags.size() - errors);
+  w.Key("success");
+  w.Bool(success);
+  w.EndObject();
+  return std::string(buf.GetString(), buf.GetSize()) + "\n";
 }
 
 }  // namespace kern

@@ -57,12 +57,19 @@ class DiagnosticEngine {
 std::string render_human(const std::vector<Diagnostic>& diags, const SourceFile& file, bool color);
 
 /// Renders diagnostics for machines (style.md §4): one JSON object per line,
-/// `{"severity": "error", "code": "E0005", "message": ..., "file": ...,
+/// `{"type": "diagnostic", "level": "error"|"warning", "code": "E0005",
+/// "message": ..., "file": ..., "byte_offset": 14, "end_byte_offset": 17,
 /// "line": 4, "column": 7, "end_line": 4, "end_column": 13, "pointer": ...,
-/// "label": ..., "help": ..., "notes": [{"message": ..., "line": ..,
-/// "column": .., "pointer": ..}]}`; lines and columns are 1-based, columns
-/// count bytes, the end is exclusive; empty label/help are omitted. No
-/// count line; an empty list renders as "".
+/// "label": ..., "help": ..., "notes": [{"message": ..., "byte_offset": ..,
+/// "line": .., "column": .., "pointer": ..}]}`; lines and columns are
+/// 1-based, columns and offsets count bytes, ends are exclusive; empty
+/// label/help are omitted, a note without a location has only "message".
+/// No summary line (render_json_summary); an empty list renders as "".
 std::string render_json(const std::vector<Diagnostic>& diags, const SourceFile& file);
+
+/// The final line of the JSON message format: `{"type": "summary", "file":
+/// ..., "errors": N, "warnings": N, "success": true|false}` and a newline.
+/// `success` is the caller's verdict (false also when warnings are denied).
+std::string render_json_summary(const std::vector<Diagnostic>& diags, const SourceFile& file, bool success);
 
 }  // namespace kern

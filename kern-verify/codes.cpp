@@ -303,6 +303,20 @@ constexpr std::array kCatalogue = {
              "token slot of a state; that name must be declared.\n"
              "failing: \"block_table\": {..., \"domain\": {\"index_into\": \"kv\"}}   (states declares \"kv_cache\")\n"
              "fixed:   \"block_table\": {..., \"domain\": {\"index_into\": \"kv_cache\", \"unit\": 16}}"},
+    CodeInfo{C::kExprMulByZero, "E0159", E, "mul by zero",
+             "A `mul` by the constant 0 makes the expression 0 at every symbol value: a grid\n"
+             "or shared-memory size of 0 and a scalar argument that ignores its symbol. It is\n"
+             "always a generator mistake (the upstream verifier rejects it too); write the\n"
+             "constant instead, or the intended factor.\n"
+             "failing: {\"mul\": [{\"sym\": \"tokens\"}, 0]}\n"
+             "fixed:   {\"mul\": [{\"sym\": \"tokens\"}, 4]}"},
+    CodeInfo{C::kWorkspaceTooLarge, "W0003", W, "workspace buffer larger than the threshold",
+             "The runtime allocates every workspace buffer at the symbols' maxima; one above\n"
+             "the threshold (default 1 GiB, `--workspace-warn-bytes`) usually means a symbol\n"
+             "bound or a dimension is much larger than intended.\n"
+             "failing: \"logits\": {\"dtype\": \"f32\", \"shape\": [\"tokens\", 151936], \"class\": \"workspace\"}\n"
+             "         with tokens max 65536 (39.8 GB)\n"
+             "fixed:   tokens max 512 (311 MB), or compute the logits of the last token only"},
 };
 
 }  // namespace

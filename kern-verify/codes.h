@@ -89,6 +89,8 @@ enum class Code : uint16_t {
   kProgramWithoutEffect,      // W0002
   // Appended later (codes keep their numbers; new ones go at the end).
   kUnknownDomainTarget,       // E0158
+  kExprMulByZero,             // E0159
+  kWorkspaceTooLarge,         // W0003
 };
 
 /// Whether a code is an error (blocks the plan) or a warning (fatal only

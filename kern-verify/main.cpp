@@ -2,12 +2,15 @@
 // crate and, on success, writes the .kplan; or dumps a plan readably.
 //
 //   kern-verify MANIFEST.json [-o OUT.kplan] [--deny-warnings] [--color=WHEN]
+//               [--message-format human|json|sarif] [--workspace-warn-bytes N]
 //   kern-verify --dump PLAN.kplan
 //   kern-verify --explain E0133
+//   kern-verify --print-catalogue      (docs/diagnostics.md)
 //
 // Exit codes: 0 ok (warnings allowed), 1 the manifest has errors (or
 // warnings under --deny-warnings), 2 usage or I/O error, or a bad plan file.
-// Diagnostics go to stderr; --dump and --explain print to stdout.
+// Human diagnostics go to stderr; the json and sarif formats go to stdout
+// (they are the command's output); --dump and --explain print to stdout.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -20,9 +23,9 @@
 #include "common/diagnostic.h"
 #include "common/file_util.h"
 #include "common/manifest_reader.h"
-#include "common/reader_codes.h"
 #include "common/source.h"
-#include "kern-verify/codes.h"
+#include "kern-verify/catalogue.h"
+#include "kern-verify/sarif.h"
 #include "kern-verify/lower.h"
 #include "kern-verify/plan_dump.h"
 #include "kern-verify/verifier.h"
@@ -58,32 +61,48 @@ int run_dump(const std::string& path) {
 }
 
 int run_explain(const std::string& code) {
-  if (auto c = kern::verify::find_code(code)) {
-    const auto& info = kern::verify::code_info(*c);
-    std::cout << info.id << ": " << info.title << "\n\n" << info.explanation << "\n";
+  if (const auto* entry = kern::verify::find_catalogue_entry(code)) {
+    std::cout << kern::verify::render_explanation(*entry);
     return kExitOk;
   }
-  if (const auto* info = kern::find_reader_code(code)) {
-    std::cout << info->code << ": " << info->title << "\n\n" << info->explanation << "\n";
-    return kExitOk;
-  }
-  return fail_usage("unknown diagnostic code `" + code + "`");
+  return fail_usage("no diagnostic has the code `" + code +
+                    "` (codes look like E0001, E0133, W0001; docs/diagnostics.md lists them all)");
 }
 
-int run_verify(const std::string& manifest_path, const std::string& out_path, bool deny_warnings, bool color) {
+/// How run_verify prints what it found.
+struct OutputOptions {
+  std::string format = "human";  ///< human | json | sarif
+  bool color = false;
+  bool deny_warnings = false;
+};
+
+void print_diagnostics(const std::vector<kern::Diagnostic>& diags, const kern::SourceFile& file,
+                       const OutputOptions& out, bool success, bool denied) {
+  if (out.format == "json") {
+    std::cout << kern::render_json(diags, file) << kern::render_json_summary(diags, file, success);
+    return;
+  }
+  if (out.format == "sarif") {
+    std::cout << kern::verify::render_sarif(diags, file, KERN_VERSION);
+    return;
+  }
+  if (!diags.empty()) std::cerr << kern::render_human(diags, file, out.color);
+  if (denied) std::cerr << "error: warnings are denied (--deny-warnings); no plan written\n";
+}
+
+int run_verify(const std::string& manifest_path, const std::string& out_path, const OutputOptions& out,
+               const kern::verify::VerifyOptions& options) {
   auto text = kern::read_file(manifest_path);
   if (!text.ok()) return fail_usage(text.error().message);
   kern::SourceFile file(manifest_path, text.value());
   kern::DiagnosticEngine diag;
   std::optional<kern::verify::VerifiedManifest> verified;
-  if (auto manifest = kern::read_manifest(file, diag)) verified = kern::verify::verify(*manifest, diag);
+  if (auto manifest = kern::read_manifest(file, diag)) verified = kern::verify::verify(*manifest, diag, options);
   diag.sort_by_position();
-  if (!diag.diagnostics().empty()) std::cerr << kern::render_human(diag.diagnostics(), file, color);
-  if (!verified || diag.has_errors()) return kExitManifestErrors;
-  if (deny_warnings && diag.warning_count() > 0) {
-    std::cerr << "error: warnings are denied (--deny-warnings); no plan written\n";
-    return kExitManifestErrors;
-  }
+  const bool has_errors = !verified || diag.has_errors();
+  const bool denied = !has_errors && out.deny_warnings && diag.warning_count() > 0;
+  print_diagnostics(diag.diagnostics(), file, out, !has_errors && !denied, denied);
+  if (has_errors || denied) return kExitManifestErrors;
   if (out_path.empty()) return kExitOk;
   auto plan = kern::verify::lower(*verified, file.text());
   if (!plan.ok()) return fail_usage(plan.error().message);
@@ -97,14 +116,24 @@ int run_verify(const std::string& manifest_path, const std::string& out_path, bo
 int main(int argc, char** argv) {
   CLI::App app{"kern-verify: check a kern manifest v2 and compile it into a .kplan"};
   std::string manifest_path, out_path, dump_path, explain_code, color_when = "auto";
-  bool deny_warnings = false;
+  OutputOptions out;
+  kern::verify::VerifyOptions options;
+  bool print_catalogue = false;
   app.add_option("manifest", manifest_path, "manifest.json to check");
   app.add_option("-o,--output", out_path, "write the plan here on success (atomically)");
   app.add_option("--dump", dump_path, "print a .kplan in readable form and exit");
   app.add_option("--explain", explain_code, "print the long explanation of a diagnostic code");
-  app.add_flag("--deny-warnings", deny_warnings, "treat warnings as errors (exit 1, no plan)");
-  app.add_option("--color", color_when, "colour diagnostics: never, always or auto")
+  app.add_flag("--print-catalogue", print_catalogue, "print every diagnostic code as markdown (docs/diagnostics.md)");
+  app.add_flag("--deny-warnings", out.deny_warnings, "treat warnings as errors (exit 1, no plan)");
+  app.add_option("--color", color_when, "colour human diagnostics: never, always or auto")
       ->check(CLI::IsMember({"never", "always", "auto"}));
+  app.add_option("--message-format", out.format,
+                 "human (stderr, default), json (one object per line + a summary, stdout) or sarif (SARIF 2.1.0, "
+                 "stdout)")
+      ->check(CLI::IsMember({"human", "json", "sarif"}));
+  app.add_option("--workspace-warn-bytes", options.workspace_warn_bytes,
+                 "warn (W0003) about a workspace buffer larger than this many bytes at the symbols' maxima "
+                 "(default 1 GiB)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -112,14 +141,20 @@ int main(int argc, char** argv) {
     return rc == 0 ? kExitOk : kExitUsage;
   }
   try {
-    const int modes = !manifest_path.empty() + !dump_path.empty() + !explain_code.empty();
+    const int modes = !manifest_path.empty() + !dump_path.empty() + !explain_code.empty() + print_catalogue;
     if (modes != 1) {
-      return fail_usage("give exactly one of MANIFEST.json, --dump PLAN.kplan or --explain CODE (see --help)");
+      return fail_usage(
+          "give exactly one of MANIFEST.json, --dump PLAN.kplan, --explain CODE or --print-catalogue (see --help)");
     }
     if (!out_path.empty() && manifest_path.empty()) return fail_usage("-o needs a MANIFEST.json to compile");
     if (!dump_path.empty()) return run_dump(dump_path);
     if (!explain_code.empty()) return run_explain(explain_code);
-    return run_verify(manifest_path, out_path, deny_warnings, use_color(color_when));
+    if (print_catalogue) {
+      std::cout << kern::verify::render_catalogue_markdown();
+      return kExitOk;
+    }
+    out.color = use_color(color_when);
+    return run_verify(manifest_path, out_path, out, options);
   } catch (const std::exception& e) {  // third-party exceptions stop at main (style.md §3)
     return fail_usage(std::string("internal error: ") + e.what());
   }

@@ -47,9 +47,10 @@ uint32_t VerifiedManifest::scratch_local_index(uint32_t kernel, std::string_view
   return 0;
 }
 
-std::optional<VerifiedManifest> verify(const Manifest& manifest, DiagnosticEngine& diag) {
+std::optional<VerifiedManifest> verify(const Manifest& manifest, DiagnosticEngine& diag,
+                                       const VerifyOptions& options) {
   const size_t errors_before = diag.error_count();
-  Context ctx(manifest, diag);
+  Context ctx(manifest, diag, options);
   check_symbols(ctx);
   check_states(ctx);
   check_shapes(ctx);

@@ -35,6 +35,13 @@ struct NameTables {
   static NameTables build(const Manifest& m);
 };
 
+/// Policy knobs of one verification (the rules themselves are fixed).
+struct VerifyOptions {
+  /// W0003 fires for a workspace buffer whose byte size at the symbols'
+  /// maxima exceeds this many bytes (default 1 GiB).
+  uint64_t workspace_warn_bytes = uint64_t{1} << 30;
+};
+
 /// A manifest that passed every check, plus the facts the verifier computed
 /// and lowering needs. Only `verify` constructs one. Owns a copy of the
 /// manifest, so the input may be destroyed afterwards.
@@ -65,7 +72,8 @@ class VerifiedManifest {
   uint32_t scratch_count() const { return static_cast<uint32_t>(scratch_max_bytes_.size()); }
 
  private:
-  friend std::optional<VerifiedManifest> verify(const Manifest& manifest, DiagnosticEngine& diag);
+  friend std::optional<VerifiedManifest> verify(const Manifest& manifest, DiagnosticEngine& diag,
+                                                const VerifyOptions& options);
   VerifiedManifest() = default;
 
   Manifest manifest_;
@@ -79,6 +87,7 @@ class VerifiedManifest {
 /// `diag` (all of them, never stopping at the first; codes in codes.h).
 /// Returns the VerifiedManifest when no error was reported (warnings allowed;
 /// `--deny-warnings` is the caller's policy), nullopt otherwise.
-std::optional<VerifiedManifest> verify(const Manifest& manifest, DiagnosticEngine& diag);
+std::optional<VerifiedManifest> verify(const Manifest& manifest, DiagnosticEngine& diag,
+                                       const VerifyOptions& options = {});
 
 }  // namespace kern::verify

@@ -1,5 +1,6 @@
 // SPEC §4 rule 4: every buffer and scratch shape resolves and its byte size
-// fits u64 at the symbols' maxima (what the runtime allocates). The sizes at
+// fits u64 at the symbols' maxima (what the runtime allocates); a workspace
+// above the size threshold is a warning (W0003). The sizes at
 // the minima and maxima are recorded for offset checks (rules 6 and 7).
 // Buffer domains' references (index_into, bound expressions) resolve too.
 #include "kern-verify/verify_rules.h"
@@ -45,6 +46,16 @@ void check_shapes(Context& ctx) {
   for (size_t i = 0; i < m.buffers.size(); ++i) {
     const Buffer& b = m.buffers[i];
     ctx.buffer_bytes[i] = ctx.shape_bytes(b.dtype, b.shape, b.span, "buffers." + b.name);
+    const auto& bytes = ctx.buffer_bytes[i];
+    if (bytes && b.cls == BufferClass::kWorkspace && bytes->max > ctx.options.workspace_warn_bytes) {
+      Diagnostic& d = ctx.warning(Code::kWorkspaceTooLarge,
+                                  "buffers." + b.name + ": workspace is " + std::to_string(bytes->max) +
+                                      " B at the symbols' maxima, above the " +
+                                      std::to_string(ctx.options.workspace_warn_bytes) + " B threshold",
+                                  b.span);
+      d.label = "allocated at the maxima";
+      d.help = "check the symbol bounds of its shape, or raise --workspace-warn-bytes";
+    }
     if (b.domain) check_domain(ctx, b);
   }
   for (size_t k = 0; k < m.kernels.size(); ++k) {

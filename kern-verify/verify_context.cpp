@@ -61,9 +61,10 @@ std::optional<uint32_t> add_help(Diagnostic& d, const std::string& name, std::st
 
 }  // namespace
 
-Context::Context(const Manifest& manifest, DiagnosticEngine& engine)
+Context::Context(const Manifest& manifest, DiagnosticEngine& engine, const VerifyOptions& opts)
     : m(manifest),
       diag(engine),
+      options(opts),
       names(NameTables::build(manifest)),
       symbol_ok(manifest.symbols.size(), true),
       buffer_bytes(manifest.buffers.size()),
@@ -165,6 +166,14 @@ std::optional<Range> Context::eval_range(const Expr& e, const std::string& subje
     case Expr::Op::kMul: {
       if (!e.lhs) return std::nullopt;
       auto r = eval_range(*e.lhs, subject);
+      if (e.value == 0) {
+        Diagnostic& d = error(Code::kExprMulByZero,
+                              subject + ": mul by zero in `" + e.to_string() + "` is 0 at every symbol value",
+                              e.span);
+        d.label = "factor is 0";
+        d.help = "write the constant 0, or the intended factor";
+        return std::nullopt;
+      }
       if (!r) return std::nullopt;
       auto hi = checked_mul(r->max, e.value);
       if (!hi) {

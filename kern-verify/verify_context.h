@@ -43,10 +43,11 @@ struct KernelFacts {
 /// One verification run. Rule files (verify_*.cpp) read and extend it.
 class Context {
  public:
-  Context(const Manifest& manifest, DiagnosticEngine& diag);
+  Context(const Manifest& manifest, DiagnosticEngine& diag, const VerifyOptions& options = {});
 
   const Manifest& m;
   DiagnosticEngine& diag;
+  VerifyOptions options;
   NameTables names;
 
   std::vector<bool> symbol_ok;  ///< false: bounds inverted (rule 2), poisoned
@@ -76,8 +77,8 @@ class Context {
 
   /// Range of `e` over the symbols' bounds (expressions are monotone: sym,
   /// mul by a constant and ceil_div by a constant never decrease). Reports
-  /// unknown symbols (E0105), overflow at the maxima (E0109) and ceil_div by
-  /// zero (E0110); nullopt after such an error or when a symbol is poisoned.
+  /// unknown symbols (E0105), overflow at the maxima (E0109), ceil_div by
+  /// zero (E0110) and mul by zero (E0159); nullopt after such an error or when a symbol is poisoned.
   std::optional<Range> eval_range(const Expr& e, const std::string& subject);
 
   /// Byte size of `dtype` x `shape` at the symbols' minima and maxima.

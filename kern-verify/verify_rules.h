@@ -16,7 +16,8 @@ void check_symbols(Context& ctx);
 void check_states(Context& ctx);
 
 /// Rule 4 (verify_buffers.cpp): buffer and scratch shapes resolve and their
-/// byte sizes fit u64 at the maxima (E0105-E0108); records the sizes.
+/// byte sizes fit u64 at the maxima (E0105-E0108); records the sizes;
+/// W0003 for a workspace above the size threshold.
 void check_shapes(Context& ctx);
 
 /// Rule 5 (verify_steps.cpp): per impl step — block/grid/shared-memory

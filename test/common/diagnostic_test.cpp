@@ -123,15 +123,30 @@ TEST_CASE("the json renderer writes one escaped object per diagnostic", "[diagno
   d.notes.push_back(DiagnosticNote{"tab\there", SourceSpan{}, false});
   diags.warning("W0001", "unused", span(0, 1));
   const std::string expected =
-      R"({"severity":"error","code":"E0004","message":"manifest: duplicate key `a`","file":"dir/m \"1\".json",)"
+      R"({"type":"diagnostic","level":"error","code":"E0004","message":"manifest: duplicate key `a`",)"
+      R"("file":"dir/m \"1\".json","byte_offset":14,"end_byte_offset":17,)"
       R"("line":3,"column":3,"end_line":3,"end_column":6,"pointer":"/a","label":"duplicate key","notes":[)"
-      R"({"message":"the first `a` is here","line":2,"column":3,"pointer":"/a"},{"message":"tab\there"}]})"
+      R"({"message":"the first `a` is here","byte_offset":4,"line":2,"column":3,"pointer":"/a"},{"message":"tab\there"}]})"
       "\n"
-      R"({"severity":"warning","code":"W0001","message":"unused","file":"dir/m \"1\".json",)"
-      R"("line":1,"column":1,"end_line":1,"end_column":2,"pointer":"","notes":[]})"
+      R"({"type":"diagnostic","level":"warning","code":"W0001","message":"unused","file":"dir/m \"1\".json",)"
+      R"("byte_offset":0,"end_byte_offset":1,"line":1,"column":1,"end_line":1,"end_column":2,"pointer":"","notes":[]})"
       "\n";
   CHECK(render_json(diags.diagnostics(), file) == expected);
   CHECK(render_json({}, file).empty());
+}
+
+TEST_CASE("the json summary line counts errors and warnings and carries the verdict", "[diagnostic][json]") {
+  SourceFile file("m.json", "{}\n");
+  DiagnosticEngine diags;
+  diags.error("E0004", "a", span(0, 1));
+  diags.warning("W0001", "b", span(0, 1));
+  diags.warning("W0002", "c", span(0, 1));
+  CHECK(render_json_summary(diags.diagnostics(), file, false) ==
+        R"({"type":"summary","file":"m.json","errors":1,"warnings":2,"success":false})"
+        "\n");
+  CHECK(render_json_summary({}, file, true) ==
+        R"({"type":"summary","file":"m.json","errors":0,"warnings":0,"success":true})"
+        "\n");
 }
 
 TEST_CASE("sort_by_position orders by offset, then by code, keeping ties stable", "[diagnostic]") {

@@ -4,6 +4,7 @@
 // This file: SPEC §4 rules 1-5 and references; verifier_flow_test.cpp: 6-9.
 #include <catch2/catch.hpp>
 
+#include "common/manifest_reader.h"
 #include "fixture.h"
 
 using namespace kern::verify::testing;
@@ -126,8 +127,36 @@ TEST_CASE("verify rejects a block z over 64", "[verify][rule5]") {
 
 TEST_CASE("verify rejects a grid that is zero at the symbols' minima", "[verify][rule5]") {
   CHECK(verify_findings(set(B(), kEmbedStep + "/grid/1", "0")) == V{"E0120 " + kEmbedStep + "/grid/1"});
+  CHECK(verify_findings(set(B(), kEmbedStep + "/grid/0", R"({"ceil_div": [{"sym": "tokens"}, 4]})")).empty());
+}
+
+TEST_CASE("verify rejects a mul by zero wherever an expression is written", "[verify][expr]") {
   CHECK(verify_findings(set(B(), kEmbedStep + "/grid/0", R"({"mul": [{"sym": "tokens"}, 0]})")) ==
-        V{"E0120 " + kEmbedStep + "/grid/0"});
+        V{"E0159 " + kEmbedStep + "/grid/0"});
+  CHECK(verify_findings(set(B(), kDecode + "1/args/2/expr", R"({"mul": [{"sym": "tokens"}, 0]})")) ==
+        V{"E0159 " + kDecode + "1/args/2/expr"});
+}
+
+TEST_CASE("verify warns about a workspace buffer above the size threshold", "[verify][rule4][warning]") {
+  // The largest workspace, logits, is bf16 [tokens, 32]: 4096 B at tokens = 64.
+  kern::SourceFile file("m.json", B());
+  for (uint64_t threshold : {uint64_t{4095}, uint64_t{4096}}) {
+    kern::DiagnosticEngine diag;
+    auto m = kern::read_manifest(file, diag);
+    REQUIRE(m);
+    auto v = kern::verify::verify(*m, diag, kern::verify::VerifyOptions{threshold});
+    CHECK(v.has_value());  // a warning never blocks the plan
+    std::vector<std::string> codes;
+    for (const auto& d : diag.diagnostics()) codes.push_back(d.code + " " + d.span.pointer);
+    if (threshold == 4095) {
+      CHECK(codes == V{"W0003 /buffers/logits"});
+    } else {
+      CHECK(codes.empty());
+    }
+  }
+  // The default threshold (1 GiB) is crossed by a 4 GiB logits workspace.
+  CHECK(verify_findings(set(B(), "/buffers/logits/shape", R"(["tokens", 32, 1048576])")) ==
+        V{"W0003 /buffers/logits"});
 }
 
 TEST_CASE("verify rejects a grid over the CUDA limits at the symbols' maxima", "[verify][rule5]") {
