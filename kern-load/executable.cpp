@@ -1,5 +1,7 @@
 #include "kern-load/executable.h"
 
+#include <chrono>
+
 #include "common/expr.h"
 #include "kern-load/plan_expr.h"
 #include "kern-load/weight_binding.h"
@@ -26,18 +28,33 @@ Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_
   // Check the weights before anything is allocated: the cheapest and most
   // common failure names the weight, not a device.
   KERN_RETURN_IF_ERROR(check_weights(p, weights));
+  using Clock = std::chrono::steady_clock;
+  LoadTimings timings;
+  auto t0 = Clock::now();
+  auto lap = [&t0](double& ms) {
+    auto now = Clock::now();
+    ms = std::chrono::duration<double, std::milli>(now - t0).count();
+    t0 = now;
+  };
   Status s = exe->device_->load_kernels(exe->plan_, options.kernels_dir);
   if (!s.ok()) return s.error().with_context(path + ": loading kernels");
+  lap(timings.kernels_ms);
   auto memory = plan_memory(p, options.capacity_tokens);
   if (!memory.ok()) return memory.error().with_context(path);
   exe->memory_ = std::move(memory.value());
   KERN_RETURN_IF_ERROR(exe->allocate_all());
-  auto bound = bind_weights(p, weights, *exe->device_, exe->addr_.buffers);
+  lap(timings.allocate_ms);
+  auto bound = bind_weights(p, weights, *exe->device_, exe->addr_.buffers,
+                            options.on_weight_progress ? &options.on_weight_progress : nullptr);
   if (!bound.ok()) return bound.error();
+  lap(timings.weights_ms);
+  timings.weight_bytes = bound->bytes_copied;
   if (notes != nullptr)
     for (const auto& name : bound->unused_tensors)
       notes->push_back(weights->path() + ": tensor '" + name + "' is not used by the plan");
   for (uint32_t i = 0; i < p.programs()->size(); ++i) exe->staged_.push_back(stage_program(p, i, exe->addr_));
+  lap(timings.stage_ms);
+  if (options.timings != nullptr) *options.timings = timings;
   return exe;
 }
 

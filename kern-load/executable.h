@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,10 +21,25 @@
 
 namespace kern::load {
 
+/// Wall time of each phase of Executable::load, in milliseconds
+/// (std::chrono::steady_clock).
+struct LoadTimings {
+  double kernels_ms = 0;   ///< Device::load_kernels (cubin loading, ABI checks)
+  double allocate_ms = 0;  ///< memory plan + zero-filled allocations
+  double weights_ms = 0;   ///< bind_weights: copying every weight to the device
+  double stage_ms = 0;     ///< staging every program's launches
+  uint64_t weight_bytes = 0;  ///< bytes copied by bind_weights
+};
+
 /// Load-time options.
 struct ExecutableOptions {
   uint64_t capacity_tokens = 0;  ///< tokens of state to allocate (SPEC §6)
   std::string kernels_dir;       ///< where cubins live (the cuda device); may be empty for cpu
+  /// Out (borrowed, may be null): wall time of each load phase, filled by load.
+  LoadTimings* timings = nullptr;
+  /// Called after each weight tensor is copied to the device (may be empty):
+  /// (bytes copied so far, total weight bytes). For progress display only.
+  std::function<void(uint64_t, uint64_t)> on_weight_progress;
 };
 
 /// A loaded, runnable plan. Not copyable or movable (staged pointers refer to

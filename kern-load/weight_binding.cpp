@@ -50,10 +50,15 @@ Status check_weights(const plan::Plan& p, const Safetensors* weights) {
 }
 
 Result<WeightBindingReport> bind_weights(const plan::Plan& p, const Safetensors* weights, Device& device,
-                                         std::span<const DevicePtr> buffer_addresses) {
+                                         std::span<const DevicePtr> buffer_addresses,
+                                         const std::function<void(uint64_t, uint64_t)>* progress) {
   KERN_RETURN_IF_ERROR(check_weights(p, weights));
   WeightBindingReport report;
   if (weights == nullptr) return report;
+  uint64_t total_bytes = 0;
+  if (progress != nullptr)
+    for (const auto* b : *p.buffers())
+      if (b->class_() == plan::BufferClass::weight) total_bytes += weights->find(b->name()->string_view())->data.size();
   std::set<std::string_view> used;
   for (flatbuffers::uoffset_t i = 0; i < p.buffers()->size(); ++i) {
     const auto* b = p.buffers()->Get(i);
@@ -64,6 +69,7 @@ Result<WeightBindingReport> bind_weights(const plan::Plan& p, const Safetensors*
     Status s = device.copy_to_device(buffer_addresses[i], t->data.data(), t->data.size());
     if (!s.ok()) return s.error().with_context("binding weight '" + t->name + "'");
     report.bytes_copied += t->data.size();
+    if (progress != nullptr) (*progress)(report.bytes_copied, total_bytes);
   }
   for (const auto& t : weights->tensors())
     if (used.count(t.name) == 0) report.unused_tensors.push_back(t.name);

@@ -4,6 +4,7 @@
 // bytes are copied into the buffer's device allocation.
 #pragma once
 
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,9 +31,11 @@ Status check_weights(const plan::Plan& p, const Safetensors* weights);
 
 /// check_weights, then copies each weight's bytes to `buffer_addresses[i]`
 /// (indexed like Plan.buffers) on `device`. Device errors get the weight's
-/// name as context.
+/// name as context. `progress` (borrowed, may be null) is called after each
+/// copied tensor with (bytes copied so far, total weight bytes).
 Result<WeightBindingReport> bind_weights(const plan::Plan& p, const Safetensors* weights, Device& device,
-                                         std::span<const DevicePtr> buffer_addresses);
+                                         std::span<const DevicePtr> buffer_addresses,
+                                         const std::function<void(uint64_t, uint64_t)>* progress = nullptr);
 
 /// "[a, b, c]" for messages.
 std::string shape_to_string(std::span<const uint64_t> shape);

@@ -7,7 +7,7 @@
 
 namespace kern::run {
 
-Result<std::vector<int64_t>> parse_id_list(const std::string& text) {
+Result<std::vector<int64_t>> parse_id_list(const std::string& text, const std::string& option) {
   std::vector<int64_t> ids;
   if (text.empty()) return ids;  // an empty prompt is reported by check_request
   size_t begin = 0;
@@ -21,7 +21,7 @@ Result<std::vector<int64_t>> parse_id_list(const std::string& text) {
     if (!item.empty() && item[0] == '+') ++first;
     auto [p, ec] = std::from_chars(first, last, v);
     if (item.empty() || ec != std::errc() || p != last)
-      return make_error(ErrorKind::kUsage, "--prompt-ids: '" + item + "' is not an integer token id");
+      return make_error(ErrorKind::kUsage, option + ": '" + item + "' is not an integer token id");
     ids.push_back(v);
     begin = end + 1;
   }
@@ -37,19 +37,32 @@ Result<DumpRequest> parse_dump_request(const std::string& text) {
 
 ParsedCommandLine parse_command_line(int argc, char** argv) {
   RunOptions o;
-  std::string ids_text;
+  std::string ids_text, prompt_text, system;
   std::vector<std::string> dumps;
   uint64_t capacity = 0;
-  CLI::App app{"kern-run: replay a .kplan; greedy Qwen3 generation (SPEC §7)", "kern-run"};
+  CLI::App app{"kern-run: replay a .kplan; greedy Qwen3 generation (SPEC §7).\n"
+               "Subcommands (first argument): tokenize, detokenize, bench (see kern-run SUBCOMMAND --help).",
+               "kern-run"};
   app.add_option("plan", o.plan_path, "the .kplan written by kern-verify")->required();
   app.add_option("--weights", o.weights_path, "safetensors file with the plan's weights")->required();
-  app.add_option("--prompt-ids", ids_text, "comma-separated prompt token ids, e.g. 1,2,3")->required();
-  app.add_option("--steps", o.steps, "number of ids to generate (>= 1)")->required();
+  auto* ids = app.add_option("--prompt-ids", ids_text, "comma-separated prompt token ids, e.g. 1,2,3");
+  auto* text = app.add_option("--prompt", prompt_text, "prompt text (needs --tokenizer)");
+  auto* file = app.add_option("--prompt-file", o.prompt_file, "read the prompt text from a file ('-': stdin)");
+  ids->excludes(text)->excludes(file);
+  text->excludes(file);
+  app.add_option("--tokenizer", o.tokenizer_path, "HF tokenizer.json: text prompts and streamed text output");
+  auto* chat = app.add_flag("--chat", o.chat, "wrap the prompt in Qwen3's chat template (user turn, assistant prompt)");
+  auto* sys = app.add_option("--system", system, "with --chat: a system turn");
+  auto* think = app.add_flag("--no-think", o.no_think, "with --chat: append an empty think block (enable_thinking=False)");
+  sys->needs(chat);
+  think->needs(chat);
+  app.add_flag("--ignore-eos", o.ignore_eos, "keep generating past <|im_end|> and <|endoftext|>");
+  app.add_option("--steps", o.steps, "most ids to generate (>= 1)")->capture_default_str();
   app.add_option("--chunk", o.chunk, "prefill chunk in tokens (clamped to the tokens bound)")->capture_default_str();
   auto* cap = app.add_option("--capacity", capacity, "KV capacity in tokens (default min(4096, 16 x block table pages))");
   app.add_option("--device", o.device, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--kernels", o.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
-  app.add_flag("--json", o.json, "print exactly one JSON object on stdout");
+  app.add_flag("--json", o.json, "print exactly one JSON object on stdout (ids, text, timings)");
   app.add_flag("-v,--verbose", o.verbose, "log load notes (unused weights ...) to stderr");
   app.add_option("--dump-buffer", dumps, "write buffer NAME's bytes to FILE after the run (repeatable)")
       ->allow_extra_args(false);
@@ -59,19 +72,24 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
     int rc = app.exit(e);
     return {std::nullopt, rc == 0 ? 0 : 2};
   }
-  auto ids = parse_id_list(ids_text);
-  if (!ids.ok()) {
-    std::cerr << "kern-run: error: " << ids.error().message << "\n";
-    return {std::nullopt, 2};
+  auto usage = [](const std::string& message) {
+    std::cerr << "kern-run: error: " << message << "\n";
+    return ParsedCommandLine{std::nullopt, 2};
+  };
+  if (ids->count() > 0) {
+    auto parsed = parse_id_list(ids_text);
+    if (!parsed.ok()) return usage(parsed.error().message);
+    o.prompt_ids = std::move(parsed.value());
+    if (o.chat) return usage("--chat needs a text prompt (--prompt, --prompt-file or stdin), not --prompt-ids");
+  } else if (o.tokenizer_path.empty()) {
+    return usage("a text prompt needs --tokenizer (or give token ids with --prompt-ids)");
   }
-  o.prompt_ids = std::move(ids.value());
+  if (text->count() > 0) o.prompt_text = std::move(prompt_text);
+  if (sys->count() > 0) o.system = std::move(system);
   if (cap->count() > 0) o.capacity = capacity;
   for (const auto& d : dumps) {
     auto r = parse_dump_request(d);
-    if (!r.ok()) {
-      std::cerr << "kern-run: error: " << r.error().message << "\n";
-      return {std::nullopt, 2};
-    }
+    if (!r.ok()) return usage(r.error().message);
     o.dumps.push_back(std::move(r.value()));
   }
   return {std::move(o), 0};

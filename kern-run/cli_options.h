@@ -16,13 +16,21 @@ struct DumpRequest {
   std::string path;
 };
 
-/// Everything the command line says.
+/// Everything the command line of a generation run says. Exactly one prompt
+/// source: --prompt-ids, --prompt, --prompt-file, or stdin when none is given.
 struct RunOptions {
   std::string plan_path;
   std::string weights_path;
   std::string kernels_dir;  ///< empty: the plan's directory
-  std::vector<int64_t> prompt_ids;
-  uint64_t steps = 0;
+  std::optional<std::vector<int64_t>> prompt_ids;  ///< --prompt-ids (no tokenizer needed)
+  std::optional<std::string> prompt_text;  ///< --prompt TEXT
+  std::string prompt_file;                 ///< --prompt-file F ("-": stdin); empty: none
+  std::string tokenizer_path;              ///< --tokenizer: HF tokenizer.json; empty: ids only
+  bool chat = false;                       ///< wrap the prompt in Qwen3's chat template
+  std::optional<std::string> system;       ///< --system: the chat's system turn
+  bool no_think = false;                   ///< --no-think: the chat's empty think block
+  bool ignore_eos = false;                 ///< --ignore-eos: do not stop at end tokens
+  uint64_t steps = 128;
   uint64_t chunk = 512;
   std::optional<uint64_t> capacity;  ///< tokens; default min(4096, 16 x block table pages)
   std::string device = "auto";
@@ -32,9 +40,8 @@ struct RunOptions {
 };
 
 /// Parses "1,2,3" (decimal, optional sign, no empty items; "" is an empty
-/// list). Errors (kUsage)
-/// name the bad item.
-Result<std::vector<int64_t>> parse_id_list(const std::string& text);
+/// list). Errors (kUsage) start with `option` and name the bad item.
+Result<std::vector<int64_t>> parse_id_list(const std::string& text, const std::string& option = "--prompt-ids");
 
 /// Parses "NAME=FILE" (both non-empty). Errors (kUsage) quote the text.
 Result<DumpRequest> parse_dump_request(const std::string& text);
@@ -46,7 +53,10 @@ struct ParsedCommandLine {
   int exit_code = 0;
 };
 
-/// Parses argv with CLI11; prints help or errors itself.
+/// Parses argv (the generation run, not a subcommand) with CLI11; prints
+/// help or errors itself. Option combinations that cannot work (two prompt
+/// sources, text without --tokenizer, --chat with --prompt-ids) are usage
+/// errors (exit code 2).
 ParsedCommandLine parse_command_line(int argc, char** argv);
 
 }  // namespace kern::run

@@ -1,8 +1,8 @@
 // Greedy generation through the Qwen3 caller contract (SPEC §7): chunked
 // prefill of the first n-1 prompt tokens through `prefill`, the last prompt
 // token through `decode` (the first generated id), then one `decode` per
-// further id. Batch size 1 with an identity block table, so a token's KV
-// slot is its position.
+// further id, until `steps` ids or a stop id (an end token). Batch size 1
+// with an identity block table (qwen3_driver.h).
 #pragma once
 
 #include <cstdint>
@@ -20,31 +20,47 @@ inline constexpr uint64_t kDefaultChunk = 512;
 /// Default capacity cap in tokens: capacity = min(this, 16 x block_table pages).
 inline constexpr uint64_t kDefaultCapacityCap = 4096;
 
+/// Receives generation events as they happen (streaming output, progress).
+/// Called on the generating thread, between launches; must not throw.
+class GenerateObserver {
+ public:
+  virtual ~GenerateObserver() = default;
+  /// After each prefill chunk: prompt tokens prefilled so far, of `total`
+  /// (the prompt's n - 1 tokens; the last one goes through decode).
+  virtual void on_prefill_progress(uint64_t done, uint64_t total) { (void)done, (void)total; }
+  /// Each generated id, in order, including a final stop id.
+  virtual void on_token(int64_t id) { (void)id; }
+};
+
 /// What to generate.
 struct GenerateRequest {
   std::vector<int64_t> prompt_ids;
-  uint64_t steps = 0;  ///< generated ids wanted (>= 1)
+  uint64_t steps = 0;  ///< most generated ids wanted (>= 1)
   uint64_t chunk = kDefaultChunk;  ///< prefill chunk in tokens (>= 1; clamped to tokens.max)
   uint64_t capacity = 0;  ///< state capacity the executable was loaded with, in tokens
+  std::vector<int64_t> stop_ids;  ///< generation ends after producing one of these (kept in generated_ids)
+  GenerateObserver* observer = nullptr;  ///< borrowed, may be null
 };
 
 /// What happened. Prefill time covers the prefill chunks and the decode of
 /// the last prompt token (time to the first generated id); decode time
-/// covers the remaining steps - 1 decodes (each: 4 input writes, launch,
+/// covers the remaining generated ids (each: 4 input writes, launch,
 /// 8-byte readback).
 struct GenerateResult {
   std::vector<int64_t> generated_ids;
+  bool stopped = false;        ///< ended on a stop id (else after `steps` ids)
   uint64_t chunk = 0;          ///< chunk actually used
   uint64_t prefill_chunks = 0; ///< prefill program runs
   double prefill_ms = 0;
   double decode_ms = 0;        ///< total over decode_steps
-  uint64_t decode_steps = 0;   ///< steps - 1
+  uint64_t decode_steps = 0;   ///< generated ids - 1
 };
 
 /// Checks a request before anything runs. Errors (kUsage): empty prompt;
 /// steps == 0; chunk == 0; a prompt id outside [0, vocab) (vocab = the
-/// `logits` buffer's last dimension; names the index and the id);
-/// prompt + steps > capacity (names both); capacity > 16 x block_table pages.
+/// `logits` buffer's last dimension = the embedding's rows; names the index
+/// and the id); prompt + steps > capacity (names both); capacity > 16 x
+/// block_table pages.
 Status check_request(const Qwen3Contract& c, const GenerateRequest& r);
 
 /// The default capacity of a contract: min(4096, 16 x block_table pages).

@@ -1,11 +1,15 @@
 // kern-run: the minimal executor and Qwen3 inference command (SPEC §2, §7).
-// main() only parses, sets up logging to stderr and catches third-party
-// exceptions at the boundary (style.md §3).
+// main() only picks the subcommand (a first argument of tokenize,
+// detokenize or bench; anything else is a generation run), sets up logging
+// to stderr and catches third-party exceptions at the boundary (style.md §3).
+#include <cstring>
 #include <exception>
 #include <iostream>
 
 #include "kern-run/cli_options.h"
+#include "kern-run/bench.h"
 #include "kern-run/run_command.h"
+#include "kern-run/token_tools.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -14,6 +18,14 @@ int main(int argc, char** argv) {
     auto logger = spdlog::stderr_color_mt("kern-run");
     logger->set_pattern("kern-run: %l: %v");
     spdlog::set_default_logger(logger);
+    spdlog::set_level(spdlog::level::warn);
+    // Subcommands parse their own arguments (argv[1] becomes their argv[0]).
+    // A plan file literally named like a subcommand can be given as ./NAME.
+    if (argc > 1) {
+      if (std::strcmp(argv[1], "tokenize") == 0) return kern::run::run_tokenize(argc - 1, argv + 1);
+      if (std::strcmp(argv[1], "detokenize") == 0) return kern::run::run_detokenize(argc - 1, argv + 1);
+      if (std::strcmp(argv[1], "bench") == 0) return kern::run::run_bench_command(argc - 1, argv + 1);
+    }
     auto parsed = kern::run::parse_command_line(argc, argv);
     if (!parsed.options) return parsed.exit_code;
     spdlog::set_level(parsed.options->verbose ? spdlog::level::info : spdlog::level::warn);

@@ -106,6 +106,14 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
       return contract_error(plan, "buffer '" + p.buffers()->Get(idx)->name()->str() + "' is not of class input");
   c.block_table_pages = p.buffers()->Get(c.block_table)->shape()->Get(0)->nodes()->Get(0)->operand();
   c.vocab = p.buffers()->Get(c.logits)->shape()->Get(1)->nodes()->Get(0)->operand();
+  // Token ids index the embedding's rows: a vocabulary the logits and the
+  // embedding disagree on would let a valid-looking id read past the table.
+  auto embed = find_buffer(plan, "model.embed_tokens.weight", DType::bf16, {any, any}, c.tokens_symbol);
+  if (!embed.ok()) return embed.error();
+  uint64_t rows = p.buffers()->Get(*embed)->shape()->Get(0)->nodes()->Get(0)->operand();
+  if (rows != c.vocab)
+    return contract_error(plan, "buffer 'model.embed_tokens.weight' has " + std::to_string(rows) +
+                                    " rows, the logits buffer " + std::to_string(c.vocab) + " columns");
   return c;
 }
 

@@ -31,13 +31,14 @@ struct Qwen3Contract {
   uint32_t next_token = 0;    ///< i64 [tokens] output
   uint32_t logits = 0;        ///< [tokens, vocab] workspace
   uint64_t block_table_pages = 0;  ///< max_pages (block_table's constant length)
-  uint64_t vocab = 0;  ///< logits' last dimension: valid token ids are [0, vocab)
+  uint64_t vocab = 0;  ///< logits' last dimension = model.embed_tokens.weight's rows: valid ids are [0, vocab)
 };
 
 /// Resolves the contract. Errors (kManifest), naming what is missing or
 /// wrong: a missing program `prefill`/`decode`; a missing buffer; a buffer
 /// with the wrong dtype or shape ("buffer 'seq_lens' has dtype i64, the qwen3
-/// contract needs i32"); no `tokens` symbol or any other symbol (kern-run
+/// contract needs i32"); an embedding whose rows differ from the logits'
+/// columns; no `tokens` symbol or any other symbol (kern-run
 /// cannot choose its value).
 Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan);
 

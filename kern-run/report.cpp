@@ -6,7 +6,6 @@
 #include "rapidjson/writer.h"
 
 namespace kern::run {
-
 namespace {
 
 struct Speeds {
@@ -31,22 +30,42 @@ std::string fmt(const char* f, double v) {
 
 }  // namespace
 
-std::string render_text(const GenerateResult& r, const ReportContext& ctx) {
+std::string render_stats(const GenerateResult& r, const ReportContext& ctx) {
   Speeds s = speeds(r, ctx.prompt_ids->size());
-  std::string out = "generated ids:";
-  for (size_t i = 0; i < r.generated_ids.size(); ++i) out += (i ? ", " : " ") + std::to_string(r.generated_ids[i]);
-  out += "\nprefill: " + std::to_string(ctx.prompt_ids->size()) + " tokens in " + fmt("%.3f", r.prefill_ms) + " ms (" +
-         fmt("%.1f", s.prefill_tok_s) + " tok/s, chunk " + std::to_string(r.chunk) + ")\n";
+  std::string out;
+  if (ctx.load != nullptr) {
+    const LoadPhases& l = *ctx.load;
+    const load::LoadTimings& e = l.executable;
+    out += "load: " + fmt("%.1f", l.total_ms) + " ms (plan " + fmt("%.1f", l.plan_ms) + ", device " +
+           fmt("%.1f", l.device_ms) + ", kernels " + fmt("%.1f", e.kernels_ms) + ", allocate " +
+           fmt("%.1f", e.allocate_ms) + ", weights upload " + fmt("%.1f", l.weights_open_ms + e.weights_ms) + " ms for " +
+           fmt("%.1f", static_cast<double>(e.weight_bytes) / 1e6) + " MB, stage " + fmt("%.1f", e.stage_ms) + ")\n";
+  }
+  out += "prefill: " + std::to_string(ctx.prompt_ids->size()) + " tokens in " + fmt("%.3f", r.prefill_ms) + " ms (" +
+         fmt("%.1f", s.prefill_tok_s) + " tok/s, chunk " + std::to_string(r.chunk) + "); time to first token " +
+         fmt("%.3f", r.prefill_ms) + " ms\n";
   out += "decode: " + std::to_string(r.decode_steps) + " steps, " + fmt("%.3f", s.decode_ms_per_token) + " ms/token (" +
          fmt("%.1f", s.decode_tok_s) + " tok/s)\n";
+  out += "generated " + std::to_string(r.generated_ids.size()) + " tokens, stopped by " +
+         (r.stopped ? "an end token" : "--steps") + "\n";
   out += "device: " + ctx.device + "\n";
   return out;
+}
+
+std::string render_text(const GenerateResult& r, const ReportContext& ctx) {
+  std::string out = "generated ids:";
+  for (size_t i = 0; i < r.generated_ids.size(); ++i) out += (i ? ", " : " ") + std::to_string(r.generated_ids[i]);
+  return out + "\n" + render_stats(r, ctx);
 }
 
 std::string render_json(const GenerateResult& r, const ReportContext& ctx) {
   Speeds s = speeds(r, ctx.prompt_ids->size());
   rapidjson::StringBuffer sb;
   rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  auto num = [&w](const char* key, double v) {
+    w.Key(key);
+    w.Double(v);
+  };
   w.StartObject();
   w.Key("generated_ids");
   w.StartArray();
@@ -56,14 +75,17 @@ std::string render_json(const GenerateResult& r, const ReportContext& ctx) {
   w.StartArray();
   for (int64_t id : *ctx.prompt_ids) w.Int64(id);
   w.EndArray();
-  w.Key("prefill_ms");
-  w.Double(r.prefill_ms);
-  w.Key("prefill_tokens_per_s");
-  w.Double(s.prefill_tok_s);
-  w.Key("decode_ms_per_token");
-  w.Double(s.decode_ms_per_token);
-  w.Key("decode_tokens_per_s");
-  w.Double(s.decode_tok_s);
+  if (ctx.text != nullptr) {
+    w.Key("text");
+    w.String(ctx.text->data(), static_cast<rapidjson::SizeType>(ctx.text->size()));
+  }
+  w.Key("stop_reason");
+  w.String(r.stopped ? "end_token" : "steps");
+  num("time_to_first_token_ms", r.prefill_ms);
+  num("prefill_ms", r.prefill_ms);
+  num("prefill_tokens_per_s", s.prefill_tok_s);
+  num("decode_ms_per_token", s.decode_ms_per_token);
+  num("decode_tokens_per_s", s.decode_tok_s);
   w.Key("decode_steps");
   w.Uint64(r.decode_steps);
   w.Key("chunk");
@@ -72,6 +94,23 @@ std::string render_json(const GenerateResult& r, const ReportContext& ctx) {
   w.Uint64(ctx.capacity);
   w.Key("device");
   w.String(ctx.device.c_str(), static_cast<rapidjson::SizeType>(ctx.device.size()));
+  num("tokenize_ms", ctx.tokenize_ms);
+  if (ctx.load != nullptr) {
+    const LoadPhases& l = *ctx.load;
+    w.Key("load_ms");
+    w.StartObject();
+    num("plan", l.plan_ms);
+    num("device", l.device_ms);
+    num("weights_open", l.weights_open_ms);
+    num("kernels", l.executable.kernels_ms);
+    num("allocate", l.executable.allocate_ms);
+    num("weights_upload", l.executable.weights_ms);
+    num("stage", l.executable.stage_ms);
+    num("total", l.total_ms);
+    w.EndObject();
+    w.Key("weight_bytes");
+    w.Uint64(l.executable.weight_bytes);
+  }
   w.EndObject();
   return sb.GetString();
 }

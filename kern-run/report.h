@@ -1,27 +1,40 @@
-// kern-run's output: the generated ids and speeds, as text or as exactly one
-// JSON object (--json) on stdout.
+// kern-run's report of one generation: as text (the ids run prints it on
+// stdout; the text run prints the statistics part on stderr, the text
+// itself having streamed to stdout) or as exactly one JSON object (--json).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kern-run/generate.h"
+#include "kern-run/model_load.h"
 
 namespace kern::run {
 
-/// What is reported besides the generation result.
+/// What is reported besides the generation result. Pointers are borrowed.
 struct ReportContext {
-  const std::vector<int64_t>* prompt_ids = nullptr;  ///< borrowed
+  const std::vector<int64_t>* prompt_ids = nullptr;
   std::string device;
   uint64_t capacity = 0;
+  const LoadPhases* load = nullptr;  ///< may be null: no load line / object
+  const std::string* text = nullptr;  ///< generated text; null without a tokenizer
+  double tokenize_ms = 0;             ///< prompt encode time (text prompts)
 };
 
-/// Human-readable lines: generated ids, prefill tok/s, decode ms/token.
+/// Statistics lines: load phases, prompt/generated counts and why generation
+/// ended, time to first token, prefill tok/s, decode ms/token and tok/s.
+std::string render_stats(const GenerateResult& r, const ReportContext& ctx);
+
+/// "generated ids: a, b, c" then render_stats (the ids run's stdout).
 std::string render_text(const GenerateResult& r, const ReportContext& ctx);
 
 /// One JSON object (no trailing newline) with `generated_ids`, `prompt_ids`,
-/// `prefill_ms`, `prefill_tokens_per_s`, `decode_ms_per_token`,
-/// `decode_tokens_per_s`, `decode_steps`, `chunk`, `capacity`, `device`.
-/// Speeds are 0 when nothing was timed.
+/// `text` (when a tokenizer was given), `stop_reason` ("end_token" or
+/// "steps"), `time_to_first_token_ms`, `prefill_ms` (= time to first token),
+/// `prefill_tokens_per_s`, `decode_ms_per_token`, `decode_tokens_per_s`,
+/// `decode_steps`, `chunk`, `capacity`, `device`, `tokenize_ms`, and `load_ms`
+/// {plan, device, weights_open, kernels, allocate, weights_upload, stage,
+/// total} plus `weight_bytes`. Speeds are 0 when nothing was timed.
 std::string render_json(const GenerateResult& r, const ReportContext& ctx);
 
 }  // namespace kern::run

@@ -1,14 +1,22 @@
 #include "kern-run/run_command.h"
 
-#include <filesystem>
+#include <unistd.h>
+
+#include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "common/file_util.h"
-#include "kern-load/device_select.h"
 #include "kern-load/executable.h"
+#include "kern-run/chat_template.h"
 #include "kern-run/generate.h"
+#include "kern-run/model_load.h"
+#include "kern-run/progress.h"
+#include "kern-run/prompt_input.h"
 #include "kern-run/qwen3_contract.h"
 #include "kern-run/report.h"
+#include "kern-run/stream_output.h"
+#include "kern-run/tokenizer/tokenizer.h"
 #include "spdlog/spdlog.h"
 
 namespace kern::run {
@@ -37,55 +45,51 @@ Status write_dumps(load::Executable& exe, const std::vector<ResolvedDump>& dumps
 }
 
 Status run(const RunOptions& o) {
-  auto choice = load::parse_device_choice(o.device);
-  if (!choice.ok()) return choice.error().with_context("--device");
-
-  auto plan = load::PlanFile::open(o.plan_path);
-  if (!plan.ok()) return plan.error();
-  auto contract = resolve_qwen3_contract(plan.value());
-  if (!contract.ok()) return contract.error();
-  const Qwen3Contract& c = contract.value();
-
+  auto opened = open_qwen3_plan(o.plan_path);
+  if (!opened.ok()) return opened.error();
+  const Qwen3Contract c = opened->contract;
   std::vector<ResolvedDump> dumps;
   for (const auto& d : o.dumps) {
-    int i = plan->find_buffer(d.buffer);
+    int i = opened->plan.find_buffer(d.buffer);
     if (i < 0)
       return make_error(ErrorKind::kUsage, "--dump-buffer: the plan has no buffer '" + d.buffer + "'");
     dumps.push_back({static_cast<uint32_t>(i), d.buffer, d.path});
   }
+  std::optional<tok::Tokenizer> tokenizer;
+  if (!o.tokenizer_path.empty()) {
+    auto t = tok::Tokenizer::load(o.tokenizer_path);
+    if (!t.ok()) return t.error().with_context("--tokenizer");
+    tokenizer = std::move(t.value());
+  }
+  auto prompt = build_prompt(o, tokenizer ? &*tokenizer : nullptr);
+  if (!prompt.ok()) return prompt.error();
+  GenerateRequest req{prompt->ids, o.steps, o.chunk, o.capacity.value_or(default_capacity(c)), {}, nullptr};
+  if (tokenizer && !o.ignore_eos) req.stop_ids = qwen3_end_token_ids(*tokenizer);
+  // Every id, from any source, is checked against the embedding before the
+  // device or the weights are touched.
+  if (Status s = check_request(c, req); !s.ok())
+    return o.prompt_ids ? s.error() : s.error().with_context("the tokenized prompt");
 
-  GenerateRequest req{o.prompt_ids, o.steps, o.chunk, o.capacity.value_or(default_capacity(c))};
-  KERN_RETURN_IF_ERROR(check_request(c, req));
+  ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
+  LoadSettings settings{o.device, o.weights_path, o.kernels_dir, req.capacity, o.verbose};
+  auto model = load_qwen3_model(std::move(opened.value()), settings, &progress);
+  if (!model.ok()) return model.error();
 
-  std::string note;
-  auto device = load::select_device(*choice, &note);
-  if (!device.ok()) return device.error();
-  if (!note.empty()) spdlog::warn("{}", note);
-  std::string device_name = device.value()->name();
-
-  auto weights = load::Safetensors::open(o.weights_path);
-  if (!weights.ok()) return weights.error();
-
-  load::ExecutableOptions eo;
-  eo.capacity_tokens = req.capacity;
-  std::filesystem::path kernels_dir =
-      o.kernels_dir.empty() ? std::filesystem::path(o.plan_path).parent_path() : std::filesystem::path(o.kernels_dir);
-  eo.kernels_dir = kernels_dir.empty() ? std::filesystem::current_path().string() : kernels_dir.string();
-  std::vector<std::string> notes;
-  auto exe = load::Executable::load(std::move(plan.value()), std::move(device.value()), &weights.value(), eo, &notes);
-  if (!exe.ok()) return exe.error();
-  if (o.verbose)
-    for (const auto& n : notes) spdlog::info("{}", n);
-  spdlog::info("loaded {} on {}: {} B of device memory, capacity {} tokens", o.plan_path, device_name,
-               exe.value()->memory().total_bytes, req.capacity);
-
-  auto result = generate(*exe.value(), c, req);
+  // Text streams to stdout as it is produced, unless --json wants stdout
+  // for the one object.
+  StreamPrinter printer(tokenizer ? &*tokenizer : nullptr, req.stop_ids, o.json ? nullptr : stdout, &progress);
+  req.observer = &printer;
+  auto result = generate(*model->exe, c, req);
+  progress.clear();
   if (!result.ok()) return result.error();
-  KERN_RETURN_IF_ERROR(write_dumps(*exe.value(), dumps));
-
-  ReportContext ctx{&o.prompt_ids, device_name, req.capacity};
+  printer.finish();
+  KERN_RETURN_IF_ERROR(write_dumps(*model->exe, dumps));
+  ReportContext ctx{&req.prompt_ids, model->device_name, req.capacity, &model->phases,
+                    tokenizer ? &printer.text() : nullptr, prompt->tokenize_ms};
   if (o.json) {
     std::cout << render_json(result.value(), ctx) << "\n";
+  } else if (tokenizer) {
+    std::cerr << render_stats(result.value(), ctx);
   } else {
     std::cout << render_text(result.value(), ctx);
   }

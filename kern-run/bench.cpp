@@ -1,0 +1,170 @@
+#include "kern-run/bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "CLI/CLI.hpp"
+#include "common/sha256.h"
+#include "kern-run/build_info.h"
+#include "kern-run/cli_options.h"
+#include "kern-run/model_load.h"
+#include "kern-run/qwen3_driver.h"
+#include "kern-run/run_command.h"
+
+namespace kern::run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+/// One timed run of `test`.
+Result<double> run_once(Qwen3Driver& driver, load::Executable& exe, const BenchTest& test,
+                        const std::vector<int64_t>& ids) {
+  KERN_RETURN_IF_ERROR(driver.write_block_table());
+  auto t0 = Clock::now();
+  if (test.n_prompt > 0) {
+    auto chunks = driver.prefill(std::span(ids).first(test.n_prompt), 0);
+    if (!chunks.ok()) return chunks.error();
+    KERN_RETURN_IF_ERROR(exe.device().synchronize());  // cuda enqueues: wait for the last chunk
+  } else {
+    int64_t token = ids[0];
+    for (uint64_t pos = 0; pos < test.n_gen; ++pos) {
+      auto next = driver.decode(token, pos);  // reads next_token back: waits for the step
+      if (!next.ok()) return next.error();
+      token = *next;
+    }
+  }
+  return ms_since(t0);
+}
+
+/// The NVIDIA kernel driver's version from /proc/driver/nvidia/version
+/// ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  ..."), or
+/// "none" for the cpu device, or "unknown".
+std::string driver_version(const std::string& device_name) {
+  if (device_name.rfind("cuda", 0) != 0) return "none";
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string line;
+  if (!std::getline(f, line)) return "unknown";
+  auto at = line.find("Kernel Module");
+  if (at == std::string::npos) return "unknown";
+  std::string rest = line.substr(at + 13);
+  size_t b = rest.find_first_not_of(' ');
+  if (b == std::string::npos) return "unknown";
+  return rest.substr(b, rest.find(' ', b) - b);
+}
+
+int fail(const Error& e) {
+  std::cerr << "kern-run: error: " << e.message << "\n";
+  return exit_code_for(e);
+}
+
+Result<std::vector<uint64_t>> parse_lengths(const std::string& text, const std::string& option) {
+  auto ids = parse_id_list(text, option);
+  if (!ids.ok()) return ids.error();
+  std::vector<uint64_t> out;
+  for (int64_t v : *ids) {
+    if (v < 0) return make_error(ErrorKind::kUsage, option + ": " + std::to_string(v) + " is negative");
+    out.push_back(static_cast<uint64_t>(v));
+  }
+  return out;
+}
+
+}  // namespace
+
+uint64_t bench_capacity(const BenchPlan& plan) {
+  uint64_t n = 1;
+  for (uint64_t p : plan.prompt_lengths) n = std::max(n, p);
+  for (uint64_t g : plan.gen_lengths) n = std::max(n, g);
+  return n;
+}
+
+Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan) {
+  std::vector<BenchTest> tests;
+  for (uint64_t p : plan.prompt_lengths)
+    if (p > 0) tests.push_back({p, 0, {}});
+  for (uint64_t g : plan.gen_lengths)
+    if (g > 0) tests.push_back({0, g, {}});
+  std::mt19937_64 rng(plan.seed);
+  std::vector<int64_t> ids(bench_capacity(plan));
+  for (int64_t& id : ids) id = static_cast<int64_t>(rng() % c.vocab);
+  Qwen3Driver driver(exe, c, plan.chunk);
+  for (BenchTest& t : tests) {
+    for (uint64_t i = 0; i < plan.warmup + plan.reps; ++i) {
+      auto ms = run_once(driver, exe, t, ids);
+      if (!ms.ok()) return ms.error().with_context(t.name());
+      if (i >= plan.warmup) t.ms.push_back(*ms);
+    }
+  }
+  return tests;
+}
+
+int run_bench_command(int argc, char** argv) {
+  std::string plan_path, p_text = "512", n_text = "128", format_text = "md";
+  LoadSettings settings;
+  BenchPlan plan;
+  CLI::App app{"kern-run bench: prompt processing (pp) and text generation (tg) speed, like llama-bench",
+               "kern-run bench"};
+  app.add_option("plan", plan_path, "the .kplan written by kern-verify")->required();
+  app.add_option("--weights", settings.weights_path, "safetensors file with the plan's weights")->required();
+  app.add_option("-p,--n-prompt", p_text, "prompt lengths, comma-separated (0: no pp test)")->capture_default_str();
+  app.add_option("-n,--n-gen", n_text, "generation lengths, comma-separated (0: no tg test)")->capture_default_str();
+  app.add_option("-r,--repetitions", plan.reps, "timed repetitions per test")->capture_default_str()->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", plan.warmup, "untimed runs before each test's repetitions")->capture_default_str();
+  app.add_option("--chunk", plan.chunk, "prefill chunk in tokens (clamped to the tokens bound)")->capture_default_str()->check(CLI::PositiveNumber);
+  app.add_option("--seed", plan.seed, "seed of the random prompt ids")->capture_default_str();
+  app.add_option("-o,--output", format_text, "md | csv | json | jsonl (every repetition)")->capture_default_str();
+  app.add_option("--device", settings.device, "auto | cpu | cuda")->capture_default_str();
+  app.add_option("--kernels", settings.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  auto format = parse_bench_format(format_text);
+  if (!format.ok()) return fail(format.error());
+  auto p = parse_lengths(p_text, "-p");
+  if (!p.ok()) return fail(p.error());
+  auto n = parse_lengths(n_text, "-n");
+  if (!n.ok()) return fail(n.error());
+  plan.prompt_lengths = *p;
+  plan.gen_lengths = *n;
+
+  auto opened = open_qwen3_plan(plan_path);
+  if (!opened.ok()) return fail(opened.error());
+  const Qwen3Contract c = opened->contract;
+  uint64_t table_tokens = kKvBlockTokens * c.block_table_pages;
+  settings.capacity = bench_capacity(plan);
+  if (settings.capacity > table_tokens)
+    return fail(make_error(ErrorKind::kUsage, "a test of " + std::to_string(settings.capacity) +
+                                                  " tokens exceeds the block table (" + std::to_string(table_tokens) +
+                                                  " tokens)"));
+  auto digest = sha256_file(plan_path);
+  if (!digest.ok()) return fail(digest.error());
+  ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
+  auto model = load_qwen3_model(std::move(opened.value()), settings, &progress);
+  if (!model.ok()) return fail(model.error());
+  BenchInfo info{plan_path, hex_encode(*digest), model->device_name, driver_version(model->device_name),
+                 kBuildCommit, std::min(std::max<uint64_t>(plan.chunk, 1), c.tokens_max), plan.warmup};
+  auto tests = run_bench(*model->exe, c, plan);
+  if (!tests.ok()) return fail(tests.error());
+  std::string table = render_bench_md(info, *tests);
+  switch (*format) {
+    case BenchFormat::kMd: std::cout << table; break;
+    case BenchFormat::kCsv: std::cout << render_bench_csv(info, *tests); break;
+    case BenchFormat::kJson: std::cout << render_bench_json(info, *tests); break;
+    case BenchFormat::kJsonl: std::cout << render_bench_jsonl(info, *tests); break;
+  }
+  if (*format != BenchFormat::kMd) std::cerr << table;
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace kern::run

@@ -1,0 +1,42 @@
+// `kern-run bench`, like llama-bench: for each prompt length (-p) a prompt
+// processing test (chunked `prefill` of that many tokens from position 0,
+// then a device synchronize) and for each generation length (-n) a text
+// generation test (that many `decode` steps from position 0, each reading
+// next_token back, greedy). Prompt ids are pseudo-random in [0, vocab) from
+// a fixed seed. Each test runs `warmup` times unreported, then `reps` times.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "kern-load/executable.h"
+#include "kern-run/bench_report.h"
+#include "kern-run/qwen3_contract.h"
+
+namespace kern::run {
+
+/// What to measure.
+struct BenchPlan {
+  std::vector<uint64_t> prompt_lengths;  ///< pp tests; 0 entries are skipped
+  std::vector<uint64_t> gen_lengths;     ///< tg tests; 0 entries are skipped
+  uint64_t reps = 5;
+  uint64_t warmup = 1;
+  uint64_t chunk = 512;   ///< prefill chunk (clamped to the tokens bound)
+  uint64_t seed = 1234;   ///< prompt ids' seed
+};
+
+/// The capacity in tokens the tests need (the longest test, at least 1).
+uint64_t bench_capacity(const BenchPlan& plan);
+
+/// Runs every test on `exe` (loaded with at least bench_capacity tokens).
+/// Errors from the executable get the test name as context ("pp512: ...").
+Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan);
+
+/// `kern-run bench PLAN --weights W [-p 512] [-n 128] [-r 5] [-o md]`:
+/// argv[0] is "bench". Prints the chosen format on stdout (and the md table
+/// on stderr for the other formats). Exit codes as run_command.
+int run_bench_command(int argc, char** argv);
+
+}  // namespace kern::run

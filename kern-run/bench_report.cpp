@@ -1,0 +1,148 @@
+#include "kern-run/bench_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
+
+namespace kern::run {
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+/// A csv field: quoted (with doubled quotes) when it holds a comma, quote or newline.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+void write_test(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchInfo& info, const BenchTest& t) {
+  auto str = [&w](const char* key, const std::string& v) {
+    w.Key(key);
+    w.String(v.c_str(), static_cast<rapidjson::SizeType>(v.size()));
+  };
+  std::vector<double> ts = tokens_per_s(t);
+  Stats s = summarize(ts);
+  w.StartObject();
+  str("plan", info.plan);
+  str("plan_sha256", info.plan_sha256);
+  str("device", info.device);
+  str("driver", info.driver);
+  str("build_commit", info.build_commit);
+  w.Key("chunk");
+  w.Uint64(info.chunk);
+  w.Key("warmup");
+  w.Uint64(info.warmup);
+  str("test", t.name());
+  w.Key("n_prompt");
+  w.Uint64(t.n_prompt);
+  w.Key("n_gen");
+  w.Uint64(t.n_gen);
+  w.Key("samples_ms");
+  w.StartArray();
+  for (double v : t.ms) w.Double(v);
+  w.EndArray();
+  w.Key("samples_ts");
+  w.StartArray();
+  for (double v : ts) w.Double(v);
+  w.EndArray();
+  w.Key("avg_ts");
+  w.Double(s.mean);
+  w.Key("stddev_ts");
+  w.Double(s.sd);
+  w.Key("median_ts");
+  w.Double(s.median);
+  w.EndObject();
+}
+
+std::string test_json(const BenchInfo& info, const BenchTest& t) {
+  rapidjson::StringBuffer sb;
+  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
+  write_test(w, info, t);
+  return sb.GetString();
+}
+
+}  // namespace
+
+std::string BenchTest::name() const {
+  return n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+}
+
+Stats summarize(std::vector<double> values) {
+  Stats s;
+  if (values.empty()) return s;
+  double n = static_cast<double>(values.size());
+  for (double v : values) s.mean += v;
+  s.mean /= n;
+  if (values.size() > 1) {
+    double sq = 0;
+    for (double v : values) sq += (v - s.mean) * (v - s.mean);
+    s.sd = std::sqrt(sq / (n - 1));
+  }
+  std::sort(values.begin(), values.end());
+  size_t mid = values.size() / 2;
+  s.median = values.size() % 2 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+  return s;
+}
+
+std::vector<double> tokens_per_s(const BenchTest& t) {
+  std::vector<double> out;
+  for (double ms : t.ms) out.push_back(ms > 0 ? static_cast<double>(t.tokens()) * 1000.0 / ms : 0.0);
+  return out;
+}
+
+Result<BenchFormat> parse_bench_format(const std::string& s) {
+  if (s == "md") return BenchFormat::kMd;
+  if (s == "csv") return BenchFormat::kCsv;
+  if (s == "json") return BenchFormat::kJson;
+  if (s == "jsonl") return BenchFormat::kJsonl;
+  return make_error(ErrorKind::kUsage, "-o: unknown format '" + s + "' (expected md, csv, json or jsonl)");
+}
+
+std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>& tests) {
+  std::string out = "plan: " + info.plan + " (sha256 " + info.plan_sha256 + ")\n" + "device: " + info.device +
+                    ", driver " + info.driver + ", build " + info.build_commit + ", chunk " +
+                    std::to_string(info.chunk) + "\n\n";
+  out += "| test | t/s | median t/s | reps |\n| ---: | ---: | ---: | ---: |\n";
+  for (const BenchTest& t : tests) {
+    Stats s = summarize(tokens_per_s(t));
+    out += "| " + t.name() + " | " + fmt("%.2f", s.mean) + " ± " + fmt("%.2f", s.sd) + " | " + fmt("%.2f", s.median) +
+           " | " + std::to_string(t.ms.size()) + " |\n";
+  }
+  return out;
+}
+
+std::string render_bench_csv(const BenchInfo& info, const std::vector<BenchTest>& tests) {
+  std::string out = "plan,plan_sha256,device,driver,build_commit,chunk,test,n_prompt,n_gen,rep,ms,tokens_per_s\n";
+  for (const BenchTest& t : tests) {
+    std::vector<double> ts = tokens_per_s(t);
+    for (size_t i = 0; i < t.ms.size(); ++i)
+      out += csv_field(info.plan) + "," + info.plan_sha256 + "," + csv_field(info.device) + "," + csv_field(info.driver) +
+             "," + csv_field(info.build_commit) + "," + std::to_string(info.chunk) + "," + t.name() + "," +
+             std::to_string(t.n_prompt) + "," + std::to_string(t.n_gen) + "," + std::to_string(i) + "," +
+             fmt("%.6f", t.ms[i]) + "," + fmt("%.4f", ts[i]) + "\n";
+  }
+  return out;
+}
+
+std::string render_bench_json(const BenchInfo& info, const std::vector<BenchTest>& tests) {
+  std::string out = "[\n";
+  for (size_t i = 0; i < tests.size(); ++i) out += "  " + test_json(info, tests[i]) + (i + 1 < tests.size() ? ",\n" : "\n");
+  return out + "]\n";
+}
+
+std::string render_bench_jsonl(const BenchInfo& info, const std::vector<BenchTest>& tests) {
+  std::string out;
+  for (const BenchTest& t : tests) out += test_json(info, t) + "\n";
+  return out;
+}
+
+}  // namespace kern::run

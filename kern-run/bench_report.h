@@ -1,0 +1,68 @@
+// kern-run bench's results and how they are printed, like llama-bench: a
+// markdown table of tokens/s (mean ± sample standard deviation, and the
+// median) per test, or every repetition as csv, json or jsonl. Pure
+// formatting: no timing or device work here (bench.h runs the tests).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace kern::run {
+
+/// One test: prompt processing of n_prompt tokens ("pp512") or text
+/// generation of n_gen tokens ("tg128"), with each repetition's wall time.
+struct BenchTest {
+  uint64_t n_prompt = 0;  ///< > 0 for a pp test
+  uint64_t n_gen = 0;     ///< > 0 for a tg test
+  std::vector<double> ms;  ///< one per repetition (warm-up excluded)
+
+  /// "pp512" or "tg128".
+  std::string name() const;
+  /// Tokens processed per repetition (n_prompt + n_gen).
+  uint64_t tokens() const { return n_prompt + n_gen; }
+};
+
+/// Summary of values: mean, sample standard deviation (n - 1; 0 for one
+/// value), median (mean of the middle two for an even count). All 0 when
+/// empty.
+struct Stats {
+  double mean = 0, sd = 0, median = 0;
+};
+Stats summarize(std::vector<double> values);
+
+/// Tokens/s of each repetition of `t` (tokens x 1000 / ms; 0 where ms is 0).
+std::vector<double> tokens_per_s(const BenchTest& t);
+
+/// What was measured on what.
+struct BenchInfo {
+  std::string plan;         ///< the plan's path as given
+  std::string plan_sha256;  ///< lower-case hex of the .kplan's bytes
+  std::string device;       ///< Device::name()
+  std::string driver;       ///< the NVIDIA driver version, or "none" (cpu)
+  std::string build_commit; ///< `git describe --always --dirty` at build time
+  uint64_t chunk = 0;       ///< prefill chunk in tokens
+  uint64_t warmup = 0;      ///< warm-up runs per test (not reported)
+};
+
+/// Output formats of `-o`.
+enum class BenchFormat { kMd, kCsv, kJson, kJsonl };
+
+/// Parses "md", "csv", "json" or "jsonl"; else an error (kUsage) naming it.
+Result<BenchFormat> parse_bench_format(const std::string& s);
+
+/// The markdown table: a header line naming plan, sha256, device, driver
+/// and commit, then | test | t/s | median t/s | reps | rows.
+std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>& tests);
+/// A header row, then one row per repetition: plan, plan_sha256, device,
+/// driver, build_commit, chunk, test, n_prompt, n_gen, rep, ms, tokens_per_s.
+std::string render_bench_csv(const BenchInfo& info, const std::vector<BenchTest>& tests);
+/// One JSON array with an object per test: the info fields, test, n_prompt,
+/// n_gen, samples_ms, samples_ts, avg_ts, stddev_ts, median_ts.
+std::string render_bench_json(const BenchInfo& info, const std::vector<BenchTest>& tests);
+/// The objects of render_bench_json, one per line.
+std::string render_bench_jsonl(const BenchInfo& info, const std::vector<BenchTest>& tests);
+
+}  // namespace kern::run

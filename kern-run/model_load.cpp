@@ -1,0 +1,74 @@
+#include "kern-run/model_load.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include "kern-load/device_select.h"
+#include "kern-load/safetensors.h"
+#include "spdlog/spdlog.h"
+
+namespace kern::run {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+Result<OpenedPlan> open_qwen3_plan(const std::string& path) {
+  auto t0 = Clock::now();
+  auto plan = load::PlanFile::open(path);
+  if (!plan.ok()) return plan.error();
+  auto contract = resolve_qwen3_contract(plan.value());
+  if (!contract.ok()) return contract.error();
+  return OpenedPlan{std::move(plan.value()), contract.value(), ms_since(t0)};
+}
+
+Result<LoadedModel> load_qwen3_model(OpenedPlan opened, const LoadSettings& settings, ProgressLine* progress) {
+  LoadedModel m;
+  m.contract = opened.contract;
+  m.phases.plan_ms = opened.open_ms;
+  auto choice = load::parse_device_choice(settings.device);
+  if (!choice.ok()) return choice.error().with_context("--device");
+  auto t0 = Clock::now();
+  std::string note;
+  auto device = load::select_device(*choice, &note);
+  if (!device.ok()) return device.error();
+  if (!note.empty()) spdlog::warn("{}", note);
+  m.device_name = device.value()->name();
+  m.phases.device_ms = ms_since(t0);
+  t0 = Clock::now();
+  auto weights = load::Safetensors::open(settings.weights_path);
+  if (!weights.ok()) return weights.error();
+  m.phases.weights_open_ms = ms_since(t0);
+
+  load::ExecutableOptions eo;
+  eo.capacity_tokens = settings.capacity;
+  std::string plan_path = opened.plan.path();
+  std::filesystem::path kernels_dir = settings.kernels_dir.empty() ? std::filesystem::path(plan_path).parent_path()
+                                                                   : std::filesystem::path(settings.kernels_dir);
+  eo.kernels_dir = kernels_dir.empty() ? std::filesystem::current_path().string() : kernels_dir.string();
+  eo.timings = &m.phases.executable;
+  if (progress != nullptr)
+    eo.on_weight_progress = [progress](uint64_t done, uint64_t total) {
+      progress->update("weights upload", done >> 20, total >> 20, "MiB");
+    };
+  std::vector<std::string> notes;
+  auto exe = load::Executable::load(std::move(opened.plan), std::move(device.value()), &weights.value(), eo, &notes);
+  if (progress != nullptr) progress->clear();
+  if (!exe.ok()) return exe.error();
+  if (settings.verbose)
+    for (const auto& n : notes) spdlog::info("{}", n);
+  m.exe = std::move(exe.value());
+  const load::LoadTimings& t = m.phases.executable;
+  m.phases.total_ms = m.phases.plan_ms + m.phases.device_ms + m.phases.weights_open_ms + t.kernels_ms +
+                      t.allocate_ms + t.weights_ms + t.stage_ms;
+  spdlog::info("loaded {} on {}: {} B of device memory, capacity {} tokens", plan_path, m.device_name,
+               m.exe->memory().total_bytes, settings.capacity);
+  return m;
+}
+
+}  // namespace kern::run

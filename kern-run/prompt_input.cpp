@@ -1,0 +1,55 @@
+#include "kern-run/prompt_input.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <sstream>
+
+#include "common/file_util.h"
+#include "kern-run/chat_template.h"
+
+namespace kern::run {
+namespace {
+
+std::string read_stdin() {
+  std::ostringstream s;
+  s << std::cin.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+Result<std::string> read_prompt_text(const RunOptions& o) {
+  if (o.prompt_text) return *o.prompt_text;
+  if (o.prompt_file == "-") return read_stdin();
+  if (!o.prompt_file.empty()) {
+    auto bytes = read_file(o.prompt_file);
+    if (!bytes.ok()) return bytes.error().with_context("--prompt-file");
+    return std::move(bytes.value());
+  }
+  if (isatty(STDIN_FILENO))
+    return make_error(ErrorKind::kUsage,
+                      "no prompt: give --prompt TEXT, --prompt-file F, --prompt-ids IDS or pipe the text to stdin");
+  return read_stdin();
+}
+
+Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer) {
+  Prompt p;
+  if (o.prompt_ids) {
+    p.ids = *o.prompt_ids;
+    return p;
+  }
+  auto text = read_prompt_text(o);
+  if (!text.ok()) return text.error();
+  p.text = std::move(text.value());
+  p.templated_text = o.chat ? render_qwen3_chat({o.system, p.text, o.no_think}) : p.text;
+  auto t0 = std::chrono::steady_clock::now();
+  auto ids = tokenizer->encode(p.templated_text);
+  p.tokenize_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!ids.ok()) return ids.error().with_context("the prompt");
+  p.ids.assign(ids->begin(), ids->end());
+  return p;
+}
+
+}  // namespace kern::run

@@ -1,0 +1,47 @@
+// kern-run's generation observer: streams generated text to stdout as each
+// token arrives (through tok::StreamDecoder, so a UTF-8 character split
+// across tokens is printed whole, once complete) and shows prefill progress.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kern-run/generate.h"
+#include "kern-run/progress.h"
+#include "kern-run/tokenizer/tokenizer.h"
+
+namespace kern::run {
+
+/// Streams text and collects it. Stop ids (end tokens) are not printed or
+/// collected: they end the text.
+class StreamPrinter : public GenerateObserver {
+ public:
+  /// `tokenizer` null: no text (ids only). `text_out` (borrowed) null:
+  /// collect without printing (--json). `progress` (borrowed) may be null.
+  StreamPrinter(const tok::Tokenizer* tokenizer, std::vector<int64_t> stop_ids, std::FILE* text_out,
+                ProgressLine* progress);
+
+  void on_prefill_progress(uint64_t done, uint64_t total) override;
+  void on_token(int64_t id) override;
+
+  /// Flushes what the decoder holds (U+FFFD for an incomplete character at
+  /// the end) and, when printing, ends the text with a newline.
+  void finish();
+
+  /// Everything decoded so far (the concatenation of what was printed).
+  const std::string& text() const { return text_; }
+
+ private:
+  void emit(const std::string& piece);
+
+  std::optional<tok::StreamDecoder> decoder_;  ///< absent without a tokenizer
+  std::vector<int64_t> stop_ids_;
+  std::FILE* text_out_;
+  ProgressLine* progress_;
+  std::string text_;
+};
+
+}  // namespace kern::run

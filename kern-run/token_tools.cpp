@@ -1,0 +1,102 @@
+#include "kern-run/token_tools.h"
+
+#include <cctype>
+#include <cstdint>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "common/file_util.h"
+#include "kern-run/cli_options.h"
+#include "kern-run/prompt_input.h"
+#include "kern-run/run_command.h"
+#include "kern-run/tokenizer/tokenizer.h"
+
+namespace kern::run {
+namespace {
+
+int fail(const Error& e) {
+  std::cerr << "kern-run: error: " << e.message << "\n";
+  return exit_code_for(e);
+}
+
+/// Parses a CLI11 app; returns -1 to continue, else the exit code.
+int parse(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int run_tokenize(int argc, char** argv) {
+  RunOptions o;
+  std::string text, system;
+  CLI::App app{"kern-run tokenize: print the token ids of a text as a JSON array", "kern-run tokenize"};
+  app.add_option("--tokenizer", o.tokenizer_path, "HF tokenizer.json")->required();
+  auto* t = app.add_option("--prompt", text, "the text");
+  auto* f = app.add_option("--prompt-file", o.prompt_file, "read the text from a file ('-': stdin)");
+  t->excludes(f);
+  auto* chat = app.add_flag("--chat", o.chat, "wrap the text in Qwen3's chat template first");
+  app.add_option("--system", system, "with --chat: a system turn")->needs(chat);
+  app.add_flag("--no-think", o.no_think, "with --chat: append an empty think block")->needs(chat);
+  if (int rc = parse(app, argc, argv); rc >= 0) return rc;
+  if (t->count() > 0) o.prompt_text = text;
+  if (!system.empty()) o.system = system;
+  auto tokenizer = tok::Tokenizer::load(o.tokenizer_path);
+  if (!tokenizer.ok()) return fail(tokenizer.error().with_context("--tokenizer"));
+  auto prompt = build_prompt(o, &tokenizer.value());
+  if (!prompt.ok()) return fail(prompt.error());
+  std::string out = "[";
+  for (size_t i = 0; i < prompt->ids.size(); ++i) out += (i ? "," : "") + std::to_string(prompt->ids[i]);
+  std::cout << out << "]\n";
+  return 0;
+}
+
+int run_detokenize(int argc, char** argv) {
+  std::string tokenizer_path, ids_text, ids_file;
+  bool skip_special = false;
+  CLI::App app{"kern-run detokenize: print the text of token ids", "kern-run detokenize"};
+  app.add_option("--tokenizer", tokenizer_path, "HF tokenizer.json")->required();
+  auto* i = app.add_option("--ids", ids_text, "ids: a JSON array or comma-separated, e.g. [1,2,3] or 1,2,3");
+  auto* f = app.add_option("--ids-file", ids_file, "read the ids from a file ('-': stdin)");
+  i->excludes(f);
+  app.add_flag("--skip-special", skip_special, "drop special tokens (<|im_end|> ...)");
+  if (int rc = parse(app, argc, argv); rc >= 0) return rc;
+  if (i->count() == 0) {
+    RunOptions src;
+    src.prompt_file = ids_file.empty() ? "-" : ids_file;
+    auto read = read_prompt_text(src);
+    if (!read.ok()) return fail(read.error());
+    ids_text = std::move(read.value());
+  }
+  // Accept JSON arrays and plain lists alike: brackets and whitespace are
+  // separators like commas.
+  std::string list;
+  for (char ch : ids_text) {
+    bool sep = ch == '[' || ch == ']' || ch == ',' || std::isspace(static_cast<unsigned char>(ch));
+    if (!sep) list += ch;
+    else if (!list.empty() && list.back() != ',') list += ',';
+  }
+  if (!list.empty() && list.back() == ',') list.pop_back();
+  auto ids = parse_id_list(list, "--ids");
+  if (!ids.ok()) return fail(ids.error());
+  auto tokenizer = tok::Tokenizer::load(tokenizer_path);
+  if (!tokenizer.ok()) return fail(tokenizer.error().with_context("--tokenizer"));
+  std::vector<int32_t> ids32;
+  for (int64_t id : *ids) {
+    // Ids with no token decode to nothing, as HF's decode skips them.
+    if (id < INT32_MIN || id > INT32_MAX)
+      return fail(make_error(ErrorKind::kUsage, "--ids: " + std::to_string(id) + " is outside the 32-bit id range"));
+    ids32.push_back(static_cast<int32_t>(id));
+  }
+  std::cout << tokenizer->decode(ids32, skip_special);
+  std::cout.flush();
+  return 0;
+}
+
+}  // namespace kern::run
