@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # Installs kern's build and test dependencies from Debian 12's packages and
-# npm (the llama.cpp oracle). Idempotent: safe to run twice.
+# npm (test oracles). Idempotent: safe to run twice.
+#   scripts/setup.sh              everything (build + test references)
+#   scripts/setup.sh --build-only only what building and running kern needs
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
+build_only=0
+[ "${1:-}" = "--build-only" ] && build_only=1
 
 pkgs=(meson ninja-build pkg-config g++ rapidjson-dev libcli11-dev libspdlog-dev libfmt-dev
       catch2 libflatbuffers-dev flatbuffers-compiler libssl-dev libpcre2-dev python3)
 pkgs+=(libicu-dev)  # tokenizer: NFC normalization (kern-run/tokenizer)
 pkgs+=(python3-numpy python3-yaml git gcc)  # llama.cpp oracle: gguf-py needs numpy and yaml; clone the bundle; build the C oracle (test/oracle)
+if [ $build_only -eq 0 ] && ! command -v npm >/dev/null; then
+  pkgs+=(nodejs npm)  # test references come from npm (oracles.md)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -17,6 +24,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+
+[ $build_only -eq 1 ] && exit 0
 
 # Tokenizer conformance references (test/tokenizer, oracles.md): Qwen3's real
 # tokenizer.json and HF's Rust tokenizers as a Node binding, pinned, into the

@@ -4,7 +4,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh || exit 1
-[ -d build ] || meson setup build || exit 1
+[ -f build/build.ninja ] || meson setup build || meson setup --wipe build || exit 1
 ninja -C build || exit 1
 meson test -C build --print-errorlogs --num-processes 2 --timeout-multiplier 3 2>&1 | tee build/test-output.txt
 rc=${PIPESTATUS[0]}
