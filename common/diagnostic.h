@@ -41,6 +41,8 @@ class DiagnosticEngine {
   /// Records a warning and returns it for adding help/notes.
   Diagnostic& warning(std::string code, std::string message, SourceSpan span);
   const std::vector<Diagnostic>& diagnostics() const { return diagnostics_; }
+  /// Mutable access for post-processing (filling JSON pointers, json_tree.h).
+  std::vector<Diagnostic>& mutable_diagnostics() { return diagnostics_; }
   size_t error_count() const;
   size_t warning_count() const;
   bool has_errors() const { return error_count() > 0; }

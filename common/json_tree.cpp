@@ -96,17 +96,20 @@ class TreeBuilder {
     for (const JsonMember& m : f.value->members) {
       if (m.key == f.key && !m.duplicate) {
         f.key_duplicate = true;
-        std::string subject = f.value->subject.empty() ? "manifest" : f.value->subject;
+        std::string subject = container_subject();
         Diagnostic& d = diags_.error(reader_code::kDuplicateKey,
-                                     subject + ": duplicate key `" + f.key + "`", f.key_span);
-        d.span.pointer = child_pointer(*f.value, f.key);
+                                     (subject.empty() ? "manifest" : subject) + ": duplicate key `" + f.key + "`",
+                                     f.key_span);
         d.label = "duplicate key";
         d.notes.push_back(DiagnosticNote{"the first `" + f.key + "` is here", m.key_span, true});
         d.help = "remove one of the two entries; json readers disagree on which one wins";
         break;
       }
     }
-    check_nul(f.key, f.value->subject.empty() ? f.key : f.value->subject + "." + f.key, f.key_span);
+    if (f.key.find('\0') != std::string::npos) {
+      std::string subject = container_subject();
+      report_nul(subject.empty() ? f.key : subject + "." + f.key, f.key_span);
+    }
     last_end_ = stream_.Tell();
     return true;
   }
@@ -119,18 +122,28 @@ class TreeBuilder {
     bool key_duplicate = false;
   };
 
-  static std::string child_pointer(const JsonValue& parent, const std::string& key) {
-    return parent.span.pointer + "/" + json_pointer_escape(key);
-  }
-
   size_t value_begin() const {
     size_t i = last_end_;
     while (i < text_.size() && std::strchr(" \t\r\n,:", text_[i]) != nullptr && text_[i] != '\0') ++i;
     return i;
   }
 
-  void check_nul(const std::string& s, const std::string& subject, const SourceSpan& span) {
-    if (s.find('\0') == std::string::npos) return;
+  /// Dotted subject of the innermost open container, from the parse stack
+  /// (parent links are set only after the parse). Error paths only.
+  std::string container_subject() const {
+    std::string out;
+    for (size_t i = 1; i < stack_.size(); ++i) {
+      if (stack_[i - 1].value->type == JsonValue::Type::kArray) {
+        out += "[" + std::to_string(stack_[i].value->index) + "]";
+      } else {
+        // An open container is the last member of its parent (Frame::key was moved there).
+        out += (out.empty() ? "" : ".") + stack_[i - 1].value->members.back().key;
+      }
+    }
+    return out;
+  }
+
+  void report_nul(const std::string& subject, const SourceSpan& span) {
     Diagnostic& d = diags_.error(reader_code::kEmbeddedNul,
                                  (subject.empty() ? std::string("manifest") : subject) +
                                      ": string contains a nul character (\\u0000)",
@@ -139,40 +152,44 @@ class TreeBuilder {
     d.help = "names and labels are C strings at run time; remove the \\u0000 escape";
   }
 
-  /// Places `v` in its parent (or as the root), filling pointer and subject.
+  /// Places `v` in its parent (or as the root), recording its index there.
   JsonValue* place(JsonValue&& v, size_t begin) {
     v.span.begin = static_cast<uint32_t>(begin);
     if (stack_.empty()) {
-      v.span.pointer = "";
       root_ = std::move(v);
       return &*root_;
     }
     Frame& f = stack_.back();
     JsonValue& parent = *f.value;
     if (parent.type == JsonValue::Type::kArray) {
-      std::string index = std::to_string(parent.items.size());
-      v.span.pointer = parent.span.pointer + "/" + index;
-      v.subject = parent.subject + "[" + index + "]";
+      v.index = static_cast<uint32_t>(parent.items.size());
       parent.items.push_back(std::move(v));
       return &parent.items.back();
     }
-    v.span.pointer = child_pointer(parent, f.key);
-    v.subject = parent.subject.empty() ? f.key : parent.subject + "." + f.key;
-    JsonMember m;
-    m.key = f.key;
+    v.index = static_cast<uint32_t>(parent.members.size());
+    JsonMember& m = parent.members.emplace_back();
+    m.key = std::move(f.key);
     m.key_span = f.key_span;
-    m.key_span.pointer = v.span.pointer;
     m.duplicate = f.key_duplicate;
     m.value = std::move(v);
-    parent.members.push_back(std::move(m));
-    return &parent.members.back().value;
+    return &m.value;
   }
 
   bool scalar(JsonValue&& v) {
     size_t begin = value_begin();
     v.span.end = static_cast<uint32_t>(stream_.Tell());
     JsonValue* placed = place(std::move(v), begin);
-    if (placed->type == JsonValue::Type::kString) check_nul(placed->string_value, placed->subject, placed->span);
+    if (placed->type == JsonValue::Type::kString && placed->string_value.find('\0') != std::string::npos) {
+      std::string subject = container_subject();
+      const bool in_array = !stack_.empty() && stack_.back().value->type == JsonValue::Type::kArray;
+      if (in_array) {
+        subject += "[" + std::to_string(placed->index) + "]";
+      } else if (!stack_.empty()) {
+        const std::string& key = stack_.back().value->members.back().key;
+        subject = subject.empty() ? key : subject + "." + key;
+      }
+      report_nul(subject, placed->span);
+    }
     last_end_ = stream_.Tell();
     return true;
   }
@@ -213,7 +230,88 @@ class TreeBuilder {
   bool too_deep_ = false;
 };
 
+/// Sets the parent links once the tree no longer moves.
+void link(JsonValue& v) {
+  for (JsonValue& item : v.items) {
+    item.parent = &v;
+    link(item);
+  }
+  for (JsonMember& m : v.members) {
+    m.value.parent = &v;
+    link(m.value);
+  }
+}
+
+/// Key of `v` in its parent object, or nullptr when the parent is an array.
+const std::string* key_in_parent(const JsonValue& v) {
+  if (v.parent == nullptr || v.parent->type != JsonValue::Type::kObject) return nullptr;
+  return &v.parent->members[v.index].key;
+}
+
 }  // namespace
+
+std::string json_pointer(const JsonValue& v) {
+  if (v.parent == nullptr) return "";
+  const std::string* key = key_in_parent(v);
+  return json_pointer(*v.parent) + "/" + (key ? json_pointer_escape(*key) : std::to_string(v.index));
+}
+
+std::string json_subject(const JsonValue& v) {
+  if (v.parent == nullptr) return "";
+  std::string parent = json_subject(*v.parent);
+  if (const std::string* key = key_in_parent(v)) return parent.empty() ? *key : parent + "." + *key;
+  return parent + "[" + std::to_string(v.index) + "]";
+}
+
+std::optional<std::string> json_pointer_at(const JsonValue& root, uint32_t offset) {
+  const JsonValue* v = &root;
+  while (v != nullptr) {
+    if (v->span.begin == offset) return json_pointer(*v);
+    const JsonValue* next = nullptr;
+    // Children are in file order: find the one whose bytes (key included) hold `offset`.
+    for (const JsonMember& m : v->members) {
+      if (m.key_span.begin == offset) return json_pointer(m.value);
+      if (offset >= m.key_span.begin && offset < m.value.span.end) {
+        next = &m.value;
+        break;
+      }
+    }
+    if (next == nullptr) {
+      for (const JsonValue& item : v->items) {
+        if (offset >= item.span.begin && offset < item.span.end) {
+          next = &item;
+          break;
+        }
+      }
+    }
+    v = next;
+  }
+  return std::nullopt;
+}
+
+void resolve_pointers(std::vector<Diagnostic>& diags, const JsonValue& root) {
+  auto fill = [&root](SourceSpan& span) {
+    if (!span.pointer.empty()) return;
+    if (auto p = json_pointer_at(root, span.begin)) span.pointer = std::move(*p);
+  };
+  for (Diagnostic& d : diags) {
+    fill(d.span);
+    for (DiagnosticNote& n : d.notes) {
+      if (n.has_span) fill(n.span);
+    }
+  }
+}
+
+void resolve_pointers(DiagnosticEngine& diags, const SourceFile& file) {
+  bool missing = false;
+  for (const Diagnostic& d : diags.diagnostics()) {
+    missing = missing || d.span.pointer.empty();
+    for (const DiagnosticNote& n : d.notes) missing = missing || (n.has_span && n.span.pointer.empty());
+  }
+  if (!missing) return;
+  DiagnosticEngine scratch;
+  if (auto root = parse_json_tree(file, scratch)) resolve_pointers(diags.mutable_diagnostics(), *root);
+}
 
 const JsonValue* JsonValue::find(std::string_view key) const {
   for (const JsonMember& m : members) {
@@ -236,7 +334,7 @@ std::string_view json_type_name(const JsonValue& v) {
   return "a value";
 }
 
-std::optional<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEngine& diags) {
+std::unique_ptr<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEngine& diags) {
   const std::string& text = file.text();
   // Spans are 32-bit byte offsets; a manifest is a few megabytes at most.
   if (text.size() >= std::numeric_limits<uint32_t>::max()) {
@@ -244,7 +342,7 @@ std::optional<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEngin
                                 "the file is " + std::to_string(text.size()) + " B, over the 4 GiB manifest limit",
                                 make_span(0, 0, ""));
     d.label = "file too large";
-    return std::nullopt;
+    return nullptr;
   }
   // RapidJSON treats NUL as the end of input: a NUL would silently cut the
   // document short, so it is an error wherever it appears.
@@ -255,7 +353,7 @@ std::optional<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEngin
                                 make_span(nul, nul + 1, ""));
     d.label = "nul byte";
     d.help = "a manifest is UTF-8 JSON text; a nul byte usually means a truncated or binary file";
-    return std::nullopt;
+    return nullptr;
   }
 
   rapidjson::MemoryStream stream(text.data(), text.size());
@@ -265,7 +363,7 @@ std::optional<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEngin
   // stack on deep input before our depth check runs.
   constexpr unsigned kFlags = rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag;
   rapidjson::ParseResult result = reader.Parse<kFlags>(stream, builder);
-  if (result.IsError() && builder.too_deep()) return std::nullopt;
+  if (result.IsError() && builder.too_deep()) return nullptr;
   if (result.IsError()) {
     size_t offset = std::min(result.Offset(), text.size());
     if (result.Code() == rapidjson::kParseErrorDocumentRootNotSingular) {
@@ -283,7 +381,7 @@ std::optional<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEngin
                                   make_span(offset, std::min(offset + 1, text.size()), ""));
       d.label = "here";
     }
-    return std::nullopt;
+    return nullptr;
   }
   // Parse stops at the end of the root value only when the rest is
   // whitespace; make sure nothing was left unread.
@@ -291,9 +389,13 @@ std::optional<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEngin
     size_t offset = stream.Tell();
     diags.error(reader_code::kTrailingCharacters, "unexpected characters after the end of the json document",
                 make_span(offset, text.size(), ""));
-    return std::nullopt;
+    return nullptr;
   }
-  return std::move(builder.root());
+  if (!builder.root()) return nullptr;
+  auto root = std::make_unique<JsonValue>(std::move(*builder.root()));
+  link(*root);
+  resolve_pointers(diags.mutable_diagnostics(), *root);
+  return root;
 }
 
 }  // namespace kern

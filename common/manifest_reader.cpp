@@ -167,7 +167,7 @@ void read_buffers(ReaderContext& ctx, const JsonValue& v, Manifest& out) {
 
 std::optional<Manifest> read_manifest(const SourceFile& file, DiagnosticEngine& diags) {
   size_t errors_before = diags.error_count();
-  std::optional<JsonValue> root = parse_json_tree(file, diags);
+  std::unique_ptr<JsonValue> root = parse_json_tree(file, diags);
   if (!root) return std::nullopt;
   ReaderContext ctx(diags);
   Manifest m;
@@ -180,6 +180,8 @@ std::optional<Manifest> read_manifest(const SourceFile& file, DiagnosticEngine& 
     if (const JsonValue* v = ctx.required(*root, "kernels")) reader_detail::read_kernels(ctx, *v, m);
     if (const JsonValue* v = ctx.required(*root, "programs")) reader_detail::read_programs(ctx, *v, m);
   }
+  // Diagnostics carry offsets; their JSON pointers come from the tree, once.
+  resolve_pointers(diags.mutable_diagnostics(), *root);
   if (diags.error_count() != errors_before) return std::nullopt;
   return m;
 }

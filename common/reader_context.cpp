@@ -13,7 +13,10 @@
 namespace kern::reader_detail {
 namespace {
 
-std::string subject_of(const JsonValue& v) { return v.subject.empty() ? "manifest" : v.subject; }
+std::string subject_of(const JsonValue& v) {
+  std::string s = json_subject(v);
+  return s.empty() ? "manifest" : s;
+}
 
 std::string quote_list(std::initializer_list<std::string_view> names) {
   std::string out;

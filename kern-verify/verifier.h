@@ -85,6 +85,8 @@ class VerifiedManifest {
 
 /// Runs every rule of SPEC §4 over `manifest`, reporting each finding into
 /// `diag` (all of them, never stopping at the first; codes in codes.h).
+/// The findings' spans carry byte offsets; their JSON pointers are filled by
+/// resolve_pointers(diag, file) (common/json_tree.h).
 /// Returns the VerifiedManifest when no error was reported (warnings allowed;
 /// `--deny-warnings` is the caller's policy), nullopt otherwise.
 std::optional<VerifiedManifest> verify(const Manifest& manifest, DiagnosticEngine& diag,

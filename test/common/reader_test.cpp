@@ -2,6 +2,7 @@
 // pointers of nodes, and the optional/null fields of the upstream schema.
 #include <catch2/catch.hpp>
 
+#include "common/json_tree.h"
 #include "test/common/reader_fixture.h"
 
 namespace kern::test {
@@ -141,27 +142,33 @@ TEST_CASE("reader records the span and json pointer of each node", "[reader][spa
   const Manifest& m = *r.manifest;
   const std::string& text = r.file.text();
   auto text_of = [&](const SourceSpan& s) { return text.substr(s.begin, s.end - s.begin); };
+  // Model spans carry offsets; the pointer is resolved from the tree on demand.
+  DiagnosticEngine scratch;
+  auto tree = parse_json_tree(r.file, scratch);
+  REQUIRE(tree != nullptr);
+  auto pointer_of = [&](const SourceSpan& s) { return json_pointer_at(*tree, s.begin).value_or("<none>"); };
 
   const Buffer* x = m.find_buffer("x");
   CHECK(text_of(x->name_span) == "\"x\"");
   CHECK(text_of(x->span) == R"({"dtype": "bf16", "shape": ["tokens", 128], "class": "input"})");
-  CHECK(x->span.pointer == "/buffers/x");
+  CHECK(pointer_of(x->span) == "/buffers/x");
+  CHECK(pointer_of(x->name_span) == "/buffers/x");  // a key resolves to its value
   CHECK(text_of(x->shape[1].span) == "128");
-  CHECK(x->shape[1].span.pointer == "/buffers/x/shape/1");
+  CHECK(pointer_of(x->shape[1].span) == "/buffers/x/shape/1");
   LineColumn lc = r.file.line_column(x->name_span.begin);
   CHECK(lc.line == 12);
   CHECK(lc.column == 5);
 
   const Step& s = m.kernels[0].steps[0];
-  CHECK(s.grid[0].span.pointer == "/kernels/rmsnorm/impl/steps/0/grid/0");
+  CHECK(pointer_of(s.grid[0].span) == "/kernels/rmsnorm/impl/steps/0/grid/0");
   CHECK(text_of(s.grid[0].span) == R"({"ceil_div": [{"mul": [{"sym": "tokens"}, 4]}, 8]})");
   CHECK(text_of(s.symbol_span) == "\"kern_rmsnorm_bf16\"");
-  CHECK(s.param_spans[5].pointer == "/kernels/rmsnorm/impl/steps/0/params/5");
+  CHECK(pointer_of(s.param_spans[5]) == "/kernels/rmsnorm/impl/steps/0/params/5");
   CHECK(text_of(s.param_spans[5]) == "\"inout buffer<f32>\"");
 
   const Arg& a = m.programs[0].dispatches[0].args[4];
   CHECK(text_of(a.span) == R"({"f32": 1e-6})");
-  CHECK(a.span.pointer == "/programs/decode/dispatches/0/args/4");
+  CHECK(pointer_of(a.span) == "/programs/decode/dispatches/0/args/4");
   CHECK(text_of(m.meta.version_span) == "2");
 }
 
@@ -169,7 +176,12 @@ TEST_CASE("reader escapes '~' and '/' in json pointers of names", "[reader][span
   std::string text = replace_once(kBaseManifest, R"("pages": {"max": 8})", R"("a/b~c": {"max": 8})");
   ReadOutcome r = read_text(text);
   REQUIRE(r.manifest.has_value());
-  CHECK(r.manifest->symbols[1].span.pointer == "/symbols/a~1b~0c");
+  DiagnosticEngine scratch;
+  auto tree = parse_json_tree(r.file, scratch);
+  REQUIRE(tree != nullptr);
+  CHECK(json_pointer_at(*tree, r.manifest->symbols[1].span.begin) == "/symbols/a~1b~0c");
+  CHECK(json_pointer_at(*tree, r.manifest->symbols[1].span.begin + 1) == "/symbols/a~1b~0c/max");  // the key
+  CHECK_FALSE(json_pointer_at(*tree, r.manifest->symbols[1].span.begin + 2).has_value());  // inside the key
 }
 
 TEST_CASE("reader accepts a speculative meta.spec and a bare expression bound", "[reader]") {

@@ -4,6 +4,7 @@
 // This file: SPEC §4 rules 1-5 and references; verifier_flow_test.cpp: 6-9.
 #include <catch2/catch.hpp>
 
+#include "common/json_tree.h"
 #include "common/manifest_reader.h"
 #include "fixture.h"
 
@@ -146,6 +147,7 @@ TEST_CASE("verify warns about a workspace buffer above the size threshold", "[ve
     REQUIRE(m);
     auto v = kern::verify::verify(*m, diag, kern::verify::VerifyOptions{threshold});
     CHECK(v.has_value());  // a warning never blocks the plan
+    kern::resolve_pointers(diag, file);
     std::vector<std::string> codes;
     for (const auto& d : diag.diagnostics()) codes.push_back(d.code + " " + d.span.pointer);
     if (threshold == 4095) {
