@@ -14,6 +14,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "kern-load/graph_policy.h"
 #include "kern-load/plan_file.h"
 
 namespace kern::load {
@@ -67,6 +68,26 @@ class Device {
 
   /// Waits for all issued work (cuStreamSynchronize).
   virtual Status synchronize() = 0;
+
+  // Graphs (SPEC §6): optional; the cpu device has none and Executable then
+  // always launches eagerly. While capturing, launch() records instead of
+  // running; nothing else (copies, allocation) may be issued.
+
+  /// Whether begin_capture / end_capture / launch_graph are supported.
+  virtual bool supports_graphs() const { return false; }
+  /// Starts recording launches (cuda: cuStreamBeginCapture, thread-local mode).
+  virtual Status begin_capture() { return make_error(ErrorKind::kDevice, name() + " has no graphs"); }
+  /// Stops recording and instantiates the graph (cuStreamEndCapture +
+  /// cuGraphInstantiate). After an error the device is out of capture mode.
+  virtual Result<GraphHandle> end_capture() { return make_error(ErrorKind::kDevice, name() + " has no graphs"); }
+  /// Ends a capture whose launches failed, discarding it; never fails.
+  virtual void abort_capture() {}
+  /// Enqueues a graph returned by end_capture (cuGraphLaunch).
+  virtual Status launch_graph(GraphHandle /*graph*/) {
+    return make_error(ErrorKind::kDevice, name() + " has no graphs");
+  }
+  /// Destroys a graph returned by end_capture (after pending work); 0 is a no-op.
+  virtual void destroy_graph(GraphHandle /*graph*/) {}
 };
 
 /// Options of the cuda device.

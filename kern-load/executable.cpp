@@ -4,6 +4,7 @@
 
 #include "common/expr.h"
 #include "kern-load/plan_expr.h"
+#include "kern-load/random_weights.h"
 #include "kern-load/weight_binding.h"
 
 namespace kern::load {
@@ -12,6 +13,7 @@ Executable::Executable(PlanFile plan, std::unique_ptr<Device> device)
     : plan_(std::move(plan)), device_(std::move(device)) {}
 
 Executable::~Executable() {
+  for (const CapturedGraph& g : graphs_.take_graphs()) device_->destroy_graph(g.handle);
   // Cleanup failures cannot be reported from a destructor; the device keeps
   // no state that would make a later free unsafe.
   for (auto* v : {&addr_.buffers, &addr_.states, &addr_.scratch})
@@ -21,13 +23,21 @@ Executable::~Executable() {
 
 Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_ptr<Device> device,
                                                      const Safetensors* weights, const ExecutableOptions& options,
-                                                     std::vector<std::string>* notes) {
+                                                     std::vector<std::string>* notes, const LoadMonitor* monitor) {
   std::unique_ptr<Executable> exe(new Executable(std::move(plan), std::move(device)));
   const plan::Plan& p = exe->plan();
   const std::string& path = exe->plan_.path();
   // Check the weights before anything is allocated: the cheapest and most
   // common failure names the weight, not a device.
-  KERN_RETURN_IF_ERROR(check_weights(p, weights));
+  const bool random_weights = options.random_weights_seed.has_value();
+  if (random_weights && weights != nullptr)
+    return make_error(ErrorKind::kUsage, "random weights and a weights file were both given");
+  if (!random_weights) KERN_RETURN_IF_ERROR(check_weights(p, weights));
+  GraphPolicyOptions gpo;
+  gpo.enabled = options.graphs && exe->device_->supports_graphs();
+  gpo.capture_after = options.graph_capture_after;
+  exe->graphs_ = GraphPolicy(gpo);
+  exe->on_warning_ = options.on_warning;
   using Clock = std::chrono::steady_clock;
   LoadTimings timings;
   auto t0 = Clock::now();
@@ -45,7 +55,7 @@ Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_
   KERN_RETURN_IF_ERROR(exe->allocate_all());
   lap(timings.allocate_ms);
   auto bound = bind_weights(p, weights, *exe->device_, exe->addr_.buffers,
-                            options.on_weight_progress ? &options.on_weight_progress : nullptr);
+                            monitor != nullptr && monitor->on_weight_progress ? &monitor->on_weight_progress : nullptr);
   if (!bound.ok()) return bound.error();
   lap(timings.weights_ms);
   timings.weight_bytes = bound->bytes_copied;
@@ -54,7 +64,7 @@ Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_
       notes->push_back(weights->path() + ": tensor '" + name + "' is not used by the plan");
   for (uint32_t i = 0; i < p.programs()->size(); ++i) exe->staged_.push_back(stage_program(p, i, exe->addr_));
   lap(timings.stage_ms);
-  if (options.timings != nullptr) *options.timings = timings;
+  if (monitor != nullptr && monitor->timings != nullptr) *monitor->timings = timings;
   return exe;
 }
 
@@ -107,13 +117,42 @@ Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbo
                                                " is outside its bounds [" + std::to_string(s->min()) + ", " +
                                                std::to_string(s->max()) + "]");
   }
+  GraphDecision d = graphs_.decide(program, symbol_values);
+  if (d.action == GraphAction::kReplay) {
+    // Same key as the capture: the staged values already match; only the graph is launched.
+    KERN_RETURN_IF_ERROR(check_replay(*d.graph, program, symbol_values));
+    Status s = device_->launch_graph(d.graph->handle);
+    if (s.ok()) {
+      ++graph_stats_.replays;
+      last_symbols_.assign(symbol_values.begin(), symbol_values.end());
+      return {};
+    }
+    graph_failed(program, "launching the graph of", s.error());
+    d.action = GraphAction::kEager;
+  }
   StagedProgram& sp = staged_[program];
   int64_t bad = apply_symbols(sp, symbol_values);
   if (bad >= 0)
     return launch_error(program, static_cast<size_t>(bad),
                         "grid, shared memory or an expression argument overflows at these symbol values");
+  if (d.action == GraphAction::kCapture) {
+    Status s = capture_and_launch(program, symbol_values);
+    if (s.ok()) {
+      last_symbols_.assign(symbol_values.begin(), symbol_values.end());
+      return {};
+    }
+    graph_failed(program, "capturing", s.error());  // falls back to eager below, once
+  }
+  KERN_RETURN_IF_ERROR(launch_eager(program));
+  ++graph_stats_.eager_runs;
+  last_symbols_.assign(symbol_values.begin(), symbol_values.end());
+  return {};
+}
+
+Status Executable::launch_eager(uint32_t program) {
   // Replay: array indexing only (style.md §5). Indices were checked by
   // validate_plan; pointers were resolved by stage_program.
+  StagedProgram& sp = staged_[program];
   for (size_t i = 0; i < sp.launches.size(); ++i) {
     const StagedLaunch& l = sp.launches[i];
     Status s = device_->launch(l.step, l.dims, sp.param_ptrs.data() + l.first_param);
@@ -123,8 +162,27 @@ Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbo
       return e;
     }
   }
-  last_symbols_.assign(symbol_values.begin(), symbol_values.end());
   return {};
+}
+
+Status Executable::capture_and_launch(uint32_t program, std::span<const uint64_t> symbol_values) {
+  KERN_RETURN_IF_ERROR(device_->begin_capture());
+  Status s = launch_eager(program);  // recorded, not run
+  if (!s.ok()) {
+    device_->abort_capture();
+    return s;
+  }
+  auto graph = device_->end_capture();
+  if (!graph.ok()) return graph.error();
+  graphs_.add(program, symbol_values, *graph);
+  ++graph_stats_.captures;
+  return device_->launch_graph(*graph);  // a failure here disables graphs; the graph is destroyed with the rest
+}
+
+void Executable::graph_failed(uint32_t program, const std::string& what, const Error& e) {
+  std::string warning = graphs_.fail(plan().programs()->Get(program)->name()->str(), what, e);
+  ++graph_stats_.fallbacks;
+  if (!warning.empty() && on_warning_) on_warning_(warning);
 }
 
 Status Executable::write_input(uint32_t buffer, std::span<const uint8_t> bytes, uint64_t offset_bytes) {

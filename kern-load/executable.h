@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "kern-load/device.h"
+#include "kern-load/graph_policy.h"
 #include "kern-load/launch_staging.h"
 #include "kern-load/memory_plan.h"
 #include "kern-load/plan_file.h"
@@ -28,13 +30,36 @@ struct LoadTimings {
   double allocate_ms = 0;  ///< memory plan + zero-filled allocations
   double weights_ms = 0;   ///< bind_weights: copying every weight to the device
   double stage_ms = 0;     ///< staging every program's launches
-  uint64_t weight_bytes = 0;  ///< bytes copied by bind_weights
+  uint64_t weight_bytes = 0;  ///< bytes copied by bind_weights (or random weights written)
+};
+
+/// How program runs went (SPEC §6 graphs); counts of run_program calls.
+struct GraphStats {
+  uint64_t eager_runs = 0;  ///< launched step by step
+  uint64_t captures = 0;    ///< captured into a graph (then launched as the graph)
+  uint64_t replays = 0;     ///< launched from an existing graph
+  uint64_t fallbacks = 0;   ///< graph failures that fell back to eager (0 or 1)
 };
 
 /// Load-time options.
 struct ExecutableOptions {
   uint64_t capacity_tokens = 0;  ///< tokens of state to allocate (SPEC §6)
   std::string kernels_dir;       ///< where cubins live (the cuda device); may be empty for cpu
+  /// Graphs (SPEC §6, graph_policy.h): false = always eager (`kern-run
+  /// --eager`). A device without graphs (cpu) always runs eagerly.
+  bool graphs = true;
+  /// Eager runs of a (program, symbol values) key before it is captured.
+  uint32_t graph_capture_after = 1;
+  /// Receives warnings (a failed graph capture falling back to eager); may be empty.
+  std::function<void(const std::string&)> on_warning;
+  /// Set: every weight buffer is filled with random_weights.h values of this
+  /// seed (no file); `weights` must then be null.
+  std::optional<uint64_t> random_weights_seed;
+};
+
+/// Optional instrumentation of Executable::load (kern-run's timings and
+/// progress display).
+struct LoadMonitor {
   /// Out (borrowed, may be null): wall time of each load phase, filled by load.
   LoadTimings* timings = nullptr;
   /// Called after each weight tensor is copied to the device (may be empty):
@@ -50,10 +75,12 @@ class Executable {
   /// options.capacity_tokens, allocate (zero-filled), bind_weights from
   /// `weights` (may be null when the plan has no weight buffers), stage every
   /// program. `notes` (may be null) receives informational lines (unused
-  /// tensors in the weights file). Errors name the failing stage and subject.
+  /// tensors in the weights file). `monitor` (may be null) receives phase
+  /// timings and weight-upload progress. Errors name the failing stage and subject.
   static Result<std::unique_ptr<Executable>> load(PlanFile plan, std::unique_ptr<Device> device,
                                                   const Safetensors* weights, const ExecutableOptions& options,
-                                                  std::vector<std::string>* notes);
+                                                  std::vector<std::string>* notes,
+                                                  const LoadMonitor* monitor = nullptr);
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
@@ -64,6 +91,9 @@ class Executable {
   /// a launch whose grid/shared memory/expression overflows; a device launch
   /// failure, with context "program 'decode', dispatch 3 'label', step 'sym'".
   /// Launches are issued in order; on cpu they have run when this returns.
+  /// With graphs on (ExecutableOptions::graphs) a repeated key is captured
+  /// and replayed (graph_policy.h); a graph failure warns once through
+  /// on_warning, turns graphs off and runs the program eagerly.
   Status run_program(uint32_t program, std::span<const uint64_t> symbol_values);
 
   /// Copies `bytes` into the start of buffer `buffer` (+ `offset_bytes`).
@@ -89,11 +119,20 @@ class Executable {
   const Addresses& addresses() const { return addr_; }
   /// The staged launches of program `program` (tests and tools inspect them).
   const StagedProgram& staged(uint32_t program) const { return staged_[program]; }
+  /// How runs were launched so far (eager, captured, replayed).
+  const GraphStats& graph_stats() const { return graph_stats_; }
+  /// Whether graphs may still be used (enabled, supported, no failure).
+  bool graphs_active() const { return graphs_.active(); }
 
  private:
   Executable(PlanFile plan, std::unique_ptr<Device> device);
   Status allocate_all();
   Error launch_error(uint32_t program, size_t launch, const std::string& what) const;
+  Status launch_eager(uint32_t program);
+  /// Captures program `program` at `symbol_values` and launches the graph.
+  Status capture_and_launch(uint32_t program, std::span<const uint64_t> symbol_values);
+  /// A graph step failed: warn once, turn graphs off.
+  void graph_failed(uint32_t program, const std::string& what, const Error& e);
 
   PlanFile plan_;
   std::unique_ptr<Device> device_;
@@ -101,6 +140,9 @@ class Executable {
   Addresses addr_;                     ///< owned device allocations (0 = none)
   std::vector<StagedProgram> staged_;  ///< by program index
   std::vector<uint64_t> last_symbols_;
+  GraphPolicy graphs_;
+  GraphStats graph_stats_;
+  std::function<void(const std::string&)> on_warning_;
 };
 
 }  // namespace kern::load

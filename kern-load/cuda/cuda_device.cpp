@@ -56,7 +56,9 @@ Result<std::unique_ptr<CudaDevice>> CudaDevice::create(const CudaDeviceOptions& 
 CudaDevice::~CudaDevice() {
   if (!driver_) return;
   const DriverApi& a = driver_->api();
+  abort_capture();
   if (stream_) (void)a.cuStreamSynchronize(stream_);
+  for (CUgraphExec g : graphs_) (void)a.cuGraphExecDestroy(g);
   cublaslt_.reset();
   if (workspace_) (void)a.cuMemFree(workspace_);
   for (auto& [aligned, base] : allocations_) (void)a.cuMemFree(base);

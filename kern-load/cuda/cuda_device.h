@@ -21,6 +21,7 @@
 #include "kern-load/cuda/cuda_abi.h"
 #include "kern-load/cuda/cuda_driver.h"
 #include "kern-load/device.h"
+#include "kern-load/device_precheck.h"
 
 namespace kern::load::cuda {
 
@@ -48,6 +49,17 @@ class CudaDevice final : public Device {
   Status load_kernels(const PlanFile& plan, const std::string& kernels_dir) override;
   Status launch(uint32_t step, const LaunchDims& dims, void** kernel_params) override;
   Status synchronize() override;
+
+  /// Graphs: stream capture in thread-local mode on the device's stream.
+  bool supports_graphs() const override { return true; }
+  Status begin_capture() override;
+  Result<GraphHandle> end_capture() override;
+  void abort_capture() override;
+  Status launch_graph(GraphHandle graph) override;
+  void destroy_graph(GraphHandle graph) override;
+
+  /// The device's limits for the precheck (cuDeviceGetAttribute, cuDriverGetVersion).
+  Result<DeviceLimits> limits() const;
 
  private:
   /// A step resolved by load_kernels.
@@ -85,6 +97,8 @@ class CudaDevice final : public Device {
   std::vector<std::string> step_symbols_;  ///< for error messages (cold path)
   CUdeviceptr workspace_ = 0;
   std::unique_ptr<CublasLt> cublaslt_;
+  std::vector<CUgraphExec> graphs_;  ///< instantiated graphs (destroyed with the device)
+  bool capturing_ = false;
   std::string name_;
 };
 

@@ -75,6 +75,12 @@ Result<std::unique_ptr<Driver>> Driver::load(const std::string& library) {
   KERN_CU_RESOLVE(cuEventSynchronize, 2000);
   KERN_CU_RESOLVE(cuEventElapsedTime, 2000);
   KERN_CU_RESOLVE(cuEventDestroy, 4000);
+  KERN_CU_RESOLVE(cuStreamBeginCapture, 10010);
+  KERN_CU_RESOLVE(cuStreamEndCapture, 10000);
+  KERN_CU_RESOLVE(cuGraphInstantiateWithFlags, 11040);
+  KERN_CU_RESOLVE(cuGraphLaunch, 10000);
+  KERN_CU_RESOLVE(cuGraphExecDestroy, 10000);
+  KERN_CU_RESOLVE(cuGraphDestroy, 10000);
 #undef KERN_CU_RESOLVE
   KERN_RETURN_IF_ERROR(d->check(a.cuInit(0), "cuInit"));
   KERN_RETURN_IF_ERROR(d->check(a.cuDriverGetVersion(&d->version_), "cuDriverGetVersion"));

@@ -55,6 +55,13 @@ struct DriverApi {
   PFN_cuEventSynchronize_v2000 cuEventSynchronize = nullptr;
   PFN_cuEventElapsedTime_v2000 cuEventElapsedTime = nullptr;
   PFN_cuEventDestroy_v4000 cuEventDestroy = nullptr;
+  // Graphs (SPEC §6): stream capture, instantiate, launch.
+  PFN_cuStreamBeginCapture_v10010 cuStreamBeginCapture = nullptr;
+  PFN_cuStreamEndCapture_v10000 cuStreamEndCapture = nullptr;
+  PFN_cuGraphInstantiateWithFlags_v11040 cuGraphInstantiateWithFlags = nullptr;
+  PFN_cuGraphLaunch_v10000 cuGraphLaunch = nullptr;
+  PFN_cuGraphExecDestroy_v10000 cuGraphExecDestroy = nullptr;
+  PFN_cuGraphDestroy_v10000 cuGraphDestroy = nullptr;
 };
 
 /// The loaded driver: the dlopen handle (owned, closed on destruction) and

@@ -79,6 +79,24 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
     return make_error(ErrorKind::kIo, kernels_dir + ": cannot list the kernels dir: " + ec.message());
   for (flatbuffers::uoffset_t i = 0; i < p.cubins()->size(); ++i)
     files[p.cubins()->Get(i)->path()->str()].push_back(int(i));
+  // Precheck (SPEC §6): every file's architectures and the plan's launch
+  // geometry against this device, all mismatches at once, before any load.
+  std::vector<KernelFileImages> images;
+  for (const auto& [file, pins] : files) {
+    const std::string path = (std::filesystem::path(kernels_dir) / file).string();
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+      return make_error(ErrorKind::kKernel, path + ": cannot open kernel file (pass the directory of the "
+                                                   "built fatbins with --kernels DIR, e.g. <build>/kernels)");
+    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    auto im = kernel_file_images(path, bytes);
+    if (!im.ok()) return im.error();
+    images.push_back(KernelFileImages{file, std::move(im.value())});
+  }
+  auto lim = limits();
+  if (!lim.ok()) return lim.error();
+  KERN_RETURN_IF_ERROR(check_plan_fits(p, images, *lim, name_));
+
   std::vector<size_t> module_of_pin(p.cubins()->size(), 0);
   for (const auto& [file, pins] : files) {
     std::vector<const uint8_t*> digests;  // every pin of this file must match its bytes

@@ -1,0 +1,90 @@
+// CudaDevice graphs (SPEC §6, graph_policy.h): the device's non-blocking
+// stream is captured in thread-local mode (cuStreamBeginCapture), the
+// captured graph instantiated (cuGraphInstantiateWithFlags) and its
+// CUgraph freed; the CUgraphExec is the GraphHandle. Kernel parameters are
+// copied into the graph at capture, so a replay needs the same symbol
+// values, which Executable checks (check_replay).
+#include <algorithm>
+
+#include "kern-load/cuda/cuda_device.h"
+
+namespace kern::load::cuda {
+
+Status CudaDevice::begin_capture() {
+  const Driver& drv = *driver_;
+  KERN_CU_CHECK(drv, drv.api().cuCtxSetCurrent(context_));
+  KERN_CU_CHECK(drv, drv.api().cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  capturing_ = true;
+  return Status::ok_status();
+}
+
+Result<GraphHandle> CudaDevice::end_capture() {
+  const Driver& drv = *driver_;
+  const DriverApi& a = drv.api();
+  CUgraph graph = nullptr;
+  capturing_ = false;
+  KERN_CU_CHECK(drv, a.cuStreamEndCapture(stream_, &graph));
+  CUgraphExec exec = nullptr;
+  const CUresult r = a.cuGraphInstantiateWithFlags(&exec, graph, 0);
+  (void)a.cuGraphDestroy(graph);
+  if (r != CUDA_SUCCESS) return make_error(ErrorKind::kDevice, "cuGraphInstantiateWithFlags: " + drv.describe(r));
+  graphs_.push_back(exec);
+  return reinterpret_cast<GraphHandle>(exec);
+}
+
+void CudaDevice::abort_capture() {
+  if (!capturing_) return;
+  capturing_ = false;
+  CUgraph graph = nullptr;
+  if (driver_->api().cuStreamEndCapture(stream_, &graph) == CUDA_SUCCESS && graph != nullptr)
+    (void)driver_->api().cuGraphDestroy(graph);
+}
+
+Status CudaDevice::launch_graph(GraphHandle graph) {
+  const CUresult r = driver_->api().cuGraphLaunch(reinterpret_cast<CUgraphExec>(graph), stream_);
+  if (r != CUDA_SUCCESS) [[unlikely]]
+    return make_error(ErrorKind::kDevice, "cuGraphLaunch: " + driver_->describe(r));
+  return Status::ok_status();
+}
+
+void CudaDevice::destroy_graph(GraphHandle graph) {
+  auto exec = reinterpret_cast<CUgraphExec>(graph);
+  auto it = std::find(graphs_.begin(), graphs_.end(), exec);
+  if (it == graphs_.end()) return;
+  (void)driver_->api().cuStreamSynchronize(stream_);
+  (void)driver_->api().cuGraphExecDestroy(exec);
+  graphs_.erase(it);
+}
+
+Result<DeviceLimits> CudaDevice::limits() const {
+  const Driver& drv = *driver_;
+  DeviceLimits l;
+  l.driver_version = drv.version();
+  auto get = [&](CUdevice_attribute attr, const char* what) -> Result<uint64_t> {
+    int v = 0;
+    const CUresult r = drv.api().cuDeviceGetAttribute(&v, attr, device_);
+    if (r != CUDA_SUCCESS) return make_error(ErrorKind::kDevice, std::string("cuDeviceGetAttribute(") + what + "): " +
+                                                                     drv.describe(r));
+    return static_cast<uint64_t>(std::max(v, 0));
+  };
+#define KERN_ATTR(field, attr)               \
+  do {                                       \
+    auto v = get(attr, #attr);               \
+    if (!v.ok()) return v.error();           \
+    field = static_cast<decltype(field)>(*v); \
+  } while (0)
+  KERN_ATTR(l.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  KERN_ATTR(l.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  KERN_ATTR(l.max_threads_per_block, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  KERN_ATTR(l.max_block[0], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X);
+  KERN_ATTR(l.max_block[1], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y);
+  KERN_ATTR(l.max_block[2], CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z);
+  KERN_ATTR(l.max_grid[0], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+  KERN_ATTR(l.max_grid[1], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+  KERN_ATTR(l.max_grid[2], CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z);
+  KERN_ATTR(l.max_shared_mem_per_block, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+#undef KERN_ATTR
+  return l;
+}
+
+}  // namespace kern::load::cuda
