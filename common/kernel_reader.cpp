@@ -24,6 +24,7 @@ std::optional<StepArg> read_step_arg(ReaderContext& ctx, const JsonValue& v) {
     if (!name) return std::nullopt;
     a.scratch = *name;
     if (const JsonValue* off = v.find("offset")) {
+      a.offset_span = off->span;
       auto n = ctx.read_u64(*off);
       if (!n) return std::nullopt;
       a.offset = *n;
@@ -122,6 +123,7 @@ void read_impl(ReaderContext& ctx, const JsonValue& v, Kernel& k) {
     }
   }
   if (const JsonValue* steps = ctx.required(v, "steps"); steps != nullptr && ctx.expect_array(*steps)) {
+    k.steps_span = steps->span;
     for (const JsonValue& step : steps->items) read_step(ctx, step, k);
   }
 }

@@ -50,6 +50,7 @@ struct State {
   uint64_t bytes_fixed = 0;
   uint64_t align = 256;  ///< power of two, in bytes
   SourceSpan span;
+  SourceSpan align_span;  ///< the `align` value; empty (begin = end = 0) when defaulted
   SourceSpan name_span;
 };
 
@@ -117,6 +118,7 @@ struct StepArg {
   uint64_t index = 0;        ///< kArg: interface arg index
   std::string scratch;       ///< kScratch: scratch name
   uint64_t offset = 0;       ///< kScratch: byte offset
+  SourceSpan offset_span;    ///< kScratch: the `offset` value; empty when defaulted
   int64_t int_value = 0;     ///< kI32/kI64 (and kU32/kU8 as non-negative)
   float f32_value = 0.0f;    ///< kF32
   SourceSpan span;
@@ -149,6 +151,7 @@ struct Kernel {
   std::vector<Scratch> scratch;
   std::vector<Step> steps;
   SourceSpan span;
+  SourceSpan steps_span;  ///< the `impl.steps` array
   SourceSpan name_span;
   SourceSpan params_span;
 
@@ -163,6 +166,7 @@ struct Arg {
   Kind kind = Kind::kBuf;
   std::string name;          ///< kBuf/kState/kSym: the referenced name
   uint64_t offset = 0;       ///< kBuf/kState: byte offset (default 0)
+  SourceSpan offset_span;    ///< kBuf/kState: the `offset` value; empty when defaulted
   std::optional<Expr> expr;  ///< kExpr
   int64_t int_value = 0;     ///< integer literals
   float f32_value = 0.0f;    ///< kF32
@@ -177,6 +181,7 @@ struct Dispatch {
   std::optional<std::string> label;
   SourceSpan span;
   SourceSpan kernel_span;
+  SourceSpan args_span;  ///< the `args` array
 };
 
 /// A program: a sequential list of dispatches (e.g. `prefill`, `decode`).

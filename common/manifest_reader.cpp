@@ -77,6 +77,7 @@ void read_states(ReaderContext& ctx, const JsonValue& v, Manifest& out) {
       if (auto n = ctx.read_u64(*f)) s.bytes_fixed = *n;
     }
     if (const JsonValue* f = m.value.find("align")) {
+      s.align_span = f->span;
       if (auto n = ctx.read_u64(*f)) s.align = *n;
     }
     out.states.push_back(std::move(s));

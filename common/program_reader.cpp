@@ -29,6 +29,7 @@ std::optional<Arg> read_arg(ReaderContext& ctx, const JsonValue& v) {
     if (!name) return std::nullopt;
     a.name = *name;
     if (const JsonValue* off = v.find("offset"); off != nullptr && t != "sym") {
+      a.offset_span = off->span;
       auto n = ctx.read_u64(*off);
       if (!n) return std::nullopt;
       a.offset = *n;
@@ -61,6 +62,7 @@ void read_dispatch(ReaderContext& ctx, const JsonValue& v, Program& p) {
     if (auto s = ctx.read_string(*f)) d.kernel = *s;
   }
   if (const JsonValue* f = ctx.required(v, "args"); f != nullptr && ctx.expect_array(*f)) {
+    d.args_span = f->span;
     for (const JsonValue& item : f->items) {
       if (auto a = read_arg(ctx, item)) d.args.push_back(std::move(*a));
     }

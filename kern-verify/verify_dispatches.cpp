@@ -70,7 +70,7 @@ void check_offset(Context& ctx, const Arg& a, const ParamType& p, std::optional<
                                 subject + ": offset " + std::to_string(a.offset) +
                                     " B is not a multiple of the element size " + std::to_string(elem) + " B of `" +
                                     param_type_name(p) + "`",
-                                a.span);
+                                a.offset_span.end > 0 ? a.offset_span : a.span);
       d.label = "misaligned";
     }
   }
@@ -79,7 +79,7 @@ void check_offset(Context& ctx, const Arg& a, const ParamType& p, std::optional<
                               subject + ": offset " + std::to_string(a.offset) + " B is past the end of " + what +
                                   " `" + a.name + "` (" + std::to_string(*size_bytes) + " B" +
                                   (what == "buffer" ? " at the symbols' minima)" : ")"),
-                              a.span);
+                              a.offset_span.end > 0 ? a.offset_span : a.span);
     d.label = "out of bounds";
   }
 }
@@ -188,7 +188,7 @@ void check_dispatches(Context& ctx) {
         Diagnostic& d = ctx.error(Code::kDispatchArgCount,
                                   subject + ": " + std::to_string(disp.args.size()) + " args for kernel `" +
                                       disp.kernel + "` which takes " + std::to_string(want),
-                                  disp.span);
+                                  disp.args_span.end > 0 ? disp.args_span : disp.span);
         d.label = "expected " + std::to_string(want) + " args";
         d.notes.push_back(DiagnosticNote{"the interface is declared here", ctx.m.kernels[*k].params_span, true});
         ok = false;
@@ -197,7 +197,20 @@ void check_dispatches(Context& ctx) {
         const Arg& a = disp.args[j];
         const std::string arg_subject = subject + ".args[" + std::to_string(j) + "]";
         if (ok) {
-          check_arg(ctx, a, ctx.m.kernels[*k].params[j], j, arg_subject);
+          const Kernel& kernel = ctx.m.kernels[*k];
+          const size_t before = ctx.diag.diagnostics().size();
+          check_arg(ctx, a, kernel.params[j], j, arg_subject);
+          // Point every finding about this argument at the param it fills.
+          auto& found = ctx.diag.mutable_diagnostics();
+          for (size_t i = before; i < found.size() && j < kernel.param_spans.size(); ++i) {
+            if (found[i].code == code_id(Code::kUnknownBuffer) || found[i].code == code_id(Code::kUnknownState) ||
+                found[i].code == code_id(Code::kUnknownSymbol)) {
+              continue;  // about the name, not the param
+            }
+            found[i].notes.push_back(DiagnosticNote{"param " + std::to_string(j) + " of `" + kernel.name +
+                                                        "` is declared here",
+                                                    kernel.param_spans[j], true});
+          }
         } else if (!is_literal(a.kind)) {
           (void)resolve_arg(ctx, a, arg_subject);
         }

@@ -30,7 +30,7 @@ void check_scratch_offset(Context& ctx, const Kernel& kernel, const KernelFacts&
     Diagnostic& d = ctx.error(Code::kScratchOffsetMisaligned,
                               subject + ": scratch offset " + std::to_string(a.offset) +
                                   " B is not a multiple of the element size " + std::to_string(elem) + " B",
-                              a.span);
+                              a.offset_span.end > 0 ? a.offset_span : a.span);
     d.label = "misaligned";
   }
   const auto& bytes = facts.scratch_bytes[s];
@@ -38,7 +38,7 @@ void check_scratch_offset(Context& ctx, const Kernel& kernel, const KernelFacts&
     Diagnostic& d = ctx.error(Code::kScratchOffsetOutOfBounds,
                               subject + ": scratch offset " + std::to_string(a.offset) + " B is past the end of `" +
                                   sc.name + "` (" + std::to_string(bytes->min) + " B at the symbols' minima)",
-                              a.span);
+                              a.offset_span.end > 0 ? a.offset_span : a.span);
     d.label = "out of bounds";
   }
 }

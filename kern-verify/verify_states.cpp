@@ -24,7 +24,7 @@ void check_states(Context& ctx) {
     if (s.align == 0 || (s.align & (s.align - 1)) != 0) {
       Diagnostic& d = ctx.error(Code::kStateAlignNotPowerOfTwo,
                                 subject + ": align " + std::to_string(s.align) + " B is not a power of two",
-                                s.span);
+                                s.align_span.end > 0 ? s.align_span : s.span);
       d.label = "not a power of two";
     }
   }

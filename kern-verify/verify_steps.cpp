@@ -248,7 +248,8 @@ void check_steps(Context& ctx) {
   for (size_t k = 0; k < ctx.m.kernels.size(); ++k) {
     const Kernel& kernel = ctx.m.kernels[k];
     if (kernel.steps.empty()) {
-      Diagnostic& d = ctx.error(Code::kImplNoSteps, kernel_subject(kernel) + ": impl has no steps", kernel.span);
+      Diagnostic& d = ctx.error(Code::kImplNoSteps, kernel_subject(kernel) + ": impl has no steps",
+                                kernel.steps_span.end > 0 ? kernel.steps_span : kernel.span);
       d.label = "empty implementation";
     }
     for (size_t si = 0; si < kernel.steps.size(); ++si) {
@@ -263,7 +264,7 @@ void check_steps(Context& ctx) {
         if (step.shared_mem) (void)ctx.eval_range(*step.shared_mem, subject + ".shared_mem");
       } else {
         check_geometry(ctx, step, subject);
-        if (!step.cubin) {
+        if (!step.cubin && !step.sha256) {  // a sha256 without a cubin is E0124 already
           Diagnostic& d = ctx.warning(Code::kStepWithoutCubin,
                                       subject + ": step `" + step.symbol + "` is not pinned to a cubin",
                                       step.symbol_span);

@@ -41,13 +41,13 @@ TEST_CASE("verify rejects reading scratch before any step wrote it", "[verify][r
 
 TEST_CASE("verify rejects a misaligned scratch offset", "[verify][rule6]") {
   CHECK(verify_findings(set(B(), kArgmax1 + "/args/0", R"({"scratch": "partial_val", "offset": 2})")) ==
-        V{"E0137 " + kArgmax1 + "/args/0"});
+        V{"E0137 " + kArgmax1 + "/args/0/offset"});
 }
 
 TEST_CASE("verify rejects a scratch offset past the scratch at the symbols' minima", "[verify][rule6]") {
   // partial_val is f32 [tokens, 8]: 32 B at tokens = 1.
   CHECK(verify_findings(set(B(), kArgmax1 + "/args/0", R"({"scratch": "partial_val", "offset": 32})")) ==
-        V{"E0138 " + kArgmax1 + "/args/0"});
+        V{"E0138 " + kArgmax1 + "/args/0/offset"});
   CHECK(verify_findings(set(B(), kArgmax1 + "/args/0", R"({"scratch": "partial_val", "offset": 28})")).empty());
 }
 
@@ -58,7 +58,7 @@ TEST_CASE("verify rejects an unused scratch", "[verify][rule6]") {
 
 // Rule 7: dispatches
 TEST_CASE("verify rejects a dispatch with the wrong number of args", "[verify][rule7]") {
-  CHECK(verify_findings(erase(B(), kDecode + "2/args/5")) == V{"E0140 " + kDecode + "2"});
+  CHECK(verify_findings(erase(B(), kDecode + "2/args/5")) == V{"E0140 " + kDecode + "2/args"});
 }
 
 TEST_CASE("verify rejects a buffer passed to a scalar param", "[verify][rule7]") {
@@ -96,18 +96,18 @@ TEST_CASE("verify rejects a literal of another kind than the param", "[verify][r
 }
 
 TEST_CASE("verify rejects an offset not aligned to the param dtype", "[verify][rule7]") {
-  CHECK(verify_findings(set(B(), kDecode + "2/args/0/offset", "3")) == V{"E0147 " + kDecode + "2/args/0"});
+  CHECK(verify_findings(set(B(), kDecode + "2/args/0/offset", "3")) == V{"E0147 " + kDecode + "2/args/0/offset"});
 }
 
 TEST_CASE("verify rejects an offset past the buffer at the symbols' minima", "[verify][rule7]") {
   // hidden is bf16 [tokens, 16]: 32 B at tokens = 1.
-  CHECK(verify_findings(set(B(), kDecode + "2/args/0/offset", "32")) == V{"E0148 " + kDecode + "2/args/0"});
+  CHECK(verify_findings(set(B(), kDecode + "2/args/0/offset", "32")) == V{"E0148 " + kDecode + "2/args/0/offset"});
   CHECK(verify_findings(set(B(), kDecode + "2/args/0/offset", "30")).empty());
 }
 
 TEST_CASE("verify bounds offsets into a fixed-size state", "[verify][rule7]") {
   const std::string fixed = set(erase(B(), "/states/kv/bytes_per_token"), "/states/kv/bytes_fixed", "512");
-  CHECK(verify_findings(fixed) == V{"E0148 " + kDecode + "1/args/1"});  // decode passes offset 512
+  CHECK(verify_findings(fixed) == V{"E0148 " + kDecode + "1/args/1/offset"});  // decode passes offset 512
   CHECK(verify_findings(set(fixed, kDecode + "1/args/1/offset", "256")).empty());
 }
 
@@ -194,7 +194,7 @@ TEST_CASE("verify reports every error at once", "[verify]") {
   m = set(m, "/states/kv/align", "3");
   m = set(m, kEmbedStep + "/block", "[2048, 1, 1]");
   m = set(m, kDecode + "2/args/0/buf", "\"nope\"");
-  CHECK(verify_findings(m) == V{"E0100 /meta/version", "E0104 /states/kv", "E0112 " + kDecode + "2/args/0/buf",
+  CHECK(verify_findings(m) == V{"E0100 /meta/version", "E0104 /states/kv/align", "E0112 " + kDecode + "2/args/0/buf",
                                 "E0118 " + kEmbedStep + "/block"});
 }
 
