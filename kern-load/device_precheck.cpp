@@ -21,6 +21,9 @@ std::string image_name(const KernelImage& i) {
 
 std::string cc(int arch) { return std::to_string(arch / 10) + "." + std::to_string(arch % 10); }
 
+/// "12.4" for a cuDriverGetVersion value (1000 x major + 10 x minor).
+std::string driver(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
 }  // namespace
 
 Result<std::vector<KernelImage>> kernel_file_images(const std::string& path, std::span<const uint8_t> bytes) {
@@ -67,8 +70,8 @@ std::vector<std::string> precheck_plan(const plan::Plan& p, std::span<const Kern
                                        const DeviceLimits& d) {
   std::vector<std::string> out;
   if (d.driver_version < kMinDriverVersion)
-    out.push_back("plan needs CUDA driver " + cc(kMinDriverVersion / 10) + " or newer, device has " +
-                  std::to_string(d.driver_version / 1000) + "." + std::to_string(d.driver_version % 1000 / 10));
+    out.push_back("plan needs CUDA driver " + driver(kMinDriverVersion) + " or newer, device has " +
+                  driver(d.driver_version));
   for (const KernelFileImages& f : files) {
     if (images_run_on(f.images, d.cc_major, d.cc_minor)) continue;
     std::string list;

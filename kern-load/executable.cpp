@@ -54,14 +54,22 @@ Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_
   exe->memory_ = std::move(memory.value());
   KERN_RETURN_IF_ERROR(exe->allocate_all());
   lap(timings.allocate_ms);
-  auto bound = bind_weights(p, weights, *exe->device_, exe->addr_.buffers,
-                            monitor != nullptr && monitor->on_weight_progress ? &monitor->on_weight_progress : nullptr);
-  if (!bound.ok()) return bound.error();
-  lap(timings.weights_ms);
-  timings.weight_bytes = bound->bytes_copied;
-  if (notes != nullptr)
-    for (const auto& name : bound->unused_tensors)
-      notes->push_back(weights->path() + ": tensor '" + name + "' is not used by the plan");
+  const auto* progress =
+      monitor != nullptr && monitor->on_weight_progress ? &monitor->on_weight_progress : nullptr;
+  if (random_weights) {
+    auto written = fill_random_weights(p, *options.random_weights_seed, *exe->device_, exe->addr_.buffers, progress);
+    if (!written.ok()) return written.error();
+    lap(timings.weights_ms);
+    timings.weight_bytes = *written;
+  } else {
+    auto bound = bind_weights(p, weights, *exe->device_, exe->addr_.buffers, progress);
+    if (!bound.ok()) return bound.error();
+    lap(timings.weights_ms);
+    timings.weight_bytes = bound->bytes_copied;
+    if (notes != nullptr)
+      for (const auto& name : bound->unused_tensors)
+        notes->push_back(weights->path() + ": tensor '" + name + "' is not used by the plan");
+  }
   for (uint32_t i = 0; i < p.programs()->size(); ++i) exe->staged_.push_back(stage_program(p, i, exe->addr_));
   lap(timings.stage_ms);
   if (monitor != nullptr && monitor->timings != nullptr) *monitor->timings = timings;

@@ -51,10 +51,10 @@ struct ExecutableOptions {
   /// Eager runs of a (program, symbol values) key before it is captured.
   uint32_t graph_capture_after = 1;
   /// Receives warnings (a failed graph capture falling back to eager); may be empty.
-  std::function<void(const std::string&)> on_warning;
+  std::function<void(const std::string&)> on_warning{};
   /// Set: every weight buffer is filled with random_weights.h values of this
   /// seed (no file); `weights` must then be null.
-  std::optional<uint64_t> random_weights_seed;
+  std::optional<uint64_t> random_weights_seed{};
 };
 
 /// Optional instrumentation of Executable::load (kern-run's timings and
