@@ -12,6 +12,7 @@
 #include "common/sha256.h"
 #include "kern-run/build_info.h"
 #include "kern-run/cli_options.h"
+#include "kern-run/generate.h"
 #include "kern-run/model_load.h"
 #include "kern-run/qwen3_driver.h"
 #include "kern-run/run_command.h"
@@ -113,7 +114,13 @@ int run_bench_command(int argc, char** argv) {
   CLI::App app{"kern-run bench: prompt processing (pp) and text generation (tg) speed, like llama-bench",
                "kern-run bench"};
   app.add_option("plan", plan_path, "the .kplan written by kern-verify")->required();
-  app.add_option("--weights", settings.weights_path, "safetensors file with the plan's weights")->required();
+  auto* weights = app.add_option("--weights", settings.weights_path, "safetensors file with the plan's weights");
+  // GPU path options: --eager, --random-weights SEED (instead of --weights).
+  uint64_t random_seed = 0;
+  auto* random = app.add_option("--random-weights", random_seed,
+                                "fill the weights with deterministic random values of this seed (no file)");
+  random->excludes(weights);
+  app.add_flag("--eager", settings.eager, "launch every step eagerly (no CUDA graphs)");
   app.add_option("-p,--n-prompt", p_text, "prompt lengths, comma-separated (0: no pp test)")->capture_default_str();
   app.add_option("-n,--n-gen", n_text, "generation lengths, comma-separated (0: no tg test)")->capture_default_str();
   app.add_option("-r,--repetitions", plan.reps, "timed repetitions per test")->capture_default_str()->check(CLI::Range(1, 1000000));
@@ -128,6 +135,9 @@ int run_bench_command(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (random->count() > 0) settings.random_weights_seed = random_seed;
+  if (weights->count() == 0 && random->count() == 0)
+    return fail(make_error(ErrorKind::kUsage, "--weights is required (or --random-weights SEED)"));
   auto format = parse_bench_format(format_text);
   if (!format.ok()) return fail(format.error());
   auto p = parse_lengths(p_text, "-p");
@@ -141,11 +151,14 @@ int run_bench_command(int argc, char** argv) {
   if (!opened.ok()) return fail(opened.error());
   const Qwen3Contract c = opened->contract;
   uint64_t table_tokens = kKvBlockTokens * c.block_table_pages;
-  settings.capacity = bench_capacity(plan);
-  if (settings.capacity > table_tokens)
-    return fail(make_error(ErrorKind::kUsage, "a test of " + std::to_string(settings.capacity) +
+  uint64_t needed = bench_capacity(plan);
+  if (needed > table_tokens)
+    return fail(make_error(ErrorKind::kUsage, "a test of " + std::to_string(needed) +
                                                   " tokens exceeds the block table (" + std::to_string(table_tokens) +
                                                   " tokens)"));
+  // The capacity kern-run loads with by default (a plan's literal state
+  // offsets may assume it), or more when a test needs it.
+  settings.capacity = std::max(needed, default_capacity(c));
   auto digest = sha256_file(plan_path);
   if (!digest.ok()) return fail(digest.error());
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);

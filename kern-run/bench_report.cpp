@@ -111,7 +111,7 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
   std::string out = "plan: " + info.plan + " (sha256 " + info.plan_sha256 + ")\n" + "device: " + info.device +
                     ", driver " + info.driver + ", build " + info.build_commit + ", chunk " +
                     std::to_string(info.chunk) + "\n\n";
-  out += "| test | t/s | median t/s | reps |\n| ---: | ---: | ---: | ---: |\n";
+  out += "| test | t/s | median t/s | reps |\n| --- | ---: | ---: | ---: |\n";
   for (const BenchTest& t : tests) {
     Stats s = summarize(tokens_per_s(t));
     out += "| " + t.name() + " | " + fmt("%.2f", s.mean) + " ± " + fmt("%.2f", s.sd) + " | " + fmt("%.2f", s.median) +

@@ -44,7 +44,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
                "Subcommands (first argument): tokenize, detokenize, bench (see kern-run SUBCOMMAND --help).",
                "kern-run"};
   app.add_option("plan", o.plan_path, "the .kplan written by kern-verify")->required();
-  app.add_option("--weights", o.weights_path, "safetensors file with the plan's weights")->required();
+  auto* weights = app.add_option("--weights", o.weights_path, "safetensors file with the plan's weights");
   auto* ids = app.add_option("--prompt-ids", ids_text, "comma-separated prompt token ids, e.g. 1,2,3");
   auto* text = app.add_option("--prompt", prompt_text, "prompt text (needs --tokenizer)");
   auto* file = app.add_option("--prompt-file", o.prompt_file, "read the prompt text from a file ('-': stdin)");
@@ -66,6 +66,12 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   app.add_flag("-v,--verbose", o.verbose, "log load notes (unused weights ...) to stderr");
   app.add_option("--dump-buffer", dumps, "write buffer NAME's bytes to FILE after the run (repeatable)")
       ->allow_extra_args(false);
+  // GPU path options: --eager, --random-weights SEED (instead of --weights).
+  uint64_t random_seed = 0;
+  auto* random = app.add_option("--random-weights", random_seed,
+                                "fill the weights with deterministic random values of this seed (no file; benchmarks)");
+  random->excludes(weights);
+  app.add_flag("--eager", o.eager, "launch every step eagerly (no CUDA graphs)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -76,6 +82,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
     std::cerr << "kern-run: error: " << message << "\n";
     return ParsedCommandLine{std::nullopt, 2};
   };
+  if (random->count() > 0) o.random_weights_seed = random_seed;
+  if (weights->count() == 0 && random->count() == 0) return usage("--weights is required (or --random-weights SEED)");
   if (ids->count() > 0) {
     auto parsed = parse_id_list(ids_text);
     if (!parsed.ok()) return usage(parsed.error().message);

@@ -37,6 +37,9 @@ struct RunOptions {
   bool json = false;
   bool verbose = false;
   std::vector<DumpRequest> dumps;
+  // GPU path options (kern-load graphs and random weights):
+  bool eager = false;                            ///< --eager: no CUDA graphs
+  std::optional<uint64_t> random_weights_seed;   ///< --random-weights SEED instead of --weights
 };
 
 /// Parses "1,2,3" (decimal, optional sign, no empty items; "" is an empty

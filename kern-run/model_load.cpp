@@ -41,23 +41,32 @@ Result<LoadedModel> load_qwen3_model(OpenedPlan opened, const LoadSettings& sett
   m.device_name = device.value()->name();
   m.phases.device_ms = ms_since(t0);
   t0 = Clock::now();
-  auto weights = load::Safetensors::open(settings.weights_path);
-  if (!weights.ok()) return weights.error();
+  std::optional<load::Safetensors> weights;  // none with --random-weights
+  if (!settings.random_weights_seed) {
+    auto opened_weights = load::Safetensors::open(settings.weights_path);
+    if (!opened_weights.ok()) return opened_weights.error();
+    weights = std::move(opened_weights.value());
+  }
   m.phases.weights_open_ms = ms_since(t0);
 
   load::ExecutableOptions eo;
   eo.capacity_tokens = settings.capacity;
+  eo.graphs = !settings.eager;
+  eo.random_weights_seed = settings.random_weights_seed;
+  eo.on_warning = [](const std::string& w) { spdlog::warn("{}", w); };
   std::string plan_path = opened.plan.path();
   std::filesystem::path kernels_dir = settings.kernels_dir.empty() ? std::filesystem::path(plan_path).parent_path()
                                                                    : std::filesystem::path(settings.kernels_dir);
   eo.kernels_dir = kernels_dir.empty() ? std::filesystem::current_path().string() : kernels_dir.string();
-  eo.timings = &m.phases.executable;
+  load::LoadMonitor monitor;
+  monitor.timings = &m.phases.executable;
   if (progress != nullptr)
-    eo.on_weight_progress = [progress](uint64_t done, uint64_t total) {
+    monitor.on_weight_progress = [progress](uint64_t done, uint64_t total) {
       progress->update("weights upload", done >> 20, total >> 20, "MiB");
     };
   std::vector<std::string> notes;
-  auto exe = load::Executable::load(std::move(opened.plan), std::move(device.value()), &weights.value(), eo, &notes);
+  auto exe = load::Executable::load(std::move(opened.plan), std::move(device.value()), weights ? &*weights : nullptr, eo, &notes,
+                                    &monitor);
   if (progress != nullptr) progress->clear();
   if (!exe.ok()) return exe.error();
   if (settings.verbose)

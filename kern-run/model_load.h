@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/result.h"
@@ -35,6 +36,10 @@ struct LoadSettings {
   std::string kernels_dir;  ///< empty: the plan's directory
   uint64_t capacity = 0;    ///< state capacity in tokens
   bool verbose = false;     ///< log load notes (unused tensors) at info level
+  // GPU path (kern-load graphs and random weights):
+  bool eager = false;  ///< --eager: no CUDA graphs (ExecutableOptions::graphs = false)
+  /// --random-weights SEED: fill the weights on the device (random_weights.h); no weights file is opened.
+  std::optional<uint64_t> random_weights_seed{};
 };
 
 /// Wall times of the load phases in milliseconds (steady clock).

@@ -72,6 +72,8 @@ Status run(const RunOptions& o) {
 
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
   LoadSettings settings{o.device, o.weights_path, o.kernels_dir, req.capacity, o.verbose};
+  settings.eager = o.eager;                              // GPU path options
+  settings.random_weights_seed = o.random_weights_seed;
   auto model = load_qwen3_model(std::move(opened.value()), settings, &progress);
   if (!model.ok()) return model.error();
 

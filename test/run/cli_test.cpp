@@ -3,17 +3,13 @@
 // built binary (KERN_RUN) as a subprocess.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-
 #include <cstring>
-#include <fstream>
-#include <sstream>
 
 #include "kern-load/device_select.h"
 #include "rapidjson/document.h"
 #include "test/load/plan_builder.h"
 #include "test/load/test_files.h"
-#include "test/run/tiny_model.h"
+#include "test/run/cli_runner.h"
 
 using namespace kern;
 using namespace kern::test;
@@ -21,30 +17,6 @@ using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
 namespace {
-
-struct CliResult {
-  int rc = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-/// Runs kern-run with `args` (already shell-safe) and captures everything.
-CliResult kern_run(const std::string& args) {
-  TempDir dir;
-  std::string cmd = env_path("KERN_RUN") + " " + args + " >" + dir.file("out") + " 2>" + dir.file("err");
-  int status = std::system(cmd.c_str());
-  CliResult r;
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = slurp(dir.file("out"));
-  r.err = slurp(dir.file("err"));
-  return r;
-}
 
 std::string tiny_args(const std::string& extra) {
   return env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") + " --device cpu " + extra;
@@ -70,6 +42,27 @@ TEST_CASE("kern-run --json prints exactly one JSON object with the report fields
   CHECK(std::string(doc["device"].GetString()) == "cpu");
   CHECK(doc["chunk"].GetUint64() == 2);
   CHECK(doc["capacity"].GetUint64() == 1024);
+  CHECK(std::string(doc["stop_reason"].GetString()) == "steps");
+  CHECK(doc["time_to_first_token_ms"].GetDouble() > 0);
+  CHECK_FALSE(doc.HasMember("text"));  // no tokenizer, no text
+  // Load time by phase; the weights upload copied every weight byte.
+  REQUIRE(doc["load_ms"].IsObject());
+  for (const char* key : {"plan", "device", "weights_open", "kernels", "allocate", "weights_upload", "stage", "total"})
+    CHECK(doc["load_ms"][key].IsNumber());
+  CHECK(doc["load_ms"]["total"].GetDouble() >= doc["load_ms"]["weights_upload"].GetDouble());
+  CHECK(doc["weight_bytes"].GetUint64() > 250000);  // examples/tiny-qwen3.safetensors holds ~281 kB of tensors
+}
+
+TEST_CASE("kern-run without a prompt option or --tokenizer says what it needs", "[run][cli]") {
+  CliResult r = kern_run(tiny_args("--steps 1"));
+  CHECK(r.rc == 2);
+  CHECK(r.err == "kern-run: error: a text prompt needs --tokenizer (or give token ids with --prompt-ids)\n");
+  CliResult two = kern_run(tiny_args("--steps 1 --prompt-ids 1 --prompt hi"));
+  CHECK(two.rc == 2);
+  CHECK_THAT(two.err, Contains("excludes"));
+  CliResult chat = kern_run(tiny_args("--steps 1 --prompt-ids 1 --chat"));
+  CHECK(chat.rc == 2);
+  CHECK_THAT(chat.err, Contains("--chat needs a text prompt"));
 }
 
 TEST_CASE("kern-run prints the ids and speeds as text without --json, and runs are reproducible", "[run][cli]") {
@@ -79,6 +72,7 @@ TEST_CASE("kern-run prints the ids and speeds as text without --json, and runs a
   REQUIRE(b.rc == 0);
   CHECK_THAT(a.out, StartsWith("generated ids: "));
   CHECK_THAT(a.out, Contains("tok/s") && Contains("ms/token") && Contains("device: cpu"));
+  CHECK_THAT(a.out, Contains("time to first token") && Contains("load: ") && Contains("weights upload"));
   CHECK(a.out.substr(0, a.out.find('\n')) == b.out.substr(0, b.out.find('\n')));
 }
 
@@ -134,7 +128,7 @@ TEST_CASE("kern-run rejects a capacity beyond the block table", "[run][cli]") {
 TEST_CASE("kern-run rejects a token id outside the vocabulary and an empty prompt", "[run][cli]") {
   CliResult r = kern_run(tiny_args("--prompt-ids 1,256 --steps 1"));
   CHECK(r.rc == 2);
-  CHECK_THAT(r.err, Contains("prompt id 256 at index 1 is outside the vocabulary [0, 256)"));
+  CHECK(r.err == "kern-run: error: prompt id 256 at index 1 is outside the vocabulary [0, 256) (the embedding's rows)\n");
   CliResult e = kern_run(tiny_args("--prompt-ids '' --steps 1"));
   CHECK(e.rc == 2);
   CHECK_THAT(e.err, Contains("the prompt is empty"));

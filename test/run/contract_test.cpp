@@ -29,6 +29,7 @@ PlanDesc contract_plan() {
       {"block_table", DType::i32, BufferClass::input, {ExprDesc::c(4)}, 16},
       {"next_token", DType::i64, BufferClass::output, {t}, 4096},
       {"logits", DType::bf16, BufferClass::workspace, {t, ExprDesc::c(32)}, 512 * 32 * 2},
+      {"model.embed_tokens.weight", DType::bf16, BufferClass::weight, {ExprDesc::c(32), ExprDesc::c(8)}, 32 * 8 * 2},
   };
   d.programs = {{"prefill", 0, {}, std::nullopt}, {"decode", 0, {}, std::nullopt}};
   return d;
@@ -77,6 +78,11 @@ TEST_CASE("a plan breaking the qwen3 contract is rejected naming what is wrong",
        "buffer 'cu_seqlens_q' has shape [3], kern-run needs [2]"},
       {"class", [](PlanDesc& d) { d.buffers[5].cls = plan::BufferClass::workspace; },
        "buffer 'block_table' is not of class input"},
+      // Token ids index the embedding: its rows must be the logits' vocabulary.
+      {"embedding rows", [](PlanDesc& d) { d.buffers[8].shape[0] = ExprDesc::c(40); d.buffers[8].max_size_bytes = 40 * 8 * 2; },
+       "buffer 'model.embed_tokens.weight' has 40 rows, the logits buffer 32 columns"},
+      {"no embedding", [](PlanDesc& d) { d.buffers[8].name = "embed"; },
+       "the plan has no buffer 'model.embed_tokens.weight'"},
   };
   for (const Case& c : cases) {
     PlanDesc d = contract_plan();

@@ -3,6 +3,9 @@
 // is deterministic (same inputs, same kernels, same order), so no tolerance.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <utility>
+
 #include "test/run/tiny_model.h"
 
 using namespace kern;
@@ -14,7 +17,7 @@ const std::vector<int64_t> kPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12
 
 std::vector<int64_t> generate_ids(const std::vector<int64_t>& prompt, uint64_t steps, uint64_t chunk) {
   TinyModel m = load_tiny_model();
-  auto r = run::generate(*m.exe, m.contract, {prompt, steps, chunk, m.capacity});
+  auto r = run::generate(*m.exe, m.contract, {prompt, steps, chunk, m.capacity, {}, nullptr});
   if (!r.ok()) FAIL(r.error().message);
   CHECK(r->generated_ids.size() == steps);
   return r->generated_ids;
@@ -87,7 +90,7 @@ TEST_CASE("the prompt's early tokens reach the generated ids through the KV cach
 
 TEST_CASE("a one-token prompt skips prefill and decodes directly", "[run][generate]") {
   TinyModel m = load_tiny_model();
-  auto r = run::generate(*m.exe, m.contract, {{100}, 3, 512, m.capacity});
+  auto r = run::generate(*m.exe, m.contract, {{100}, 3, 512, m.capacity, {}, nullptr});
   REQUIRE(r.ok());
   CHECK(r->prefill_chunks == 0);
   CHECK(r->decode_steps == 2);
@@ -97,7 +100,7 @@ TEST_CASE("a one-token prompt skips prefill and decodes directly", "[run][genera
 TEST_CASE("the chunk is clamped to the tokens bound and counts prefill runs", "[run][generate]") {
   TinyModel m = load_tiny_model();
   std::vector<int64_t> prompt(600, 7);
-  auto r = run::generate(*m.exe, m.contract, {prompt, 1, 10000, m.capacity});
+  auto r = run::generate(*m.exe, m.contract, {prompt, 1, 10000, m.capacity, {}, nullptr});
   REQUIRE(r.ok());
   CHECK(r->chunk == 512);
   CHECK(r->prefill_chunks == 2);  // 599 tokens: 512 + 87
@@ -112,15 +115,85 @@ TEST_CASE("generation requests are checked before anything runs", "[run][generat
     CHECK(s.error().kind == ErrorKind::kUsage);
     return s.error().message;
   };
-  CHECK(err({{}, 1, 4, 64}) == "the prompt is empty: give at least one token id with --prompt-ids");
-  CHECK(err({{1}, 0, 4, 64}) == "--steps must be at least 1");
-  CHECK(err({{1}, 1, 0, 64}) == "--chunk must be at least 1");
-  CHECK(err({{1, 256}, 1, 4, 64}) ==
-        "prompt id 256 at index 1 is outside the vocabulary [0, 256) (the logits buffer's last dimension)");
-  CHECK(err({{-1}, 1, 4, 64}) ==
-        "prompt id -1 at index 0 is outside the vocabulary [0, 256) (the logits buffer's last dimension)");
-  CHECK(err({std::vector<int64_t>(60, 1), 5, 4, 64}) ==
+  CHECK(err({{}, 1, 4, 64, {}, nullptr}) == "the prompt is empty: give a prompt (--prompt, --prompt-file, stdin or --prompt-ids)");
+  CHECK(err({{1}, 0, 4, 64, {}, nullptr}) == "--steps must be at least 1");
+  CHECK(err({{1}, 1, 0, 64, {}, nullptr}) == "--chunk must be at least 1");
+  CHECK(err({{1, 256}, 1, 4, 64, {}, nullptr}) ==
+        "prompt id 256 at index 1 is outside the vocabulary [0, 256) (the embedding's rows)");
+  CHECK(err({{-1}, 1, 4, 64, {}, nullptr}) ==
+        "prompt id -1 at index 0 is outside the vocabulary [0, 256) (the embedding's rows)");
+  CHECK(err({std::vector<int64_t>(60, 1), 5, 4, 64, {}, nullptr}) ==
         "prompt (60 tokens) + steps (5) = 65 tokens exceeds the capacity 64 tokens");
-  CHECK(err({{1}, 1, 4, 1040}) == "capacity 1040 tokens exceeds the block table (64 pages x 16 = 1024 tokens)");
-  CHECK(run::check_request(c, {std::vector<int64_t>(60, 1), 4, 4, 64}).ok());
+  CHECK(err({{1}, 1, 4, 1040, {}, nullptr}) == "capacity 1040 tokens exceeds the block table (64 pages x 16 = 1024 tokens)");
+  CHECK(run::check_request(c, {std::vector<int64_t>(60, 1), 4, 4, 64, {}, nullptr}).ok());
+}
+
+namespace {
+
+/// Records what generate reports as it happens.
+struct Recorder : run::GenerateObserver {
+  std::vector<int64_t> tokens;
+  std::vector<std::pair<uint64_t, uint64_t>> prefill;
+  void on_prefill_progress(uint64_t done, uint64_t total) override { prefill.emplace_back(done, total); }
+  void on_token(int64_t id) override { tokens.push_back(id); }
+};
+
+}  // namespace
+
+TEST_CASE("the observer sees prefill progress per chunk and every generated id as it is produced", "[run][generate]") {
+  TinyModel m = load_tiny_model();
+  Recorder rec;
+  auto r = run::generate(*m.exe, m.contract, {kPrompt, 7, 8, m.capacity, {}, &rec});
+  REQUIRE(r.ok());
+  CHECK(rec.tokens == r->generated_ids);
+  // 21 prompt tokens before the last: chunks of 8, 8, 5.
+  CHECK(rec.prefill == std::vector<std::pair<uint64_t, uint64_t>>{{8, 21}, {16, 21}, {21, 21}});
+}
+
+TEST_CASE("generation stops right after a stop id and keeps it as the last id", "[run][generate]") {
+  auto full = generate_ids(kPrompt, 10, 512);
+  // Stop at the first id whose first occurrence is at step 3 or later, so
+  // the run is shorter than 10 and longer than 1.
+  size_t k = 3;
+  while (std::find(full.begin(), full.begin() + static_cast<long>(k), full[k]) != full.begin() + static_cast<long>(k)) ++k;
+  REQUIRE(k < full.size() - 1);
+  TinyModel m = load_tiny_model();
+  auto r = run::generate(*m.exe, m.contract, {kPrompt, 10, 512, m.capacity, {999999, full[k]}, nullptr});
+  REQUIRE(r.ok());
+  CHECK(r->stopped);
+  CHECK(r->generated_ids == std::vector<int64_t>(full.begin(), full.begin() + static_cast<long>(k) + 1));
+  CHECK(r->decode_steps == k);
+  // Without stop ids, --steps ends it.
+  auto all = run::generate(*m.exe, m.contract, {kPrompt, 10, 512, m.capacity, {}, nullptr});
+  REQUIRE(all.ok());
+  CHECK_FALSE(all->stopped);
+  CHECK(all->generated_ids == full);
+}
+
+TEST_CASE("loading reports each phase's time and the weight upload's progress up to every weight byte",
+          "[run][load]") {
+  auto plan = load::PlanFile::open(env_path("KERN_TINY_PLAN"));
+  REQUIRE(plan.ok());
+  auto w = load::Safetensors::open(env_path("KERN_TINY_WEIGHTS"));
+  REQUIRE(w.ok());
+  load::LoadTimings timings;
+  timings.kernels_ms = -1;  // poisoned: load must overwrite
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  load::LoadMonitor monitor;
+  monitor.timings = &timings;
+  monitor.on_weight_progress = [&calls](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+  load::ExecutableOptions options;
+  options.capacity_tokens = 256;
+  auto exe = load::Executable::load(std::move(plan.value()), load::make_cpu_device(), &w.value(), options, nullptr,
+                                    &monitor);
+  REQUIRE(exe.ok());
+  CHECK(timings.kernels_ms >= 0);
+  CHECK(timings.allocate_ms > 0);
+  CHECK(timings.weights_ms > 0);
+  REQUIRE(calls.size() >= 2);
+  uint64_t total = calls.back().second;
+  CHECK(calls.back().first == total);
+  CHECK(timings.weight_bytes == total);
+  for (size_t i = 1; i < calls.size(); ++i) CHECK(calls[i].first > calls[i - 1].first);
+  CHECK(total > 250000);
 }

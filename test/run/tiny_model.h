@@ -42,8 +42,9 @@ inline TinyModel load_tiny_model(uint64_t capacity = 0) {
   auto w = load::Safetensors::open(env_path("KERN_TINY_WEIGHTS"));
   REQUIRE(w.ok());
   m.weights = std::make_unique<load::Safetensors>(std::move(w.value()));
-  auto exe = load::Executable::load(std::move(plan.value()), load::make_cpu_device(), m.weights.get(),
-                                    load::ExecutableOptions{m.capacity, ""}, nullptr);
+  load::ExecutableOptions options;
+  options.capacity_tokens = m.capacity;
+  auto exe = load::Executable::load(std::move(plan.value()), load::make_cpu_device(), m.weights.get(), options, nullptr);
   if (!exe.ok()) FAIL(exe.error().message);
   m.exe = std::move(exe.value());
   return m;

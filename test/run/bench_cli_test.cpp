@@ -1,0 +1,64 @@
+// kern-run bench on the tiny model and the cpu device: the table, every
+// repetition in csv/jsonl, the plan's sha256, and its usage errors. Speeds
+// themselves are not asserted (style.md §5: speed is measured in bench/).
+#include <catch2/catch.hpp>
+
+#include "common/sha256.h"
+#include "rapidjson/document.h"
+#include "test/run/cli_runner.h"
+
+using namespace kern;
+using namespace kern::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string bench_args(const std::string& extra) {
+  return "bench " + env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") + " --device cpu " +
+         extra;
+}
+
+}  // namespace
+
+TEST_CASE("kern-run bench prints a table of pp and tg tests with mean ± sd and median", "[run][bench]") {
+  CliResult r = kern_run(bench_args("-p 16,64 -n 8 -r 3"));
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  auto digest = sha256_file(env_path("KERN_TINY_PLAN"));
+  REQUIRE(digest.ok());
+  CHECK_THAT(r.out, Contains("sha256 " + hex_encode(*digest)) && Contains("device: cpu, driver none, build "));
+  CHECK_THAT(r.out, Contains("| test | t/s | median t/s | reps |"));
+  for (const char* test : {"| pp16 | ", "| pp64 | ", "| tg8 | "}) CHECK_THAT(r.out, Contains(test) && Contains(" ± "));
+  CHECK_THAT(r.out, Contains(" | 3 |\n"));
+}
+
+TEST_CASE("kern-run bench -o jsonl and -o csv carry every repetition", "[run][bench]") {
+  CliResult j = kern_run(bench_args("-p 8 -n 4 -r 2 --warmup 0 -o jsonl"));
+  INFO(j.err);
+  REQUIRE(j.rc == 0);
+  CHECK_THAT(j.err, Contains("| pp8 | "));  // the table still goes to stderr
+  size_t nl = j.out.find('\n');
+  rapidjson::Document pp;
+  pp.Parse(j.out.substr(0, nl).c_str());
+  REQUIRE_FALSE(pp.HasParseError());
+  CHECK(std::string(pp["test"].GetString()) == "pp8");
+  CHECK(pp["samples_ms"].Size() == 2);
+  CHECK(pp["warmup"].GetUint64() == 0);
+  CHECK(std::string(pp["plan_sha256"].GetString()).size() == 64);
+  CHECK(std::count(j.out.begin(), j.out.end(), '\n') == 2);
+  CliResult c = kern_run(bench_args("-p 8 -n 0 -r 4 -o csv"));
+  REQUIRE(c.rc == 0);
+  CHECK(std::count(c.out.begin(), c.out.end(), '\n') == 1 + 4);  // header + 4 repetitions, no tg test
+}
+
+TEST_CASE("kern-run bench rejects an unknown format and a test longer than the block table", "[run][bench]") {
+  CliResult f = kern_run(bench_args("-o xml"));
+  CHECK(f.rc == 2);
+  CHECK(f.err == "kern-run: error: -o: unknown format 'xml' (expected md, csv, json or jsonl)\n");
+  CliResult l = kern_run(bench_args("-p 2048 -n 1"));
+  CHECK(l.rc == 2);
+  CHECK(l.err == "kern-run: error: a test of 2048 tokens exceeds the block table (1024 tokens)\n");
+  CliResult n = kern_run(bench_args("-p 8,-1"));
+  CHECK(n.rc == 2);
+  CHECK(n.err == "kern-run: error: -p: -1 is negative\n");
+}

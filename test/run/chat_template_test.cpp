@@ -1,0 +1,43 @@
+// Qwen3's chat template for one turn, compared with the strings HF's
+// apply_chat_template renders from Qwen3's tokenizer_config.json (the
+// template's text is quoted in the expected values).
+#include <catch2/catch.hpp>
+
+#include "kern-run/chat_template.h"
+#include "test/run/tiny_model.h"
+
+using namespace kern;
+
+TEST_CASE("the chat template wraps a user turn and opens the assistant's turn", "[run][chat]") {
+  CHECK(run::render_qwen3_chat({std::nullopt, "Hi there", false}) ==
+        "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST_CASE("the chat template puts a system turn first when one is given", "[run][chat]") {
+  CHECK(run::render_qwen3_chat({std::string("Be brief."), "Why?", false}) ==
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhy?<|im_end|>\n<|im_start|>assistant\n");
+  // An empty system prompt is still a turn, as in the template.
+  CHECK(run::render_qwen3_chat({std::string(), "x", false}) ==
+        "<|im_start|>system\n<|im_end|>\n<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST_CASE("the chat template appends an empty think block when thinking is off", "[run][chat]") {
+  CHECK(run::render_qwen3_chat({std::nullopt, "2+2?", true}) ==
+        "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
+}
+
+TEST_CASE("the end tokens are Qwen3's <|im_end|> and <|endoftext|>", "[run][chat]") {
+  auto tok = tok::Tokenizer::load(test::env_path("KERN_QWEN3_TOKENIZER_JSON"));
+  if (!tok.ok()) FAIL(tok.error().message);
+  CHECK(run::qwen3_end_token_ids(*tok) == std::vector<int64_t>{151645, 151643});
+}
+
+TEST_CASE("the templated chat encodes its markers as single special tokens", "[run][chat]") {
+  auto tok = tok::Tokenizer::load(test::env_path("KERN_QWEN3_TOKENIZER_JSON"));
+  if (!tok.ok()) FAIL(tok.error().message);
+  auto ids = tok->encode(run::render_qwen3_chat({std::nullopt, "Hi", true}));
+  REQUIRE(ids.ok());
+  // Expected ids from HF tokenizers (the @anush008/tokenizers binding in .cache/tokenizer):
+  // <|im_start|> user \n Hi <|im_end|> \n <|im_start|> assistant \n <think> \n\n </think> \n\n
+  CHECK(*ids == std::vector<int32_t>{151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198, 151667, 271, 151668, 271});
+}

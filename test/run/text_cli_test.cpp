@@ -1,0 +1,159 @@
+// kern-run with text in and text out on the tiny Qwen3 with Qwen3's real
+// vocabulary (examples/tiny-qwen3-textvocab.json, random weights: the text
+// is gibberish) and Qwen3's real tokenizer.json, on the cpu device: prompt
+// sources, the chat template, streamed text equal to the decoded ids, and
+// determinism across runs and prefill chunk sizes (bit-identical ids and
+// text: the cpu device is deterministic, so no tolerance). The cpu device
+// has no graph mode; the graph-vs-eager case belongs with the cuda device.
+#include <catch2/catch.hpp>
+
+#include "kern-run/chat_template.h"
+#include "kern-run/tokenizer/tokenizer.h"
+#include "rapidjson/document.h"
+#include "test/run/cli_runner.h"
+
+using namespace kern;
+using namespace kern::test;
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+const char* kPrompt = "The quick brown fox jumps over the lazy dog. Caf\xC3\xA9 \xE6\x97\xA5\xE6\x9C\xAC 42!";
+
+std::string text_args(const std::string& extra) {
+  return env_path("KERN_TEXTVOCAB_PLAN") + " --weights " + env_path("KERN_TEXTVOCAB_WEIGHTS") +
+         " --device cpu --tokenizer " + env_path("KERN_QWEN3_TOKENIZER_JSON") + " " + extra;
+}
+
+const tok::Tokenizer& qwen3_tokenizer() {
+  static auto tok = tok::Tokenizer::load(env_path("KERN_QWEN3_TOKENIZER_JSON"));
+  if (!tok.ok()) FAIL(tok.error().message);
+  return *tok;
+}
+
+std::vector<int64_t> ids_of(const rapidjson::Value& a) {
+  std::vector<int64_t> out;
+  for (const auto& v : a.GetArray()) out.push_back(v.GetInt64());
+  return out;
+}
+
+std::vector<int64_t> encode(const std::string& text) {
+  auto ids = qwen3_tokenizer().encode(text);
+  REQUIRE(ids.ok());
+  return {ids->begin(), ids->end()};
+}
+
+/// Runs with --json and parses the one object.
+rapidjson::Document run_json(const std::string& extra, const std::string& stdin_text = "") {
+  CliResult r = kern_run(text_args(extra + " --json"), stdin_text);
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  rapidjson::Document doc;
+  doc.Parse(r.out.c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  return doc;
+}
+
+}  // namespace
+
+TEST_CASE("kern-run --prompt streams the decoded generated ids to stdout and statistics to stderr",
+          "[run][text]") {
+  std::string p = "--prompt " + shell_quote(kPrompt) + " --steps 24";
+  rapidjson::Document doc = run_json(p);
+  std::vector<int64_t> generated = ids_of(doc["generated_ids"]);
+  REQUIRE(generated.size() == 24);  // random weights: no end token in these 24 steps
+  CHECK(std::string(doc["stop_reason"].GetString()) == "steps");
+  CHECK(ids_of(doc["prompt_ids"]) == encode(kPrompt));
+  std::vector<int32_t> gen32(generated.begin(), generated.end());
+  const std::string text = qwen3_tokenizer().decode(gen32);
+  CHECK(std::string(doc["text"].GetString(), doc["text"].GetStringLength()) == text);
+  CHECK_FALSE(text.empty());
+
+  CliResult r = kern_run(text_args(p));
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  CHECK(r.out == text + "\n");
+  CHECK_THAT(r.err, Contains("time to first token") && Contains("prefill: ") && Contains("ms/token") &&
+                        Contains("load: ") && Contains("weights upload") && Contains("stopped by --steps"));
+}
+
+TEST_CASE("text output is bit-identical across runs and prefill chunk sizes", "[run][text][determinism]") {
+  std::string p = "--prompt " + shell_quote(kPrompt) + " --steps 16";
+  CliResult a = kern_run(text_args(p));
+  CliResult b = kern_run(text_args(p));
+  REQUIRE(a.rc == 0);
+  REQUIRE(b.rc == 0);
+  CHECK(a.out == b.out);
+  for (const char* chunk : {"1", "3", "8"}) {
+    INFO("chunk " << chunk);
+    CliResult c = kern_run(text_args(p + " --chunk " + chunk));
+    REQUIRE(c.rc == 0);
+    CHECK(c.out == a.out);
+  }
+  // The ids behind the text too, not only their decoding.
+  CHECK(ids_of(run_json(p + " --chunk 1")["generated_ids"]) == ids_of(run_json(p)["generated_ids"]));
+}
+
+TEST_CASE("--prompt-file, --prompt-file - and piped stdin give the same prompt ids as --prompt", "[run][text]") {
+  TempDir dir;
+  const std::string text = "line one\nline two \xF0\x9F\x98\x80\n";
+  std::ofstream(dir.file("p.txt"), std::ios::binary) << text;
+  std::vector<int64_t> want = encode(text);
+  CHECK(ids_of(run_json("--steps 1 --prompt-file " + dir.file("p.txt"))["prompt_ids"]) == want);
+  CHECK(ids_of(run_json("--steps 1 --prompt-file -", text)["prompt_ids"]) == want);
+  CHECK(ids_of(run_json("--steps 1", text)["prompt_ids"]) == want);
+  CHECK(ids_of(run_json("--steps 1 --prompt " + shell_quote(text))["prompt_ids"]) == want);
+}
+
+TEST_CASE("--chat encodes the prompt inside Qwen3's chat template", "[run][text][chat]") {
+  rapidjson::Document doc = run_json("--steps 2 --chat --system 'Be brief.' --no-think --prompt 'Hi there'");
+  CHECK(ids_of(doc["prompt_ids"]) == encode(run::render_qwen3_chat({std::string("Be brief."), "Hi there", true})));
+  CHECK(doc["prompt_ids"][0].GetInt64() == 151644);  // <|im_start|>
+  rapidjson::Document plain = run_json("--steps 2 --chat --prompt 'Hi there'");
+  CHECK(ids_of(plain["prompt_ids"]) == encode("<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"));
+}
+
+TEST_CASE("a tokenized prompt with ids beyond the model's embedding is rejected before loading anything",
+          "[run][text]") {
+  // The 256-row tiny model cannot take Qwen3's ids; the weights path does not
+  // even exist: the check runs before the weights are opened.
+  CliResult r = kern_run(env_path("KERN_TINY_PLAN") + " --weights /nonexistent.safetensors --device cpu --tokenizer " +
+                         env_path("KERN_QWEN3_TOKENIZER_JSON") + " --prompt 'Hello world' --steps 1");
+  CHECK(r.rc == 2);
+  CHECK(r.err == "kern-run: error: the tokenized prompt: prompt id 9707 at index 0 is outside the vocabulary [0, 256) "
+                 "(the embedding's rows)\n");
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("a prompt that is not UTF-8 is a usage error naming the byte offset", "[run][text]") {
+  TempDir dir;
+  std::ofstream(dir.file("bad.txt"), std::ios::binary) << "ab\xff";
+  CliResult r = kern_run(text_args("--steps 1 --prompt-file " + dir.file("bad.txt")));
+  CHECK(r.rc == 2);
+  CHECK(r.err == "kern-run: error: the prompt: encode: text is not valid UTF-8 at byte 2\n");
+  CHECK(r.out.empty());
+}
+
+TEST_CASE("kern-run tokenize prints the ids as a JSON array and detokenize reverses it", "[run][text][tokenize]") {
+  const std::string tok = " --tokenizer " + env_path("KERN_QWEN3_TOKENIZER_JSON");
+  CliResult t = kern_run("tokenize" + tok + " --prompt " + shell_quote(kPrompt));
+  INFO(t.err);
+  REQUIRE(t.rc == 0);
+  std::string want = "[";
+  for (int64_t id : encode(kPrompt)) want += (want.size() > 1 ? "," : "") + std::to_string(id);
+  CHECK(t.out == want + "]\n");
+  CliResult d = kern_run("detokenize" + tok + " --ids " + shell_quote(t.out));
+  REQUIRE(d.rc == 0);
+  CHECK(d.out == kPrompt);
+  CliResult piped = kern_run("detokenize" + tok, t.out);  // ids on stdin
+  REQUIRE(piped.rc == 0);
+  CHECK(piped.out == kPrompt);
+  CliResult chat = kern_run("tokenize" + tok + " --chat --prompt hi");
+  CHECK(chat.out == "[151644,872,198,6023,151645,198,151644,77091,198]\n");
+  CliResult special = kern_run("detokenize" + tok + " --skip-special --ids 151644,6023,151645");
+  CHECK(special.out == "hi");
+  CliResult bad = kern_run("detokenize" + tok + " --ids 1,x");
+  CHECK(bad.rc == 2);
+  CHECK(bad.err == "kern-run: error: --ids: 'x' is not an integer token id\n");
+}
