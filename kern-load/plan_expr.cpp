@@ -1,5 +1,7 @@
 #include "kern-load/plan_expr.h"
 
+#include <cstdint>
+
 #include "common/dtype.h"
 #include "common/expr.h"
 
@@ -51,6 +53,11 @@ std::optional<uint64_t> evaluate_with(const plan::Expr& e, SymbolValue symbol_va
 std::optional<std::string> expr_chain_problem(const plan::Expr& e, size_t num_symbols) {
   const auto* nodes = e.nodes();
   if (nodes == nullptr || nodes->size() == 0) return std::string("empty expression");
+  // flatbuffers::Verifier checks a vector's 4-byte length field, not that its
+  // 8-byte ExprNode structs are aligned: a hostile file could make every read
+  // below misaligned (UB; found by test/fuzz plan_fuzz). Builders align them.
+  if (reinterpret_cast<uintptr_t>(nodes->Data()) % alignof(plan::ExprNode) != 0)
+    return std::string("expression nodes are not 8-byte aligned");
   for (flatbuffers::uoffset_t i = 0; i < nodes->size(); ++i) {
     const plan::ExprNode* n = nodes->Get(i);
     auto op = n->op();
