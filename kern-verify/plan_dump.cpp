@@ -55,6 +55,8 @@ class Dumper {
   /// "ceil_div(mul(tokens, 32), 4)"
   std::string expr(const plan::Expr* e) const {
     if (e == nullptr || e->nodes() == nullptr || e->nodes()->size() == 0) return "<empty>";
+    // The FlatBuffers Verifier does not check that 8-byte structs are aligned.
+    if (reinterpret_cast<uintptr_t>(e->nodes()->Data()) % alignof(plan::ExprNode) != 0) return "<misaligned>";
     std::string s;
     for (fb::uoffset_t i = 0; i < e->nodes()->size(); ++i) {
       const plan::ExprNode* n = e->nodes()->Get(i);
@@ -255,6 +257,12 @@ class Dumper {
 Result<std::string> dump_plan(std::span<const uint8_t> bytes) {
   auto bad = [](const std::string& why) { return make_error(ErrorKind::kManifest, "not a valid plan: " + why); };
   if (bytes.size() < 8) return bad("file is " + std::to_string(bytes.size()) + " bytes, too short");
+  // A finished FlatBuffers buffer is padded to its largest alignment, at
+  // least 4 (the root uoffset); another size means a truncated file even
+  // when only padding was lost (the Verifier never reads padding).
+  if (bytes.size() % 4 != 0) {
+    return bad("file is " + std::to_string(bytes.size()) + " bytes, not a multiple of 4 (truncated?)");
+  }
   if (!plan::PlanBufferHasIdentifier(bytes.data())) {
     return bad("file identifier is not \"" + std::string(kPlanFileIdentifier) + "\"");
   }
