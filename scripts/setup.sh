@@ -15,6 +15,9 @@ pkgs+=(python3-numpy python3-yaml git gcc)  # llama.cpp oracle: gguf-py needs nu
 if [ $build_only -eq 0 ] && ! command -v npm >/dev/null; then
   pkgs+=(nodejs npm)  # test references come from npm (oracles.md)
 fi
+if [ $build_only -eq 0 ]; then
+  pkgs+=(clang-14 libclang-rt-14-dev)  # test/fuzz: libFuzzer + ASan + UBSan runtimes for clang 14
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -56,4 +59,18 @@ if [ "$(cat "$oracle_dir/.installed" 2>/dev/null)" != "$oracle_pkgs" ]; then
   rm -rf "$oracle_dir/llama.cpp"
   git -c advice.detachedHead=false clone -q "$oracle_dir/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$oracle_dir/llama.cpp"
   echo "$oracle_pkgs" > "$oracle_dir/.installed"
+fi
+
+# JSON Schema oracle (test/schema): ajv, an off-the-shelf JSON Schema 2020-12
+# validator, pinned, into the gitignored .cache/schema/. Skipped when the
+# stamp already lists this pin.
+schema_dir="$here/.cache/schema"
+schema_pkgs="ajv@8.17.1"
+if [ "$(cat "$schema_dir/.installed" 2>/dev/null)" != "$schema_pkgs" ]; then
+  command -v npm >/dev/null || { echo "setup.sh: npm (nodejs) is needed for the JSON Schema oracle" >&2; exit 1; }
+  mkdir -p "$schema_dir"
+  [ -f "$schema_dir/package.json" ] || echo '{"private": true}' > "$schema_dir/package.json"
+  # shellcheck disable=SC2086
+  npm install --prefix "$schema_dir" -E --ignore-scripts --no-audit --no-fund --loglevel=error $schema_pkgs
+  echo "$schema_pkgs" > "$schema_dir/.installed"
 fi

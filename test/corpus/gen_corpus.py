@@ -215,7 +215,7 @@ CASES = [
                              set_(E + "/block", [128, 1]), set_("/kernels/embed/params/3", "int")], [],
      ["E0005 /buffers/ids/dtyp", "E0008 /symbols/tokens/max", "E0009 /kernels/embed/params/3",
       "E0013 " + E + "/block"]),
-    ("multi-verifier-errors", [set_("/states/kv/align", 3), set_(E + "/block", [2048, 1, 1]),
+    ("multi-verifier-errors", [set_("/states/kv/align", 3), set_(E + "/block", [512, 4, 1]),
                                set_(D + "2/args/0/offset", 1), set_("/symbols/spare", {"max": 2})], [],
      ["E0104 /states/kv/align", "E0118 " + E + "/block", "E0147 " + D + "2/args/0/offset",
       "E0154 /symbols/spare"]),
