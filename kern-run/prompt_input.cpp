@@ -52,4 +52,9 @@ Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer
   return p;
 }
 
+std::vector<int64_t> stop_ids_for(const RunOptions& o, const tok::Tokenizer* tokenizer) {
+  if (tokenizer == nullptr || o.ignore_eos) return {};
+  return qwen3_end_token_ids(*tokenizer);
+}
+
 }  // namespace kern::run

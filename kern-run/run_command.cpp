@@ -8,7 +8,6 @@
 
 #include "common/file_util.h"
 #include "kern-load/executable.h"
-#include "kern-run/chat_template.h"
 #include "kern-run/generate.h"
 #include "kern-run/model_load.h"
 #include "kern-run/progress.h"
@@ -64,7 +63,7 @@ Status run(const RunOptions& o) {
   auto prompt = build_prompt(o, tokenizer ? &*tokenizer : nullptr);
   if (!prompt.ok()) return prompt.error();
   GenerateRequest req{prompt->ids, o.steps, o.chunk, o.capacity.value_or(default_capacity(c)), {}, nullptr};
-  if (tokenizer && !o.ignore_eos) req.stop_ids = qwen3_end_token_ids(*tokenizer);
+  req.stop_ids = stop_ids_for(o, tokenizer ? &*tokenizer : nullptr);
   // Every id, from any source, is checked against the embedding before the
   // device or the weights are touched.
   if (Status s = check_request(c, req); !s.ok())

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "kern-run/chat_template.h"
+#include "kern-run/prompt_input.h"
 #include "test/run/tiny_model.h"
 
 using namespace kern;
@@ -40,4 +41,14 @@ TEST_CASE("the templated chat encodes its markers as single special tokens", "[r
   // Expected ids from HF tokenizers (the @anush008/tokenizers binding in .cache/tokenizer):
   // <|im_start|> user \n Hi <|im_end|> \n <|im_start|> assistant \n <think> \n\n </think> \n\n
   CHECK(*ids == std::vector<int32_t>{151644, 872, 198, 13048, 151645, 198, 151644, 77091, 198, 151667, 271, 151668, 271});
+}
+
+TEST_CASE("kern-run stops at the end tokens only with a tokenizer and without --ignore-eos", "[run][chat]") {
+  auto tok = tok::Tokenizer::load(test::env_path("KERN_QWEN3_TOKENIZER_JSON"));
+  if (!tok.ok()) FAIL(tok.error().message);
+  run::RunOptions o;
+  CHECK(run::stop_ids_for(o, &*tok) == std::vector<int64_t>{151645, 151643});
+  CHECK(run::stop_ids_for(o, nullptr).empty());
+  o.ignore_eos = true;
+  CHECK(run::stop_ids_for(o, &*tok).empty());
 }
