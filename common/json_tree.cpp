@@ -6,6 +6,7 @@
 #include "common/json_tree.h"
 
 #include <cstring>
+#include <functional>
 #include <limits>
 
 #include <rapidjson/error/en.h>
@@ -93,8 +94,12 @@ class TreeBuilder {
     f.key.assign(s, len);
     f.key_span = make_span(value_begin(), stream_.Tell(), "");
     f.key_duplicate = false;
-    for (const JsonMember& m : f.value->members) {
-      if (m.key == f.key && !m.duplicate) {
+    // Hash first: objects such as `buffers` have hundreds of members, and
+    // comparing every earlier key made duplicate detection quadratic.
+    const size_t hash = std::hash<std::string>{}(f.key);
+    for (size_t i = 0; i < f.key_hashes.size(); ++i) {
+      const JsonMember& m = f.value->members[i];
+      if (f.key_hashes[i] == hash && m.key == f.key && !m.duplicate) {
         f.key_duplicate = true;
         std::string subject = container_subject();
         Diagnostic& d = diags_.error(reader_code::kDuplicateKey,
@@ -106,6 +111,7 @@ class TreeBuilder {
         break;
       }
     }
+    f.key_hashes.push_back(hash);
     if (f.key.find('\0') != std::string::npos) {
       std::string subject = container_subject();
       report_nul(subject.empty() ? f.key : subject + "." + f.key, f.key_span);
@@ -120,11 +126,16 @@ class TreeBuilder {
     std::string key;
     SourceSpan key_span;
     bool key_duplicate = false;
+    std::vector<size_t> key_hashes;  ///< hash of each member's key, by member index
   };
 
   size_t value_begin() const {
     size_t i = last_end_;
-    while (i < text_.size() && std::strchr(" \t\r\n,:", text_[i]) != nullptr && text_[i] != '\0') ++i;
+    while (i < text_.size()) {
+      const char c = text_[i];
+      if (c != ' ' && c != '\t' && c != '\r' && c != '\n' && c != ',' && c != ':') break;
+      ++i;
+    }
     return i;
   }
 
@@ -208,7 +219,7 @@ class TreeBuilder {
     v.type = type;
     // Iterative mode calls StartObject/StartArray before taking the bracket.
     JsonValue* placed = place(std::move(v), stream_.Tell());
-    stack_.push_back(Frame{placed, {}, {}, false});
+    stack_.push_back(Frame{placed, {}, {}, false, {}});
     last_end_ = stream_.Tell() + 1;
     return true;
   }

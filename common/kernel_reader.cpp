@@ -94,6 +94,7 @@ void read_step(ReaderContext& ctx, const JsonValue& v, Kernel& k) {
   if (const JsonValue* f = ctx.required(v, "args")) {
     s.args_span = f->span;
     if (ctx.expect_array(*f)) {
+      s.args.reserve(f->items.size());
       for (const JsonValue& item : f->items) {
         if (auto a = read_step_arg(ctx, item)) s.args.push_back(std::move(*a));
       }

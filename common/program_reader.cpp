@@ -63,6 +63,7 @@ void read_dispatch(ReaderContext& ctx, const JsonValue& v, Program& p) {
   }
   if (const JsonValue* f = ctx.required(v, "args"); f != nullptr && ctx.expect_array(*f)) {
     d.args_span = f->span;
+    d.args.reserve(f->items.size());
     for (const JsonValue& item : f->items) {
       if (auto a = read_arg(ctx, item)) d.args.push_back(std::move(*a));
     }
@@ -83,6 +84,7 @@ void read_programs(ReaderContext& ctx, const JsonValue& programs, Manifest& out)
     p.name_span = m.key_span;
     p.span = m.value.span;
     if (const JsonValue* f = ctx.required(m.value, "dispatches"); f != nullptr && ctx.expect_array(*f)) {
+      p.dispatches.reserve(f->items.size());
       for (const JsonValue& item : f->items) read_dispatch(ctx, item, p);
     }
     out.programs.push_back(std::move(p));

@@ -10,7 +10,7 @@
 set -uo pipefail
 build=${1:?usage: run.sh BUILD_DIR KERN_VERIFY SECONDS}
 kern_verify=${2:?}
-seconds=${3:?}
+seconds=${KERN_FUZZ_SECONDS:-${3:?}}
 shift 3
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
