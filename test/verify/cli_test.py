@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The kern-verify command line: exit codes (0 ok, 1 manifest errors, 2 usage
 or I/O), the plan is written only on success, --dump, --deny-warnings,
---color, --explain.
+--color, --explain, --message-format json|sarif, --workspace-warn-bytes.
 
 usage: cli_test.py KERN_VERIFY BASE_MANIFEST_JSON
 """
@@ -87,6 +87,41 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run(warnp, "-o", warnplan, "--deny-warnings")
     check("--deny-warnings makes warnings fatal (exit 1, no plan)",
           rc == 1 and not os.path.exists(warnplan), f"rc={rc}\n{err}")
+
+    # Machine-readable formats go to stdout, nothing to stderr; exit codes stay 0/1/2.
+    rc, out, err = run(warnp, "--message-format", "json", "--deny-warnings")
+    lines = [json.loads(line) for line in out.splitlines()]
+    check("--message-format json prints one object per diagnostic and a final summary on stdout",
+          rc == 1 and err == "" and [d["type"] for d in lines] == ["diagnostic", "summary"] and
+          lines[0]["code"] == "W0001" and lines[0]["level"] == "warning" and
+          lines[0]["pointer"] == "/kernels/embed/impl/steps/0/symbol" and lines[0]["line"] > 1 and
+          lines[0]["byte_offset"] > 0 and "help" in lines[0] and lines[0]["notes"] == [] and
+          lines[1] == {"type": "summary", "file": warnp, "errors": 0, "warnings": 1, "success": False},
+          f"rc={rc}\n{out}\n{err}")
+    rc, out, err = run(good, "--message-format", "json")
+    check("--message-format json of a clean manifest is only the summary",
+          rc == 0 and json.loads(out) == {"type": "summary", "file": good, "errors": 0, "warnings": 0,
+                                           "success": True}, out)
+    rc, out, err = run(badp, "--message-format", "sarif")
+    try:
+        log = json.loads(out)
+        res = log["runs"][0]["results"]
+        ok = (rc == 1 and err == "" and log["version"] == "2.1.0" and len(res) == 1 and
+              res[0]["ruleId"] == "E0100" and res[0]["level"] == "error" and
+              res[0]["locations"][0]["physicalLocation"]["region"]["startLine"] > 1 and
+              res[0]["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "/meta/version")
+    except (ValueError, KeyError, IndexError):
+        ok = False
+    check("--message-format sarif writes a SARIF 2.1.0 log with the finding (exit 1)", ok, f"rc={rc}\n{out[:400]}")
+    rc, out, err = run(good, "--message-format", "xml")
+    check("an unknown --message-format is a usage error (exit 2)", rc == 2, f"rc={rc}\n{err}")
+    rc, out, err = run(os.path.join(tmp, "missing.json"), "--message-format", "json")
+    check("an I/O error stays exit 2 in json mode", rc == 2 and "missing.json" in err, f"rc={rc}\n{err}")
+    rc, out, err = run(badp, "--color=auto")
+    check("--color=auto does not colour output that is not a terminal", rc == 1 and "\x1b[" not in err, repr(err[:80]))
+    rc, out, err = run(warnp, "--workspace-warn-bytes", "64")
+    check("--workspace-warn-bytes lowers the W0003 threshold",
+          rc == 0 and "warning[W0003]" in err and "buffers.logits" in err, err)
 
     rc, out, err = run(os.path.join(tmp, "missing.json"))
     check("a missing manifest exits 2", rc == 2 and "missing.json" in err, f"rc={rc}\n{err}")
