@@ -94,7 +94,8 @@ with tempfile.TemporaryDirectory() as tmp:
     check("--message-format json prints one object per diagnostic and a final summary on stdout",
           rc == 1 and err == "" and [d["type"] for d in lines] == ["diagnostic", "summary"] and
           lines[0]["code"] == "W0001" and lines[0]["level"] == "warning" and
-          lines[0]["pointer"] == "/kernels/embed/impl/steps/0/symbol" and lines[0]["line"] > 1 and
+          lines[0]["pointer"] == "/kernels/embed/impl/steps/0/symbol" and lines[0]["line"] == 1 and
+          lines[0]["column"] == lines[0]["byte_offset"] + 1 and
           lines[0]["byte_offset"] > 0 and "help" in lines[0] and lines[0]["notes"] == [] and
           lines[1] == {"type": "summary", "file": warnp, "errors": 0, "warnings": 1, "success": False},
           f"rc={rc}\n{out}\n{err}")
@@ -108,7 +109,8 @@ with tempfile.TemporaryDirectory() as tmp:
         res = log["runs"][0]["results"]
         ok = (rc == 1 and err == "" and log["version"] == "2.1.0" and len(res) == 1 and
               res[0]["ruleId"] == "E0100" and res[0]["level"] == "error" and
-              res[0]["locations"][0]["physicalLocation"]["region"]["startLine"] > 1 and
+              res[0]["locations"][0]["physicalLocation"]["region"]["startColumn"] ==
+              res[0]["locations"][0]["physicalLocation"]["region"]["byteOffset"] + 1 and
               res[0]["locations"][0]["logicalLocations"][0]["fullyQualifiedName"] == "/meta/version")
     except (ValueError, KeyError, IndexError):
         ok = False
