@@ -69,6 +69,24 @@ std::string render_catalogue_markdown() {
       "`W00xx` are warnings (fatal only with `--deny-warnings`). A code names one kind of\n"
       "mistake and is never reused. `kern-verify --explain CODE` prints the same text as\n"
       "below; `test/corpus/bad/` has at least one manifest per code.\n\n"
+      "## Output\n\n"
+      "Findings are collected over the reader and every verifier rule, then reported at once,\n"
+      "sorted by source position. Exit codes: 0 accepted (warnings allowed), 1 errors (or\n"
+      "warnings under `--deny-warnings`; no plan is written), 2 usage or I/O error.\n\n"
+      "- `--message-format human` (default, stderr): rustc-style `error[E0123]: message`,\n"
+      "  `--> file:line:column`, the source line with a caret under the offending value, the\n"
+      "  JSON pointer, `help:` and `note:` (with the related declaration's line), and a final\n"
+      "  count. Colour with `--color=always`, or `auto` on a terminal unless `NO_COLOR` is set.\n"
+      "- `--message-format json` (stdout): one object per line, `{\"type\": \"diagnostic\",\n"
+      "  \"level\", \"code\", \"message\", \"file\", \"byte_offset\", \"end_byte_offset\", \"line\",\n"
+      "  \"column\", \"end_line\", \"end_column\", \"pointer\", \"label\"?, \"help\"?, \"notes\": [...]}`\n"
+      "  (1-based lines, byte columns, exclusive ends), then `{\"type\": \"summary\", \"file\",\n"
+      "  \"errors\", \"warnings\", \"success\"}`.\n"
+      "- `--message-format sarif` (stdout): a SARIF 2.1.0 log for code-scanning tools; the rule\n"
+      "  table is this catalogue (rule id = code, stable index), results carry the region\n"
+      "  (Unicode code point columns, byte offset and length), the JSON pointer as a logical\n"
+      "  location and the notes as related locations.\n\n"
+      "## Codes\n\n"
       "| code | level | title |\n|---|---|---|\n";
   for (const CatalogueEntry& e : full_catalogue()) {
     std::string anchor(e.id);
@@ -78,7 +96,7 @@ std::string render_catalogue_markdown() {
   }
   for (const CatalogueEntry& e : full_catalogue()) {
     std::string id(e.id);
-    out += "\n## " + id + "\n\n**" + (e.severity == Severity::kError ? "error" : "warning") + ":** " +
+    out += "\n### " + id + "\n\n**" + (e.severity == Severity::kError ? "error" : "warning") + ":** " +
            std::string(e.title) + "\n\n" + explanation_markdown(e.explanation);
   }
   return out;

@@ -39,7 +39,7 @@ if generated != committed:
 else:
     check("docs/diagnostics.md equals `kern-verify --print-catalogue`", True)
 
-codes = re.findall(r"^## ([EW]\d{4})$", generated, re.M)
+codes = re.findall(r"^### ([EW]\d{4})$", generated, re.M)
 check("the catalogue documents at least 75 codes, each once", len(codes) >= 75 and len(set(codes)) == len(codes),
       len(codes))
 for code in codes:
@@ -47,7 +47,7 @@ for code in codes:
     low = out.lower()
     check(code + ": --explain prints its title and a failing and a fixed example",
           rc == 0 and out.startswith(code + ": ") and "failing" in low and "fixed" in low, out[:200] + err)
-    section = generated.split("## " + code + "\n", 1)[1].split("\n## ", 1)[0]
+    section = generated.split("### " + code + "\n", 1)[1].split("\n### ", 1)[0]
     title = out.split("\n", 1)[0].split(": ", 1)[1]
     check(code + ": the document shows the same title", title in section, title)
 
