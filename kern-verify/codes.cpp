@@ -317,6 +317,22 @@ constexpr std::array kCatalogue = {
              "failing: \"logits\": {\"dtype\": \"f32\", \"shape\": [\"tokens\", 151936], \"class\": \"workspace\"}\n"
              "         with tokens max 65536 (39.8 GB)\n"
              "fixed:   tokens max 512 (311 MB), or compute the logits of the last token only"},
+    CodeInfo{C::kDomainBoundsInverted, "E0160", E, "domain bounds are inverted",
+             "A value domain's constant `min` must not exceed its `max`: no value could satisfy it,\n"
+             "so every input write would be rejected. (Bounds written as expressions are checked\n"
+             "by the runtime at the symbols' values.)\n"
+             "failing: \"domain\": {\"min\": 10, \"max\": 0}\n"
+             "fixed:   \"domain\": {\"min\": 0, \"max\": 10}"},
+    CodeInfo{C::kDomainUnitWithoutIndex, "E0161", E, "domain unit without index_into",
+             "`unit` says how many rows or token slots one index covers; it means something only\n"
+             "together with `index_into`.\n"
+             "failing: \"domain\": {\"min\": 0, \"unit\": 16}\n"
+             "fixed:   \"domain\": {\"index_into\": \"kv_cache\", \"unit\": 16}"},
+    CodeInfo{C::kDomainUnitZero, "E0162", E, "domain unit is zero",
+             "An index covering 0 rows or token slots addresses nothing; a paged KV block table\n"
+             "indexes `unit` = block size tokens at a time (leave `unit` out for 1).\n"
+             "failing: \"domain\": {\"index_into\": \"kv_cache\", \"unit\": 0}\n"
+             "fixed:   \"domain\": {\"index_into\": \"kv_cache\", \"unit\": 16}"},
 };
 
 }  // namespace

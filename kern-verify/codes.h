@@ -91,6 +91,9 @@ enum class Code : uint16_t {
   kUnknownDomainTarget,       // E0158
   kExprMulByZero,             // E0159
   kWorkspaceTooLarge,         // W0003
+  kDomainBoundsInverted,      // E0160
+  kDomainUnitWithoutIndex,    // E0161
+  kDomainUnitZero,            // E0162
 };
 
 /// Whether a code is an error (blocks the plan) or a warning (fatal only

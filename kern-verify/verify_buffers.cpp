@@ -2,7 +2,9 @@
 // fits u64 at the symbols' maxima (what the runtime allocates); a workspace
 // above the size threshold is a warning (W0003). The sizes at
 // the minima and maxima are recorded for offset checks (rules 6 and 7).
-// Buffer domains' references (index_into, bound expressions) resolve too.
+// Buffer domains' references (index_into, bound expressions) resolve too, their
+// constant bounds are ordered (E0160) and `unit` goes with index_into and is
+// non-zero (E0161, E0162).
 #include "kern-verify/verify_rules.h"
 
 namespace kern::verify {
@@ -19,6 +21,26 @@ void check_domain(Context& ctx, const Buffer& b) {
     if (*bound && (*bound)->kind == Bound::Kind::kExpr && (*bound)->expr) {
       (void)ctx.eval_range(*(*bound)->expr, subject);
     }
+  }
+  if (d.min && d.max && d.min->kind != Bound::Kind::kExpr && d.max->kind != Bound::Kind::kExpr) {
+    auto value = [](const Bound& b) {
+      return b.kind == Bound::Kind::kInt ? static_cast<long double>(b.int_value) : static_cast<long double>(b.float_value);
+    };
+    if (value(*d.min) > value(*d.max)) {
+      Diagnostic& diag = ctx.error(Code::kDomainBoundsInverted, subject + ": min is greater than max", d.min->span);
+      diag.label = "greater than max";
+      diag.notes.push_back(DiagnosticNote{"max is here", d.max->span, true});
+    }
+  }
+  if (d.unit && !d.index_into) {
+    Diagnostic& diag = ctx.error(Code::kDomainUnitWithoutIndex,
+                                 subject + ": `unit` is given without `index_into`", d.span);
+    diag.label = "unit of what?";
+    diag.help = "remove `unit`, or add the buffer or state the values index";
+  } else if (d.unit && *d.unit == 0) {
+    Diagnostic& diag = ctx.error(Code::kDomainUnitZero, subject + ": `unit` is 0", d.span);
+    diag.label = "an index covering no rows";
+    diag.help = "leave `unit` out for one row per index";
   }
   if (!d.index_into) return;
   const std::string& target = *d.index_into;

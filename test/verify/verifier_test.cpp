@@ -243,3 +243,20 @@ TEST_CASE("verify warns about a non-extern step without a cubin pin", "[verify][
   CHECK(findings(r) == V{"W0001 " + kEmbedStep + "/symbol"});
   CHECK(r.verified.has_value());  // warnings do not block the plan
 }
+
+TEST_CASE("verify rejects a value domain whose constant min exceeds its max", "[verify][rule4][domain]") {
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"min": 31, "max": 0})")) ==
+        V{"E0160 /buffers/ids/domain/min"});
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"min": -2, "max": 2.5})")).empty());
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"min": 3, "max": 3})")).empty());
+  // An expression bound depends on the symbols: the runtime checks it.
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"min": 100, "max": {"sym": "tokens"}})")).empty());
+}
+
+TEST_CASE("verify rejects a domain unit without index_into, or of zero", "[verify][rule4][domain]") {
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"max": 31, "unit": 16})")) ==
+        V{"E0161 /buffers/ids/domain"});
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"index_into": "table", "unit": 0})")) ==
+        V{"E0162 /buffers/ids/domain"});
+  CHECK(verify_findings(set(B(), "/buffers/ids/domain", R"({"index_into": "table", "unit": 16})")).empty());
+}
