@@ -79,6 +79,12 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
     return make_error(ErrorKind::kIo, kernels_dir + ": cannot list the kernels dir: " + ec.message());
   for (flatbuffers::uoffset_t i = 0; i < p.cubins()->size(); ++i)
     files[p.cubins()->Get(i)->path()->str()].push_back(int(i));
+  const bool needs_files = std::any_of(p.steps()->begin(), p.steps()->end(), [](const plan::Step* st) {
+    return st->symbol()->string_view().rfind("extern:", 0) != 0;
+  });
+  if (files.empty() && needs_files)
+    return make_error(ErrorKind::kKernel, kernels_dir + ": no kernel files (.cubin/.fatbin) here; pass the directory "
+                                                        "of the built fatbins with --kernels DIR (e.g. <build>/kernels)");
   // Precheck (SPEC §6): every file's architectures and the plan's launch
   // geometry against this device, all mismatches at once, before any load.
   std::vector<KernelFileImages> images;
