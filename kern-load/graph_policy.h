@@ -62,6 +62,7 @@ Status check_replay(const CapturedGraph& graph, uint32_t program, std::span<cons
 /// The graph bookkeeping of one Executable. Not thread-safe (like Executable).
 class GraphPolicy {
  public:
+  /// A policy with `options` (defaults: on, capture on the second run of a key, 8 graphs).
   explicit GraphPolicy(GraphPolicyOptions options = {});
 
   /// Whether graphs may still be used (enabled and no failure yet).
