@@ -5,9 +5,11 @@
 // whitespace and the single ',' or ':' that follows the previous event.
 #include "common/json_tree.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <unordered_map>
 
 #include <rapidjson/error/en.h>
 #include <rapidjson/memorystream.h>
@@ -35,6 +37,8 @@ SourceSpan make_span(size_t begin, size_t end, std::string pointer) {
   s.pointer = std::move(pointer);
   return s;
 }
+
+constexpr size_t kNoMember = static_cast<size_t>(-1);
 
 class TreeBuilder {
  public:
@@ -94,24 +98,25 @@ class TreeBuilder {
     f.key.assign(s, len);
     f.key_span = make_span(value_begin(), stream_.Tell(), "");
     f.key_duplicate = false;
-    // Hash first: objects such as `buffers` have hundreds of members, and
-    // comparing every earlier key made duplicate detection quadratic.
+    // Hashed: objects such as `buffers` have hundreds of members (a hostile
+    // file millions), and comparing every earlier key is quadratic.
     const size_t hash = std::hash<std::string>{}(f.key);
-    for (size_t i = 0; i < f.key_hashes.size(); ++i) {
+    const size_t first_dup = f.find_key(hash, [&](size_t i) {
       const JsonMember& m = f.value->members[i];
-      if (f.key_hashes[i] == hash && m.key == f.key && !m.duplicate) {
-        f.key_duplicate = true;
-        std::string subject = container_subject();
-        Diagnostic& d = diags_.error(reader_code::kDuplicateKey,
-                                     (subject.empty() ? "manifest" : subject) + ": duplicate key `" + f.key + "`",
-                                     f.key_span);
-        d.label = "duplicate key";
-        d.notes.push_back(DiagnosticNote{"the first `" + f.key + "` is here", m.key_span, true});
-        d.help = "remove one of the two entries; json readers disagree on which one wins";
-        break;
-      }
+      return m.key == f.key && !m.duplicate;
+    });
+    if (first_dup != kNoMember) {
+      const JsonMember& m = f.value->members[first_dup];
+      f.key_duplicate = true;
+      std::string subject = container_subject();
+      Diagnostic& d = diags_.error(reader_code::kDuplicateKey,
+                                   (subject.empty() ? "manifest" : subject) + ": duplicate key `" + f.key + "`",
+                                   f.key_span);
+      d.label = "duplicate key";
+      d.notes.push_back(DiagnosticNote{"the first `" + f.key + "` is here", m.key_span, true});
+      d.help = "remove one of the two entries; json readers disagree on which one wins";
     }
-    f.key_hashes.push_back(hash);
+    f.add_key(hash);  // the member place() appends next
     if (f.key.find('\0') != std::string::npos) {
       std::string subject = container_subject();
       report_nul(subject.empty() ? f.key : subject + "." + f.key, f.key_span);
@@ -122,11 +127,41 @@ class TreeBuilder {
 
  private:
   struct Frame {
-    JsonValue* value;
+    JsonValue* value = nullptr;
     std::string key;
     SourceSpan key_span;
     bool key_duplicate = false;
     std::vector<size_t> key_hashes;  ///< hash of each member's key, by member index
+    /// key hash -> member index, built once an object grows past kIndexFrom
+    /// members (most objects are small: a vector scan is cheaper there).
+    std::unordered_multimap<size_t, size_t> key_index;
+
+    static constexpr size_t kIndexFrom = 32;
+
+    /// The first member index whose hash is `hash` and for which `same` holds.
+    template <typename Same>
+    size_t find_key(size_t hash, Same same) const {
+      if (key_hashes.size() < kIndexFrom) {
+        for (size_t i = 0; i < key_hashes.size(); ++i) {
+          if (key_hashes[i] == hash && same(i)) return i;
+        }
+        return kNoMember;
+      }
+      size_t best = kNoMember;
+      auto [first, last] = key_index.equal_range(hash);
+      for (auto it = first; it != last; ++it) {
+        if (same(it->second)) best = std::min(best, it->second);
+      }
+      return best;
+    }
+    void add_key(size_t hash) {
+      key_hashes.push_back(hash);
+      if (key_hashes.size() == kIndexFrom) {
+        for (size_t i = 0; i < key_hashes.size(); ++i) key_index.emplace(key_hashes[i], i);
+      } else if (key_hashes.size() > kIndexFrom) {
+        key_index.emplace(hash, key_hashes.size() - 1);
+      }
+    }
   };
 
   size_t value_begin() const {
@@ -219,7 +254,7 @@ class TreeBuilder {
     v.type = type;
     // Iterative mode calls StartObject/StartArray before taking the bracket.
     JsonValue* placed = place(std::move(v), stream_.Tell());
-    stack_.push_back(Frame{placed, {}, {}, false, {}});
+    stack_.emplace_back().value = placed;
     last_end_ = stream_.Tell() + 1;
     return true;
   }
@@ -279,21 +314,20 @@ std::optional<std::string> json_pointer_at(const JsonValue& root, uint32_t offse
   while (v != nullptr) {
     if (v->span.begin == offset) return json_pointer(*v);
     const JsonValue* next = nullptr;
-    // Children are in file order: find the one whose bytes (key included) hold `offset`.
-    for (const JsonMember& m : v->members) {
-      if (m.key_span.begin == offset) return json_pointer(m.value);
-      if (offset >= m.key_span.begin && offset < m.value.span.end) {
-        next = &m.value;
-        break;
+    // Children are in file order: binary-search the last one starting at or
+    // before `offset` (a member starts at its key), then check it holds it.
+    if (!v->members.empty()) {
+      auto it = std::upper_bound(v->members.begin(), v->members.end(), offset,
+                                 [](uint32_t off, const JsonMember& m) { return off < m.key_span.begin; });
+      if (it != v->members.begin()) {
+        const JsonMember& m = *std::prev(it);
+        if (m.key_span.begin == offset) return json_pointer(m.value);
+        if (offset < m.value.span.end) next = &m.value;
       }
-    }
-    if (next == nullptr) {
-      for (const JsonValue& item : v->items) {
-        if (offset >= item.span.begin && offset < item.span.end) {
-          next = &item;
-          break;
-        }
-      }
+    } else if (!v->items.empty()) {
+      auto it = std::upper_bound(v->items.begin(), v->items.end(), offset,
+                                 [](uint32_t off, const JsonValue& item) { return off < item.span.begin; });
+      if (it != v->items.begin() && offset < std::prev(it)->span.end) next = &*std::prev(it);
     }
     v = next;
   }

@@ -19,20 +19,32 @@ std::vector<std::string_view> names_of(const std::vector<Entry>& entries) {
 
 // Optimal-string-alignment distance: insertions, deletions, substitutions and
 // transpositions of adjacent characters ("tabel" -> "table") each cost 1.
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
-  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+// Returns `bound` + 1 as soon as the distance must exceed `bound` (a row's
+// minimum never decreases), with rolling rows reused across calls: a hostile
+// manifest may ask for suggestions among many thousands of names.
+size_t edit_distance(std::string_view a, std::string_view b, size_t bound) {
+  thread_local std::vector<size_t> prev2, prev, cur;
+  prev2.assign(b.size() + 1, 0);
+  prev.resize(b.size() + 1);
+  cur.assign(b.size() + 1, 0);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
   for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    size_t row_min = cur[0];
     for (size_t j = 1; j <= b.size(); ++j) {
       const size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + cost});
       if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        cur[j] = std::min(cur[j], prev2[j - 2] + 1);
       }
+      row_min = std::min(row_min, cur[j]);
     }
+    // A transposition reaches back two rows, so stop only when both exceed.
+    if (row_min > bound && i > 1 && *std::min_element(prev.begin(), prev.end()) > bound) return bound + 1;
+    std::swap(prev2, prev);
+    std::swap(prev, cur);
   }
-  return d[a.size()][b.size()];
+  return std::min(prev[b.size()], bound + 1);
 }
 
 
@@ -40,8 +52,19 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 // name, else points at a declaration of that name in another section (a state
 // passed as {"buf"}). Returns the suggested name's index: the caller marks it
 // used, since the typo most likely meant it (no "unused" cascade).
+//
+// Suggestions cost (unknown names) x (declared names); past a budget of
+// compared characters a hostile manifest gets no more of them (the errors
+// stay), so checking stays fast on any input.
+constexpr size_t kSuggestionBudget = size_t{64} << 20;
+
+template <typename Entry>
 std::optional<uint32_t> add_help(Diagnostic& d, const std::string& name, std::string_view what,
-                                 const std::vector<std::string_view>& candidates, const Context& ctx) {
+                                 const std::vector<Entry>& entries, Context& ctx) {
+  const size_t cost = entries.size() * (name.size() + 1);
+  ctx.suggestion_work += cost;
+  const std::vector<std::string_view> candidates =
+      ctx.suggestion_work <= kSuggestionBudget ? names_of(entries) : std::vector<std::string_view>{};
   if (auto best = closest_name(name, candidates)) {
     d.help = "a " + std::string(what) + " with a similar name exists: `" + *best + "`";
     for (size_t i = 0; i < candidates.size(); ++i) {
@@ -100,7 +123,7 @@ std::optional<uint32_t> Context::resolve_symbol(const std::string& name, const S
   }
   Diagnostic& d = error(Code::kUnknownSymbol, subject + ": unknown symbol `" + name + "`", span);
   d.label = "not declared in `symbols`";
-  if (auto meant = add_help(d, name, "symbol", names_of(m.symbols), *this)) symbol_used[*meant] = true;
+  if (auto meant = add_help(d, name, "symbol", m.symbols, *this)) symbol_used[*meant] = true;
   return std::nullopt;
 }
 
@@ -112,7 +135,7 @@ std::optional<uint32_t> Context::resolve_state(const std::string& name, const So
   }
   Diagnostic& d = error(Code::kUnknownState, subject + ": unknown state `" + name + "`", span);
   d.label = "not declared in `states`";
-  if (auto meant = add_help(d, name, "state", names_of(m.states), *this)) state_used[*meant] = true;
+  if (auto meant = add_help(d, name, "state", m.states, *this)) state_used[*meant] = true;
   return std::nullopt;
 }
 
@@ -124,7 +147,7 @@ std::optional<uint32_t> Context::resolve_buffer(const std::string& name, const S
   }
   Diagnostic& d = error(Code::kUnknownBuffer, subject + ": unknown buffer `" + name + "`", span);
   d.label = "not declared in `buffers`";
-  if (auto meant = add_help(d, name, "buffer", names_of(m.buffers), *this)) buffer_used[*meant] = true;
+  if (auto meant = add_help(d, name, "buffer", m.buffers, *this)) buffer_used[*meant] = true;
   return std::nullopt;
 }
 
@@ -136,7 +159,7 @@ std::optional<uint32_t> Context::resolve_kernel(const std::string& name, const S
   }
   Diagnostic& d = error(Code::kUnknownKernel, subject + ": unknown kernel `" + name + "`", span);
   d.label = "not declared in `kernels`";
-  if (auto meant = add_help(d, name, "kernel", names_of(m.kernels), *this)) kernel_used[*meant] = true;
+  if (auto meant = add_help(d, name, "kernel", m.kernels, *this)) kernel_used[*meant] = true;
   return std::nullopt;
 }
 
@@ -249,7 +272,11 @@ std::optional<std::string> closest_name(std::string_view name,
   std::optional<std::string> best;
   size_t best_distance = limit + 1;
   for (std::string_view c : candidates) {
-    const size_t d = edit_distance(name, c);
+    // The distance is at least the length difference: skip hopeless names
+    // cheaply (a hostile manifest may hold many thousands of both).
+    const size_t length_gap = c.size() > name.size() ? c.size() - name.size() : name.size() - c.size();
+    if (length_gap >= best_distance) continue;
+    const size_t d = edit_distance(name, c, best_distance - 1);
     if (d < best_distance) {
       best_distance = d;
       best = std::string(c);

@@ -58,6 +58,8 @@ class Context {
   std::vector<std::vector<bool>> dispatch_ok;
 
   std::vector<bool> symbol_used, state_used, buffer_used, kernel_used;
+  /// Work spent on "did you mean" suggestions so far (bounded; see add_help).
+  size_t suggestion_work = 0;
 
   /// Records an error / warning with the catalogue's code.
   Diagnostic& error(Code code, std::string message, const SourceSpan& span);
