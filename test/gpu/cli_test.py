@@ -1,5 +1,8 @@
 #!/usr/bin/python3
-"""cli_test.py KERN_VERIFY KERN_RUN SOURCE_ROOT
+"""cli_test.py KERN_VERIFY KERN_RUN SOURCE_ROOT CUDA_BUILT
+
+CUDA_BUILT ("yes"/"no"): whether meson built the cuda device (CUDA headers
+found); then kern-run must link it rather than the "not built" fallback.
 
 kern-run's GPU-path options on a machine without a GPU (docs/gpu.md):
 --device cuda without a driver is a clear error, --device auto falls back to
@@ -16,7 +19,7 @@ import sys
 import tempfile
 import unittest
 
-KERN_VERIFY = KERN_RUN = ROOT = None
+KERN_VERIFY = KERN_RUN = ROOT = CUDA_BUILT = None
 TMP = None
 
 
@@ -46,6 +49,15 @@ class KernRunGpuOptions(unittest.TestCase):
         proc = subprocess.run([KERN_VERIFY, os.path.join(ROOT, "examples", "tiny-qwen3.json"), "-o", cls.plan],
                               capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    def test_kern_run_links_the_cuda_device_when_it_is_built(self):
+        if CUDA_BUILT != "yes":
+            self.skipTest("the cuda device is not built (no CUDA headers)")
+        with open(KERN_RUN, "rb") as f:
+            binary = f.read()
+        self.assertNotIn(b"the cuda device is not built yet", binary)
+        self.assertIn(b"cuStreamBeginCapture", binary)  # the driver table of kern-load/cuda
+        self.assertIn(b"cuGraphLaunch", binary)
 
     def test_device_cuda_without_a_driver_says_no_cuda_driver(self):
         if have_cuda_driver():
@@ -114,6 +126,7 @@ class KernRunGpuOptions(unittest.TestCase):
 
 if __name__ == "__main__":
     KERN_VERIFY, KERN_RUN, ROOT = sys.argv[1], sys.argv[2], sys.argv[3]
+    CUDA_BUILT = sys.argv[4] if len(sys.argv) > 4 else "no"
     with tempfile.TemporaryDirectory() as tmp:
         TMP = tmp
         unittest.main(argv=sys.argv[:1], verbosity=2)
