@@ -1,0 +1,92 @@
+// The SARIF 2.1.0 renderer (kern-verify/sarif.h): the rule table is the whole
+// catalogue with stable indices, results carry region (code point columns,
+// byte offset/length), the JSON pointer, help and notes.
+#include <rapidjson/document.h>
+
+#include <catch2/catch.hpp>
+#include <string>
+
+#include "common/diagnostic.h"
+#include "common/source.h"
+#include "kern-verify/catalogue.h"
+#include "kern-verify/sarif.h"
+
+namespace {
+
+kern::SourceSpan span(uint32_t b, uint32_t e, std::string pointer) {
+  kern::SourceSpan s;
+  s.begin = b;
+  s.end = e;
+  s.pointer = std::move(pointer);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("sarif lists every catalogue code as a rule, in catalogue order", "[sarif]") {
+  kern::SourceFile file("m.json", "{}\n");
+  rapidjson::Document doc;
+  doc.Parse(kern::verify::render_sarif({}, file, "1.2.3").c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  CHECK(std::string(doc["version"].GetString()) == "2.1.0");
+  const auto& run = doc["runs"][0];
+  CHECK(std::string(run["tool"]["driver"]["name"].GetString()) == "kern-verify");
+  CHECK(std::string(run["tool"]["driver"]["version"].GetString()) == "1.2.3");
+  const auto& rules = run["tool"]["driver"]["rules"];
+  const auto& catalogue = kern::verify::full_catalogue();
+  REQUIRE(rules.Size() == catalogue.size());
+  for (rapidjson::SizeType i = 0; i < rules.Size(); ++i) {
+    CHECK(std::string(rules[i]["id"].GetString()) == catalogue[i].id);
+    CHECK(std::string(rules[i]["shortDescription"]["text"].GetString()) == catalogue[i].title);
+    CHECK(std::string(rules[i]["defaultConfiguration"]["level"].GetString()) ==
+          (catalogue[i].severity == kern::Severity::kError ? "error" : "warning"));
+  }
+  CHECK(run["results"].Size() == 0);
+}
+
+TEST_CASE("sarif results carry the region in code points, the pointer, help and notes", "[sarif]") {
+  // Line 2 starts at byte 2; "é" is two bytes, so byte column 8 is code point column 7.
+  const std::string text = "{\n \"é\": {\"x\": 1}\n}\n";
+  kern::SourceFile file("dir/m.json", text);
+  kern::DiagnosticEngine diags;
+  const uint32_t x = static_cast<uint32_t>(text.find("\"x\""));
+  kern::Diagnostic& d = diags.error("E0005", "é: unknown field `x`", span(x, x + 3, "/é/x"));
+  d.label = "unknown";
+  d.help = "remove it";
+  d.notes.push_back(kern::DiagnosticNote{"the object is here", span(x - 1, x + 7, "/é"), true});
+  d.notes.push_back(kern::DiagnosticNote{"fields are strict", kern::SourceSpan{}, false});
+  diags.warning("W0001", "w", span(0, 1, ""));
+
+  rapidjson::Document doc;
+  doc.Parse(kern::verify::render_sarif(diags.diagnostics(), file, "0").c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  const auto& run = doc["runs"][0];
+  CHECK(std::string(run["columnKind"].GetString()) == "unicodeCodePoints");
+  CHECK(std::string(run["artifacts"][0]["location"]["uri"].GetString()) == "dir/m.json");
+  const auto& results = run["results"];
+  REQUIRE(results.Size() == 2);
+
+  const auto& r = results[0];
+  CHECK(std::string(r["ruleId"].GetString()) == "E0005");
+  const auto& rules = run["tool"]["driver"]["rules"];
+  CHECK(std::string(rules[r["ruleIndex"].GetInt()]["id"].GetString()) == "E0005");
+  CHECK(std::string(r["level"].GetString()) == "error");
+  CHECK(std::string(r["message"]["text"].GetString()) ==
+        "é: unknown field `x`\nnote: fields are strict\nhelp: remove it");
+  const auto& loc = r["locations"][0];
+  const auto& region = loc["physicalLocation"]["region"];
+  CHECK(region["startLine"].GetInt() == 2);
+  CHECK(region["startColumn"].GetInt() == 8);  // bytes: 9
+  CHECK(region["endColumn"].GetInt() == 11);
+  CHECK(region["byteOffset"].GetInt() == static_cast<int>(x));
+  CHECK(region["byteLength"].GetInt() == 3);
+  CHECK(std::string(loc["logicalLocations"][0]["fullyQualifiedName"].GetString()) == "/é/x");
+  CHECK(std::string(loc["message"]["text"].GetString()) == "unknown");
+  REQUIRE(r["relatedLocations"].Size() == 1);
+  CHECK(std::string(r["relatedLocations"][0]["message"]["text"].GetString()) == "the object is here");
+  CHECK(std::string(r["properties"]["help"].GetString()) == "remove it");
+
+  CHECK(std::string(results[1]["level"].GetString()) == "warning");
+  CHECK(std::string(results[1]["locations"][0]["logicalLocations"][0]["fullyQualifiedName"].GetString()) == "/");
+  CHECK_FALSE(results[1].HasMember("relatedLocations"));
+}
