@@ -24,7 +24,7 @@ sys.path.insert(0, HERE)
 from json_schema_subset import Validator  # noqa: E402
 
 ROOT = SCHEMA = KERN_VERIFY = KERNELS_DIR = None
-MODELS = ("tiny-qwen3", "qwen3-0.6b", "qwen3-4b")
+MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b")
 
 
 def gen(*args):
