@@ -7,10 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh --build-only
 [ -f build/build.ninja ] || meson setup --wipe build >/dev/null 2>&1 || meson setup build >/dev/null
+echo "== building kern-verify and kern-run (the first time takes a few minutes)"
 ninja -C build kern-verify/kern-verify kern-run/kern-run >/dev/null
 
 echo "== kern-verify examples/tiny-qwen3.json -o build/tiny-qwen3.kplan"
 build/kern-verify/kern-verify examples/tiny-qwen3.json -o build/tiny-qwen3.kplan
+echo "ok: no errors, no warnings; plan written to build/tiny-qwen3.kplan"
 echo "== kern-verify --dump build/tiny-qwen3.kplan (summary)"
 build/kern-verify/kern-verify --dump build/tiny-qwen3.kplan | tail -n 4
 echo "== kern-run build/tiny-qwen3.kplan --weights examples/tiny-qwen3.safetensors --prompt-ids 1,2,3,4,5,6,7,8 --steps 24 --device cpu"
