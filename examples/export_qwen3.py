@@ -12,7 +12,9 @@ kern's exported layout (docs/qwen3-manifest.md, SPEC §7):
 Tensors are BF16 in and BF16 out: a byte copy, streamed, so memory stays
 small for any model size. Other dtypes are refused (convert to bf16 first).
 
-Exit status: 0 on success, 1 on a bad checkpoint (message names the tensor).
+Exit status: 0 on success, 1 on a bad checkpoint (message names the tensor),
+2 on bad usage or a file that cannot be read or written (examples/tool_io.py).
+The output is written atomically (no partial file after a failure or Ctrl-C).
 """
 
 import argparse
@@ -23,6 +25,7 @@ import sys
 
 import safetensors_io as st
 from qwen3_config import ConfigError, exported_tensors, load_config, rope_cache_bytes
+from tool_io import ContentError, check_output_path, run
 
 FORMAT_METADATA = {"format": "kern-qwen3-exported"}
 
@@ -33,8 +36,13 @@ class Checkpoint:
     def __init__(self, directory):
         index = os.path.join(directory, "model.safetensors.index.json")
         if os.path.exists(index):
-            with open(index, "r", encoding="utf-8") as f:
-                weight_map = json.load(f).get("weight_map")
+            with open(index, "rb") as f:
+                raw = f.read()
+            try:
+                doc = json.loads(raw.decode("utf-8"))
+            except ValueError as e:  # UnicodeDecodeError, JSONDecodeError
+                raise ConfigError(f"{index}: not UTF-8 JSON: {e}") from None
+            weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
             if not isinstance(weight_map, dict):
                 raise ConfigError(f"{index}: no weight_map object")
             shard_names = sorted(set(weight_map.values()))
@@ -126,13 +134,13 @@ def main(argv):
     ap.add_argument("checkpoint", help="HF checkpoint directory (config.json + safetensors)")
     ap.add_argument("-o", "--output", required=True, help="exported safetensors file to write")
     args = ap.parse_args(argv)
+    check_output_path(args.output)  # before reading a checkpoint of gigabytes
     try:
         export(args.checkpoint, args.output)
-    except (ConfigError, OSError, st.SafetensorsError, ValueError, KeyError) as e:
-        print(f"export_qwen3: {e}", file=sys.stderr)
-        return 1
+    except (ValueError, KeyError) as e:  # a malformed index or safetensors header
+        raise ContentError(f"{args.checkpoint}: malformed checkpoint: {e!r}") from None
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run("export_qwen3", main, sys.argv[1:]))

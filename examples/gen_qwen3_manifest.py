@@ -13,7 +13,12 @@ named `<symbol>.cubin` / `<symbol>.fatbin` wins; otherwise the one `.cubin` /
 `.fatbin` whose bytes contain the symbol name (uncompressed ELF string table).
 Without it, steps carry no pin and the runtime searches every loaded module.
 
-Exit status: 0 on success, 1 on a bad config or kernels dir, 2 on bad usage.
+Config values the manifest passes as i32 kernel parameters (vocab_size,
+hidden_size, ...) must fit in an i32; a config that breaks this is refused.
+The manifest is written atomically (examples/tool_io.py).
+
+Exit status: 0 on success, 1 on a bad config or a kernels dir without a
+symbol, 2 on bad usage or a file or directory that cannot be read or written.
 """
 
 import argparse
@@ -24,6 +29,7 @@ import sys
 
 from json_out import F32, dumps
 from qwen3_config import ConfigError, load_config
+from tool_io import check_output_path, run, write_atomic
 
 PAGE = 16          # KV cache block size (tokens per page), docs/kernels.md
 ATTN_SPLITS = 16   # attention_decode split-KV count S
@@ -264,6 +270,49 @@ def manifest(c, tokens_max, model_label):
     }
 
 
+I32_MAX = 2**31 - 1
+
+
+def check_i32_ranges(c, tokens_max, path):
+    """Raises ConfigError when a config value (or a product of them) that the
+    manifest passes as an i32 kernel parameter exceeds 2^31 - 1: kern-verify
+    would reject the manifest, so say which config value is too large."""
+    H, KV, D = c.heads, c.kv_heads, c.head_dim
+    values = [
+        ("hidden_size", c.hidden),
+        ("num_attention_heads", H),
+        ("num_key_value_heads", KV),
+        ("head_dim", D),
+        ("intermediate_size", c.intermediate),
+        ("vocab_size", c.vocab),
+        ("2 x intermediate_size", 2 * c.intermediate),
+        ("num_attention_heads x head_dim", H * D),
+        ("num_key_value_heads x head_dim", KV * D),
+        ("(num_attention_heads + 2 x num_key_value_heads) x head_dim", c.qkv_rows),
+        ("--tokens-max x num_attention_heads", tokens_max * H),
+    ]
+    for what, value in values:
+        if value > I32_MAX:
+            raise ConfigError(f"{path}: {what} = {value} exceeds {I32_MAX}, the largest i32 kernel parameter "
+                              f"the manifest can pass")
+
+
+def check_i32_literals(doc, path):
+    """Backstop of check_i32_ranges: every {"i32": v} literal in the manifest
+    fits in an i32, else ConfigError naming its JSON pointer."""
+    def walk(node, pointer):
+        if isinstance(node, dict):
+            if set(node) == {"i32"} and isinstance(node["i32"], int) and not -I32_MAX - 1 <= node["i32"] <= I32_MAX:
+                raise ConfigError(f"{path}: the manifest's {pointer} = {node['i32']} is outside the i32 range "
+                                  f"(a config value is too large)")
+            for k, v in node.items():
+                walk(v, f"{pointer}/{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{pointer}/{i}")
+    walk(doc, "")
+
+
 def default_label(c):
     return (f"qwen3 E={c.hidden} L={c.layers} H={c.heads} KV={c.kv_heads} D={c.head_dim} "
             f"I={c.intermediate} V={c.vocab}")
@@ -314,21 +363,19 @@ def main(argv):
     ap.add_argument("--kernels-dir", help="directory of built kernel files to pin steps to (cubin + sha256)")
     ap.add_argument("--model", help="meta.model label (default: derived from the geometry)")
     args = ap.parse_args(argv)
-    if args.tokens_max < 1:
-        ap.error("--tokens-max must be at least 1")
-    try:
-        c = load_config(args.config)
-        doc = manifest(c, args.tokens_max, args.model or default_label(c))
-        if args.kernels_dir:
-            pin_kernels(doc, args.kernels_dir)
-    except (ConfigError, OSError, ValueError) as e:
-        print(f"gen_qwen3_manifest: {e}", file=sys.stderr)
-        return 1
+    if not 1 <= args.tokens_max <= I32_MAX:
+        ap.error(f"--tokens-max must be from 1 to {I32_MAX}")
+    check_output_path(args.output)
+    c = load_config(args.config)
+    check_i32_ranges(c, args.tokens_max, args.config)
+    doc = manifest(c, args.tokens_max, args.model or default_label(c))
+    check_i32_literals(doc, args.config)
+    if args.kernels_dir:
+        pin_kernels(doc, args.kernels_dir)
     text = dumps(doc)
-    with open(args.output, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
+    write_atomic(args.output, lambda f: f.write(text), binary=False)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run("gen_qwen3_manifest", main, sys.argv[1:]))

@@ -20,7 +20,11 @@ and to a value by a per-tensor rule (rounded once to bf16, nearest-even):
 Speed: pure Python (standard library only), about 3 M values/s on one core:
 Qwen3-0.6B (0.75 G values with the materialised lm_head) takes ~4 minutes,
 Qwen3-4B (4.4 G values, 8.8 GB) ~25 minutes. Writes are streamed in 2 MiB
-pieces, so memory stays small for any size.
+pieces, so memory stays small for any size, into a temporary file renamed
+over the output at the end: an interrupted run leaves no partial file.
+
+Exit status: 0 on success, 1 on a bad config, 2 on bad usage or a file that
+cannot be read or written (examples/tool_io.py).
 """
 
 import argparse
@@ -31,7 +35,8 @@ import sys
 from array import array
 
 import safetensors_io as st
-from qwen3_config import ConfigError, exported_tensors, load_config, rope_cache_bytes
+from qwen3_config import exported_tensors, load_config, rope_cache_bytes
+from tool_io import check_output_path, run
 
 GAIN = 4.0
 NORM_NOISE = 0.25
@@ -105,15 +110,12 @@ def main(argv):
     args = ap.parse_args(argv)
     if not 0 <= args.seed < 2**64:
         ap.error("--seed must be in [0, 2^64)")
-    try:
-        cfg = load_config(args.config)
-        st.write(args.output, specs(cfg, args.seed),
-                 {"format": "kern-qwen3-exported", "generator": "gen_random_weights.py", "seed": str(args.seed)})
-    except (ConfigError, OSError, st.SafetensorsError) as e:
-        print(f"gen_random_weights: {e}", file=sys.stderr)
-        return 1
+    check_output_path(args.output)  # before minutes of work
+    cfg = load_config(args.config)
+    st.write(args.output, specs(cfg, args.seed),
+             {"format": "kern-qwen3-exported", "generator": "gen_random_weights.py", "seed": str(args.seed)})
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(run("gen_random_weights", main, sys.argv[1:]))

@@ -11,9 +11,11 @@ import math
 import struct
 from dataclasses import dataclass
 
+from tool_io import ContentError
 
-class ConfigError(Exception):
-    """A config.json that is not a Qwen3 config kern can run."""
+
+class ConfigError(ContentError):
+    """A config.json that is not a Qwen3 config kern can run (exit 1)."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,16 @@ class Qwen3Config:
         return (self.heads + 2 * self.kv_heads) * self.head_dim
 
 
+def _json_type(value):
+    """The JSON name of a parsed value's type."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None:
+        return "null"
+    return {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__)
+
+
 def _require_int(cfg, key, default=None):
     value = cfg.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -47,16 +59,31 @@ def _require_int(cfg, key, default=None):
 
 
 def load_config(path):
-    """Parses `path` (a HF Qwen3 config.json). Raises ConfigError on a config
-    that is not Qwen3-shaped (wrong model_type, rope scaling, attention bias,
-    an activation other than silu, heads not divisible by kv heads)."""
-    with open(path, "r", encoding="utf-8") as f:
-        cfg = json.load(f)
-    return parse_config(cfg)
+    """Parses `path` (a HF Qwen3 config.json). Raises ConfigError, its
+    message starting with `path`, on a file that is not UTF-8 JSON with an
+    object at the top, or a config that is not Qwen3-shaped (wrong
+    model_type, rope scaling, attention bias, an activation other than silu,
+    heads not divisible by kv heads); OSError when it cannot be read."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text: byte 0x{raw[e.start]:02x} at offset {e.start}") from None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    try:
+        return parse_config(cfg)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None
 
 
 def parse_config(cfg):
-    """Like load_config, from an already parsed dict."""
+    """Like load_config, from an already parsed JSON value."""
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"expected a JSON object at the top level, found {_json_type(cfg)}")
     if cfg.get("model_type") != "qwen3":
         raise ConfigError(f"config.model_type: expected \"qwen3\", found {cfg.get('model_type')!r}")
     if cfg.get("rope_scaling") not in (None, {}):

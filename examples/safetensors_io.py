@@ -14,12 +14,14 @@ import json
 import mmap
 import struct
 
+from tool_io import ContentError, write_atomic
+
 DTYPE_SIZE = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "I64": 8, "I32": 4, "U32": 4, "U8": 1, "I8": 1,
               "F8_E4M3": 1, "BOOL": 1, "I16": 2, "U16": 2, "U64": 8}
 
 
-class SafetensorsError(Exception):
-    """A malformed file, or a writer given inconsistent tensors."""
+class SafetensorsError(ContentError):
+    """A malformed file, or a writer given inconsistent tensors (exit 1)."""
 
 
 def numel(shape):
@@ -60,9 +62,11 @@ def header_bytes(specs, metadata=None):
 
 
 def write(path, specs, metadata=None):
-    """Streams `specs` into `path`. Raises SafetensorsError when a tensor's
-    chunks do not add up to its declared size."""
-    with open(path, "wb") as f:
+    """Streams `specs` into `path` atomically (tool_io.write_atomic: an
+    interrupted or failed write leaves no partial file). Raises
+    SafetensorsError when a tensor's chunks do not add up to its declared
+    size, OSError when `path` cannot be written."""
+    def write_to(f):
         f.write(header_bytes(specs, metadata))
         for s in specs:
             written = 0
@@ -71,6 +75,8 @@ def write(path, specs, metadata=None):
                 written += len(chunk)
             if written != s.size_bytes:
                 raise SafetensorsError(f"{s.name}: wrote {written} bytes, declared {s.size_bytes} bytes")
+
+    write_atomic(path, write_to)
 
 
 class SafetensorsFile:
