@@ -1,5 +1,5 @@
-// read_file / write_file_atomic over POSIX calls (open, read, mkstemp,
-// write, fsync, rename).
+// read_file / write_file_atomic / write_existing_file over POSIX calls
+// (open, read, stat, mkstemp, write, fsync, rename).
 #include "common/file_util.h"
 
 #include <cerrno>
@@ -58,7 +58,53 @@ Result<std::string> read_file(const std::string& path) {
   return out;
 }
 
+Status check_output_path(const std::string& path) {
+  if (path.empty()) return make_error(ErrorKind::kUsage, "output path is empty");
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return make_error(ErrorKind::kIo, path + ": is a directory, not a file");
+    if (::access(path.c_str(), W_OK) != 0) return io_error(path, "cannot write it", errno);
+    // A regular file is replaced by rename: its directory must be writable too.
+    if (!S_ISREG(st.st_mode)) return Status::ok_status();
+  }
+  std::string dir = directory_of(path);
+  struct stat dir_st {};
+  if (::stat(dir.c_str(), &dir_st) != 0) return io_error(path, "cannot write there: " + dir, errno);
+  if (!S_ISDIR(dir_st.st_mode)) return io_error(path, "cannot write there: " + dir, ENOTDIR);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return io_error(path, "cannot write there: " + dir, errno);
+  return Status::ok_status();
+}
+
+Status write_existing_file(const std::string& path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return io_error(path, "cannot open for writing", errno);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      return io_error(path, "write error", err);
+    }
+    if (n == 0) {  // a device that takes nothing more
+      ::close(fd);
+      return io_error(path, "write error", ENOSPC);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) return io_error(path, "close failed", errno);
+  return Status::ok_status();
+}
+
 Status write_file_atomic(const std::string& path, std::string_view bytes) {
+  if (path.empty()) return make_error(ErrorKind::kUsage, "output path is empty");
+  // An existing device, FIFO or socket is written in place: rename(2) over
+  // it would replace, say, /dev/null with a regular file (as root).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+    return write_existing_file(path, bytes);
+  }
   std::string tmp = path + ".tmp.XXXXXX";
   int fd = ::mkstemp(tmp.data());
   if (fd < 0) return io_error(path, "cannot create a temporary file in " + directory_of(path), errno);

@@ -19,6 +19,26 @@ Result<std::string> read_file(const std::string& path);
 /// then the directory is fsync'ed. On any failure the temporary file is
 /// removed, `path` is left as it was, and the error (kIo) names the path.
 /// The new file gets mode 0644.
+/// When `path` already exists and is not a regular file or a directory
+/// (a character device such as /dev/null or /dev/stdout, a FIFO, a socket;
+/// symlinks followed), the bytes are written into it with
+/// write_existing_file instead: renaming over it would replace the device.
+/// An empty `path` is an error (kUsage, "output path is empty").
 Status write_file_atomic(const std::string& path, std::string_view bytes);
+
+/// Writes `bytes` into the existing file at `path`, opened with O_WRONLY
+/// only (never created, truncated or replaced): the direct path that
+/// write_file_atomic takes for devices and FIFOs (opening a FIFO waits for a
+/// reader). Every write error is reported (kIo, "PATH: write error: No
+/// space left on device" for /dev/full), as is a failed close.
+Status write_existing_file(const std::string& path, std::string_view bytes);
+
+/// Checks, before any work is done, that write_file_atomic(path, ...) can
+/// succeed as far as the file system says now: `path` is not empty (kUsage),
+/// is not a directory, and either exists and is writable or its directory
+/// exists, is a directory and is writable (access(2), W_OK). Errors (kIo)
+/// name the path and the reason ("out/x.bin: cannot write there: out: No
+/// such file or directory"). A full disk is only found when writing.
+Status check_output_path(const std::string& path);
 
 }  // namespace kern

@@ -1,9 +1,14 @@
 // read_file and write_file_atomic on a scratch directory.
 #include <catch2/catch.hpp>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "common/file_util.h"
 
@@ -79,6 +84,73 @@ TEST_CASE("write_file_atomic into a missing directory is an error naming the pat
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().message ==
         "no/such/dir/plan.kplan: cannot create a temporary file in no/such/dir: No such file or directory");
+}
+
+TEST_CASE("write_file_atomic writes into an existing FIFO instead of replacing it", "[file]") {
+  fs::path dir = scratch_dir("fifo");
+  std::string path = (dir / "out.kplan").string();
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  // A non-blocking reader is open first, so the writer's open does not wait.
+  int reader = ::open(path.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  Status s = write_file_atomic(path, "plan bytes");
+  CHECK(s.ok());
+  char buf[64] = {};
+  ssize_t n = ::read(reader, buf, sizeof buf);
+  ::close(reader);
+  CHECK(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0) == "plan bytes");
+  struct stat st {};
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(entries(dir) == 1);  // no temporary left beside it
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic writes into character devices, reporting their write errors", "[file]") {
+  fs::path dir = scratch_dir("devices");
+  // Copies of /dev/null (1,3) and /dev/full (1,7) in a scratch directory, so
+  // a regression replaces these copies, never the real devices.
+  std::string null_path = (dir / "null").string();
+  std::string full_path = (dir / "full").string();
+  if (::mknod(null_path.c_str(), S_IFCHR | 0600, makedev(1, 3)) != 0 ||
+      ::mknod(full_path.c_str(), S_IFCHR | 0600, makedev(1, 7)) != 0) {
+    WARN("mknod needs CAP_MKNOD (" << std::strerror(errno) << "): device copies not tested");
+    fs::remove_all(dir);
+    return;
+  }
+  CHECK(write_file_atomic(null_path, "discarded").ok());
+  Status full = write_file_atomic(full_path, "bytes");
+  REQUIRE_FALSE(full.ok());
+  CHECK(full.error().kind == ErrorKind::kIo);
+  CHECK(full.error().message == full_path + ": write error: No space left on device");
+  struct stat st {};
+  REQUIRE(::lstat(null_path.c_str(), &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  REQUIRE(::lstat(full_path.c_str(), &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+  CHECK(entries(dir) == 2);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_existing_file reports ENOSPC from /dev/full and never creates a file", "[file]") {
+  // write_existing_file opens without O_CREAT: it cannot replace /dev/full.
+  Status full = write_existing_file("/dev/full", "bytes");
+  REQUIRE_FALSE(full.ok());
+  CHECK(full.error().message == "/dev/full: write error: No space left on device");
+  CHECK(write_existing_file("/dev/null", "bytes").ok());
+  fs::path dir = scratch_dir("existing");
+  Status missing = write_existing_file((dir / "absent").string(), "x");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message == (dir / "absent").string() + ": cannot open for writing: No such file or directory");
+  CHECK(entries(dir) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic rejects an empty path", "[file]") {
+  Status s = write_file_atomic("", "x");
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().kind == ErrorKind::kUsage);
+  CHECK(s.error().message == "output path is empty");
 }
 
 }  // namespace
