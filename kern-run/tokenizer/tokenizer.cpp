@@ -7,6 +7,8 @@
 #include <cstring>
 #include <limits>
 
+#include <sys/stat.h>
+
 #include "kern-run/tokenizer/tokenizer_json.h"
 #include "kern-run/tokenizer/tokenizer_model.h"
 
@@ -15,12 +17,20 @@ namespace kern::tok {
 Result<Tokenizer> Tokenizer::load(const std::string& path) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return make_error(ErrorKind::kIo, path + ": cannot open: " + std::strerror(errno));
-  std::string json;
-  if (std::fseek(f, 0, SEEK_END) == 0) {
-    const long size = std::ftell(f);
-    if (size > 0) json.reserve(static_cast<size_t>(size));
-    std::rewind(f);
+  // fopen opens a directory too, and its "size" is no size: reject it, and
+  // take the size hint from regular files only (a FIFO has none).
+  struct stat st {};
+  if (::fstat(::fileno(f), &st) != 0) {
+    const int err = errno;
+    std::fclose(f);
+    return make_error(ErrorKind::kIo, path + ": cannot stat: " + std::strerror(err));
   }
+  if (S_ISDIR(st.st_mode)) {
+    std::fclose(f);
+    return make_error(ErrorKind::kIo, path + ": is a directory, not a file");
+  }
+  std::string json;
+  if (S_ISREG(st.st_mode) && st.st_size > 0) json.reserve(static_cast<size_t>(st.st_size));
   char buf[1 << 16];
   size_t n;
   while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) json.append(buf, n);

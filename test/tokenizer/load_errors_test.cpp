@@ -3,7 +3,10 @@
 // valid base document, one change each (style.md §6).
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+
+#include <unistd.h>
 
 #include "kern-run/tokenizer/tokenizer.h"
 #include "test/tokenizer/tokenizer_fixture.h"
@@ -39,6 +42,17 @@ TEST_CASE("a missing file is an io error naming the path", "[tokenizer][load]") 
   REQUIRE_FALSE(tok.ok());
   CHECK(tok.error().kind == ErrorKind::kIo);
   CHECK(tok.error().message == "/nonexistent/dir/tokenizer.json: cannot open: No such file or directory");
+}
+
+TEST_CASE("a directory is an io error, not an allocation failure", "[tokenizer][load]") {
+  char dir_template[] = "/tmp/kern_tok_dir_XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template;
+  auto tok = Tokenizer::load(dir);
+  ::rmdir(dir.c_str());
+  REQUIRE_FALSE(tok.ok());
+  CHECK(tok.error().kind == ErrorKind::kIo);
+  CHECK(tok.error().message == dir + ": is a directory, not a file");
 }
 
 TEST_CASE("invalid JSON is reported with line and column", "[tokenizer][load]") {
