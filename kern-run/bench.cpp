@@ -11,11 +11,13 @@
 #include "CLI/CLI.hpp"
 #include "common/sha256.h"
 #include "kern-run/build_info.h"
+#include "kern-run/cli_checks.h"
 #include "kern-run/cli_options.h"
 #include "kern-run/generate.h"
 #include "kern-run/model_load.h"
 #include "kern-run/qwen3_driver.h"
 #include "kern-run/run_command.h"
+#include "kern-run/stream_output.h"
 
 namespace kern::run {
 namespace {
@@ -67,8 +69,9 @@ int fail(const Error& e) {
   return exit_code_for(e);
 }
 
-Result<std::vector<uint64_t>> parse_lengths(const std::string& text, const std::string& option) {
-  auto ids = parse_id_list(text, option);
+Result<std::vector<uint64_t>> parse_lengths(const std::string& text, const std::string& option,
+                                            const std::string& noun) {
+  auto ids = parse_id_list(text, option, noun);
   if (!ids.ok()) return ids.error();
   std::vector<uint64_t> out;
   for (int64_t v : *ids) {
@@ -87,12 +90,17 @@ uint64_t bench_capacity(const BenchPlan& plan) {
   return n;
 }
 
-Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan) {
+std::vector<BenchTest> bench_tests(const BenchPlan& plan) {
   std::vector<BenchTest> tests;
   for (uint64_t p : plan.prompt_lengths)
     if (p > 0) tests.push_back({p, 0, {}});
   for (uint64_t g : plan.gen_lengths)
     if (g > 0) tests.push_back({0, g, {}});
+  return tests;
+}
+
+Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan) {
+  std::vector<BenchTest> tests = bench_tests(plan);
   std::mt19937_64 rng(plan.seed);
   std::vector<int64_t> ids(bench_capacity(plan));
   for (int64_t& id : ids) id = static_cast<int64_t>(rng() % c.vocab);
@@ -118,15 +126,23 @@ int run_bench_command(int argc, char** argv) {
   // GPU path options: --eager, --random-weights SEED (instead of --weights).
   uint64_t random_seed = 0;
   auto* random = app.add_option("--random-weights", random_seed,
-                                "fill the weights with deterministic random values of this seed (no file)");
+                                "fill the weights with deterministic random values of this seed (no file)")
+                     ->check(count_check(0));
   random->excludes(weights);
   app.add_flag("--eager", settings.eager, "launch every step eagerly (no CUDA graphs)");
   app.add_option("-p,--n-prompt", p_text, "prompt lengths, comma-separated (0: no pp test)")->capture_default_str();
   app.add_option("-n,--n-gen", n_text, "generation lengths, comma-separated (0: no tg test)")->capture_default_str();
-  app.add_option("-r,--repetitions", plan.reps, "timed repetitions per test")->capture_default_str()->check(CLI::Range(1, 1000000));
-  app.add_option("--warmup", plan.warmup, "untimed runs before each test's repetitions")->capture_default_str();
-  app.add_option("--chunk", plan.chunk, "prefill chunk in tokens (clamped to the tokens bound)")->capture_default_str()->check(CLI::PositiveNumber);
-  app.add_option("--seed", plan.seed, "seed of the random prompt ids")->capture_default_str();
+  // Bounded, so warmup + reps cannot overflow.
+  app.add_option("-r,--repetitions", plan.reps, "timed repetitions per test")
+      ->capture_default_str()
+      ->check(count_check(1, kMaxBenchRuns));
+  app.add_option("--warmup", plan.warmup, "untimed runs before each test's repetitions")
+      ->capture_default_str()
+      ->check(count_check(0, kMaxBenchRuns));
+  app.add_option("--chunk", plan.chunk, "prefill chunk in tokens (clamped to the tokens bound)")
+      ->capture_default_str()
+      ->check(count_check(1));
+  app.add_option("--seed", plan.seed, "seed of the random prompt ids")->capture_default_str()->check(count_check(0));
   app.add_option("-o,--output", format_text, "md | csv | json | jsonl (every repetition)")->capture_default_str();
   app.add_option("--device", settings.device, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--kernels", settings.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
@@ -140,12 +156,14 @@ int run_bench_command(int argc, char** argv) {
     return fail(make_error(ErrorKind::kUsage, "--weights is required (or --random-weights SEED)"));
   auto format = parse_bench_format(format_text);
   if (!format.ok()) return fail(format.error());
-  auto p = parse_lengths(p_text, "-p");
+  auto p = parse_lengths(p_text, "-p", "prompt length");
   if (!p.ok()) return fail(p.error());
-  auto n = parse_lengths(n_text, "-n");
+  auto n = parse_lengths(n_text, "-n", "generation length");
   if (!n.ok()) return fail(n.error());
   plan.prompt_lengths = *p;
   plan.gen_lengths = *n;
+  if (bench_tests(plan).empty())
+    return fail(make_error(ErrorKind::kUsage, "nothing to measure: every -p and -n length is 0 (or the lists are empty)"));
 
   auto opened = open_qwen3_plan(plan_path);
   if (!opened.ok()) return fail(opened.error());
@@ -170,14 +188,13 @@ int run_bench_command(int argc, char** argv) {
   if (!tests.ok()) return fail(tests.error());
   std::string table = render_bench_md(info, *tests);
   switch (*format) {
-    case BenchFormat::kMd: std::cout << table; break;
-    case BenchFormat::kCsv: std::cout << render_bench_csv(info, *tests); break;
-    case BenchFormat::kJson: std::cout << render_bench_json(info, *tests); break;
-    case BenchFormat::kJsonl: std::cout << render_bench_jsonl(info, *tests); break;
+    case BenchFormat::kMd: write_stdout(table); break;
+    case BenchFormat::kCsv: write_stdout(render_bench_csv(info, *tests)); break;
+    case BenchFormat::kJson: write_stdout(render_bench_json(info, *tests)); break;
+    case BenchFormat::kJsonl: write_stdout(render_bench_jsonl(info, *tests)); break;
   }
   if (*format != BenchFormat::kMd) std::cerr << table;
-  std::cout.flush();
-  return 0;
+  return 0;  // main checks that stdout was written
 }
 
 }  // namespace kern::run

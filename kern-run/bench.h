@@ -27,6 +27,14 @@ struct BenchPlan {
   uint64_t seed = 1234;   ///< prompt ids' seed
 };
 
+/// Most warmup runs, and most repetitions, per test (keeps warmup + reps
+/// far from overflow).
+inline constexpr uint64_t kMaxBenchRuns = 1000000;
+
+/// The tests `plan` asks for, without measurements: one pp test per
+/// non-zero prompt length, then one tg test per non-zero generation length.
+std::vector<BenchTest> bench_tests(const BenchPlan& plan);
+
 /// The capacity in tokens the tests need (the longest test, at least 1).
 uint64_t bench_capacity(const BenchPlan& plan);
 

@@ -4,26 +4,54 @@
 #include <iostream>
 
 #include "CLI/CLI.hpp"
+#include "kern-run/cli_checks.h"
 
 namespace kern::run {
 
-Result<std::vector<int64_t>> parse_id_list(const std::string& text, const std::string& option) {
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+Result<std::vector<int64_t>> parse_id_list(std::string_view text, const std::string& option, const std::string& noun) {
+  auto bad = [&](const std::string& what) { return make_error(ErrorKind::kUsage, option + ": " + what); };
   std::vector<int64_t> ids;
-  if (text.empty()) return ids;  // an empty prompt is reported by check_request
+  std::string_view list = trim(text);
+  // One optional pair of brackets around the whole list (a JSON array).
+  if (!list.empty() && list.front() == '[') {
+    if (list.size() < 2 || list.back() != ']') return bad("'[' without a closing ']'");
+    list = trim(list.substr(1, list.size() - 2));
+  }
+  size_t bracket = list.find_first_of("[]");
+  if (bracket != std::string_view::npos)
+    return bad(std::string("unexpected '") + list[bracket] + "': give ids as 1,2,3 or [1,2,3]");
+  if (list.empty()) return ids;  // an empty prompt is reported by check_request
   size_t begin = 0;
-  while (begin <= text.size()) {
-    size_t end = text.find(',', begin);
-    if (end == std::string::npos) end = text.size();
-    std::string item = text.substr(begin, end - begin);
-    int64_t v = 0;
+  size_t index = 0;
+  while (true) {
+    size_t end = list.find(',', begin);
+    std::string_view item = trim(list.substr(begin, end == std::string_view::npos ? std::string_view::npos : end - begin));
+    if (item.empty()) return bad("empty item at index " + std::to_string(index) + " (two commas, or a comma at an end)");
     const char* first = item.data();
     const char* last = item.data() + item.size();
-    if (!item.empty() && item[0] == '+') ++first;
+    if (item[0] == '+' && ++first != last && *first == '-') first = last;  // "+-1"
+    int64_t v = 0;
     auto [p, ec] = std::from_chars(first, last, v);
-    if (item.empty() || ec != std::errc() || p != last)
-      return make_error(ErrorKind::kUsage, option + ": '" + item + "' is not an integer token id");
+    if (ec == std::errc::result_out_of_range && p == last)
+      return bad(std::string(item) + " is out of range for a " + noun + " (at index " + std::to_string(index) + ")");
+    if (first == last || ec != std::errc() || p != last)
+      return bad("'" + printable(item) + "' is not an integer " + noun);
     ids.push_back(v);
+    if (end == std::string_view::npos) break;
     begin = end + 1;
+    ++index;
   }
   return ids;
 }
@@ -57,9 +85,12 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   sys->needs(chat);
   think->needs(chat);
   app.add_flag("--ignore-eos", o.ignore_eos, "keep generating past <|im_end|> and <|endoftext|>");
-  app.add_option("--steps", o.steps, "most ids to generate (>= 1)")->capture_default_str();
-  app.add_option("--chunk", o.chunk, "prefill chunk in tokens (clamped to the tokens bound)")->capture_default_str();
-  auto* cap = app.add_option("--capacity", capacity, "KV capacity in tokens (default min(4096, 16 x block table pages))");
+  app.add_option("--steps", o.steps, "most ids to generate (>= 1)")->capture_default_str()->check(count_check(1));
+  app.add_option("--chunk", o.chunk, "prefill chunk in tokens (clamped to the tokens bound)")
+      ->capture_default_str()
+      ->check(count_check(1));
+  auto* cap = app.add_option("--capacity", capacity, "KV capacity in tokens (default min(4096, 16 x block table pages))")
+                  ->check(count_check(1));
   app.add_option("--device", o.device, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--kernels", o.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
   app.add_flag("--json", o.json, "print exactly one JSON object on stdout (ids, text, timings)");
@@ -69,7 +100,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   // GPU path options: --eager, --random-weights SEED (instead of --weights).
   uint64_t random_seed = 0;
   auto* random = app.add_option("--random-weights", random_seed,
-                                "fill the weights with deterministic random values of this seed (no file; benchmarks)");
+                                "fill the weights with deterministic random values of this seed (no file; benchmarks)")
+                     ->check(count_check(0));
   random->excludes(weights);
   app.add_flag("--eager", o.eager, "launch every step eagerly (no CUDA graphs)");
   try {

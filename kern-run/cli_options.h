@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -42,9 +43,17 @@ struct RunOptions {
   std::optional<uint64_t> random_weights_seed;   ///< --random-weights SEED instead of --weights
 };
 
-/// Parses "1,2,3" (decimal, optional sign, no empty items; "" is an empty
-/// list). Errors (kUsage) start with `option` and name the bad item.
-Result<std::vector<int64_t>> parse_id_list(const std::string& text, const std::string& option = "--prompt-ids");
+/// Parses a list of integer ids: "1,2,3" or the JSON array "[1,2,3]";
+/// whitespace may surround items and the list (a trailing newline from a
+/// file); "" and "[]" are empty lists. Items are decimal with an optional
+/// sign. Errors (kUsage) start with `option`: an item that is not an
+/// integer (quoted, non-printable bytes escaped: "'abc' is not an integer
+/// token id", `noun` naming what the ids are), one beyond int64 ("... is
+/// out of range for a token id"), an empty item ("1,,3", "1,2,"), or an
+/// unbalanced or inner bracket ("[1,2", "1,2]", "[1,2]]"). Shared by
+/// --prompt-ids, detokenize --ids and bench -p/-n.
+Result<std::vector<int64_t>> parse_id_list(std::string_view text, const std::string& option = "--prompt-ids",
+                                           const std::string& noun = "token id");
 
 /// Parses "NAME=FILE" (both non-empty). Errors (kUsage) quote the text.
 Result<DumpRequest> parse_dump_request(const std::string& text);

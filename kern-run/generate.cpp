@@ -38,10 +38,14 @@ Status check_request(const Qwen3Contract& c, const GenerateRequest& r) {
     return usage("capacity " + std::to_string(r.capacity) + " tokens exceeds the block table (" +
                  std::to_string(c.block_table_pages) + " pages x " + std::to_string(kKvBlockTokens) + " = " +
                  std::to_string(table_tokens) + " tokens)");
-  if (r.prompt_ids.size() + r.steps > r.capacity)
-    return usage("prompt (" + std::to_string(r.prompt_ids.size()) + " tokens) + steps (" + std::to_string(r.steps) +
-                 ") = " + std::to_string(r.prompt_ids.size() + r.steps) + " tokens exceeds the capacity " +
+  // prompt + steps > capacity, without overflowing u64 (--steps 18446744073709551612).
+  const uint64_t n = r.prompt_ids.size();
+  if (r.steps > r.capacity || n > r.capacity - r.steps) {
+    const bool sum_fits = n <= UINT64_MAX - r.steps;
+    return usage("prompt (" + std::to_string(n) + " tokens) + steps (" + std::to_string(r.steps) + ")" +
+                 (sum_fits ? " = " + std::to_string(n + r.steps) + " tokens" : "") + " exceeds the capacity " +
                  std::to_string(r.capacity) + " tokens");
+  }
   if (r.capacity > static_cast<uint64_t>(INT32_MAX)) return usage("capacity exceeds the i32 range of seq_lens");
   return {};
 }
@@ -73,7 +77,10 @@ Result<GenerateResult> generate(load::Executable& exe, const Qwen3Contract& c, c
       out.prefill_ms = ms_since(t0);
       t_decode = Clock::now();
     }
-    if (r.observer != nullptr) r.observer->on_token(token);
+    if (r.observer != nullptr) {
+      r.observer->on_token(token);
+      KERN_RETURN_IF_ERROR(r.observer->status());
+    }
     if (std::find(r.stop_ids.begin(), r.stop_ids.end(), token) != r.stop_ids.end()) {
       out.stopped = true;
       break;

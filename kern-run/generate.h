@@ -30,6 +30,9 @@ class GenerateObserver {
   virtual void on_prefill_progress(uint64_t done, uint64_t total) { (void)done, (void)total; }
   /// Each generated id, in order, including a final stop id.
   virtual void on_token(int64_t id) { (void)id; }
+  /// Checked after each on_token: an error here (the streamed output cannot
+  /// be written) ends generation with that error.
+  virtual Status status() const { return {}; }
 };
 
 /// What to generate.
@@ -68,7 +71,8 @@ uint64_t default_capacity(const Qwen3Contract& c);
 
 /// Runs check_request, writes the identity block table, then generates.
 /// Errors from the executable get the phase as context ("prefill chunk at
-/// position 512: ..."); a generated id outside [0, vocab) is an error.
+/// position 512: ..."); a generated id outside [0, vocab) is an error; so is
+/// an error the observer reports (GenerateObserver::status).
 Result<GenerateResult> generate(load::Executable& exe, const Qwen3Contract& c, const GenerateRequest& r);
 
 }  // namespace kern::run

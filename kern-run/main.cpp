@@ -1,7 +1,8 @@
 // kern-run: the minimal executor and Qwen3 inference command (SPEC §2, §7).
 // main() only picks the subcommand (a first argument of tokenize,
 // detokenize or bench; anything else is a generation run), sets up logging
-// to stderr and catches third-party exceptions at the boundary (style.md §3).
+// to stderr, checks that stdout was written, and catches third-party
+// exceptions at the boundary (style.md §3).
 #include <cstring>
 #include <exception>
 #include <iostream>
@@ -9,9 +10,38 @@
 #include "kern-run/cli_options.h"
 #include "kern-run/bench.h"
 #include "kern-run/run_command.h"
+#include "kern-run/stream_output.h"
 #include "kern-run/token_tools.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
+
+namespace {
+
+/// Runs the command argv names (a subcommand, else a generation run).
+int dispatch(int argc, char** argv) {
+  // Subcommands parse their own arguments (argv[1] becomes their argv[0]).
+  // A plan file literally named like a subcommand can be given as ./NAME.
+  if (argc > 1) {
+    if (std::strcmp(argv[1], "tokenize") == 0) return kern::run::run_tokenize(argc - 1, argv + 1);
+    if (std::strcmp(argv[1], "detokenize") == 0) return kern::run::run_detokenize(argc - 1, argv + 1);
+    if (std::strcmp(argv[1], "bench") == 0) return kern::run::run_bench_command(argc - 1, argv + 1);
+  }
+  auto parsed = kern::run::parse_command_line(argc, argv);
+  if (!parsed.options) return parsed.exit_code;
+  spdlog::set_level(parsed.options->verbose ? spdlog::level::info : spdlog::level::warn);
+  return kern::run::run_command(*parsed.options);
+}
+
+/// A command that succeeded but whose stdout could not be written (a full
+/// disk, /dev/full) fails: exit code `rc`, or 2 (an I/O error) when `rc` was 0.
+int finish_stdout(int rc) {
+  kern::Status s = kern::run::flush_stdout();
+  if (rc != 0 || s.ok()) return rc;
+  std::cerr << "kern-run: error: " << s.error().message << "\n";
+  return kern::run::exit_code_for(s.error());
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   try {
@@ -19,17 +49,7 @@ int main(int argc, char** argv) {
     logger->set_pattern("kern-run: %l: %v");
     spdlog::set_default_logger(logger);
     spdlog::set_level(spdlog::level::warn);
-    // Subcommands parse their own arguments (argv[1] becomes their argv[0]).
-    // A plan file literally named like a subcommand can be given as ./NAME.
-    if (argc > 1) {
-      if (std::strcmp(argv[1], "tokenize") == 0) return kern::run::run_tokenize(argc - 1, argv + 1);
-      if (std::strcmp(argv[1], "detokenize") == 0) return kern::run::run_detokenize(argc - 1, argv + 1);
-      if (std::strcmp(argv[1], "bench") == 0) return kern::run::run_bench_command(argc - 1, argv + 1);
-    }
-    auto parsed = kern::run::parse_command_line(argc, argv);
-    if (!parsed.options) return parsed.exit_code;
-    spdlog::set_level(parsed.options->verbose ? spdlog::level::info : spdlog::level::warn);
-    return kern::run::run_command(*parsed.options);
+    return finish_stdout(dispatch(argc, argv));
   } catch (const std::exception& e) {
     std::cerr << "kern-run: error: " << e.what() << "\n";
     return 1;

@@ -52,6 +52,8 @@ Status run(const RunOptions& o) {
     int i = opened->plan.find_buffer(d.buffer);
     if (i < 0)
       return make_error(ErrorKind::kUsage, "--dump-buffer: the plan has no buffer '" + d.buffer + "'");
+    // An unwritable destination is found now, not after the whole run.
+    if (Status s = check_output_path(d.path); !s.ok()) return s.error().with_context("--dump-buffer " + d.buffer);
     dumps.push_back({static_cast<uint32_t>(i), d.buffer, d.path});
   }
   std::optional<tok::Tokenizer> tokenizer;
@@ -84,23 +86,23 @@ Status run(const RunOptions& o) {
   progress.clear();
   if (!result.ok()) return result.error();
   printer.finish();
+  KERN_RETURN_IF_ERROR(printer.status());
   KERN_RETURN_IF_ERROR(write_dumps(*model->exe, dumps));
   ReportContext ctx{&req.prompt_ids, model->device_name, req.capacity, &model->phases,
                     tokenizer ? &printer.text() : nullptr, prompt->tokenize_ms};
   if (o.json) {
-    std::cout << render_json(result.value(), ctx) << "\n";
+    write_stdout(render_json(result.value(), ctx) + "\n");
   } else if (tokenizer) {
     std::cerr << render_stats(result.value(), ctx);
   } else {
-    std::cout << render_text(result.value(), ctx);
+    write_stdout(render_text(result.value(), ctx));
   }
-  std::cout.flush();
-  return {};
+  return flush_stdout();
 }
 
 }  // namespace
 
-int exit_code_for(const Error& e) { return e.kind == ErrorKind::kUsage ? 2 : 1; }
+int exit_code_for(const Error& e) { return e.kind == ErrorKind::kUsage || e.kind == ErrorKind::kIo ? 2 : 1; }
 
 int run_command(const RunOptions& options) {
   Status s = run(options);

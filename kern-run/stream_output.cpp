@@ -1,6 +1,9 @@
 #include "kern-run/stream_output.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <iostream>
 
 namespace kern::run {
 
@@ -17,9 +20,16 @@ void StreamPrinter::on_prefill_progress(uint64_t done, uint64_t total) {
 void StreamPrinter::emit(const std::string& piece) {
   if (piece.empty()) return;
   text_ += piece;
-  if (text_out_ == nullptr) return;
-  std::fwrite(piece.data(), 1, piece.size(), text_out_);
-  std::fflush(text_out_);
+  if (text_out_ == nullptr || !error_.ok()) return;
+  errno = 0;
+  if (std::fwrite(piece.data(), 1, piece.size(), text_out_) != piece.size() || std::fflush(text_out_) != 0)
+    set_error(errno);
+}
+
+void StreamPrinter::set_error(int err) {
+  if (!error_.ok()) return;
+  std::string reason = err != 0 ? std::string(": ") + std::strerror(err) : "";
+  error_ = make_error(ErrorKind::kIo, std::string(text_out_ == stdout ? "stdout" : "output") + ": write error" + reason);
 }
 
 void StreamPrinter::on_token(int64_t id) {
@@ -34,10 +44,35 @@ void StreamPrinter::on_token(int64_t id) {
 void StreamPrinter::finish() {
   if (!decoder_) return;
   emit(decoder_->finish());
-  if (text_out_ != nullptr) {
-    std::fputc('\n', text_out_);
-    std::fflush(text_out_);
+  if (text_out_ != nullptr && error_.ok()) {
+    errno = 0;
+    if (std::fputc('\n', text_out_) == EOF || std::fflush(text_out_) != 0) set_error(errno);
   }
+}
+
+namespace {
+
+/// errno of the first failed write_stdout or flush_stdout (0: none yet).
+int stdout_errno = 0;
+
+}  // namespace
+
+void write_stdout(std::string_view bytes) {
+  errno = 0;
+  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() && stdout_errno == 0)
+    stdout_errno = errno != 0 ? errno : EIO;
+}
+
+Status flush_stdout() {
+  // fflush first: a failed flush discards the buffer, so a second one
+  // (std::cout.flush() calls fflush too) would succeed and lose the errno.
+  errno = 0;
+  if (std::fflush(stdout) != 0 && stdout_errno == 0) stdout_errno = errno != 0 ? errno : EIO;
+  std::cout.flush();
+  if (stdout_errno != 0) return make_error(ErrorKind::kIo, std::string("stdout: write error: ") + std::strerror(stdout_errno));
+  // A write through std::cout (CLI11's help) that failed inside its buffer.
+  if (std::ferror(stdout) != 0 || !std::cout) return make_error(ErrorKind::kIo, "stdout: write error");
+  return {};
 }
 
 }  // namespace kern::run

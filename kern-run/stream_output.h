@@ -7,7 +7,10 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "common/result.h"
 
 #include "kern-run/generate.h"
 #include "kern-run/progress.h"
@@ -31,17 +34,35 @@ class StreamPrinter : public GenerateObserver {
   /// the end) and, when printing, ends the text with a newline.
   void finish();
 
+  /// The first failed write or flush of `text_out` (kIo, "stdout: write
+  /// error: No space left on device"); printing stops after it, and
+  /// generate() ends with it.
+  Status status() const override { return error_; }
+
   /// Everything decoded so far (the concatenation of what was printed).
   const std::string& text() const { return text_; }
 
  private:
   void emit(const std::string& piece);
+  void set_error(int err);  ///< records the first write error (errno, 0: unknown)
 
   std::optional<tok::StreamDecoder> decoder_;  ///< absent without a tokenizer
   std::vector<int64_t> stop_ids_;
   std::FILE* text_out_;
   ProgressLine* progress_;
   std::string text_;
+  Status error_;
 };
+
+/// Writes `bytes` to stdout (buffered), remembering the errno of the first
+/// failed write for flush_stdout. kern-run's commands print through it.
+void write_stdout(std::string_view bytes);
+
+/// Flushes std::cout and stdout and reports whether every write to stdout
+/// succeeded: kIo, "stdout: write error: REASON" (the errno of the first
+/// failed write_stdout or of fflush), or "stdout: write error" when only the
+/// stream's error flag says so. main calls it last, so output to a full disk
+/// is an error, not exit 0.
+Status flush_stdout();
 
 }  // namespace kern::run

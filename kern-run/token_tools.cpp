@@ -11,6 +11,7 @@
 #include "kern-run/cli_options.h"
 #include "kern-run/prompt_input.h"
 #include "kern-run/run_command.h"
+#include "kern-run/stream_output.h"
 #include "kern-run/tokenizer/tokenizer.h"
 
 namespace kern::run {
@@ -33,6 +34,24 @@ int parse(CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
+Result<std::vector<int32_t>> check_decodable(const tok::Tokenizer& tokenizer, const std::vector<int64_t>& ids,
+                                             const std::string& option) {
+  const int64_t n = tokenizer.vocab_size();
+  std::vector<int32_t> ids32;
+  ids32.reserve(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    const std::string at = option + ": id " + std::to_string(id) + " at index " + std::to_string(i);
+    if (id < 0 || id >= n)
+      return make_error(ErrorKind::kUsage, at + " is outside the tokenizer's ids [0, " + std::to_string(n) + ")");
+    if (tokenizer.token_bytes(static_cast<int32_t>(id)).empty())
+      return make_error(ErrorKind::kUsage,
+                        at + " has no token (a gap in the tokenizer's ids [0, " + std::to_string(n) + "))");
+    ids32.push_back(static_cast<int32_t>(id));
+  }
+  return ids32;
+}
+
 int run_tokenize(int argc, char** argv) {
   RunOptions o;
   std::string text, system;
@@ -53,7 +72,7 @@ int run_tokenize(int argc, char** argv) {
   if (!prompt.ok()) return fail(prompt.error());
   std::string out = "[";
   for (size_t i = 0; i < prompt->ids.size(); ++i) out += (i ? "," : "") + std::to_string(prompt->ids[i]);
-  std::cout << out << "]\n";
+  write_stdout(out + "]\n");
   return 0;
 }
 
@@ -68,34 +87,26 @@ int run_detokenize(int argc, char** argv) {
   app.add_flag("--skip-special", skip_special, "drop special tokens (<|im_end|> ...)");
   if (int rc = parse(app, argc, argv); rc >= 0) return rc;
   if (i->count() == 0) {
-    RunOptions src;
-    src.prompt_file = ids_file.empty() ? "-" : ids_file;
-    auto read = read_prompt_text(src);
-    if (!read.ok()) return fail(read.error());
-    ids_text = std::move(read.value());
+    if (ids_file.empty() || ids_file == "-") {
+      RunOptions src;
+      src.prompt_file = "-";
+      auto read = read_prompt_text(src);
+      if (!read.ok()) return fail(read.error());
+      ids_text = std::move(read.value());
+    } else {
+      auto read = read_file(ids_file);
+      if (!read.ok()) return fail(read.error().with_context("--ids-file"));
+      ids_text = std::move(read.value());
+    }
   }
-  // Accept JSON arrays and plain lists alike: brackets and whitespace are
-  // separators like commas.
-  std::string list;
-  for (char ch : ids_text) {
-    bool sep = ch == '[' || ch == ']' || ch == ',' || std::isspace(static_cast<unsigned char>(ch));
-    if (!sep) list += ch;
-    else if (!list.empty() && list.back() != ',') list += ',';
-  }
-  if (!list.empty() && list.back() == ',') list.pop_back();
-  auto ids = parse_id_list(list, "--ids");
+  const std::string option = i->count() > 0 ? "--ids" : ids_file.empty() ? "stdin" : "--ids-file";
+  auto ids = parse_id_list(ids_text, option);
   if (!ids.ok()) return fail(ids.error());
   auto tokenizer = tok::Tokenizer::load(tokenizer_path);
   if (!tokenizer.ok()) return fail(tokenizer.error().with_context("--tokenizer"));
-  std::vector<int32_t> ids32;
-  for (int64_t id : *ids) {
-    // Ids with no token decode to nothing, as HF's decode skips them.
-    if (id < INT32_MIN || id > INT32_MAX)
-      return fail(make_error(ErrorKind::kUsage, "--ids: " + std::to_string(id) + " is outside the 32-bit id range"));
-    ids32.push_back(static_cast<int32_t>(id));
-  }
-  std::cout << tokenizer->decode(ids32, skip_special);
-  std::cout.flush();
+  auto ids32 = check_decodable(*tokenizer, *ids, option);
+  if (!ids32.ok()) return fail(ids32.error());
+  write_stdout(tokenizer->decode(*ids32, skip_special));
   return 0;
 }
 

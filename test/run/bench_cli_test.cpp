@@ -62,3 +62,33 @@ TEST_CASE("kern-run bench rejects an unknown format and a test longer than the b
   CHECK(n.rc == 2);
   CHECK(n.err == "kern-run: error: -p: -1 is negative\n");
 }
+
+TEST_CASE("kern-run bench rejects negative counts, a zero chunk and a plan with nothing to measure", "[run][bench]") {
+  for (const char* option : {"--warmup", "--repetitions", "--chunk", "--seed"}) {
+    INFO(option);
+    CliResult r = kern_run(bench_args(std::string("-p 8 -n 0 ") + option + " -1"));
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.err, Catch::Matchers::StartsWith(std::string(option) + ": -1 is negative: expected a whole number "));
+    CHECK(r.out.empty());
+  }
+  CliResult chunk = kern_run(bench_args("--chunk 0"));
+  CHECK(chunk.rc == 2);
+  CHECK_THAT(chunk.err, Catch::Matchers::StartsWith("--chunk: 0 is out of range: expected a whole number >= 1\n"));
+  CliResult reps = kern_run(bench_args("-r 0"));
+  CHECK(reps.rc == 2);
+  CHECK_THAT(reps.err,
+             Catch::Matchers::StartsWith("--repetitions: 0 is out of range: expected a whole number from 1 to 1000000\n"));
+  for (const char* lengths : {"-p 0 -n 0", "-p '' -n 0,0"}) {
+    INFO(lengths);
+    CliResult none = kern_run(bench_args(lengths));
+    CHECK(none.rc == 2);
+    CHECK(none.err == "kern-run: error: nothing to measure: every -p and -n length is 0 (or the lists are empty)\n");
+    CHECK(none.out.empty());
+  }
+  CliResult text = kern_run(bench_args("-p abc"));
+  CHECK(text.rc == 2);
+  CHECK(text.err == "kern-run: error: -p: 'abc' is not an integer prompt length\n");
+  CliResult gen = kern_run(bench_args("-n 1x"));
+  CHECK(gen.rc == 2);
+  CHECK(gen.err == "kern-run: error: -n: '1x' is not an integer generation length\n");
+}

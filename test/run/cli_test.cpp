@@ -5,6 +5,8 @@
 
 #include <cstring>
 
+#include <sys/stat.h>
+
 #include "kern-load/device_select.h"
 #include "rapidjson/document.h"
 #include "test/load/plan_builder.h"
@@ -93,12 +95,16 @@ TEST_CASE("kern-run --dump-buffer writes the buffer's bytes at its last use", "[
   CHECK(first_line.substr(first_line.size() - last_id.size()) == last_id);
 }
 
-TEST_CASE("kern-run reports a missing weights file with exit code 1", "[run][cli]") {
+TEST_CASE("kern-run reports a missing weights or plan file as an I/O error, exit code 2", "[run][cli]") {
   CliResult r = kern_run(env_path("KERN_TINY_PLAN") + " --weights /nonexistent/w.safetensors --device cpu "
                          "--prompt-ids 1 --steps 1");
-  CHECK(r.rc == 1);
+  CHECK(r.rc == 2);
   CHECK(r.err == "kern-run: error: /nonexistent/w.safetensors: cannot open: No such file or directory\n");
   CHECK(r.out.empty());
+  CliResult p = kern_run("/nonexistent/p.kplan --weights " + env_path("KERN_TINY_WEIGHTS") +
+                         " --device cpu --prompt-ids 1 --steps 1");
+  CHECK(p.rc == 2);
+  CHECK(p.err == "kern-run: error: /nonexistent/p.kplan: cannot open: No such file or directory\n");
 }
 
 TEST_CASE("kern-run reports a weights file lacking a plan weight naming the weight", "[run][cli]") {
@@ -189,4 +195,97 @@ TEST_CASE("kern-run rejects a valid plan without the qwen3 contract", "[run][cli
   CHECK(r.rc == 1);
   CHECK(r.err == "kern-run: error: " + dir.file("tiny.kplan") +
                      ": the plan has no program 'prefill' (the qwen3 caller contract, docs/qwen3-manifest.md)\n");
+}
+
+TEST_CASE("kern-run rejects negative values of unsigned options instead of wrapping them", "[run][cli]") {
+  for (const char* option : {"--steps", "--chunk", "--capacity", "--random-weights"}) {
+    INFO(option);
+    CliResult r = kern_run(env_path("KERN_TINY_PLAN") + " --device cpu --prompt-ids 1 " + option + " -1" +
+                           (std::string(option) == "--random-weights" ? "" : " --weights " + env_path("KERN_TINY_WEIGHTS")));
+    CHECK(r.rc == 2);
+    CHECK_THAT(r.err, StartsWith(std::string(option) + ": -1 is negative: expected a whole number >= "));
+    CHECK(r.out.empty());
+  }
+  CliResult zero = kern_run(tiny_args("--prompt-ids 1 --chunk 0"));
+  CHECK(zero.rc == 2);
+  CHECK_THAT(zero.err, StartsWith("--chunk: 0 is out of range: expected a whole number >= 1"));
+  CliResult text = kern_run(tiny_args("--prompt-ids 1 --steps ten"));
+  CHECK(text.rc == 2);
+  CHECK_THAT(text.err, StartsWith("--steps: 'ten' is not a whole number: expected a whole number >= 1"));
+}
+
+TEST_CASE("kern-run rejects --steps near 2^64 as exceeding the capacity", "[run][cli]") {
+  for (const char* steps : {"18446744073709551612", "18446744073709551615"}) {
+    CliResult r = kern_run(tiny_args("--prompt-ids 1,2,3,4,5 --steps ") + steps);
+    CHECK(r.rc == 2);
+    CHECK(r.err == std::string("kern-run: error: prompt (5 tokens) + steps (") + steps +
+                       ") exceeds the capacity 1024 tokens\n");
+  }
+  CliResult over = kern_run(tiny_args("--prompt-ids 1 --steps 18446744073709551616"));
+  CHECK(over.rc == 2);
+  CHECK_THAT(over.err, StartsWith("--steps: 18446744073709551616 is out of range"));
+}
+
+TEST_CASE("kern-run --prompt-ids takes 1,2,3 or [1,2,3] and rejects malformed lists", "[run][cli]") {
+  CliResult ok = kern_run(tiny_args("--prompt-ids '[3, 17,99]' --steps 2 --json"));
+  CHECK(ok.rc == 0);
+  CHECK_THAT(ok.out, Contains("\"prompt_ids\":[3,17,99]"));
+  CliResult big = kern_run(tiny_args("--prompt-ids 99999999999999999999 --steps 1"));
+  CHECK(big.rc == 2);
+  CHECK(big.err == "kern-run: error: --prompt-ids: 99999999999999999999 is out of range for a token id (at index 0)\n");
+  CliResult open = kern_run(tiny_args("--prompt-ids '[1,2' --steps 1"));
+  CHECK(open.rc == 2);
+  CHECK(open.err == "kern-run: error: --prompt-ids: '[' without a closing ']'\n");
+  CliResult empty = kern_run(tiny_args("--prompt-ids 1,,3 --steps 1"));
+  CHECK(empty.rc == 2);
+  CHECK(empty.err == "kern-run: error: --prompt-ids: empty item at index 1 (two commas, or a comma at an end)\n");
+}
+
+TEST_CASE("an unwritable --dump-buffer destination is an I/O error before anything runs", "[run][cli]") {
+  TempDir dir;
+  CliResult r = kern_run(tiny_args("--prompt-ids 1 --steps 1 --dump-buffer logits=/nonexistent/x.bin -v"));
+  CHECK(r.rc == 2);
+  CHECK(r.err == "kern-run: error: --dump-buffer logits: /nonexistent/x.bin: cannot write there: /nonexistent: "
+                 "No such file or directory\n");
+  CHECK(r.out.empty());  // nothing was generated
+  std::string sub = dir.file("sub");
+  REQUIRE(::mkdir(sub.c_str(), 0700) == 0);
+  CliResult d = kern_run(tiny_args("--prompt-ids 1 --steps 1 --dump-buffer logits=" + sub));
+  CHECK(d.rc == 2);
+  CHECK(d.err == "kern-run: error: --dump-buffer logits: " + sub + ": is a directory, not a file\n");
+}
+
+TEST_CASE("kern-run --dump-buffer into a FIFO writes into it instead of replacing it", "[run][cli]") {
+  TempDir dir;
+  std::string fifo = dir.file("logits.fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // A background reader copies the FIFO into a file.
+  std::string cmd = env_path("KERN_RUN") + " " + tiny_args("--prompt-ids 1,2 --steps 1 --dump-buffer logits=" + fifo) +
+                    " </dev/null >" + dir.file("out") + " 2>" + dir.file("err") + " & timeout 60 cat " + fifo + " >" +
+                    dir.file("copy.bin") + "; wait $!";
+  int status = std::system(cmd.c_str());
+  INFO(slurp(dir.file("err")));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  struct stat st {};
+  REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(slurp(dir.file("copy.bin")).size() == 256 * 2);  // 1 row [1, vocab] of bf16 after the last decode
+}
+
+TEST_CASE("a failed write to stdout is an I/O error, not exit 0", "[run][cli]") {
+  // Shell redirection to /dev/full opens the device; it is never replaced.
+  for (const char* extra : {"", " --json"}) {
+    INFO(extra);
+    std::string cmd = env_path("KERN_RUN") + " " + tiny_args(std::string("--prompt-ids 1 --steps 3") + extra) +
+                      " </dev/null >/dev/full 2>/dev/null";
+    int status = std::system(cmd.c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+  }
+  TempDir dir;
+  std::string cmd = env_path("KERN_RUN") + " " + tiny_args("--prompt-ids 1 --steps 3") + " </dev/null >/dev/full 2>" +
+                    dir.file("err");
+  REQUIRE(std::system(cmd.c_str()) != 0);
+  CHECK(slurp(dir.file("err")) == "kern-run: error: stdout: write error: No space left on device\n");
 }

@@ -128,6 +128,17 @@ TEST_CASE("generation requests are checked before anything runs", "[run][generat
   CHECK(run::check_request(c, {std::vector<int64_t>(60, 1), 4, 4, 64, {}, nullptr}).ok());
 }
 
+TEST_CASE("a step count near 2^64 exceeds the capacity instead of wrapping around", "[run][generate]") {
+  TinyModel m = load_tiny_model(64);
+  // 5 + (2^64 - 4) wraps to 1 <= 64 in u64: check_request must not pass it.
+  Status s = run::check_request(m.contract, {{1, 2, 3, 4, 5}, UINT64_MAX - 3, 4, 64, {}, nullptr});
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message == "prompt (5 tokens) + steps (18446744073709551612) exceeds the capacity 64 tokens");
+  Status all = run::check_request(m.contract, {{1}, UINT64_MAX, 4, 64, {}, nullptr});
+  REQUIRE_FALSE(all.ok());
+  CHECK(all.error().message == "prompt (1 tokens) + steps (18446744073709551615) exceeds the capacity 64 tokens");
+}
+
 namespace {
 
 /// Records what generate reports as it happens.

@@ -12,6 +12,8 @@
 #include "rapidjson/document.h"
 #include "test/run/cli_runner.h"
 
+#include <fstream>
+
 using namespace kern;
 using namespace kern::test;
 using Catch::Matchers::Contains;
@@ -156,4 +158,83 @@ TEST_CASE("kern-run tokenize prints the ids as a JSON array and detokenize rever
   CliResult bad = kern_run("detokenize" + tok + " --ids 1,x");
   CHECK(bad.rc == 2);
   CHECK(bad.err == "kern-run: error: --ids: 'x' is not an integer token id\n");
+}
+
+TEST_CASE("detokenize rejects ids without a token, naming the id and the valid range", "[run][text][tokenize]") {
+  const std::string tok = " --tokenizer " + env_path("KERN_QWEN3_TOKENIZER_JSON");
+  // Qwen3's tokenizer has ids [0, 151669); the model's embedding pads to 151936.
+  for (const char* id : {"151700", "151936", "-1"}) {
+    INFO(id);
+    CliResult r = kern_run("detokenize" + tok + " --ids " + id);
+    CHECK(r.rc == 2);
+    CHECK(r.err == std::string("kern-run: error: --ids: id ") + id + " at index 0 is outside the tokenizer's ids [0, 151669)\n");
+    CHECK(r.out.empty());
+  }
+  CliResult second = kern_run("detokenize" + tok + " --ids 6023,151700");
+  CHECK(second.rc == 2);
+  CHECK(second.err == "kern-run: error: --ids: id 151700 at index 1 is outside the tokenizer's ids [0, 151669)\n");
+  CliResult piped = kern_run("detokenize" + tok, "[6023, 151668, 200000]\n");
+  CHECK(piped.rc == 2);
+  CHECK(piped.err == "kern-run: error: stdin: id 200000 at index 2 is outside the tokenizer's ids [0, 151669)\n");
+}
+
+TEST_CASE("detokenize rejects malformed id lists, from --ids, --ids-file and stdin", "[run][text][tokenize]") {
+  const std::string tok = " --tokenizer " + env_path("KERN_QWEN3_TOKENIZER_JSON");
+  auto err = [&](const std::string& ids) {
+    CliResult r = kern_run("detokenize" + tok + " --ids " + shell_quote(ids));
+    CHECK(r.rc == 2);
+    CHECK(r.out.empty());
+    return r.err;
+  };
+  CHECK(err("[1,2") == "kern-run: error: --ids: '[' without a closing ']'\n");
+  CHECK(err("1,2]") == "kern-run: error: --ids: unexpected ']': give ids as 1,2,3 or [1,2,3]\n");
+  CHECK(err("[1,2]]]") == "kern-run: error: --ids: unexpected ']': give ids as 1,2,3 or [1,2,3]\n");
+  CHECK(err("1,2,") == "kern-run: error: --ids: empty item at index 2 (two commas, or a comma at an end)\n");
+  CliResult stdin_list = kern_run("detokenize" + tok, "1,2,,3\n");
+  CHECK(stdin_list.rc == 2);
+  CHECK(stdin_list.err == "kern-run: error: stdin: empty item at index 2 (two commas, or a comma at an end)\n");
+  // Whitespace around items and a trailing newline are fine.
+  CliResult spaced = kern_run("detokenize" + tok, "[ 6023 ,\n 6023 ]\n");
+  CHECK(spaced.rc == 0);
+  CHECK(spaced.out == "hihi");
+}
+
+TEST_CASE("detokenize --ids-file errors name --ids-file and escape binary bytes", "[run][text][tokenize]") {
+  const std::string tok = " --tokenizer " + env_path("KERN_QWEN3_TOKENIZER_JSON");
+  CliResult missing = kern_run("detokenize" + tok + " --ids-file /nonexistent/ids.json");
+  CHECK(missing.rc == 2);
+  CHECK(missing.err == "kern-run: error: --ids-file: /nonexistent/ids.json: cannot open: No such file or directory\n");
+  TempDir dir;
+  std::ofstream(dir.file("ids.bin"), std::ios::binary) << std::string("\x01\xff\x1b" "2J\n", 6);
+  CliResult binary = kern_run("detokenize" + tok + " --ids-file " + dir.file("ids.bin"));
+  CHECK(binary.rc == 2);
+  CHECK(binary.err == "kern-run: error: --ids-file: '\\x01\\xff\\x1b2J' is not an integer token id\n");
+}
+
+TEST_CASE("a directory given as --tokenizer is an I/O error naming it", "[run][text][tokenize]") {
+  TempDir dir;
+  const std::string tok = " --tokenizer " + dir.file("");
+  for (const std::string& cmd : {"tokenize" + tok + " --prompt hi", "detokenize" + tok + " --ids 1",
+                                 env_path("KERN_TEXTVOCAB_PLAN") + " --weights " +
+                                     env_path("KERN_TEXTVOCAB_WEIGHTS") + " --device cpu --prompt hi" + tok}) {
+    INFO(cmd);
+    CliResult r = kern_run(cmd);
+    CHECK(r.rc == 2);
+    CHECK(r.err == "kern-run: error: --tokenizer: " + dir.file("") + ": is a directory, not a file\n");
+  }
+}
+
+TEST_CASE("tokenize and streamed text report a failed write to stdout", "[run][text]") {
+  const std::string tok = " --tokenizer " + env_path("KERN_QWEN3_TOKENIZER_JSON");
+  TempDir dir;
+  // Shell redirection to /dev/full opens the device; it is never replaced.
+  for (const std::string& args : {"tokenize" + tok + " --prompt hi", "detokenize" + tok + " --ids 6023",
+                                  text_args("--prompt hi --steps 4 --ignore-eos")}) {
+    INFO(args);
+    std::string cmd = env_path("KERN_RUN") + " " + args + " </dev/null >/dev/full 2>" + dir.file("err");
+    int status = std::system(cmd.c_str());
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 2);
+    CHECK(slurp(dir.file("err")) == "kern-run: error: stdout: write error: No space left on device\n");
+  }
 }
