@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 
 #include "kern-load/device_select.h"
+#include "kern-run/cli_checks.h"
+#include "kern-run/cli_options.h"
 #include "rapidjson/document.h"
 #include "test/load/plan_builder.h"
 #include "test/load/test_files.h"
@@ -288,4 +290,44 @@ TEST_CASE("a failed write to stdout is an I/O error, not exit 0", "[run][cli]") 
                     dir.file("err");
   REQUIRE(std::system(cmd.c_str()) != 0);
   CHECK(slurp(dir.file("err")) == "kern-run: error: stdout: write error: No space left on device\n");
+}
+
+TEST_CASE("parse_id_list accepts plain and bracketed lists and names each malformed item", "[run][cli][ids]") {
+  using kern::run::parse_id_list;
+  CHECK(parse_id_list("1,2,3").value() == std::vector<int64_t>{1, 2, 3});
+  CHECK(parse_id_list(" [ 1 , -2,+3 ]\n").value() == std::vector<int64_t>{1, -2, 3});
+  CHECK(parse_id_list("[]").value().empty());
+  CHECK(parse_id_list("").value().empty());
+  auto err = [](const std::string& text) {
+    auto r = parse_id_list(text, "--ids");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::kUsage);
+    return r.error().message;
+  };
+  CHECK(err("[1,2") == "--ids: '[' without a closing ']'");
+  CHECK(err("[") == "--ids: '[' without a closing ']'");
+  CHECK(err("1,2]") == "--ids: unexpected ']': give ids as 1,2,3 or [1,2,3]");
+  CHECK(err("[[1]]") == "--ids: unexpected '[': give ids as 1,2,3 or [1,2,3]");
+  CHECK(err(",1") == "--ids: empty item at index 0 (two commas, or a comma at an end)");
+  CHECK(err("1 2") == "--ids: '1 2' is not an integer token id");
+  CHECK(err("+-1") == "--ids: '+-1' is not an integer token id");
+  CHECK(err("-99999999999999999999") == "--ids: -99999999999999999999 is out of range for a token id (at index 0)");
+  CHECK(err(std::string("1,\x7f\x80", 4)) == "--ids: '\\x7f\\x80' is not an integer token id");
+  CHECK(err(std::string(60, '9') + "x") == "--ids: '" + std::string(40, '9') + "...' is not an integer token id");
+  auto len = parse_id_list("8,x", "-p", "prompt length");
+  REQUIRE_FALSE(len.ok());
+  CHECK(len.error().message == "-p: 'x' is not an integer prompt length");
+}
+
+TEST_CASE("count_error accepts whole numbers in range and explains the rest", "[run][cli][ids]") {
+  using kern::run::count_error;
+  CHECK(count_error("0", 0).empty());
+  CHECK(count_error("+7", 1, 10).empty());
+  CHECK(count_error("18446744073709551615", 1).empty());
+  CHECK(count_error("-1", 1) == "-1 is negative: expected a whole number >= 1");
+  CHECK(count_error("-0.5", 0) == "-0.5 is negative: expected a whole number >= 0");
+  CHECK(count_error("0", 1, 1000000) == "0 is out of range: expected a whole number from 1 to 1000000");
+  CHECK(count_error("18446744073709551616", 1) == "18446744073709551616 is out of range: expected a whole number >= 1");
+  CHECK(count_error("1e3", 1) == "'1e3' is not a whole number: expected a whole number >= 1");
+  CHECK(count_error("", 1) == "'' is not a whole number: expected a whole number >= 1");
 }
