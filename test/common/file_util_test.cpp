@@ -153,5 +153,29 @@ TEST_CASE("write_file_atomic rejects an empty path", "[file]") {
   CHECK(s.error().message == "output path is empty");
 }
 
+TEST_CASE("check_output_path accepts new and existing files and names what blocks a write", "[file]") {
+  fs::path dir = scratch_dir("check");
+  std::string existing = (dir / "old.bin").string();
+  REQUIRE(write_file_atomic(existing, "x").ok());
+  CHECK(check_output_path((dir / "new.bin").string()).ok());
+  CHECK(check_output_path(existing).ok());
+  CHECK(check_output_path("/dev/null").ok());
+  Status missing = check_output_path((dir / "no" / "x.bin").string());
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().kind == ErrorKind::kIo);
+  CHECK(missing.error().message == (dir / "no" / "x.bin").string() + ": cannot write there: " + (dir / "no").string() +
+                                       ": No such file or directory");
+  Status under_file = check_output_path(existing + "/x.bin");
+  REQUIRE_FALSE(under_file.ok());
+  CHECK(under_file.error().message == existing + "/x.bin: cannot write there: " + existing + ": Not a directory");
+  Status is_dir = check_output_path(dir.string());
+  REQUIRE_FALSE(is_dir.ok());
+  CHECK(is_dir.error().message == dir.string() + ": is a directory, not a file");
+  Status empty = check_output_path("");
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().kind == ErrorKind::kUsage);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace kern
