@@ -11,7 +11,10 @@
 
 using namespace kern_cuda;
 
-namespace {
+// A named namespace, not an anonymous one: nvcc names the __shared__ arrays of
+// functions with internal linkage after a per-path hash, which would make the
+// fatbin (and its pinned sha256) depend on where the source was compiled.
+namespace kern_argmax {
 
 struct Best {
   float v;
@@ -54,7 +57,9 @@ __device__ __forceinline__ Best block_best(Best b) {
   return b;
 }
 
-}  // namespace
+}  // namespace kern_argmax
+
+using namespace kern_argmax;
 
 /// kern_argmax_partial_bf16(in bf16 logits[rows, V], out f32 partial_val[rows, C],
 ///                          out i32 partial_idx[rows, C], i32 rows, i32 vocab, i32 num_chunks)

@@ -44,7 +44,16 @@ def main(root, kernels_dir):
                     continue
                 if path not in digests:
                     with open(path, "rb") as f:
-                        digests[path] = hashlib.sha256(f.read()).hexdigest()
+                        data = f.read()
+                    digests[path] = hashlib.sha256(data).hexdigest()
+                    # nvcc names __shared__ variables of internal-linkage
+                    # functions "_INTERNAL_<hash of the source path>": such a
+                    # fatbin's sha256 depends on where it was built, so a pin
+                    # checked in from one checkout fails in another.
+                    if b"_INTERNAL_" in data:
+                        print(f"FAIL {name}: contains path-dependent _INTERNAL_ names "
+                              f"(move __shared__ users out of anonymous namespaces)")
+                        failures += 1
                 if step.get("sha256") != digests[path]:
                     print(f"FAIL {model}: {kname} {step['symbol']}: pinned sha256 {step.get('sha256')} != "
                           f"built {name} {digests[path]} (regenerate the manifest with --kernels-dir)")
