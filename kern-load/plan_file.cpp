@@ -65,6 +65,11 @@ Result<PlanFile> PlanFile::check(PlanFile file) {
     return bad("not a kplan file: file identifier '" + printable(b.data() + 4, 4) + "', expected '" +
                kPlanFileIdentifier + "'");
   if (b.size() > FLATBUFFERS_MAX_BUFFER_SIZE) return bad("file of " + std::to_string(b.size()) + " B is too large");
+  // A finished FlatBuffers buffer is padded to its minimum alignment (at
+  // least the 4-byte uoffset_t); any other size is a truncated or padded file,
+  // even when the Verifier would never read the missing bytes.
+  if (b.size() % sizeof(flatbuffers::uoffset_t) != 0)
+    return bad("file of " + std::to_string(b.size()) + " B is truncated or damaged: a plan's size is a multiple of 4 B");
   // Version next, from a shallow check of the root table alone: a plan of
   // another version may not pass this version's full Verifier, and "wrong
   // version" is the message its user needs.
