@@ -26,7 +26,7 @@ struct OpenedPlan {
 };
 
 /// Opens `path` and resolves the Qwen3 contract. Errors: PlanFile::open's
-/// (kIo, kPlan), resolve_qwen3_contract's (kManifest).
+/// (kIo, kManifest), resolve_qwen3_contract's (kManifest).
 Result<OpenedPlan> open_qwen3_plan(const std::string& path);
 
 /// Where and how to load.
