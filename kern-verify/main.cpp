@@ -8,17 +8,23 @@
 //   kern-verify --print-catalogue      (docs/diagnostics.md)
 //
 // Exit codes: 0 ok (warnings allowed), 1 the manifest has errors (or
-// warnings under --deny-warnings), 2 usage or I/O error, or a bad plan file.
+// warnings under --deny-warnings), 2 usage or I/O error (an empty or
+// unwritable -o, a failed write to stdout), or a bad plan file.
 // Human diagnostics go to stderr; the json and sarif formats go to stdout
 // (they are the command's output); --dump and --explain print to stdout.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "common/diagnostic.h"
 #include "common/file_util.h"
@@ -50,6 +56,39 @@ int fail_usage(const std::string& message) {
   return kExitUsage;
 }
 
+/// The errno of the first failed write to stdout; 0 while none failed.
+int g_stdout_errno = 0;
+
+/// Writes `text` to stdout and flushes at once, so that errno still
+/// describes a failed write when it is recorded (e.g. ENOSPC on /dev/full).
+void print_stdout(std::string_view text) {
+  errno = 0;
+  std::cout << text;
+  std::cout.flush();
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+  if (failed && g_stdout_errno == 0) g_stdout_errno = errno != 0 ? errno : EIO;
+}
+
+/// `rc`, or kExitUsage with "stdout: write error: ..." when anything written
+/// to stdout (by print_stdout, CLI11's --help, ...) did not reach it.
+int finish_stdout(int rc) {
+  errno = 0;
+  std::cout.flush();
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout;
+  if (failed && g_stdout_errno == 0) g_stdout_errno = errno != 0 ? errno : EIO;
+  if (g_stdout_errno == 0) return rc;
+  return fail_usage(std::string("stdout: write error: ") + std::strerror(g_stdout_errno));
+}
+
+/// Parses --workspace-warn-bytes: a decimal count of bytes that fits in 64
+/// bits, no sign, no hex/octal prefix, no blanks (CLI11's own conversion
+/// goes through strtoull, which takes "-1" and wraps it to 2^64-1).
+bool parse_byte_count(const std::string& text, uint64_t& value) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) return false;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
 int run_dump(const std::string& path) {
   auto bytes = kern::read_file(path);
   if (!bytes.ok()) return fail_usage(bytes.error().message);
@@ -57,13 +96,13 @@ int run_dump(const std::string& path) {
   auto text = kern::verify::dump_plan(
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size()));
   if (!text.ok()) return fail_usage(path + ": " + text.error().message);
-  std::cout << text.value();
+  print_stdout(text.value());
   return kExitOk;
 }
 
 int run_explain(const std::string& code) {
   if (const auto* entry = kern::verify::find_catalogue_entry(code)) {
-    std::cout << kern::verify::render_explanation(*entry);
+    print_stdout(kern::verify::render_explanation(*entry));
     return kExitOk;
   }
   return fail_usage("no diagnostic has the code `" + code +
@@ -80,19 +119,25 @@ struct OutputOptions {
 void print_diagnostics(const std::vector<kern::Diagnostic>& diags, const kern::SourceFile& file,
                        const OutputOptions& out, bool success, bool denied) {
   if (out.format == "json") {
-    std::cout << kern::render_json(diags, file) << kern::render_json_summary(diags, file, success);
+    print_stdout(kern::render_json(diags, file) + kern::render_json_summary(diags, file, success));
     return;
   }
   if (out.format == "sarif") {
-    std::cout << kern::verify::render_sarif(diags, file, KERN_VERSION);
+    print_stdout(kern::verify::render_sarif(diags, file, KERN_VERSION));
     return;
   }
   if (!diags.empty()) std::cerr << kern::render_human(diags, file, out.color);
   if (denied) std::cerr << "error: warnings are denied (--deny-warnings); no plan written\n";
 }
 
-int run_verify(const std::string& manifest_path, const std::string& out_path, const OutputOptions& out,
+/// Checks `manifest_path` and, on success and when `out_path` is set,
+/// writes the plan there. `out_path` is never empty (main rejects `-o ""`).
+int run_verify(const std::string& manifest_path, const std::optional<std::string>& out_path, const OutputOptions& out,
                const kern::verify::VerifyOptions& options) {
+  if (out_path) {  // report an unwritable -o before any work, not after it
+    auto writable = kern::check_output_path(*out_path);
+    if (!writable.ok()) return fail_usage(writable.error().message);
+  }
   auto text = kern::read_file(manifest_path);
   if (!text.ok()) return fail_usage(text.error().message);
   kern::SourceFile file(manifest_path, text.value());
@@ -105,10 +150,10 @@ int run_verify(const std::string& manifest_path, const std::string& out_path, co
   const bool denied = !has_errors && out.deny_warnings && diag.warning_count() > 0;
   print_diagnostics(diag.diagnostics(), file, out, !has_errors && !denied, denied);
   if (has_errors || denied) return kExitManifestErrors;
-  if (out_path.empty()) return kExitOk;
+  if (!out_path) return kExitOk;
   auto plan = kern::verify::lower(*verified, file.text());
   if (!plan.ok()) return fail_usage(plan.error().message);
-  auto written = kern::write_file_atomic(out_path, plan.value());
+  auto written = kern::write_file_atomic(*out_path, plan.value());
   if (!written.ok()) return fail_usage(written.error().message);
   return kExitOk;
 }
@@ -117,12 +162,12 @@ int run_verify(const std::string& manifest_path, const std::string& out_path, co
 
 int main(int argc, char** argv) {
   CLI::App app{"kern-verify: check a kern manifest v2 and compile it into a .kplan"};
-  std::string manifest_path, out_path, dump_path, explain_code, color_when = "auto";
+  std::string manifest_path, out_path, dump_path, explain_code, color_when = "auto", warn_bytes;
   OutputOptions out;
   kern::verify::VerifyOptions options;
   bool print_catalogue = false;
   app.add_option("manifest", manifest_path, "manifest.json to check");
-  app.add_option("-o,--output", out_path, "write the plan here on success (atomically)");
+  auto* out_option = app.add_option("-o,--output", out_path, "write the plan here on success (atomically)");
   app.add_option("--dump", dump_path, "print a .kplan in readable form and exit");
   app.add_option("--explain", explain_code, "print the long explanation of a diagnostic code");
   app.add_flag("--print-catalogue", print_catalogue, "print every diagnostic code as markdown (docs/diagnostics.md)");
@@ -133,14 +178,14 @@ int main(int argc, char** argv) {
                  "human (stderr, default), json (one object per line + a summary, stdout) or sarif (SARIF 2.1.0, "
                  "stdout)")
       ->check(CLI::IsMember({"human", "json", "sarif"}));
-  app.add_option("--workspace-warn-bytes", options.workspace_warn_bytes,
+  auto* warn_option = app.add_option("--workspace-warn-bytes", warn_bytes,
                  "warn (W0003) about a workspace buffer larger than this many bytes at the symbols' maxima "
                  "(default 1 GiB)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
+    const int rc = app.exit(e);  // --help prints to stdout
+    return finish_stdout(rc == 0 ? kExitOk : kExitUsage);
   }
   try {
     const int modes = !manifest_path.empty() + !dump_path.empty() + !explain_code.empty() + print_catalogue;
@@ -148,15 +193,22 @@ int main(int argc, char** argv) {
       return fail_usage(
           "give exactly one of MANIFEST.json, --dump PLAN.kplan, --explain CODE or --print-catalogue (see --help)");
     }
-    if (!out_path.empty() && manifest_path.empty()) return fail_usage("-o needs a MANIFEST.json to compile");
-    if (!dump_path.empty()) return run_dump(dump_path);
-    if (!explain_code.empty()) return run_explain(explain_code);
+    const bool has_out = out_option->count() > 0;
+    if (has_out && manifest_path.empty()) return fail_usage("-o needs a MANIFEST.json to compile");
+    if (has_out && out_path.empty()) return fail_usage("-o needs a file name; the empty path names no file");
+    if (warn_option->count() > 0 && !parse_byte_count(warn_bytes, options.workspace_warn_bytes)) {
+      return fail_usage("--workspace-warn-bytes takes a number of bytes (decimal, 0 to 2^64-1), not `" +
+                        warn_bytes + "`");
+    }
+    if (!dump_path.empty()) return finish_stdout(run_dump(dump_path));
+    if (!explain_code.empty()) return finish_stdout(run_explain(explain_code));
     if (print_catalogue) {
-      std::cout << kern::verify::render_catalogue_markdown();
-      return kExitOk;
+      print_stdout(kern::verify::render_catalogue_markdown());
+      return finish_stdout(kExitOk);
     }
     out.color = use_color(color_when);
-    return run_verify(manifest_path, out_path, out, options);
+    const std::optional<std::string> out_file = has_out ? std::optional<std::string>(out_path) : std::nullopt;
+    return finish_stdout(run_verify(manifest_path, out_file, out, options));
   } catch (const std::exception& e) {  // third-party exceptions stop at main (style.md §3)
     return fail_usage(std::string("internal error: ") + e.what());
   }

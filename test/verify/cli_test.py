@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The kern-verify command line: exit codes (0 ok, 1 manifest errors, 2 usage
 or I/O), the plan is written only on success, --dump, --deny-warnings,
---color, --explain, --message-format json|sarif, --workspace-warn-bytes.
+--color, --explain, --message-format json|sarif, --workspace-warn-bytes, an
+empty or unwritable -o, and write errors on stdout (/dev/full).
 
 usage: cli_test.py KERN_VERIFY BASE_MANIFEST_JSON
 """
@@ -18,6 +19,14 @@ failures = []
 def run(*args):
     p = subprocess.run([EXE, *args], capture_output=True, text=True, timeout=60)
     return p.returncode, p.stdout, p.stderr
+
+
+def run_to_dev_full(*args):
+    """Runs kern-verify with stdout on /dev/full (every write fails with
+    ENOSPC); returns (exit code, stderr)."""
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([EXE, *args], stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+    return p.returncode, p.stderr
 
 
 def check(name, cond, detail=""):
@@ -129,6 +138,33 @@ with tempfile.TemporaryDirectory() as tmp:
     check("a missing manifest exits 2", rc == 2 and "missing.json" in err, f"rc={rc}\n{err}")
     rc, out, err = run(good, "-o", os.path.join(tmp, "no-such-dir", "x.kplan"))
     check("an unwritable output path exits 2", rc == 2, f"rc={rc}\n{err}")
+
+    rc, out, err = run(good, "-o", "")
+    check("an empty -o is a usage error (exit 2) that says so",
+          rc == 2 and "-o needs a file name" in err, f"rc={rc}\n{err}")
+    rc, out, err = run(badp, "-o", os.path.join(tmp, "no-such-dir", "x.kplan"))
+    check("an unwritable output path is reported before the manifest is checked (exit 2, no findings)",
+          rc == 2 and "no-such-dir" in err and "error[E" not in err, f"rc={rc}\n{err}")
+    rc, out, err = run(good, "-o", tmp)
+    check("a directory as the output path exits 2", rc == 2 and "is a directory" in err, f"rc={rc}\n{err}")
+    for value in ["-1", "-0", " 64", "+64", "0x40", "1e3", "18446744073709551616", ""]:
+        rc, out, err = run(warnp, "--workspace-warn-bytes", value)
+        check(f"--workspace-warn-bytes {value!r} is a usage error (exit 2)",
+              rc == 2 and "--workspace-warn-bytes" in err, f"rc={rc}\n{err}")
+    rc, out, err = run(warnp, "--workspace-warn-bytes", "18446744073709551615")
+    check("--workspace-warn-bytes takes 2^64-1 (W0003 off)", rc == 0 and "W0003" not in err, f"rc={rc}\n{err}")
+
+    # A failed write to stdout is an I/O error, never a silent exit 0.
+    for name, args in [("--dump", ["--dump", plan]), ("--explain", ["--explain", "E0133"]),
+                       ("--print-catalogue", ["--print-catalogue"]), ("--help", ["--help"]),
+                       ("--message-format json", [good, "--message-format", "json"]),
+                       ("--message-format sarif", [good, "--message-format", "sarif"]),
+                       ("--message-format json with errors", [badp, "--message-format", "json"])]:
+        rc, err = run_to_dev_full(*args)
+        check(f"{name} with stdout on /dev/full exits 2 with a write error",
+              rc == 2 and "stdout: write error: No space left on device" in err, f"rc={rc}\n{err}")
+    rc, err = run_to_dev_full(good)
+    check("human mode writes nothing to stdout, so /dev/full there is no error", rc == 0, f"rc={rc}\n{err}")
 
     corrupt = write(os.path.join(tmp, "corrupt.kplan"), "this is not a plan at all, not even close")
     rc, out, err = run("--dump", corrupt)
