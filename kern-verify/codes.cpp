@@ -333,6 +333,21 @@ constexpr std::array kCatalogue = {
              "indexes `unit` = block size tokens at a time (leave `unit` out for 1).\n"
              "failing: \"domain\": {\"index_into\": \"kv_cache\", \"unit\": 0}\n"
              "fixed:   \"domain\": {\"index_into\": \"kv_cache\", \"unit\": 16}"},
+    CodeInfo{C::kCubinPathInvalid, "E0163", E, "cubin path is not a relative path inside the kernels directory",
+             "A step's `cubin` names a file inside the kernels directory that kern-run is given\n"
+             "(`--kernels DIR`): a relative path with `/` between non-empty components. An\n"
+             "absolute path, a `..` component, an empty component (`a//b`, a trailing `/`) or\n"
+             "a backslash would reach outside it or mean different files on different hosts\n"
+             "(kern-load refuses a plan with an absolute or `..` path outright).\n"
+             "failing: \"cubin\": \"../../../etc/passwd\"\n"
+             "fixed:   \"cubin\": \"attention/paged_attention.fatbin\""},
+    CodeInfo{C::kStepSymbolInvalid, "E0164", E, "step symbol is not a kernel entry name",
+             "A step's `symbol` is the entry point looked up in the cubin (cuModuleGetFunction):\n"
+             "a non-empty C identifier of letters, digits and `_`, not starting with a digit\n"
+             "(declare the kernel `extern \"C\"` or give the mangled `_Z...` name). Runtime\n"
+             "built-ins are spelled `extern:NAME` instead (E0130 lists them).\n"
+             "failing: \"symbol\": \" kern_rmsnorm_bf16\"\n"
+             "fixed:   \"symbol\": \"kern_rmsnorm_bf16\""},
 };
 
 }  // namespace

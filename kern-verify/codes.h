@@ -94,6 +94,8 @@ enum class Code : uint16_t {
   kDomainBoundsInverted,      // E0160
   kDomainUnitWithoutIndex,    // E0161
   kDomainUnitZero,            // E0162
+  kCubinPathInvalid,          // E0163
+  kStepSymbolInvalid,         // E0164
 };
 
 /// Whether a code is an error (blocks the plan) or a warning (fatal only

@@ -5,6 +5,9 @@
 // Type rule for a forwarded interface arg ({"arg": i}): a scalar goes into the
 // same scalar kind; `buffer<d>` into `buffer<d>` or an untyped `ptr`; `ptr`
 // only into `ptr`. Directions are rule 6 (verify_impl_dataflow.cpp).
+// Names: a cubin path stays inside the kernels directory (E0163, what
+// kern-load's plan check requires, and stricter: no empty components or
+// backslashes) and a non-extern symbol is a C identifier (E0164).
 // Not checked here: that the cubin really has these params (kern-load's
 // cuFuncGetParamInfo check, SPEC §6).
 #include <cctype>
@@ -53,6 +56,70 @@ bool forward_compatible(const ParamType& iface, const ParamType& step) {
   if (iface.is_scalar() || step.is_scalar()) return iface.is_scalar() && step.is_scalar() && iface.kind == step.kind;
   if (step.kind == ParamKind::kPtr) return true;
   return iface.kind == ParamKind::kBuffer && iface.dtype == step.dtype;
+}
+
+/// Why `path` is not a relative path of non-empty components inside the
+/// kernels directory; empty when it is one.
+std::string cubin_path_problem(const std::string& path) {
+  if (path.empty()) return "is empty";
+  if (path[0] == '/') return "is absolute";
+  if (path.find('\\') != std::string::npos) return "contains a backslash";
+  for (unsigned char c : path) {
+    if (c < 0x20 || c == 0x7f) return "contains a control character";
+  }
+  size_t start = 0;
+  while (true) {
+    const size_t slash = path.find('/', start);
+    const std::string part = path.substr(start, slash == std::string::npos ? std::string::npos : slash - start);
+    if (part.empty()) return "has an empty component";
+    if (part == "..") return "has a `..` component";
+    if (slash == std::string::npos) return "";
+    start = slash + 1;
+  }
+}
+
+/// `s` with control characters written as \xHH, for a one-line message.
+std::string visible(const std::string& s) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    if (c < 0x20 || c == 0x7f) {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+/// Whether `symbol` is a C identifier: [A-Za-z_][A-Za-z0-9_]*.
+bool is_identifier(const std::string& symbol) {
+  if (symbol.empty() || std::isdigit(static_cast<unsigned char>(symbol[0]))) return false;
+  for (unsigned char c : symbol) {
+    if (!(std::isalnum(c) || c == '_') || c >= 0x80) return false;
+  }
+  return true;
+}
+
+void check_names(Context& ctx, const Step& step, const std::string& subject) {
+  if (step.cubin && !step.is_extern()) {  // an extern step's cubin is E0132 already
+    const std::string problem = cubin_path_problem(*step.cubin);
+    if (!problem.empty()) {
+      Diagnostic& d = ctx.error(Code::kCubinPathInvalid,
+                                subject + ": cubin path `" + visible(*step.cubin) + "` " + problem, step.cubin_span);
+      d.label = "not a relative path inside the kernels directory";
+      d.help = "name the file relative to the kernels directory, with `/` between components (\"attn/pa.fatbin\")";
+    }
+  }
+  if (!step.is_extern() && !is_identifier(step.symbol)) {
+    Diagnostic& d = ctx.error(Code::kStepSymbolInvalid,
+                              subject + ": symbol `" + visible(step.symbol) + "` is not a kernel entry name",
+                              step.symbol_span);
+    d.label = step.symbol.empty() ? "empty" : "not a C identifier";
+    d.help = "an entry symbol has letters, digits and `_` only (no blanks), e.g. `kern_rmsnorm_bf16`";
+  }
 }
 
 void check_geometry(Context& ctx, const Step& step, const std::string& subject) {
@@ -255,6 +322,7 @@ void check_steps(Context& ctx) {
     for (size_t si = 0; si < kernel.steps.size(); ++si) {
       const Step& step = kernel.steps[si];
       const std::string subject = step_subject(kernel, si);
+      check_names(ctx, step, subject);
       if (step.is_extern()) {
         check_extern(ctx, step, subject);
         // Geometry is ignored for built-ins; evaluate only to resolve symbols.

@@ -211,6 +211,10 @@ CASES = [
      ["E0161 /buffers/ids/domain"]),
     ("E0162-domain-unit-zero", [set_("/buffers/ids/domain", {"index_into": "table", "unit": 0})], [],
      ["E0162 /buffers/ids/domain"]),
+    ("E0163-cubin-path-escapes", [set_(E + "/cubin", "../../../etc/passwd")], [], ["E0163 " + E + "/cubin"]),
+    ("E0163-cubin-path-absolute", [set_(E + "/cubin", "/opt/kernels/embed.cubin")], [], ["E0163 " + E + "/cubin"]),
+    ("E0164-empty-symbol", [set_(E + "/symbol", "")], [], ["E0164 " + E + "/symbol"]),
+    ("E0164-symbol-with-blank", [set_(E + "/symbol", "kern_embed ")], [], ["E0164 " + E + "/symbol"]),
     ("E0159-mul-by-zero", [set_(KV + "/grid/0", {"mul": [{"sym": "tokens"}, 0]})], [], ["E0159 " + KV + "/grid/0"]),
     # --- warnings (exit 0 unless --deny-warnings) ---
     ("W0001-step-without-cubin", [del_(E + "/cubin"), del_(E + "/sha256")], [], ["W0001 " + E + "/symbol"]),

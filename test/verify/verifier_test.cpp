@@ -238,6 +238,36 @@ TEST_CASE("verify rejects an extern step that pins a cubin", "[verify][rule5]") 
   CHECK(verify_findings(set(B(), kGemmStep + "/cubin", "\"gemm.cubin\"")) == V{"E0132 " + kGemmStep + "/cubin"});
 }
 
+TEST_CASE("verify rejects a cubin path that is not a relative path inside the kernels directory",
+          "[verify][rule5]") {
+  for (const char* path : {"../../../etc/passwd", "/opt/kernels/embed.cubin", "a/../../embed.cubin", "..", "sub/..",
+                           "sub//embed.cubin", "sub/", "", "sub\\\\embed.cubin", "embed\\t.cubin"}) {
+    INFO(path);
+    Run r = run(set(B(), kEmbedStep + "/cubin", "\"" + std::string(path) + "\""));
+    CHECK(findings(r) == V{"E0163 " + kEmbedStep + "/cubin"});
+  }
+  // Plain relative paths, including subdirectories, `.` and names that merely start with dots.
+  for (const char* path : {"embed.cubin", "attn/embed.fatbin", "./embed.cubin", "..embed.cubin", "a/...b"}) {
+    INFO(path);
+    CHECK(verify_findings(set(B(), kEmbedStep + "/cubin", "\"" + std::string(path) + "\"")).empty());
+  }
+}
+
+TEST_CASE("verify rejects a step symbol that is not a C identifier", "[verify][rule5]") {
+  for (const char* symbol : {"", " kern_embed", "kern_embed ", "kern embed", "kern_embed\\n", "9kern", "kern-embed",
+                             "kern.embed", "kern_\u00e9mbed"}) {
+    INFO(symbol);
+    CHECK(verify_findings(set(B(), kEmbedStep + "/symbol", "\"" + std::string(symbol) + "\"")) ==
+          V{"E0164 " + kEmbedStep + "/symbol"});
+  }
+  for (const char* symbol : {"kern_embed", "_Z10kern_embedPKlS0_", "K9"}) {
+    INFO(symbol);
+    CHECK(verify_findings(set(B(), kEmbedStep + "/symbol", "\"" + std::string(symbol) + "\"")).empty());
+  }
+  // A runtime built-in is spelled extern:NAME; an unknown one is E0130, not E0164.
+  CHECK(verify_findings(set(B(), kGemmStep + "/symbol", "\"extern: cublas\"")) == V{"E0130 " + kGemmStep + "/symbol"});
+}
+
 TEST_CASE("verify warns about a non-extern step without a cubin pin", "[verify][rule5]") {
   Run r = run(erase(erase(B(), kEmbedStep + "/cubin"), kEmbedStep + "/sha256"));
   CHECK(findings(r) == V{"W0001 " + kEmbedStep + "/symbol"});
