@@ -319,8 +319,9 @@ constexpr std::array kCatalogue = {
              "fixed:   tokens max 512 (311 MB), or compute the logits of the last token only"},
     CodeInfo{C::kDomainBoundsInverted, "E0160", E, "domain bounds are inverted",
              "A value domain's constant `min` must not exceed its `max`: no value could satisfy it,\n"
-             "so every input write would be rejected. (Bounds written as expressions are checked\n"
-             "by the runtime at the symbols' values.)\n"
+             "so the domain contradicts itself. Domains are checked for consistency here and are\n"
+             "documentation for now: they are not lowered into the plan, so kern-run does not\n"
+             "check input values against them (bounds written as expressions are not compared).\n"
              "failing: \"domain\": {\"min\": 10, \"max\": 0}\n"
              "fixed:   \"domain\": {\"min\": 0, \"max\": 10}"},
     CodeInfo{C::kDomainUnitWithoutIndex, "E0161", E, "domain unit without index_into",

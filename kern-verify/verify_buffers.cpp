@@ -4,7 +4,7 @@
 // the minima and maxima are recorded for offset checks (rules 6 and 7).
 // Buffer domains' references (index_into, bound expressions) resolve too, their
 // constant bounds are ordered (E0160) and `unit` goes with index_into and is
-// non-zero (E0161, E0162).
+// non-zero (E0161, E0162); domains are documentation, not enforced at run time.
 #include "kern-verify/verify_rules.h"
 
 namespace kern::verify {
@@ -12,8 +12,11 @@ namespace kern::verify {
 namespace {
 
 // A domain is a prior on contents (reader: upstream `Domain`); the verifier
-// only resolves its references here. Whether values respect it is the
-// runtime's check on input writes.
+// checks that it is consistent (references resolve, constant bounds are
+// ordered, `unit` goes with index_into). Nothing enforces it yet: domains are
+// not lowered into the plan, so kern-run does not check input values or
+// expression bounds against them. TODO: enforcing them needs a domain field in
+// the plan (schemas/plan.fbs) and a check on kern-run's input writes.
 void check_domain(Context& ctx, const Buffer& b) {
   const Domain& d = *b.domain;
   const std::string subject = "buffers." + b.name + ".domain";

@@ -50,3 +50,16 @@ TEST_CASE("codes are found by their spelling", "[codes]") {
   CHECK_FALSE(find_code("E9999").has_value());
   CHECK_FALSE(find_code("e0133").has_value());
 }
+
+TEST_CASE("domain explanations say domains are checked for consistency but not enforced at run time", "[codes]") {
+  // Domains are not lowered into the plan (schemas/plan.fbs has no field for
+  // them), so no explanation may promise a run-time check.
+  for (Code c : {Code::kUnknownDomainTarget, Code::kDomainBoundsInverted, Code::kDomainUnitWithoutIndex,
+                 Code::kDomainUnitZero}) {
+    const std::string_view text = code_info(c).explanation;
+    INFO(code_id(c));
+    CHECK(text.find("checked\nby the runtime") == std::string_view::npos);
+    CHECK(text.find("input write") == std::string_view::npos);
+  }
+  CHECK(code_info(Code::kDomainBoundsInverted).explanation.find("not lowered into the plan") != std::string_view::npos);
+}
