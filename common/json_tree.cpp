@@ -389,6 +389,16 @@ std::unique_ptr<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEng
     d.label = "file too large";
     return nullptr;
   }
+  // RFC 8259 §8.1: JSON text must not begin with a byte order mark. RapidJSON
+  // would report "invalid value" at 1:1, which does not say what is wrong.
+  if (text.starts_with("\xEF\xBB\xBF")) {
+    Diagnostic& d = diags.error(reader_code::kJsonSyntax,
+                                "the file starts with a UTF-8 byte order mark (EF BB BF); JSON manifests must not",
+                                make_span(0, 3, ""));
+    d.label = "byte order mark";
+    d.help = "save the file as UTF-8 without a BOM (\"UTF-8\", not \"UTF-8 with BOM\")";
+    return nullptr;
+  }
   // RapidJSON treats NUL as the end of input: a NUL would silently cut the
   // document short, so it is an error wherever it appears.
   size_t nul = text.find('\0');

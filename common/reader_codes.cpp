@@ -10,8 +10,9 @@ namespace {
 
 constexpr std::array<DiagnosticCodeInfo, 15> kCatalogue = {{
     {"E0001", "json syntax error",
-     "The manifest is not valid JSON (RapidJSON stopped at the reported position). Invalid UTF-8 and\n"
-     "nesting deeper than the reader's limit are reported here too.\n\n"
+     "The manifest is not valid JSON (RapidJSON stopped at the reported position). Invalid UTF-8,\n"
+     "a leading UTF-8 byte order mark (EF BB BF, which RFC 8259 forbids) and nesting deeper than the\n"
+     "reader's limit are reported here too.\n\n"
      "Failing:\n\n    {\"meta\": {\"version\": 2,}}\n\n"
      "Fixed (no trailing comma):\n\n    {\"meta\": {\"version\": 2}}\n"},
     {"E0002", "nul character in the manifest",

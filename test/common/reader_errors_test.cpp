@@ -29,6 +29,21 @@ TEST_CASE("reader rejects invalid utf-8 as a syntax error (E0001)", "[reader][E0
   expect_errors(R"("model": "tiny")", "\"model\": \"ti\xffny\"", {"E0001 2:38 "});
 }
 
+TEST_CASE("reader names a leading UTF-8 byte order mark instead of an invalid value (E0001)", "[reader][E0001]") {
+  ReadOutcome r = read_text("\xEF\xBB\xBF" + kBaseManifest);
+  REQUIRE(summary(r) == std::vector<std::string>{"E0001 1:1 "});
+  CHECK_FALSE(r.manifest.has_value());
+  const Diagnostic& d = r.diags.diagnostics()[0];
+  CHECK(d.message == "the file starts with a UTF-8 byte order mark (EF BB BF); JSON manifests must not");
+  CHECK(d.span.begin == 0);
+  CHECK(d.span.end == 3);
+  CHECK(d.help.find("without a BOM") != std::string::npos);
+  // The same bytes later in a string are ordinary UTF-8 (U+FEFF), not a BOM.
+  ReadOutcome inner = read_text(replace_once(kBaseManifest, R"("model": "tiny")", "\"model\": \"ti\xEF\xBB\xBFny\""));
+  CHECK(summary(inner).empty());
+  CHECK(inner.manifest.has_value());
+}
+
 TEST_CASE("reader reports an empty file and a non-object root", "[reader][E0001][E0006]") {
   ReadOutcome empty = read_text("  \n");
   CHECK(summary(empty) == std::vector<std::string>{"E0001 2:1 "});

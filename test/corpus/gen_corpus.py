@@ -90,6 +90,7 @@ CASES = [
     ("E0001-trailing-comma", [], [text('"model": "verify-test"}', '"model": "verify-test",}')], ["E0001 "]),
     ("E0001-unterminated-string", [], [text('"verify-test"', '"verify-test')], ["E0001 "]),
     ("E0001-empty-file", [], [lambda t: ""], ["E0001 "]),  # found by test/fuzz manifest_fuzz (UB in RapidJSON)
+    ("E0001-utf8-byte-order-mark", [], [lambda t: "\ufeff" + t], ["E0001 "]),
     ("E0002-escaped-nul-in-name", [], [text('"verify-test"', '"verify\\u0000test"')], ["E0002 /meta/model"]),
     ("E0003-second-document", [], [lambda t: t + "{}\n"], ["E0003 "]),
     ("E0004-duplicate-symbol", [], [text('"tokens": {"min": 1, "max": 64}',
