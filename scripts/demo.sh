@@ -12,9 +12,9 @@ ninja -C build kern-verify/kern-verify kern-run/kern-run >/dev/null
 
 echo "== kern-verify examples/tiny-qwen3.json -o build/tiny-qwen3.kplan"
 build/kern-verify/kern-verify examples/tiny-qwen3.json -o build/tiny-qwen3.kplan
-echo "ok: no errors, no warnings; plan written to build/tiny-qwen3.kplan"
+echo "ok: the manifest verified; plan written to build/tiny-qwen3.kplan"
 echo "== kern-verify --dump build/tiny-qwen3.kplan (summary)"
-build/kern-verify/kern-verify --dump build/tiny-qwen3.kplan | tail -n 4
+build/kern-verify/kern-verify --dump build/tiny-qwen3.kplan | tail -n 1
 echo "== kern-run build/tiny-qwen3.kplan --weights examples/tiny-qwen3.safetensors --prompt-ids 1,2,3,4,5,6,7,8 --steps 24 --device cpu"
 build/kern-run/kern-run build/tiny-qwen3.kplan --weights examples/tiny-qwen3.safetensors \
   --prompt-ids 1,2,3,4,5,6,7,8 --steps 24 --device cpu
