@@ -1,4 +1,5 @@
 #include "kern-run/bench.h"
+#include "kern-run/stopwatch.h"
 
 #include <unistd.h>
 
@@ -22,11 +23,6 @@
 namespace kern::run {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
 
 /// One timed run of `test`.
 Result<double> run_once(Qwen3Driver& driver, load::Executable& exe, const BenchTest& test,

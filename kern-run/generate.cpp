@@ -1,4 +1,5 @@
 #include "kern-run/generate.h"
+#include "kern-run/stopwatch.h"
 
 #include "kern-run/qwen3_driver.h"
 
@@ -8,16 +9,6 @@
 #include <string>
 
 namespace kern::run {
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-}  // namespace
 
 uint64_t default_capacity(const Qwen3Contract& c) {
   return std::min(kDefaultCapacityCap, kKvBlockTokens * c.block_table_pages);

@@ -1,4 +1,5 @@
 #include "kern-run/model_load.h"
+#include "kern-run/stopwatch.h"
 
 #include <chrono>
 #include <filesystem>
@@ -8,16 +9,6 @@
 #include "spdlog/spdlog.h"
 
 namespace kern::run {
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-}  // namespace
-
 Result<OpenedPlan> open_qwen3_plan(const std::string& path) {
   auto t0 = Clock::now();
   auto plan = load::PlanFile::open(path);

@@ -1,4 +1,5 @@
 #include "kern-run/prompt_input.h"
+#include "kern-run/stopwatch.h"
 
 #include <unistd.h>
 
@@ -44,9 +45,9 @@ Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer
   if (!text.ok()) return text.error();
   p.text = std::move(text.value());
   p.templated_text = o.chat ? render_qwen3_chat({o.system, p.text, o.no_think}) : p.text;
-  auto t0 = std::chrono::steady_clock::now();
+  auto t0 = Clock::now();
   auto ids = tokenizer->encode(p.templated_text);
-  p.tokenize_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  p.tokenize_ms = ms_since(t0);
   if (!ids.ok()) return ids.error().with_context("the prompt");
   p.ids.assign(ids->begin(), ids->end());
   return p;

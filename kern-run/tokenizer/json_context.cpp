@@ -1,20 +1,12 @@
 // Error builders for tokenizer.json reading (see json_context.h).
 #include "kern-run/tokenizer/json_context.h"
 
+#include "common/source.h"
+
 namespace kern::tok {
 
 std::string JsonContext::child(const std::string& parent, std::string_view key) {
-  std::string out = parent + "/";
-  for (char c : key) {
-    if (c == '~') {
-      out += "~0";
-    } else if (c == '/') {
-      out += "~1";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return parent + "/" + json_pointer_escape(std::string(key));
 }
 
 std::string JsonContext::child(const std::string& parent, size_t index) {
