@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include "kern-load/cpu_device.h"
+#include "kern-load/cuda/library_search.h"
 
 namespace kern::load {
 
@@ -14,13 +15,11 @@ Result<DeviceChoice> parse_device_choice(std::string_view s) {
 }
 
 Result<int> probe_cuda_devices() {
-  // RTLD_LOCAL: the cuda backend opens its own handle; this one is only a probe.
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* why = dlerror();
-    return make_error(ErrorKind::kDevice,
-                      std::string("no CUDA driver: dlopen libcuda.so.1 failed: ") + (why ? why : "unknown error"));
-  }
+  // The same search as the cuda device's (library_search.h); RTLD_LOCAL: the
+  // cuda backend opens its own handle, this one is only a probe.
+  auto opened = cuda::open_cuda_driver();
+  if (!opened.ok()) return make_error(ErrorKind::kDevice, "no CUDA driver: " + opened.error().message);
+  void* lib = opened.value().handle;
   // cuInit and cuDeviceGetCount have no versioned variants (cuda.h).
   using CuInit = int (*)(unsigned int);
   using CuDeviceGetCount = int (*)(int*);

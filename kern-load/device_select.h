@@ -18,9 +18,10 @@ enum class DeviceChoice { kAuto, kCpu, kCuda };
 /// Parses "auto", "cpu" or "cuda"; an error (kUsage) naming the value otherwise.
 Result<DeviceChoice> parse_device_choice(std::string_view s);
 
-/// Probes the CUDA driver: dlopen("libcuda.so.1"), cuInit(0),
-/// cuDeviceGetCount. Returns the device count (may be 0), or an error
-/// (kDevice) "no CUDA driver: dlopen libcuda.so.1 failed: <dlerror>" /
+/// Probes the CUDA driver: libcuda.so.1 found as cuda/library_search.h says
+/// (open_cuda_driver), cuInit(0), cuDeviceGetCount. Returns the device count
+/// (may be 0), or an error (kDevice) "no CUDA driver: dlopen libcuda.so.1
+/// failed: <dlerror>; ..." (every path tried) /
 /// "cuInit failed: error N".
 Result<int> probe_cuda_devices();
 

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include "kern-load/cuda/gemm_mapping.h"
+#include "kern-load/cuda/library_search.h"
 
 namespace kern::load::cuda {
 
@@ -34,15 +35,14 @@ struct CublasLt::Plan {
 
 Result<std::unique_ptr<CublasLt>> CublasLt::load(CUdeviceptr workspace, uint64_t workspace_bytes) {
   std::unique_ptr<CublasLt> lt(new CublasLt());
-  std::string tried;
-  for (const char* name : {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}) {
-    lt->handle_lib_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (lt->handle_lib_) break;
-    const char* e = dlerror();
-    tried += std::string(tried.empty() ? "" : "; ") + (e ? e : name);
-  }
-  if (!lt->handle_lib_)
-    return make_error(ErrorKind::kDevice, "cublasLt (for the extern GEMMs) is not available: " + tried);
+  auto opened = open_cuda_library({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+                                  cuda_library_dirs(LibrarySearchEnv::from_process()));
+  if (!opened.ok())
+    return make_error(ErrorKind::kDevice,
+                      "cublasLt (for the extern GEMMs) is not available: " + opened.error().message +
+                          " (install the CUDA toolkit or a CUDA Python wheel, or set CUDA_HOME)");
+  lt->handle_lib_ = opened.value().handle;
+  lt->path_ = opened.value().path;
   lt->api_ = std::make_unique<Api>();
   Api& a = *lt->api_;
   auto sym = [&](auto& slot, const char* name) -> Status {

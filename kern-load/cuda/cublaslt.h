@@ -1,4 +1,5 @@
-// cublasLt loaded with dlopen (libcublasLt.so.13, .so.12, .so) for the two
+// cublasLt loaded with dlopen (libcublasLt.so.13, .so.12, .so, found as
+// library_search.h says: loader, CUDA_HOME, CUDA wheels) for the two
 // extern GEMMs (SPEC §3: `extern:cublaslt_bf16_tn`, `extern:cublaslt_bf16_tn_acc`).
 // bf16 inputs and output, f32 compute and scale; the row-major call is mapped
 // onto column-major by gemm_mapping.h. One preallocated workspace (so the
@@ -22,10 +23,13 @@ class CublasLt {
  public:
   /// dlopens cublasLt and creates a handle; `workspace` (device memory of
   /// `workspace_bytes`, owned by the caller, must outlive this object).
-  /// Errors (kDevice): library missing ("dlopen libcublasLt.so.13: ..."), symbol missing, create failure.
+  /// Errors (kDevice): library missing ("cublasLt (for the extern GEMMs) is not
+  /// available: dlopen libcublasLt.so.13: ...", every path tried), symbol missing, create failure.
   static Result<std::unique_ptr<CublasLt>> load(CUdeviceptr workspace, uint64_t workspace_bytes);
   ~CublasLt();
   CublasLt(const CublasLt&) = delete;
+  /// What was dlopened: the soname (found by the loader) or the full path.
+  const std::string& path() const { return path_; }
   CublasLt& operator=(const CublasLt&) = delete;
 
   /// Row-major c[m, n] = bf16(a[m, k] w[n, k]^T (+ c when `accumulate`)) on
@@ -43,6 +47,7 @@ class CublasLt {
   Status check(cublasStatus_t s, const char* call) const;
 
   void* handle_lib_ = nullptr;       ///< owned dlopen handle
+  std::string path_;                 ///< what was dlopened (soname or full path)
   std::unique_ptr<Api> api_;
   cublasLtHandle_t handle_ = nullptr;
   CUdeviceptr workspace_ = 0;        ///< borrowed

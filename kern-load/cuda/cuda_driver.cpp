@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include "kern-load/cuda/library_search.h"
+
 namespace kern::load::cuda {
 
 namespace {
@@ -29,16 +31,25 @@ Status resolve(PFN_cuGetProcAddress_v12000 get_proc, const char* name, int versi
 
 Result<std::unique_ptr<Driver>> Driver::load(const std::string& library) {
   std::unique_ptr<Driver> d(new Driver());
-  d->handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (d->handle_ == nullptr) {
-    const char* why = dlerror();
-    return make_error(ErrorKind::kDevice, "no CUDA driver: dlopen " + library + ": " +
-                                              (why ? why : "unknown error") +
-                                              " (is an NVIDIA driver installed? use --device cpu)");
+  if (library.find('/') != std::string::npos) {  // an explicit path: that file only
+    d->handle_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (d->handle_ == nullptr) {
+      const char* why = dlerror();
+      return make_error(ErrorKind::kDevice,
+                        "no CUDA driver: dlopen " + library + " failed: " + (why ? why : "unknown error"));
+    }
+    d->path_ = library;
+  } else {
+    auto opened = open_cuda_driver(library);
+    if (!opened.ok())
+      return make_error(ErrorKind::kDevice, "no CUDA driver: " + opened.error().message +
+                                                " (is an NVIDIA driver installed? use --device cpu)");
+    d->handle_ = opened.value().handle;
+    d->path_ = opened.value().path;
   }
   auto get_proc = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(d->handle_, "cuGetProcAddress_v2"));
   if (get_proc == nullptr)
-    return make_error(ErrorKind::kDevice, library + ": no cuGetProcAddress_v2 (kern needs a CUDA 12.4+ driver)");
+    return make_error(ErrorKind::kDevice, d->path_ + ": no cuGetProcAddress_v2 (kern needs a CUDA 12.4+ driver)");
   DriverApi& a = d->api_;
 #define KERN_CU_RESOLVE(name, version) KERN_RETURN_IF_ERROR(resolve(get_proc, #name, version, &a.name))
   KERN_CU_RESOLVE(cuGetErrorString, 6000);

@@ -68,10 +68,13 @@ struct DriverApi {
 /// the entry-point table.
 class Driver {
  public:
-  /// dlopens `library` (default "libcuda.so.1"), resolves cuGetProcAddress_v2
-  /// and every DriverApi entry, then calls cuInit(0). Errors (kDevice): no
-  /// driver library ("no CUDA driver: dlopen libcuda.so.1: <dlerror>"), a
-  /// driver older than CUDA 12.4 (cuFuncGetParamInfo missing), cuInit failure.
+  /// dlopens `library` (default "libcuda.so.1"; a name with a '/' is that
+  /// file only, a bare soname is searched by open_cuda_driver: loader,
+  /// toolkit dirs, kCudaDriverDirs, CUDA wheels), resolves
+  /// cuGetProcAddress_v2 and every DriverApi entry, then calls cuInit(0).
+  /// Errors (kDevice): no driver library ("no CUDA driver: dlopen
+  /// libcuda.so.1 failed: <dlerror>; ..." listing every path tried), a driver older than CUDA 12.4 (cuFuncGetParamInfo
+  /// missing), cuInit failure.
   static Result<std::unique_ptr<Driver>> load(const std::string& library = "libcuda.so.1");
 
   ~Driver();
@@ -80,6 +83,8 @@ class Driver {
 
   /// The entry points (valid while this object lives).
   const DriverApi& api() const { return api_; }
+  /// What was dlopened: the soname (found by the loader) or the full path.
+  const std::string& path() const { return path_; }
   /// Driver version as cuDriverGetVersion reports it (e.g. 13000).
   int version() const { return version_; }
 
@@ -91,6 +96,7 @@ class Driver {
  private:
   Driver() = default;
   void* handle_ = nullptr;  ///< owned dlopen handle
+  std::string path_;        ///< what was dlopened (path())
   DriverApi api_;
   int version_ = 0;
 };

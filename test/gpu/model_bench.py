@@ -1,33 +1,47 @@
 #!/usr/bin/env python3
-"""model_bench.py OUT_DIR [MODEL...]
+"""model_bench.py RES_DIR SUMMARY_TXT RESULTS_JSON — results.json of a GPU run
 
-Summarises test/gpu/run.sh step 5 (docs/gpu.md): for each model (default
-qwen3-0.6b qwen3-4b) it reads OUT_DIR/bench_<model>_{graph,eager}.json
-(`kern-run bench -p 512 -n 128 -o json`, random weights) and the measured
-device-to-device copy bandwidth in OUT_DIR/kernels.json (kern-gpu-compare),
-and reports decode ms/step and tok/s (median of the tg128 repetitions),
-prefill tok/s of one 512-token chunk, and the achieved fraction of memory
-bandwidth:
-
-    weight bytes read per decode step / step time / copy bandwidth
-
-A decode step at batch 1 reads every weight once, except the embedding
-table and the rope cache, of which it reads one row each (sizes from
-examples/<model>.json). Writes OUT_DIR/models.json and prints a short table.
-Run from the repository root. Standard library only.
+test/gpu/run.sh calls this after every step (docs/gpu.md "Reading the
+results"). It reads what the steps left in RES_DIR, all optional (a run
+killed early still gets a results.json):
+  env.json              nvidia-smi: device name, driver, clocks (step gpu)
+  VERSION               the bundle's commit and nvcc (step bundle)
+  kernels.json          kern-gpu-compare: cases, kernel timings, copy_gbps
+  tiny_*.json           kern-run --json of the tiny model per device/mode
+  bench_<m>_<mode>.json kern-run bench -p 512 -n 128 -o json, mode graph|eager
+  hf_<m>.json           hf_peer.py: HF vs kern ids and timings
+and SUMMARY_TXT's step lines; writes RESULTS_JSON and prints a short table.
+Per model (sizes from examples/<m>.json):
+  decode ms/step        1000 / the median tok/s of the tg128 repetitions
+                        (5 x 128 steps after a warm-up repetition)
+  launches/step         kernel launches of one decode step run eagerly (the
+                        decode program's dispatches, each kernel's steps);
+                        with graphs, one graph launch replays them
+  bandwidth fraction    weight bytes one decode step reads / step time /
+                        the d2d copy bandwidth measured in the same run
+  vs HF                 kern decode tok/s over HF's (default generate; static
+                        KV cache + CUDA graph) on the same weights
+Also: model_bench.py --bench-line FILE | --copy-line FILE print the one-line
+details run.sh puts in the summary. Run from the repository root. Exit 0
+(1 on bad usage). Standard library only.
 """
 
 import json
 import math
 import os
+import re
 import sys
+import time
 
 DSIZE = {"bf16": 2, "f16": 2, "f32": 4, "fp8e4m3": 1, "i32": 4, "u32": 4, "i64": 8, "u8": 1}
 ONE_ROW = ("model.embed_tokens.weight", "rope.cos_sin_cache")
+MODELS = ("qwen3-0.6b", "qwen3-4b")
+MODES = ("graph", "eager")
 
 
 def step_weight_bytes(manifest):
-    """Bytes of weights one decode step reads (see the module doc)."""
+    """Bytes of weights one decode step reads: every weight once, except one
+    row of the embedding table and of the rope cache."""
     total = 0
     for name, b in manifest["buffers"].items():
         if b["class"] != "weight":
@@ -39,65 +53,171 @@ def step_weight_bytes(manifest):
     return total
 
 
-def summarise(out, models):
+def launches_per_step(manifest, program="decode"):
+    """Kernel launches of one run of `program`: each dispatch launches every step of its kernel."""
+    kernels = manifest["kernels"]
+    total = 0
+    for d in manifest["programs"][program]["dispatches"]:
+        k = kernels.get(d["kernel"], {})
+        total += len(k.get("impl", {}).get("steps", [])) or 1  # an extern op (gemm) is one launch
+    return total
+
+
+def load(path):
+    """Parsed JSON at path, or None when missing or unreadable."""
     try:
-        with open(os.path.join(out, "kernels.json"), "r", encoding="utf-8") as f:
-            copy_gbps = float(json.load(f).get("copy_gbps", 0.0))
+        with open(path, "r", encoding="utf-8") as f:
+            return json.load(f)
     except (OSError, ValueError):
-        copy_gbps = 0.0
-    results = {"copy_gbps": copy_gbps, "models": {}}
+        return None
+
+
+def bench_numbers(doc):
+    """decode/prefill numbers of one kern-run bench JSON (a list of tests)."""
+    if not isinstance(doc, list):
+        return {}
+    tests = {t.get("test"): t for t in doc if isinstance(t, dict)}
+    x = {}
+    tg, pp = tests.get("tg128"), tests.get("pp512")
+    if tg and tg.get("median_ts", 0) > 0:
+        x["decode_ms_per_step"] = 1000.0 / tg["median_ts"]
+        x["decode_tok_s"] = tg["median_ts"]
+        x["decode_steps_timed"] = tg.get("n_gen", 0) * len(tg.get("samples_ms", []))
+    if pp and pp.get("median_ts", 0) > 0:
+        x["prefill512_tok_s"] = pp["median_ts"]
+    for t in doc[:1]:
+        for k in ("plan_sha256", "device", "driver", "build_commit"):
+            if t.get(k):
+                x[k] = t[k]
+    return x
+
+
+def parse_summary(path):
+    """[{name, status, seconds, detail}] of the step lines of summary.txt."""
+    steps = []
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return steps
+    for line in lines:
+        m = re.match(r"^(\S+)\s+(ok|FAIL|TIMEOUT|skip)\s+(\d+)s  (.*)$", line)
+        if m:
+            steps.append({"name": m[1], "status": m[2], "seconds": int(m[3]), "detail": m[4]})
+    return steps
+
+
+def summarise(res, summary_path, models=MODELS):
+    """The results dict (see the module doc)."""
+    r = {"generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "device": load(os.path.join(res, "env.json"))}
+    try:
+        with open(os.path.join(res, "VERSION"), "r", encoding="utf-8") as f:
+            r["bundle"] = f.read().strip().splitlines()
+    except OSError:
+        pass
+    kernels = load(os.path.join(res, "kernels.json")) or {}
+    copy_gbps = float(kernels.get("copy_gbps", 0.0) or 0.0)
+    r["copy_gbps"] = copy_gbps
+    r["steps"] = parse_summary(summary_path)
+    tiny = {}
+    for label in ("cpu", "cuda", "cuda_pinned", "cuda_eager"):
+        t = load(os.path.join(res, f"tiny_{label}.json"))
+        if isinstance(t, dict):
+            tiny[label] = {"ids": t.get("generated_ids"), "decode_ms_per_token": t.get("decode_ms_per_token")}
+    if tiny:
+        r["tiny"] = tiny
+    r["models"] = {}
     for m in models:
-        with open(os.path.join("examples", m + ".json"), "r", encoding="utf-8") as f:
-            r = {"weight_bytes_per_step": step_weight_bytes(json.load(f))}
-        for mode in ("graph", "eager"):
-            try:
-                with open(os.path.join(out, f"bench_{m}_{mode}.json"), "r", encoding="utf-8") as f:
-                    tests = {t["test"]: t for t in json.load(f)}
-            except (OSError, ValueError, KeyError, TypeError):
+        manifest = load(os.path.join("examples", m + ".json"))
+        x = {}
+        if manifest:
+            x["weight_bytes_per_step"] = step_weight_bytes(manifest)
+            x["launches_per_step"] = {"eager": launches_per_step(manifest), "graph": 1}
+        for mode in MODES:
+            b = bench_numbers(load(os.path.join(res, f"bench_{m}_{mode}.json")))
+            if not b:
                 continue
-            x = {}
-            tg, pp = tests.get("tg128"), tests.get("pp512")
-            if tg and tg["median_ts"] > 0:
-                ms = 1000.0 / tg["median_ts"]
-                x["decode_ms_per_step"] = ms
-                x["decode_tok_s"] = tg["median_ts"]
-                if copy_gbps > 0:
-                    x["bandwidth_fraction"] = r["weight_bytes_per_step"] / (ms * 1e-3) / 1e9 / copy_gbps
-            if pp:
-                x["prefill512_tok_s"] = pp["median_ts"]
-            r[mode] = x
-        results["models"][m] = r
-    return results
+            if "plan_sha256" in b:
+                x["plan_sha256"] = b.pop("plan_sha256")
+            for k in ("device", "driver", "build_commit"):
+                if k in b:
+                    r.setdefault("kern", {})[k] = b.pop(k)
+            if copy_gbps > 0 and "decode_ms_per_step" in b and "weight_bytes_per_step" in x:
+                b["bandwidth_fraction"] = x["weight_bytes_per_step"] / (b["decode_ms_per_step"] * 1e-3) / 1e9 / copy_gbps
+            x[mode] = b
+        if "decode_ms_per_step" in x.get("graph", {}) and "decode_ms_per_step" in x.get("eager", {}):
+            x["graph_speedup"] = x["eager"]["decode_ms_per_step"] / x["graph"]["decode_ms_per_step"]
+        hf = load(os.path.join(res, f"hf_{m}.json"))
+        if isinstance(hf, dict):
+            kern_ms = x.get("graph", {}).get("decode_ms_per_step")
+            peer = {k: hf.get(k) for k in ("compare", "hf_generate_ms_per_token", "hf_static_graph_ms_per_token",
+                                           "hf_static_graph_ids_match", "hf_prefill512_tok_s",
+                                           "kern_decode_ms_per_token", "versions", "errors", "skipped")
+                    if hf.get(k) is not None}
+            for key in ("hf_generate_ms_per_token", "hf_static_graph_ms_per_token"):
+                if kern_ms and hf.get(key):  # tok/s ratio = inverse ms ratio
+                    peer["kern_vs_" + key.replace("_ms_per_token", "")] = hf[key] / kern_ms
+            pp = x.get("graph", {}).get("prefill512_tok_s")
+            if pp and hf.get("hf_prefill512_tok_s"):
+                peer["kern_vs_hf_prefill512"] = pp / hf["hf_prefill512_tok_s"]
+            x["hf"] = peer
+        r["models"][m] = x
+    return r
 
 
-def table(results):
-    nan = float("nan")
-    weights = ", ".join(f"{m} {r['weight_bytes_per_step'] / 1e9:.2f} GB" for m, r in results["models"].items())
-    lines = [f"decode at batch 1, weights read per step: {weights}; d2d copy ceiling {results['copy_gbps']:.0f} GB/s"]
-    for m, r in results["models"].items():
-        for mode in ("graph", "eager"):
-            x = r.get(mode, {})
-            frac = x.get("bandwidth_fraction")
-            lines.append(f"{m:<11} {mode:<5} {x.get('decode_ms_per_step', nan):8.3f} ms/step "
-                         f"{x.get('decode_tok_s', nan):8.1f} tok/s   prefill512 {x.get('prefill512_tok_s', nan):9.0f} tok/s"
-                         f"   bandwidth " + (f"{100 * frac:5.1f}%" if frac else "  n/a"))
+def fmt(v, spec, width):
+    return format(v, spec) if isinstance(v, (int, float)) else "-".rjust(width)
+
+
+def table(r):
+    """A short fixed-width table: one line per model and mode, then the HF comparison."""
+    dev = r.get("device") or {}
+    lines = [f"device {dev.get('name', '?')}, driver {dev.get('driver_version', '?')}, "
+             f"SM clock {dev.get('clocks.sm', '?')}/{dev.get('clocks.max.sm', '?')} MHz; "
+             f"d2d copy {r.get('copy_gbps', 0):.0f} GB/s; kern {r.get('kern', {}).get('build_commit', '?')}",
+             "model       mode   ms/step    tok/s  launches  prefill512 tok/s  bandwidth"]
+    for m, x in r["models"].items():
+        for mode in MODES:
+            b = x.get(mode, {})
+            frac = b.get("bandwidth_fraction")
+            lines.append(f"{m:<11} {mode:<5} {fmt(b.get('decode_ms_per_step'), '8.3f', 8)} "
+                         f"{fmt(b.get('decode_tok_s'), '8.1f', 8)} {fmt(x.get('launches_per_step', {}).get(mode), '9d', 9)} "
+                         f"{fmt(b.get('prefill512_tok_s'), '17.0f', 17)}  "
+                         + (f"{100 * frac:8.1f}%" if frac else "       -"))
+    for m, x in r["models"].items():
+        hf = x.get("hf")
+        if not hf:
+            continue
+        c = hf.get("compare", {})
+        ids = ("equal" if c.get("equal") else
+               f"differ from step {c['first_diff']} (HF top-2 gap {c.get('margin_at_diff')}"
+               f"{', a near tie' if c.get('near_tie') else ''})" if c else "not compared")
+        lines.append(f"{m} vs HF: greedy ids {ids}; kern/HF tok/s: generate "
+                     f"{fmt(hf.get('kern_vs_hf_generate'), '.2f', 1)}x, static+graph "
+                     f"{fmt(hf.get('kern_vs_hf_static_graph'), '.2f', 1)}x, prefill512 "
+                     f"{fmt(hf.get('kern_vs_hf_prefill512'), '.2f', 1)}x"
+                     + (f"; errors: {', '.join(hf['errors'])}" if hf.get("errors") else ""))
     return "\n".join(lines)
 
 
-def complete(results):
-    """Every model has decode and prefill numbers in both modes."""
-    return all(all(k in r.get(mode, {}) for k in ("decode_ms_per_step", "prefill512_tok_s"))
-               for r in results["models"].values() for mode in ("graph", "eager"))
-
-
 def main(argv):
-    out = argv[1]
-    models = argv[2:] or ["qwen3-0.6b", "qwen3-4b"]
-    results = summarise(out, models)
-    with open(os.path.join(out, "models.json"), "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=1)
-    print(table(results))
-    return 0 if complete(results) else 1
+    if len(argv) == 3 and argv[1] in ("--bench-line", "--copy-line"):
+        doc = load(argv[2])
+        if argv[1] == "--copy-line":
+            print(f"d2d copy {doc['copy_gbps']:.0f} GB/s" if isinstance(doc, dict) and "copy_gbps" in doc else "")
+            return 0
+        b = bench_numbers(doc)
+        print(f"{b.get('decode_ms_per_step', float('nan')):.3f} ms/step, "
+              f"pp512 {b.get('prefill512_tok_s', float('nan')):.0f} tok/s")
+        return 0
+    if len(argv) != 4:
+        print(__doc__.split("\n\n")[0], file=sys.stderr)
+        return 1
+    r = summarise(argv[1], argv[2])
+    with open(argv[3], "w", encoding="utf-8") as f:
+        json.dump(r, f, indent=1)
+    print(table(r))
+    return 0
 
 
 if __name__ == "__main__":

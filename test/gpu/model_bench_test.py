@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """model_bench_test.py SOURCE_ROOT
 
-Tests of test/gpu/model_bench.py (the run.sh step-5 summary) on fabricated
-bench results: decode ms/step from the tg128 median, prefill from pp512,
-the bandwidth fraction against the measured copy ceiling, the weight bytes a
-decode step reads (one row of the embedding and rope cache), and a nonzero
-exit when a result is missing. Standard library only.
+Tests of test/gpu/model_bench.py (results.json of a test/gpu/run.sh run) on
+fabricated step results: decode ms/step from the tg128 median, prefill from
+pp512, the bandwidth fraction against the copy bandwidth measured in the same
+run, launches per step from the manifest, graph vs eager, the kern/HF ratios,
+the summary's step lines, and a results.json with whatever exists when a run
+stopped early. Standard library only.
 """
 
 import json
@@ -20,15 +21,21 @@ ROOT = None
 
 def write(path, obj):
     with open(path, "w", encoding="utf-8") as f:
-        json.dump(obj, f)
+        f.write(obj if isinstance(obj, str) else json.dumps(obj))
+
+
+def bench(ts, pp=9000.0):
+    head = {"plan_sha256": "ab" * 32, "device": "cuda:0 NVIDIA H200", "driver": "13.0", "build_commit": "c0ffee"}
+    return [dict(head, test="pp512", n_prompt=512, n_gen=0, samples_ms=[1.0] * 5, median_ts=pp),
+            dict(head, test="tg128", n_prompt=0, n_gen=128, samples_ms=[1.0] * 5, median_ts=ts)]
 
 
 class ModelBench(unittest.TestCase):
-    def run_bench(self, out):
-        return subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "test", "gpu", "model_bench.py"), out, "qwen3-0.6b"],
+    def run_tool(self, *args):
+        return subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "test", "gpu", "model_bench.py"), *args],
                               capture_output=True, text=True, cwd=ROOT)
 
-    def test_summary_computes_step_time_prefill_and_bandwidth_fraction(self):
+    def test_results_hold_decode_prefill_bandwidth_launches_and_hf_ratios(self):
         sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
         import model_bench  # noqa: E402
         with open(os.path.join(ROOT, "examples", "qwen3-0.6b.json"), "r", encoding="utf-8") as f:
@@ -40,28 +47,71 @@ class ModelBench(unittest.TestCase):
         # The lm_head is read whole, the embedding table only one row.
         self.assertGreater(step_bytes, lm[0] * lm[1] * 2)
         self.assertLess(step_bytes, 2 * 0.6e9 * 2)
-        with tempfile.TemporaryDirectory() as out:
-            write(os.path.join(out, "kernels.json"), {"copy_gbps": 2000.0})
-            for mode, ts in (("graph", 500.0), ("eager", 250.0)):
-                write(os.path.join(out, f"bench_qwen3-0.6b_{mode}.json"),
-                      [{"test": "pp512", "median_ts": 9000.0}, {"test": "tg128", "median_ts": ts}])
-            proc = self.run_bench(out)
+        launches = model_bench.launches_per_step(doc)
+        self.assertGreaterEqual(launches, len(doc["programs"]["decode"]["dispatches"]))
+        with tempfile.TemporaryDirectory() as res:
+            write(os.path.join(res, "env.json"), {"name": "NVIDIA H200", "driver_version": "580.1",
+                                                  "clocks.sm": "1980", "clocks.max.sm": "1980"})
+            write(os.path.join(res, "VERSION"), "commit c0ffee\nnvcc release 13.0\n")
+            write(os.path.join(res, "kernels.json"), {"copy_gbps": 2000.0})
+            write(os.path.join(res, "bench_qwen3-0.6b_graph.json"), bench(500.0))
+            write(os.path.join(res, "bench_qwen3-0.6b_eager.json"), bench(250.0, pp=8000.0))
+            write(os.path.join(res, "hf_qwen3-0.6b.json"), {
+                "compare": {"equal": True, "first_diff": None, "ok": True}, "hf_generate_ms_per_token": 20.0,
+                "hf_static_graph_ms_per_token": 4.0, "hf_prefill512_tok_s": 18000.0, "errors": {}})
+            summary = os.path.join(res, "summary.txt")
+            write(summary, "kern GPU run ...\ngpu          ok          1s  NVIDIA H200, 580.1\n"
+                           "hf-0.6b      TIMEOUT    60s  killed after 60s; last: x\nstopped: no\n")
+            out = os.path.join(res, "results.json")
+            proc = self.run_tool(res, summary, out)
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
-            with open(os.path.join(out, "models.json"), "r", encoding="utf-8") as f:
-                r = json.load(f)["models"]["qwen3-0.6b"]
-            self.assertAlmostEqual(r["graph"]["decode_ms_per_step"], 2.0)
-            self.assertAlmostEqual(r["eager"]["decode_ms_per_step"], 4.0)
-            self.assertEqual(r["graph"]["prefill512_tok_s"], 9000.0)
-            self.assertAlmostEqual(r["graph"]["bandwidth_fraction"], step_bytes / 2e-3 / 1e9 / 2000.0)
+            with open(out, "r", encoding="utf-8") as f:
+                r = json.load(f)
+        m = r["models"]["qwen3-0.6b"]
+        self.assertAlmostEqual(m["graph"]["decode_ms_per_step"], 2.0)
+        self.assertAlmostEqual(m["eager"]["decode_ms_per_step"], 4.0)
+        self.assertEqual(m["graph"]["decode_steps_timed"], 640)
+        self.assertEqual(m["graph"]["prefill512_tok_s"], 9000.0)
+        self.assertAlmostEqual(m["graph"]["bandwidth_fraction"], step_bytes / 2e-3 / 1e9 / 2000.0)
+        self.assertAlmostEqual(m["graph_speedup"], 2.0)
+        self.assertEqual(m["launches_per_step"], {"eager": launches, "graph": 1})
+        self.assertEqual(m["plan_sha256"], "ab" * 32)
+        self.assertAlmostEqual(m["hf"]["kern_vs_hf_generate"], 10.0)      # 20 ms vs 2 ms per token
+        self.assertAlmostEqual(m["hf"]["kern_vs_hf_static_graph"], 2.0)
+        self.assertAlmostEqual(m["hf"]["kern_vs_hf_prefill512"], 0.5)
+        self.assertEqual(r["kern"]["build_commit"], "c0ffee")
+        self.assertEqual(r["device"]["name"], "NVIDIA H200")
+        self.assertEqual(r["bundle"][0], "commit c0ffee")
+        self.assertEqual([(s["name"], s["status"], s["seconds"]) for s in r["steps"]],
+                         [("gpu", "ok", 1), ("hf-0.6b", "TIMEOUT", 60)])
+        self.assertNotIn("graph", r["models"]["qwen3-4b"])  # no result: no numbers, no crash
+        self.assertIn("NVIDIA H200", proc.stdout)
+        self.assertIn("qwen3-0.6b vs HF: greedy ids equal", proc.stdout)
+        self.assertIn("generate 10.00x", proc.stdout)
+        self.assertTrue(proc.stdout.splitlines()[2].startswith("qwen3-0.6b  graph    2.000 "), proc.stdout)
+
+    def test_an_empty_run_still_gets_results_and_a_table(self):
+        with tempfile.TemporaryDirectory() as res:
+            out = os.path.join(res, "results.json")
+            proc = self.run_tool(res, os.path.join(res, "missing-summary.txt"), out)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(out, "r", encoding="utf-8") as f:
+                r = json.load(f)
+            self.assertEqual(r["steps"], [])
+            self.assertIsNone(r["device"])
             self.assertIn("ms/step", proc.stdout)
 
-    def test_a_missing_result_makes_the_summary_fail(self):
-        with tempfile.TemporaryDirectory() as out:
-            write(os.path.join(out, "bench_qwen3-0.6b_graph.json"),
-                  [{"test": "pp512", "median_ts": 9000.0}, {"test": "tg128", "median_ts": 500.0}])
-            proc = self.run_bench(out)
-            self.assertEqual(proc.returncode, 1)
-            self.assertIn("n/a", proc.stdout)  # no copy ceiling measured
+    def test_one_line_details_for_the_summary(self):
+        with tempfile.TemporaryDirectory() as res:
+            write(os.path.join(res, "b.json"), bench(400.0, pp=12000.0))
+            write(os.path.join(res, "k.json"), {"copy_gbps": 4321.4})
+            self.assertEqual(self.run_tool("--bench-line", os.path.join(res, "b.json")).stdout,
+                             "2.500 ms/step, pp512 12000 tok/s\n")
+            self.assertEqual(self.run_tool("--copy-line", os.path.join(res, "k.json")).stdout, "d2d copy 4321 GB/s\n")
+            self.assertEqual(self.run_tool("--copy-line", os.path.join(res, "none.json")).stdout, "\n")
+
+    def test_bad_usage_exits_1(self):
+        self.assertEqual(self.run_tool("only-one").returncode, 1)
 
 
 if __name__ == "__main__":

@@ -1,165 +1,319 @@
 #!/usr/bin/env bash
-# test/gpu/run.sh [BUNDLE] — every GPU check of kern in one script (docs/gpu.md).
+# test/gpu/run.sh [BUNDLE] — every GPU check of kern, and kern beside HF
+# transformers, in one bounded run (docs/gpu.md "Running the GPU checks").
 #
-# Run from the repository root on a machine with an NVIDIA GPU and the CUDA
-# toolkit. BUNDLE (default .gpu-bundle) is what test/gpu/bundle.sh gathered on
-# the build machine: kernels/*.fatbin, bin/{kern-gpu-compare,kern-verify,
-# kern-run} and lib/ (their non-glibc shared libraries). If BUNDLE has no
-# fatbins, they are rebuilt here with nvcc (same flags as meson.build).
+# Run from anywhere on the GPU machine; BUNDLE (default .gpu-bundle in the
+# repository root) is what test/gpu/bundle.sh gathered on the build machine.
+# Its libraries reach only kern's binaries (their $ORIGIN rpath): nothing here
+# sets LD_LIBRARY_PATH, so python3, nvidia-smi, nvcc and compute-sanitizer run
+# with the machine's own libraries.
 #
-# Steps (each bounded by `timeout`; a failed step does not stop the others):
-#   1. environment: GPU, driver, toolkit; the bundled binaries start;
-#   2. offline fatbin ABI check (check_kernel_abi.py), plus cuobjdump's view;
-#   3. every CUDA kernel vs its cpu reference on random inputs, several
-#      shapes each, outputs poisoned first (tolerances in kernel_cases.h),
-#      then a benchmark of the Qwen3-4B shapes against a measured
-#      device-to-device copy ceiling (kern-gpu-compare);
-#   4. the tiny Qwen3 model end to end: kern-run --device cpu vs --device cuda
-#      (greedy ids must match), the checked-in sha256-pinned manifest and an
-#      unpinned one, CUDA graphs (default) and --eager, and once under
-#      compute-sanitizer (the cpu device's ids are compared with llama.cpp's
-#      by test/oracle on the build machine);
-#   5. Qwen3-0.6B and Qwen3-4B geometry with random weights (kern-run bench
-#      --random-weights, no weights file): decode ms/step and tok/s with
-#      graphs and with --eager, prefill tok/s of one 512-token chunk, and the
-#      achieved fraction of memory bandwidth (model_bench.py);
-#   6. a short table, last. Full results as JSON under $OUT (or ./gpu-results).
-# Exit status: 0 when every step passed, 1 otherwise.
+# Bounded and incremental: the whole run has a wall budget (KERN_GPU_BUDGET_S,
+# default 360 s); each step has its own timeout, clipped to what is left of
+# the budget (a step that would get under 5 s is skipped). After every step
+# its line is appended to $OUT/summary.txt, and $OUT/results.json and
+# $OUT/logs.tar.gz (every step's log and raw result) are rewritten, so a run
+# killed at any point still returns what it did. $OUT (default ./gpu-results)
+# holds only those three files. Without a GPU the run stops at the first step
+# with "no NVIDIA GPU: ..." and exit 1.
+#
+# Adding a check is one line in the list at the bottom:
+#   step NAME TIMEOUT_S COMMAND [ARGS...]
+# COMMAND is a function defined here (or a program); it runs under `timeout`
+# with stdout+stderr in logs/NN-NAME.log, exit 0 = ok, 77 = skip, else FAIL
+# (124/137: TIMEOUT). It may write one line to "$DETAIL" for the summary
+# (default: its last log line), raw results to "$RES/<file>" (packed into
+# logs.tar.gz; model_bench.py reads them for results.json), or a reason to
+# "$STOP" to skip every later step. Useful variables: $BIN (bundle binaries),
+# $KERNELS (fatbins), $WORK (scratch), $STEP_TIMEOUT (this step's seconds).
+#
+# KERN_GPU_STEPS="kernels tiny" runs only the named steps (plus gpu and
+# bundle, which every other step needs): a quick rerun of what failed.
+# Exit status: 0 when every step that ran passed, 1 otherwise.
 set -uo pipefail
-bundle=${1:-.gpu-bundle}
-out=${OUT:-$PWD/gpu-results}
-mkdir -p "$out"
-tmp=$(mktemp -d)
-export LD_LIBRARY_PATH="$PWD/$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$repo" || exit 2
+bundle=$(realpath -m "${1:-.gpu-bundle}")
+out=$(realpath -m "${OUT:-$repo/gpu-results}")
+budget=${KERN_GPU_BUDGET_S:-360}
+only=${KERN_GPU_STEPS:-}
+reserve=10  # seconds kept for the final results.json, archive and table
+mkdir -p "$out" || exit 2
+rm -f "$out/summary.txt" "$out/results.json" "$out/logs.tar.gz"
+work=$(mktemp -d /tmp/kern-gpu.XXXXXX) || exit 2
+mkdir -p "$work/logs" "$work/res"
+export BUNDLE=$bundle BIN=$bundle/bin KERNELS=$bundle/kernels WORK=$work RES=$work/res REPO=$repo
+export DETAIL=$work/detail STOP=$work/stop PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 export PATH="$PATH:/usr/local/cuda/bin"
-declare -a summary
+t0=$SECONDS
+n=0
 failed=0
-step() {  # step NAME STATUS DETAIL
-  summary+=("$(printf '%-34s %-6s %s' "$1" "$2" "$3")")
-  [ "$2" = ok ] || [ "$2" = skip ] || failed=1
-}
+stopped=""
 
-echo "== 1. environment"
-gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
-echo "$gpu"
-nvcc --version 2>&1 | tail -1
-kernels="$bundle/kernels"
-if ! ls "$kernels"/*.fatbin >/dev/null 2>&1; then
-  echo "no bundled fatbins: building them with nvcc"
-  kernels="$tmp/kernels"
-  mkdir -p "$kernels"
-  for f in kernels-src/cuda/*.cu; do
-    nvcc -O3 -std=c++20 --no-compress -fatbin -gencode arch=compute_80,code=sm_80 \
-      -gencode arch=compute_90,code=sm_90 -gencode arch=compute_100,code=sm_100 \
-      -gencode arch=compute_100,code=compute_100 -o "$kernels/$(basename "${f%.cu}").fatbin" "$f" &
-  done
-  wait
-fi
-for exe in kern-gpu-compare kern-verify kern-run; do
-  if [ ! -x "$bundle/bin/$exe" ]; then
-    step "$exe present" FAIL "not in $bundle/bin (run test/gpu/bundle.sh)"
-  elif ldd "$bundle/bin/$exe" 2>&1 | grep -q "not found"; then
-    step "$exe starts" FAIL "$(ldd "$bundle/bin/$exe" 2>&1 | grep "not found" | tr '\n' ' ')"
+# --- the steps -------------------------------------------------------------
+
+detail() { printf '%s' "$*" | tr '\n' ' ' | head -c 300 | sed 's/ *$//' > "$DETAIL"; }
+
+# The GPU, driver and clocks (nvidia-smi; never changes any setting). No GPU:
+# stop everything.
+s_gpu() {
+  if ! command -v nvidia-smi >/dev/null; then
+    echo "no NVIDIA GPU: nvidia-smi not found" > "$STOP"; detail "$(cat "$STOP")"; return 1
   fi
-done
-
-echo "== 2. fatbin ABI (offline)"
-if /usr/bin/env python3 test/gpu/check_kernel_abi.py --manifest examples/qwen3-4b.json \
-    --manifest examples/tiny-qwen3.json --doc docs/kernels.md "$kernels"/*.fatbin > "$out/abi.txt" 2>&1; then
-  step "fatbin abi check" ok "$(tail -1 "$out/abi.txt")"
-else
-  step "fatbin abi check" FAIL "$(head -1 "$out/abi.txt")"
-fi
-command -v cuobjdump >/dev/null && cuobjdump --list-elf --list-ptx "$kernels"/*.fatbin > "$tmp/cuobjdump.txt" 2>&1 \
-  && echo "cuobjdump: $(grep -c 'ELF file' "$tmp/cuobjdump.txt") cubins, $(grep -c 'PTX file' "$tmp/cuobjdump.txt") ptx"
-
-echo "== 3. kernels vs cpu reference, benchmark"
-timeout 300 "$bundle/bin/kern-gpu-compare" --kernels-dir "$kernels" --json "$out/kernels.json" --reps 100 \
-  2>&1 | tee "$out/kernels.txt"
-rc=${PIPESTATUS[0]}
-kline=$(grep -E '^[0-9]+ cases' "$out/kernels.txt" | head -1)
-[ "$rc" = 0 ] && step "kernels vs cpu reference" ok "$kline" || step "kernels vs cpu reference" FAIL "rc $rc: $kline"
-
-echo "== 4. tiny Qwen3 end to end, cpu vs cuda"
-ids=1,17,42,99,3,250,7
-e2e() {  # e2e LABEL PLAN EXTRA...
-  local label=$1 plan=$2; shift 2
-  timeout 120 "$bundle/bin/kern-run" "$plan" --weights examples/tiny-qwen3.safetensors --prompt-ids "$ids" \
-    --steps 32 --json "$@" > "$out/e2e_$label.json" 2> "$tmp/e2e_$label.err"
-}
-# examples/tiny-qwen3.json is pinned (cubin + sha256) to the fatbins the build
-# produces; the unpinned variant resolves each symbol in any loaded file.
-if timeout 60 "$bundle/bin/kern-verify" examples/tiny-qwen3.json -o "$tmp/tiny-pinned.kplan" > "$tmp/verify.txt" 2>&1 &&
-   /usr/bin/env python3 examples/gen_qwen3_manifest.py examples/tiny-qwen3.config.json -o "$tmp/tiny.json" \
-     > /dev/null 2>&1 &&
-   timeout 60 "$bundle/bin/kern-verify" "$tmp/tiny.json" -o "$tmp/tiny.kplan" >> "$tmp/verify.txt" 2>&1; then
-  e2e cpu "$tmp/tiny.kplan" --device cpu
-  e2e cuda "$tmp/tiny.kplan" --device cuda --kernels "$kernels"
-  e2e cuda_pinned "$tmp/tiny-pinned.kplan" --device cuda --kernels "$kernels"
-  e2e cuda_eager "$tmp/tiny-pinned.kplan" --device cuda --kernels "$kernels" --eager
-  for label in cuda cuda_pinned cuda_eager; do
-    verdict=$(/usr/bin/env python3 - "$out/e2e_cpu.json" "$out/e2e_$label.json" <<'EOF'
+  local q x base=name,driver_version,memory.total
+  local extra=compute_cap,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,power.limit,temperature.gpu
+  if ! q=$(timeout 15 nvidia-smi --query-gpu=$base --format=csv,noheader,nounits 2>&1) || [ -z "$q" ]; then
+    echo "no NVIDIA GPU: nvidia-smi: $(echo "$q" | head -1)" > "$STOP"; detail "$(cat "$STOP")"; return 1
+  fi
+  echo "$q"
+  # Optional fields (an older nvidia-smi may not know one): their absence is no failure.
+  x=$(timeout 10 nvidia-smi --query-gpu=$extra --format=csv,noheader,nounits 2>&1) || x=""
+  echo "$x"
+  python3 - "$base" "$(echo "$q" | head -1)" "$extra" "$(echo "$x" | head -1)" > "$RES/env.json" <<'EOF2'
 import json, sys
-try:
-    a, b = (json.load(open(p)) for p in sys.argv[1:3])
-except Exception as e:
-    print(f"FAIL no result ({e})"); sys.exit()
-same = a["generated_ids"] == b["generated_ids"]
-first = next((i for i, (x, y) in enumerate(zip(a["generated_ids"], b["generated_ids"])) if x != y), None)
-print(("ok" if same else "FAIL") + f" {len(b['generated_ids'])} ids" + ("" if same else f", first diff at {first}")
-      + f"; decode {b.get('decode_tokens_per_s', 0):.0f} tok/s (cpu {a.get('decode_tokens_per_s', 0):.0f})")
-EOF
-)
-    if grep -q "CUDA graphs disabled" "$tmp/e2e_$label.err"; then  # a graph failure fell back to eager
-      verdict="FAIL $(grep -m1 'CUDA graphs disabled' "$tmp/e2e_$label.err" | cut -c1-160)"
-    fi
-    step "tiny e2e cpu vs $label" "${verdict%% *}" "${verdict#* }"
-    [ "${verdict%% *}" = ok ] || head -3 "$tmp/e2e_$label.err"
-  done
-  if command -v compute-sanitizer >/dev/null; then
-    timeout 300 compute-sanitizer --tool memcheck --error-exitcode 9 "$bundle/bin/kern-run" "$tmp/tiny-pinned.kplan" \
-      --weights examples/tiny-qwen3.safetensors --prompt-ids "$ids" --steps 4 --device cuda --kernels "$kernels" \
-      > "$out/memcheck.txt" 2>&1
-    rc=$?
-    [ "$rc" = 0 ] && step "memcheck tiny e2e" ok "$(grep -m1 'ERROR SUMMARY' "$out/memcheck.txt")" \
-                  || step "memcheck tiny e2e" FAIL "rc $rc: $(grep -m1 -E 'ERROR SUMMARY|Invalid' "$out/memcheck.txt")"
-  else
-    step "memcheck tiny e2e" skip "no compute-sanitizer"
-  fi
-else
-  step "tiny e2e" FAIL "kern-verify / manifest generation failed: $(head -2 "$tmp/verify.txt")"
-fi
+env = {}
+for keys, values in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+    values = [v.strip() for v in values.split(",")]
+    if len(values) == len(keys.split(",")):
+        env.update(zip(keys.split(","), values))
+print(json.dumps(env, indent=1))
+EOF2
+  nvidia-smi -L; timeout 10 nvidia-smi -q -d CLOCK | head -40
+  echo "== toolkit and python"; command -v nvcc && nvcc --version | tail -2
+  command -v python3 && python3 --version; uname -a
+  echo "== CUDA libraries the loader sees"; ldconfig -p | grep -E 'libcuda\.so|libcublasLt' || echo "(none in the loader cache)"
+  ls -d /usr/local/cuda*/lib64 /usr/local/nvidia/lib64 2>&1
+  detail "$(echo "$q" | head -1 | cut -d, -f1-4)"
+}
 
-echo "== 5. Qwen3-0.6B / Qwen3-4B geometry, random weights: decode graph vs eager, 512-token prefill"
-for m in qwen3-0.6b qwen3-4b; do
-  if ! timeout 60 "$bundle/bin/kern-verify" "examples/$m.json" -o "$tmp/$m.kplan" > "$tmp/verify_$m.txt" 2>&1; then
-    step "$m bench" FAIL "kern-verify: $(head -1 "$tmp/verify_$m.txt")"
-    continue
+# The bundle: present, its binaries start with its own libraries, its fatbins
+# are the pinned bytes.
+s_bundle() {
+  if [ ! -f "$BUNDLE/VERSION" ]; then
+    echo "no bundle at $BUNDLE (test/gpu/bundle.sh BUILD DEST on the build machine, carry DEST)" > "$STOP"
+    detail "$(cat "$STOP")"; return 1
   fi
+  cat "$BUNDLE/VERSION"; cp "$BUNDLE/VERSION" "$RES/VERSION"
+  local exe bad=0
+  for exe in kern-gpu-compare kern-verify kern-run; do
+    echo "== $exe"; ldd "$BIN/$exe"
+    # Started = the loader resolved everything and main ran (kern-gpu-compare
+    # answers --help with its usage line and exit 2).
+    local o r
+    o=$("$BIN/$exe" --help 2>&1); r=$?
+    if [ $r = 127 ] || [ $r -ge 128 ] || ! grep -qi usage <<< "$o"; then echo "$exe does not start (exit $r): $o" | head -3; bad=1; fi
+  done
+  if ldd "$BIN"/* | grep -q "not found"; then bad=1; fi
+  python3 test/gpu/fatbin_pins.py "$KERNELS" examples/tiny-qwen3.json examples/qwen3-0.6b.json examples/qwen3-4b.json || bad=1
+  if [ $bad != 0 ]; then
+    echo "the bundle is unusable (see logs)" > "$STOP"; detail "binaries or fatbins broken: see the log"; return 1
+  fi
+  detail "$(head -1 "$BUNDLE/VERSION"); binaries start; $(ls "$KERNELS" | wc -l) fatbins match the pins"
+}
+
+# Offline fatbin ABI check, and cuobjdump's view of the fatbins.
+s_abi() {
+  python3 test/gpu/check_kernel_abi.py --manifest examples/qwen3-4b.json --manifest examples/tiny-qwen3.json \
+    --doc docs/kernels.md "$KERNELS"/*.fatbin || return 1
+  local last; last=$(tail -1 "$WORK/logs/$LOGNAME_")
+  if command -v cuobjdump >/dev/null; then
+    cuobjdump --list-elf --list-ptx "$KERNELS"/*.fatbin > "$WORK/cuobjdump.txt" 2>&1
+    cat "$WORK/cuobjdump.txt"
+    last="$last; cuobjdump: $(grep -c 'ELF file' "$WORK/cuobjdump.txt") cubins, $(grep -c 'PTX file' "$WORK/cuobjdump.txt") ptx"
+  fi
+  detail "$last"
+}
+
+# Every CUDA kernel vs its cpu reference, then the Qwen3-4B shapes timed
+# against a measured device-to-device copy (kern-gpu-compare).
+s_kernels() {
+  "$BIN/kern-gpu-compare" --kernels-dir "$KERNELS" --json "$RES/kernels.json" --reps 100
+  local rc=$?
+  detail "$(grep -m1 -E '^[0-9]+ cases' "$WORK/logs/$LOGNAME_"); $(python3 test/gpu/model_bench.py --copy-line "$RES/kernels.json")"
+  return $rc
+}
+
+plan() {  # plan NAME: kern-verify examples/NAME.json -> $WORK/NAME.kplan (once)
+  [ -f "$WORK/$1.kplan" ] || "$BIN/kern-verify" "examples/$1.json" -o "$WORK/$1.kplan" > "$WORK/verify_$1.txt" 2>&1 \
+    || { cat "$WORK/verify_$1.txt"; detail "kern-verify examples/$1.json failed: $(head -1 "$WORK/verify_$1.txt")"; return 1; }
+}
+
+# The tiny Qwen3 model: --device cpu vs cuda (unpinned, pinned, --eager): the
+# greedy ids must match and no graph may fall back to eager.
+s_tiny() {
+  plan tiny-qwen3 || return 1
+  python3 examples/gen_qwen3_manifest.py examples/tiny-qwen3.config.json -o "$WORK/tiny-unpinned.json" &&
+    "$BIN/kern-verify" "$WORK/tiny-unpinned.json" -o "$WORK/tiny-unpinned.kplan" || { detail "unpinned plan failed"; return 1; }
+  local label args ok=1 line=""
+  for label in cpu cuda cuda_pinned cuda_eager; do
+    case $label in
+      cpu) args=("$WORK/tiny-unpinned.kplan" --device cpu) ;;
+      cuda) args=("$WORK/tiny-unpinned.kplan" --device cuda --kernels "$KERNELS") ;;
+      cuda_pinned) args=("$WORK/tiny-qwen3.kplan" --device cuda --kernels "$KERNELS") ;;
+      cuda_eager) args=("$WORK/tiny-qwen3.kplan" --device cuda --kernels "$KERNELS" --eager) ;;
+    esac
+    "$BIN/kern-run" "${args[@]}" --weights examples/tiny-qwen3.safetensors --prompt-ids 1,17,42,99,3,250,7 \
+      --steps 32 --json > "$RES/tiny_$label.json" 2> "$WORK/tiny_$label.err"
+    echo "== $label: exit $?"; cat "$WORK/tiny_$label.err"
+    if grep -q "CUDA graphs disabled" "$WORK/tiny_$label.err"; then ok=0; line="$line $label: graph fell back to eager;"; fi
+  done
+  python3 - "$RES" > "$WORK/tiny_verdict.txt" <<'EOF'
+import json, os, sys
+def ids(label):
+    try:
+        return json.load(open(os.path.join(sys.argv[1], f"tiny_{label}.json")))["generated_ids"]
+    except Exception as e:
+        return f"no result ({type(e).__name__})"
+ref, bad = ids("cpu"), 0
+parts = []
+for label in ("cuda", "cuda_pinned", "cuda_eager"):
+    got = ids(label)
+    if got == ref and isinstance(ref, list):
+        parts.append(f"{label} ok")
+    else:
+        bad = 1
+        first = next((i for i, (a, b) in enumerate(zip(ref, got)) if a != b), None) if isinstance(got, list) and isinstance(ref, list) else None
+        parts.append(f"{label} DIFFERS" + (f" at step {first}" if first is not None else f": {got}"))
+print(f"{len(ref) if isinstance(ref, list) else 0} ids vs cpu: " + ", ".join(parts))
+sys.exit(bad)
+EOF
+  local v=$?
+  cat "$WORK/tiny_verdict.txt"
+  detail "$(cat "$WORK/tiny_verdict.txt")$line"
+  [ $v = 0 ] && [ $ok = 1 ]
+}
+
+# kern-run bench at a model's geometry with random weights: 512-token prefill
+# and 128-step decode, CUDA graphs and --eager.
+s_bench() {
+  local m=$1 mode flag rc=0 line=""
+  plan "$m" || return 1
   for mode in graph eager; do
     flag=()
-    [ "$mode" = eager ] && flag=(--eager)
-    timeout 240 "$bundle/bin/kern-run" bench "$tmp/$m.kplan" --random-weights 1 --device cuda --kernels "$kernels" \
-      -p 512 -n 128 -r 5 --warmup 1 -o json "${flag[@]}" > "$out/bench_${m}_$mode.json" 2> "$tmp/bench_${m}_$mode.err"
-    rc=$?
-    if [ "$rc" != 0 ]; then
-      step "$m bench $mode" FAIL "rc $rc: $(grep -m1 -i error "$tmp/bench_${m}_$mode.err" | cut -c1-140)"
-    elif grep -q "CUDA graphs disabled" "$tmp/bench_${m}_$mode.err"; then
-      step "$m bench $mode" FAIL "$(grep -m1 'CUDA graphs disabled' "$tmp/bench_${m}_$mode.err" | cut -c1-160)"
+    [ $mode = eager ] && flag=(--eager)
+    "$BIN/kern-run" bench "$WORK/$m.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
+      -p 512 -n 128 -r 5 --warmup 1 -o json "${flag[@]}" > "$RES/bench_${m}_$mode.json" 2> "$WORK/bench.err"
+    local r=$?
+    echo "== $mode: exit $r"; cat "$WORK/bench.err"
+    if [ $r != 0 ]; then rc=1; line="$line $mode: exit $r $(grep -m1 -i error "$WORK/bench.err" | cut -c1-120);"
+    elif grep -q "CUDA graphs disabled" "$WORK/bench.err"; then rc=1; line="$line $mode: graph fell back to eager;"
+    else line="$line $mode: $(python3 test/gpu/model_bench.py --bench-line "$RES/bench_${m}_$mode.json");"
     fi
   done
-done
-if /usr/bin/env python3 test/gpu/model_bench.py "$out" > "$tmp/models.txt" 2>&1; then
-  step "qwen3 0.6b/4b decode + prefill" ok "table below"
-else
-  step "qwen3 0.6b/4b decode + prefill" FAIL "incomplete: $(tail -1 "$tmp/models.txt" | cut -c1-120)"
-fi
-cat "$tmp/models.txt"
+  detail "$line"
+  return $rc
+}
 
-echo
-echo "== summary"
-grep -A100 '^benchmark' "$out/kernels.txt" 2>/dev/null
-cat "$tmp/models.txt" 2>/dev/null
-{ echo "gpu: ${gpu:-none}"; printf '%s\n' "${summary[@]}"; } | tee "$out/summary.txt"
-rm -rf "$tmp"
-exit $failed
+# HF transformers beside kern on the same random weights (hf_peer.py).
+s_hf() {
+  local m=$1
+  plan "$m" || return 1
+  python3 test/gpu/hf_peer.py "examples/$m.config.json" --plan "$WORK/$m.kplan" --kern-run "$BIN/kern-run" \
+    --kernels "$KERNELS" --work "$WORK/hf_$m" --json "$RES/hf_$m.json" --deadline-s $((STEP_TIMEOUT - 8))
+  local rc=$?
+  rm -rf "$WORK/hf_$m"
+  detail "$(tail -1 "$WORK/logs/$LOGNAME_")"
+  return $rc
+}
+
+# compute-sanitizer memcheck over a short tiny-model run (last: slow, capped).
+s_memcheck() {
+  command -v compute-sanitizer >/dev/null || { detail "no compute-sanitizer"; return 77; }
+  plan tiny-qwen3 || return 1
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/kern-run" "$WORK/tiny-qwen3.kplan" \
+    --weights examples/tiny-qwen3.safetensors --prompt-ids 1,17,42,99,3,250,7 --steps 2 --device cuda \
+    --kernels "$KERNELS"
+  local rc=$?
+  detail "$(grep -m1 -E 'ERROR SUMMARY' "$WORK/logs/$LOGNAME_" || echo "exit $rc")"
+  return $rc
+}
+
+export -f detail s_gpu s_bundle s_abi s_kernels plan s_tiny s_bench s_hf s_memcheck
+
+# --- the runner ------------------------------------------------------------
+
+# Rewrites $OUT/results.json (model_bench.py over $RES and the summary) and
+# $OUT/logs.tar.gz (logs/ and res/), each through a temporary name + rename.
+pack() {
+  timeout 20 python3 test/gpu/model_bench.py "$RES" "$out/summary.txt" "$out/.results.json" > "$WORK/table.txt" \
+    2> "$WORK/logs/zz-results.log" && mv -f "$out/.results.json" "$out/results.json"
+  tar -C "$WORK" -czf "$out/.logs.tar.gz" logs res 2>/dev/null && mv -f "$out/.logs.tar.gz" "$out/logs.tar.gz"
+  rm -f "$out/.results.json" "$out/.logs.tar.gz"
+}
+
+# step NAME TIMEOUT_S COMMAND [ARGS...]: see the header.
+step() {
+  local name=$1 cap=$2 status detail_text rc t s
+  shift 2
+  if [ -n "$only" ] && [ "$name" != gpu ] && [ "$name" != bundle ] && [[ " $only " != *" $name "* ]]; then return 0; fi
+  n=$((n + 1))
+  export LOGNAME_
+  LOGNAME_=$(printf '%02d-%s.log' "$n" "$name")
+  local left=$((budget - (SECONDS - t0) - reserve))
+  t=$cap
+  [ "$t" -gt "$left" ] && t=$left
+  s=$SECONDS
+  rm -f "$DETAIL"
+  if [ -n "$stopped" ]; then
+    status=skip; detail_text=$stopped; echo "skipped: $stopped" > "$WORK/logs/$LOGNAME_"
+  elif [ "$t" -lt 5 ]; then
+    status=skip; detail_text="wall budget of ${budget}s spent"; echo "skipped: $detail_text" > "$WORK/logs/$LOGNAME_"
+  else
+    echo "== $name (timeout ${t}s; $((SECONDS - t0))s of ${budget}s used)"
+    STEP_TIMEOUT=$t timeout -k 5 "$t" bash -c '"$@"' "step-$name" "$@" > "$WORK/logs/$LOGNAME_" 2>&1 < /dev/null
+    rc=$?
+    case $rc in
+      0) status=ok ;;
+      77) status=skip ;;
+      124|137) status=TIMEOUT; echo "step $name: killed after ${t}s" >> "$WORK/logs/$LOGNAME_" ;;
+      *) status=FAIL ;;
+    esac
+    if [ -s "$DETAIL" ]; then detail_text=$(cat "$DETAIL")
+    else detail_text=$(grep -v '^\s*$' "$WORK/logs/$LOGNAME_" | tail -1 | cut -c1-200); fi
+    [ "$status" = TIMEOUT ] && detail_text="killed after ${t}s; last: $detail_text"
+    [ -s "$STOP" ] && [ -z "$stopped" ] && stopped=$(cat "$STOP")
+  fi
+  case $status in ok|skip) ;; *) failed=1 ;; esac
+  local line
+  line=$(printf '%-12s %-7s %5ds  %s' "$name" "$status" $((SECONDS - s)) "$detail_text")
+  echo "$line" >> "$out/summary.txt"
+  echo "$line"
+  if [ "$status" != ok ] && [ "$status" != skip ]; then tail -5 "$WORK/logs/$LOGNAME_" | sed 's/^/    | /'; fi
+  pack
+}
+
+finish() {
+  local why=${1:-}
+  [ -n "$why" ] && echo "$why" >> "$out/summary.txt"
+  [ -n "$stopped" ] && echo "stopped: $stopped" >> "$out/summary.txt"
+  echo "wall $((SECONDS - t0))s of ${budget}s; exit $failed" >> "$out/summary.txt"
+  pack
+  echo
+  echo "== summary ($out: summary.txt, results.json, logs.tar.gz)"
+  cat "$out/summary.txt"
+  echo
+  cat "$WORK/table.txt" 2>/dev/null
+  rm -rf "$WORK"
+  exit $failed
+}
+trap 'failed=1; finish "interrupted after $((SECONDS - t0))s"' INT TERM
+
+{
+  echo "kern GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ), bundle $bundle ($(head -1 "$bundle/VERSION" 2>/dev/null || echo 'no VERSION'))"
+  echo "budget ${budget}s; steps: name status seconds detail"
+} > "$out/summary.txt"
+
+# --- the list of steps (NAME TIMEOUT_S COMMAND...): the caps add up to 350 s, inside the default budget
+step gpu        15 s_gpu
+[ -n "$stopped" ] && finish
+step bundle     15 s_bundle
+[ -n "$stopped" ] && finish
+step abi        15 s_abi
+step kernels    45 s_kernels
+step tiny       30 s_tiny
+step bench-0.6b 30 s_bench qwen3-0.6b
+step hf-0.6b    60 s_hf qwen3-0.6b
+step bench-4b   45 s_bench qwen3-4b
+step hf-4b      75 s_hf qwen3-4b
+step memcheck   20 s_memcheck
+finish
