@@ -131,7 +131,7 @@ def export_weights(model, config_path, work):
     if model.config.tie_word_embeddings:
         sd.pop("lm_head.weight", None)  # shared storage; export_qwen3.py materialises it
     t = time.monotonic()
-    save_file({k: v.detach().contiguous() for k, v in sd.items()}, os.path.join(ckpt, "model.safetensors"),
+    save_file({k: v.detach().to("cpu").contiguous() for k, v in sd.items()}, os.path.join(ckpt, "model.safetensors"),
               metadata={"format": "pt"})
     out = os.path.join(work, "kern.safetensors")
     subprocess.run([sys.executable, os.path.join(REPO, "examples", "export_qwen3.py"), ckpt, "-o", out],

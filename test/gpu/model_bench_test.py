@@ -2,7 +2,7 @@
 """model_bench_test.py SOURCE_ROOT
 
 Tests of test/gpu/model_bench.py (results.json of a test/gpu/run.sh run) on
-fabricated step results: decode ms/step from the tg128 median, prefill from
+fabricated step results: decode ms/step from the tg1 median, prefill from
 pp512, the bandwidth fraction against the copy bandwidth measured in the same
 run, launches per step from the manifest, graph vs eager, the kern/HF ratios,
 the summary's step lines, and a results.json with whatever exists when a run
@@ -24,10 +24,14 @@ def write(path, obj):
         f.write(obj if isinstance(obj, str) else json.dumps(obj))
 
 
-def bench(ts, pp=9000.0):
+def bench(step_ms, pp=9000.0):
+    """kern-run bench -p 512 -n 1,32 -r 50 output: 50 single steps around step_ms (median exactly step_ms)."""
     head = {"plan_sha256": "ab" * 32, "device": "cuda:0 NVIDIA H200", "driver": "13.0", "build_commit": "c0ffee"}
-    return [dict(head, test="pp512", n_prompt=512, n_gen=0, samples_ms=[1.0] * 5, median_ts=pp),
-            dict(head, test="tg128", n_prompt=0, n_gen=128, samples_ms=[1.0] * 5, median_ts=ts)]
+    one = [step_ms] * 26 + [step_ms * 5] * 12 + [step_ms * 0.5] * 12
+    return [dict(head, test="pp512", n_prompt=512, n_gen=0, samples_ms=[1.0] * 50, median_ts=pp),
+            dict(head, test="tg1", n_prompt=0, n_gen=1, samples_ms=one, median_ts=1000.0 / step_ms),
+            dict(head, test="tg32", n_prompt=0, n_gen=32, samples_ms=[32 * step_ms] * 50,
+                 median_ts=1000.0 / (1.1 * step_ms))]
 
 
 class ModelBench(unittest.TestCase):
@@ -54,8 +58,8 @@ class ModelBench(unittest.TestCase):
                                                   "clocks.sm": "1980", "clocks.max.sm": "1980"})
             write(os.path.join(res, "VERSION"), "commit c0ffee\nnvcc release 13.0\n")
             write(os.path.join(res, "kernels.json"), {"copy_gbps": 2000.0})
-            write(os.path.join(res, "bench_qwen3-0.6b_graph.json"), bench(500.0))
-            write(os.path.join(res, "bench_qwen3-0.6b_eager.json"), bench(250.0, pp=8000.0))
+            write(os.path.join(res, "bench_qwen3-0.6b_graph.json"), bench(2.0))
+            write(os.path.join(res, "bench_qwen3-0.6b_eager.json"), bench(4.0, pp=8000.0))
             write(os.path.join(res, "hf_qwen3-0.6b.json"), {
                 "compare": {"equal": True, "first_diff": None, "ok": True}, "hf_generate_ms_per_token": 20.0,
                 "hf_static_graph_ms_per_token": 4.0, "hf_prefill512_tok_s": 18000.0, "errors": {}})
@@ -70,7 +74,9 @@ class ModelBench(unittest.TestCase):
         m = r["models"]["qwen3-0.6b"]
         self.assertAlmostEqual(m["graph"]["decode_ms_per_step"], 2.0)
         self.assertAlmostEqual(m["eager"]["decode_ms_per_step"], 4.0)
-        self.assertEqual(m["graph"]["decode_steps_timed"], 640)
+        self.assertEqual(m["graph"]["decode_steps_timed"], 50)
+        self.assertAlmostEqual(m["graph"]["decode_tok_s"], 500.0)
+        self.assertAlmostEqual(m["graph"]["decode_ms_per_step_tg32"], 2.2)
         self.assertEqual(m["graph"]["prefill512_tok_s"], 9000.0)
         self.assertAlmostEqual(m["graph"]["bandwidth_fraction"], step_bytes / 2e-3 / 1e9 / 2000.0)
         self.assertAlmostEqual(m["graph_speedup"], 2.0)
@@ -103,7 +109,7 @@ class ModelBench(unittest.TestCase):
 
     def test_one_line_details_for_the_summary(self):
         with tempfile.TemporaryDirectory() as res:
-            write(os.path.join(res, "b.json"), bench(400.0, pp=12000.0))
+            write(os.path.join(res, "b.json"), bench(2.5, pp=12000.0))
             write(os.path.join(res, "k.json"), {"copy_gbps": 4321.4})
             self.assertEqual(self.run_tool("--bench-line", os.path.join(res, "b.json")).stdout,
                              "2.500 ms/step, pp512 12000 tok/s\n")

@@ -218,6 +218,21 @@ class Bundle(unittest.TestCase):
                                text=True, cwd=ROOT)
             self.assertEqual(p.returncode, 2)
 
+    def test_run_sh_stops_when_the_bundle_is_broken(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            broken = os.path.join(tmp, "bundle")
+            shutil.copytree(self.bundle, broken, symlinks=True)
+            with open(os.path.join(broken, "lib", "libfmt.so.9"), "w", encoding="utf-8") as f:
+                f.write("not a library")  # found first through the rpath: the loader stops there
+            out = os.path.join(tmp, "out")
+            bindir = fake_bin(os.path.join(tmp, "bin"), FAKE_SMI)
+            p, seconds = run_sh(out, broken, path_without_nvidia_smi(bindir))
+            self.assertEqual(p.returncode, 1)
+            summary, results, logs = RunShWithoutGpu.check_out_dir(self, out)
+            self.assertEqual([(s["name"], s["status"]) for s in results["steps"]], [("gpu", "ok"), ("bundle", "FAIL")])
+            self.assertIn("stopped: the bundle is unusable", summary)
+            self.assertIn("does not start (exit 127)", p.stdout)
+
     def test_run_sh_runs_every_step_on_a_fake_gpu_and_keeps_its_budget(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "out")
