@@ -134,8 +134,10 @@ def export_weights(model, config_path, work):
     save_file({k: v.detach().to("cpu").contiguous() for k, v in sd.items()}, os.path.join(ckpt, "model.safetensors"),
               metadata={"format": "pt"})
     out = os.path.join(work, "kern.safetensors")
-    subprocess.run([sys.executable, os.path.join(REPO, "examples", "export_qwen3.py"), ckpt, "-o", out],
-                   check=True, capture_output=True, text=True)
+    p = subprocess.run([sys.executable, os.path.join(REPO, "examples", "export_qwen3.py"), ckpt, "-o", out],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"export_qwen3.py exit {p.returncode}: {p.stderr.strip()[-400:]}")
     os.remove(os.path.join(ckpt, "model.safetensors"))
     return out, time.monotonic() - t
 
@@ -291,8 +293,16 @@ def kern_greedy(args, weights, steps):
     return json.loads(p.stdout)
 
 
+def save(r, path):
+    """Writes the results so far (after every part: a step killed at its
+    timeout still leaves what was measured)."""
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(r, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def run(args):
-    """Every part in turn; returns the result dict."""
+    """Every part in turn; returns the result dict (also saved to args.json after each part)."""
     r = {"config": args.config, "steps": args.steps, "prompt_ids": PROMPT_IDS, "errors": {}, "skipped": []}
 
     def part(name, min_left, fn):
@@ -308,6 +318,7 @@ def run(args):
             return None
         finally:
             r.setdefault("seconds", {})[name] = round(time.monotonic() - t, 2)
+            save(r, args.json)
 
     t = time.monotonic()
     try:
@@ -373,12 +384,17 @@ def main(argv):
     args.deadline = Deadline(args.deadline_s)
     os.makedirs(args.work, exist_ok=True)
     r = run(args)
-    with open(args.json, "w", encoding="utf-8") as f:
-        json.dump(r, f, indent=1)
+    save(r, args.json)
     c = r.get("compare", {})
-    print(f"ids: {'equal' if c.get('equal') else c or 'not compared'}; "
-          f"kern {r.get('kern_decode_ms_per_token')} ms/token, HF generate {r.get('hf_generate_ms_per_token')}, "
-          f"HF static+graph {r.get('hf_static_graph_ms_per_token')}; errors: {list(r['errors']) or 'none'}")
+
+    def ms(key):
+        v = r.get(key)
+        return f"{v:.3f}" if isinstance(v, (int, float)) else "-"
+
+    ids = ("equal" if c.get("equal") else
+           f"differ from step {c['first_diff']} (HF top-2 gap {c.get('margin_at_diff')})" if c else "not compared")
+    print(f"ids {ids}; ms/token: kern {ms('kern_decode_ms_per_token')}, HF generate {ms('hf_generate_ms_per_token')}, "
+          f"HF static+graph {ms('hf_static_graph_ms_per_token')}; errors: {', '.join(r['errors']) or 'none'}")
     ok = c.get("ok", False) and r.get("hf_generate_ms_per_token") is not None
     return 0 if ok else 1
 

@@ -173,6 +173,14 @@ def summarise(res, summary_path, models=MODELS):
     return r
 
 
+def bundle_commit(r):
+    """The commit in the bundle's VERSION ("commit <sha>[ (dirty tree)]"), shortened, or "?"."""
+    for line in r.get("bundle", []):
+        if line.startswith("commit "):
+            return line[7:19] + (" (dirty)" if "dirty" in line else "")
+    return "?"
+
+
 def fmt(v, spec, width):
     return format(v, spec) if isinstance(v, (int, float)) else "-".rjust(width)
 
@@ -182,7 +190,7 @@ def table(r):
     dev = r.get("device") or {}
     lines = [f"device {dev.get('name', '?')}, driver {dev.get('driver_version', '?')}, "
              f"SM clock {dev.get('clocks.sm', '?')}/{dev.get('clocks.max.sm', '?')} MHz; "
-             f"d2d copy {r.get('copy_gbps', 0):.0f} GB/s; kern {r.get('kern', {}).get('build_commit', '?')}",
+             f"d2d copy {r.get('copy_gbps', 0):.0f} GB/s; kern {r.get('kern', {}).get('build_commit') or bundle_commit(r)}",
              "model       mode   ms/step    tok/s  launches  prefill512 tok/s  bandwidth"]
     for m, x in r["models"].items():
         for mode in MODES:

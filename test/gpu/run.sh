@@ -43,7 +43,7 @@ rm -f "$out/summary.txt" "$out/results.json" "$out/logs.tar.gz"
 work=$(mktemp -d /tmp/kern-gpu.XXXXXX) || exit 2
 mkdir -p "$work/logs" "$work/res"
 export BUNDLE=$bundle BIN=$bundle/bin KERNELS=$bundle/kernels WORK=$work RES=$work/res REPO=$repo
-export DETAIL=$work/detail STOP=$work/stop PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+export DETAIL=$work/detail STOP=$work/stop PYTHONUNBUFFERED=1
 export PATH="$PATH:/usr/local/cuda/bin"
 t0=$SECONDS
 n=0
@@ -150,7 +150,11 @@ s_abi() {
 s_kernels() {
   "$BIN/kern-gpu-compare" --kernels-dir "$KERNELS" --json "$RES/kernels.json" --reps 100
   local rc=$?
-  detail "$(grep -m1 -E '^[0-9]+ cases' "$WORK/logs/$LOGNAME_"); $(python3 test/gpu/model_bench.py --copy-line "$RES/kernels.json")"
+  local cases copy
+  cases=$(grep -m1 -E '^[0-9]+ cases' "$WORK/logs/$LOGNAME_")
+  copy=$(python3 test/gpu/model_bench.py --copy-line "$RES/kernels.json")
+  if [ -n "$cases" ]; then detail "$cases${copy:+; $copy}"
+  else detail "exit $rc: $(grep -v '^\s*$' "$WORK/logs/$LOGNAME_" | tail -1)"; fi
   return $rc
 }
 
@@ -178,13 +182,17 @@ s_tiny() {
     echo "== $label: exit $?"; cat "$WORK/tiny_$label.err"
     if grep -q "CUDA graphs disabled" "$WORK/tiny_$label.err"; then ok=0; line="$line $label: graph fell back to eager;"; fi
   done
-  python3 - "$RES" > "$WORK/tiny_verdict.txt" <<'EOF'
+  python3 - "$RES" "$WORK" > "$WORK/tiny_verdict.txt" <<'EOF'
 import json, os, sys
 def ids(label):
     try:
         return json.load(open(os.path.join(sys.argv[1], f"tiny_{label}.json")))["generated_ids"]
     except Exception as e:
-        return f"no result ({type(e).__name__})"
+        try:
+            lines = [l for l in open(os.path.join(sys.argv[2], f"tiny_{label}.err")).read().splitlines() if l.strip()]
+        except OSError:
+            lines = []
+        return "no result: " + (lines[-1][:100] if lines else type(e).__name__)
 ref, bad = ids("cpu"), 0
 parts = []
 for label in ("cuda", "cuda_pinned", "cuda_eager"):
@@ -226,14 +234,21 @@ s_bench() {
   return $rc
 }
 
-# HF transformers beside kern on the same random weights (hf_peer.py).
+# HF transformers beside kern on the same random weights (hf_peer.py). The
+# weights (twice 8 GB at 4B) go to /dev/shm when it has room: RAM speed.
 s_hf() {
-  local m=$1
+  local m=$1 scratch=$WORK
   plan "$m" || return 1
+  if [ "$(df --output=avail -B1G /dev/shm 2>/dev/null | tail -1)" -ge 40 ] 2>/dev/null; then
+    scratch=/dev/shm/$(basename "$WORK")-hf  # finish removes it even after a timeout
+    mkdir -p "$scratch" || scratch=$WORK
+  fi
+  echo "scratch: $scratch"
   python3 test/gpu/hf_peer.py "examples/$m.config.json" --plan "$WORK/$m.kplan" --kern-run "$BIN/kern-run" \
-    --kernels "$KERNELS" --work "$WORK/hf_$m" --json "$RES/hf_$m.json" --deadline-s $((STEP_TIMEOUT - 8))
+    --kernels "$KERNELS" --work "$scratch/hf_$m" --json "$RES/hf_$m.json" --deadline-s $((STEP_TIMEOUT - 8))
   local rc=$?
-  rm -rf "$WORK/hf_$m"
+  rm -rf "$scratch/hf_$m"
+  [ "$scratch" != "$WORK" ] && rm -rf "$scratch"
   detail "$(tail -1 "$WORK/logs/$LOGNAME_")"
   return $rc
 }
@@ -315,7 +330,7 @@ finish() {
   cat "$out/summary.txt"
   echo
   cat "$WORK/table.txt" 2>/dev/null
-  rm -rf "$WORK"
+  rm -rf "$WORK" "/dev/shm/$(basename "$WORK")-hf"
   exit $failed
 }
 trap 'failed=1; finish "interrupted after $((SECONDS - t0))s"' INT TERM
@@ -334,8 +349,8 @@ step abi        15 s_abi
 step kernels    45 s_kernels
 step tiny       30 s_tiny
 step bench-0.6b 30 s_bench qwen3-0.6b
-step hf-0.6b    60 s_hf qwen3-0.6b
+step hf-0.6b    50 s_hf qwen3-0.6b
 step bench-4b   55 s_bench qwen3-4b
-step hf-4b      70 s_hf qwen3-4b
+step hf-4b      80 s_hf qwen3-4b
 step memcheck   15 s_memcheck
 finish
