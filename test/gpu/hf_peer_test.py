@@ -53,16 +53,18 @@ class HfPeer(unittest.TestCase):
 
     def test_greedy_id_verdicts(self):
         cmp = hf_peer.compare_ids
-        self.assertEqual(cmp([5, 6, 7], [5, 6, 7], [3.0, 2.0, 1.0]),
+        self.assertEqual(cmp([5, 6, 7], [5, 6, 7], [3.0, 2.0, 1.0], [30.0, 30.0, 30.0]),
                          {"equal": True, "first_diff": None, "steps": 3, "ok": True})
-        near = cmp([5, 6, 7], [5, 9, 1], [3.0, 0.0625, 1.0])
-        self.assertEqual((near["equal"], near["first_diff"], near["margin_at_diff"], near["near_tie"], near["ok"]),
-                         (False, 1, 0.0625, True, True))
-        real = cmp([5, 6, 7], [5, 6, 8], [3.0, 2.0, 1.5])
+        # limit at a top logit of 40: 0.25 + 0.02 * 40 = 1.05
+        self.assertAlmostEqual(hf_peer.near_tie_limit(-40.0), 1.05)
+        near = cmp([5, 6, 7], [5, 9, 1], [3.0, 1.0, 1.0], [40.0, 40.0, 40.0])
+        self.assertEqual((near["equal"], near["first_diff"], near["gap_at_diff"], near["top_at_diff"],
+                          near["near_tie"], near["ok"]), (False, 1, 1.0, 40.0, True, True))
+        real = cmp([5, 6, 7], [5, 6, 8], [3.0, 2.0, 1.1], [40.0, 40.0, 40.0])
         self.assertEqual((real["first_diff"], real["near_tie"], real["ok"]), (2, False, False))
-        short = cmp([5, 6, 7], [5, 6], [3.0, 2.0, 1.5])
-        self.assertEqual((short["first_diff"], short["ok"]), (2, False))
-        self.assertFalse(cmp([5], [6], [])["ok"])  # no margin known: not excused
+        short = cmp([5, 6, 7], [5, 6], [3.0, 2.0, 0.0], [1.0, 1.0, 1.0])
+        self.assertEqual((short["first_diff"], short["near_tie"], short["ok"]), (2, False, False))
+        self.assertFalse(cmp([5], [6], [], [])["ok"])  # no gap known: not excused
 
     def test_statistics(self):
         self.assertEqual(hf_peer.median_after_warmup([100, 100, 1, 2, 3], 2), 2)

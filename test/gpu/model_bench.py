@@ -206,8 +206,9 @@ def table(r):
             continue
         c = hf.get("compare", {})
         ids = ("equal" if c.get("equal") else
-               f"differ from step {c['first_diff']} (HF top-2 gap {c.get('margin_at_diff')}"
-               f"{', a near tie' if c.get('near_tie') else ''})" if c else "not compared")
+               f"differ from step {c['first_diff']} (HF top-2 gap {c.get('gap_at_diff')} at top logit "
+               f"{c.get('top_at_diff')}: {'a near tie' if c.get('near_tie') else 'NOT a near tie'})"
+               if c else "not compared")
         lines.append(f"{m} vs HF: greedy ids {ids}; kern/HF tok/s: generate "
                      f"{fmt(hf.get('kern_vs_hf_generate'), '.2f', 1)}x, static+graph "
                      f"{fmt(hf.get('kern_vs_hf_static_graph'), '.2f', 1)}x, prefill512 "

@@ -96,6 +96,18 @@ class ModelBench(unittest.TestCase):
         self.assertIn("generate 10.00x", proc.stdout)
         self.assertTrue(proc.stdout.splitlines()[2].startswith("qwen3-0.6b  graph    2.000 "), proc.stdout)
 
+    def test_the_table_names_a_difference_and_whether_it_was_a_near_tie(self):
+        sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+        import model_bench  # noqa: E402
+        r = {"models": {"qwen3-4b": {"hf": {"compare": {"equal": False, "first_diff": 17, "gap_at_diff": 0.25,
+                                                        "top_at_diff": 31.5, "near_tie": True, "ok": True}}}},
+             "bundle": ["commit 0123456789abcdef0123 (dirty tree)"]}
+        t = model_bench.table(r)
+        self.assertIn("qwen3-4b vs HF: greedy ids differ from step 17 (HF top-2 gap 0.25 at top logit 31.5: a near tie)", t)
+        self.assertIn("kern 0123456789ab (dirty)", t)
+        r["models"]["qwen3-4b"]["hf"]["compare"]["near_tie"] = False
+        self.assertIn("NOT a near tie", model_bench.table(r))
+
     def test_an_empty_run_still_gets_results_and_a_table(self):
         with tempfile.TemporaryDirectory() as res:
             out = os.path.join(res, "results.json")
