@@ -264,7 +264,8 @@ class Bundle(unittest.TestCase):
             # A budget that fits only the first steps: the rest are skipped, not run over.
             shutil.rmtree(out)
             p, seconds = run_sh(out, self.bundle, path_without_nvidia_smi(bindir), budget=25)
-            self.assertLess(seconds, 25 + 20)
+            self.assertLess(seconds, 25 + 10)  # the last pack and the table, on a loaded 2-core machine
+            self.assertEqual(p.returncode, 1)  # incomplete
             summary, results, _ = RunShWithoutGpu.check_out_dir(self, out)
             self.assertEqual([s["name"] for s in results["steps"]], STEPS)
             self.assertIn("wall budget of 25s spent", results["steps"][-1]["detail"])

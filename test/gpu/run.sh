@@ -29,7 +29,8 @@
 #
 # KERN_GPU_STEPS="kernels tiny" runs only the named steps (plus gpu and
 # bundle, which every other step needs): a quick rerun of what failed.
-# Exit status: 0 when every step that ran passed, 1 otherwise.
+# Exit status: 0 when every step that ran passed and none was skipped for lack
+# of budget, 1 otherwise.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 2
@@ -280,7 +281,7 @@ pack() {
 
 # step NAME TIMEOUT_S COMMAND [ARGS...]: see the header.
 step() {
-  local name=$1 cap=$2 status detail_text rc t s
+  local name=$1 cap=$2 status detail_text rc t s ran=""
   shift 2
   if [ -n "$only" ] && [ "$name" != gpu ] && [ "$name" != bundle ] && [[ " $only " != *" $name "* ]]; then return 0; fi
   n=$((n + 1))
@@ -295,8 +296,10 @@ step() {
     status=skip; detail_text=$stopped; echo "skipped: $stopped" > "$WORK/logs/$LOGNAME_"
   elif [ "$t" -lt 5 ]; then
     status=skip; detail_text="wall budget of ${budget}s spent"; echo "skipped: $detail_text" > "$WORK/logs/$LOGNAME_"
+    failed=1  # the run is incomplete
   else
     echo "== $name (timeout ${t}s; $((SECONDS - t0))s of ${budget}s used)"
+    ran=1
     STEP_TIMEOUT=$t timeout -k 5 "$t" bash -c '"$@"' "step-$name" "$@" > "$WORK/logs/$LOGNAME_" 2>&1 < /dev/null
     rc=$?
     case $rc in
@@ -316,7 +319,9 @@ step() {
   echo "$line" >> "$out/summary.txt"
   echo "$line"
   if [ "$status" != ok ] && [ "$status" != skip ]; then tail -5 "$WORK/logs/$LOGNAME_" | sed 's/^/    | /'; fi
-  pack
+  # A step that ran is packed at once; skipped ones wait for the next pack
+  # (or finish's), so a spent budget is not spent again on packing.
+  [ -n "$ran" ] && pack
 }
 
 finish() {
