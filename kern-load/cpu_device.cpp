@@ -9,7 +9,7 @@ namespace kern::load {
 CpuDevice::CpuDevice(CpuKernelResolver resolver) : resolver_(std::move(resolver)) {}
 
 CpuDevice::~CpuDevice() {
-  for (void* p : allocations_) std::free(p);
+  for (const Allocation& a : allocations_) std::free(reinterpret_cast<void*>(a.start));
 }
 
 Result<DevicePtr> CpuDevice::allocate(uint64_t size_bytes, uint64_t align_bytes) {
@@ -22,19 +22,37 @@ Result<DevicePtr> CpuDevice::allocate(uint64_t size_bytes, uint64_t align_bytes)
   if (p == nullptr)
     return make_error(ErrorKind::kDevice, "out of host memory allocating " + std::to_string(size_bytes) + " B");
   std::memset(p, 0, static_cast<size_t>(rounded));
-  allocations_.push_back(p);
-  return reinterpret_cast<DevicePtr>(p);
+  const auto start = reinterpret_cast<uintptr_t>(p);
+  auto at = std::upper_bound(allocations_.begin(), allocations_.end(), start,
+                             [](uintptr_t s, const Allocation& a) { return s < a.start; });
+  // The requested size, not the rounded one: a kernel may touch only what the plan asked for.
+  allocations_.insert(at, Allocation{start, size_bytes, {}});
+  return static_cast<DevicePtr>(start);
 }
 
 Status CpuDevice::free(DevicePtr ptr) {
   if (ptr == 0) return {};
-  void* p = reinterpret_cast<void*>(ptr);
-  auto it = std::find(allocations_.begin(), allocations_.end(), p);
+  auto it = std::find_if(allocations_.begin(), allocations_.end(),
+                         [ptr](const Allocation& a) { return a.start == ptr; });
   if (it == allocations_.end())
     return make_error(ErrorKind::kDevice, "freeing an address this device did not allocate");
-  std::free(p);
+  std::free(reinterpret_cast<void*>(it->start));
   allocations_.erase(it);
   return {};
+}
+
+void CpuDevice::name_allocation(DevicePtr ptr, const std::string& name) {
+  for (Allocation& a : allocations_)
+    if (a.start == ptr) a.name = name;
+}
+
+const CpuDevice::Allocation* CpuDevice::find_allocation(uintptr_t p) const {
+  auto it = std::upper_bound(allocations_.begin(), allocations_.end(), p,
+                             [](uintptr_t s, const Allocation& a) { return s < a.start; });
+  if (it == allocations_.begin()) return nullptr;
+  --it;
+  // A pointer one past the end belongs to no buffer (it may touch nothing).
+  return p - it->start < it->size_bytes ? &*it : nullptr;
 }
 
 Status CpuDevice::copy_to_device(DevicePtr dst, const void* src, uint64_t size_bytes) {
@@ -51,14 +69,58 @@ Status CpuDevice::load_kernels(const PlanFile& plan, const std::string& /*kernel
   const auto* steps = plan.plan().steps();
   kernels_.assign(steps->size(), nullptr);
   num_params_.assign(steps->size(), 0);
+  is_pointer_.assign(steps->size(), {});
   for (flatbuffers::uoffset_t i = 0; i < steps->size(); ++i) {
     const auto* step = steps->Get(i);
-    cpu::CpuKernelFn fn = resolver_(step->symbol()->string_view());
-    if (fn == nullptr)
+    const cpu::CpuKernel* k = resolver_(step->symbol()->string_view());
+    if (k == nullptr)
       return make_error(ErrorKind::kKernel, "steps[" + std::to_string(i) + "]: symbol '" + step->symbol()->str() +
                                                 "' has no cpu reference kernel");
-    kernels_[i] = fn;
+    if (step->params()->size() > cpu::kMaxCpuParams)
+      return make_error(ErrorKind::kKernel, "steps[" + std::to_string(i) + "]: symbol '" + step->symbol()->str() +
+                                                "' has " + std::to_string(step->params()->size()) +
+                                                " params; the cpu device supports " +
+                                                std::to_string(cpu::kMaxCpuParams));
+    kernels_[i] = k;
     num_params_[i] = step->params()->size();
+    for (const auto* param : *step->params())
+      is_pointer_[i].push_back(param->kind() == plan::ParamKind::ptr || param->kind() == plan::ParamKind::buffer);
+  }
+  return {};
+}
+
+Status CpuDevice::check_extents(uint32_t step, const cpu::CpuLaunch& launch, uint64_t* avail) const {
+  cpu::CpuExtents extents;
+  KERN_RETURN_IF_ERROR(kernels_[step]->extents(launch, extents));
+  const std::vector<uint8_t>& is_pointer = is_pointer_[step];
+  for (size_t i = 0; i < launch.num_args; ++i) {
+    avail[i] = 0;
+    if (!is_pointer[i]) continue;
+    const auto p = launch.arg<uintptr_t>(i);
+    const Allocation* a = find_allocation(p);
+    if (a != nullptr) avail[i] = a->start + a->size_bytes - p;
+  }
+  for (size_t i = 0; i < cpu::kMaxCpuParams; ++i) {
+    const uint64_t bytes = extents.bytes[i];
+    if (bytes == 0) continue;
+    const std::string param = "param " + std::to_string(i) + " (" + (extents.names[i] ? extents.names[i] : "?") + ")";
+    if (i >= launch.num_args || !is_pointer[i])
+      return make_error(ErrorKind::kManifest, param + " is declared to touch " + std::to_string(bytes) +
+                                                  " B but the step passes no pointer there");
+    const auto p = launch.arg<uintptr_t>(i);
+    const Allocation* a = find_allocation(p);
+    const std::string need = "may touch " + std::to_string(bytes) + " B";
+    if (p == 0) return make_error(ErrorKind::kManifest, param + " is a null pointer and the launch " + need);
+    if (a == nullptr)
+      return make_error(ErrorKind::kManifest,
+                        param + " points outside every buffer of the cpu device and the launch " + need);
+    if (bytes > avail[i]) {
+      const std::string buffer = a->name.empty() ? "an allocation" : a->name;
+      return make_error(ErrorKind::kManifest,
+                        param + " " + need + " from offset " + std::to_string(p - a->start) + " of " + buffer +
+                            " (" + std::to_string(a->size_bytes) + " B): " + std::to_string(bytes - avail[i]) +
+                            " B past its end; the launch's size params do not fit its buffers");
+    }
   }
   return {};
 }
@@ -74,7 +136,10 @@ Status CpuDevice::launch(uint32_t step, const LaunchDims& dims, void** kernel_pa
   launch.shared_mem_bytes = dims.shared_mem_bytes;
   launch.args = kernel_params;
   launch.num_args = num_params_[step];
-  return kernels_[step](launch);
+  uint64_t avail[cpu::kMaxCpuParams];
+  KERN_RETURN_IF_ERROR(check_extents(step, launch, avail));
+  launch.avail = avail;
+  return kernels_[step]->run(launch);
 }
 
 }  // namespace kern::load

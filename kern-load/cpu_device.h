@@ -3,8 +3,12 @@
 // (kernels-src/cpu) by its symbol or `extern:` op, and a launch calls it
 // synchronously with the cuLaunchKernel-style kernelParams. It is how the
 // whole pipeline is tested without a GPU, and the numeric reference for the
-// CUDA kernels. Trust boundary: a reference kernel is trusted to stay within
-// the bounds its scalar params describe.
+// CUDA kernels. Memory safety: before each launch the device asks the
+// kernel's extent declaration (cpu_kernel.h) what it may touch through each
+// pointer param and checks that against the allocation the pointer lies in;
+// a violation is an error naming the kernel, the param and the buffer
+// (Executable adds the program and dispatch), and the kernel is not run.
+// The kernel then only has to stay within its own declaration.
 #pragma once
 
 #include <functional>
@@ -19,7 +23,7 @@
 namespace kern::load {
 
 /// Maps a step symbol (or "extern:<op>") to a reference kernel; nullptr = none.
-using CpuKernelResolver = std::function<cpu::CpuKernelFn(std::string_view symbol)>;
+using CpuKernelResolver = std::function<const cpu::CpuKernel*(std::string_view symbol)>;
 
 /// Host-memory device running reference kernels.
 class CpuDevice final : public Device {
@@ -37,16 +41,33 @@ class CpuDevice final : public Device {
   /// Resolves every step; a symbol with no reference kernel is an error
   /// (kind kKernel) naming it and the step. `kernels_dir` is unused.
   Status load_kernels(const PlanFile& plan, const std::string& kernels_dir) override;
-  /// Calls the step's reference kernel and returns its Status unchanged
-  /// (Executable adds program/dispatch/step context).
+  /// Checks the step's declared extents against the allocations its
+  /// pointer params point into (kind kManifest: the plan wired a launch
+  /// that would touch memory outside its buffer), then calls the reference
+  /// kernel and returns its Status unchanged (Executable adds
+  /// program/dispatch/step context).
   Status launch(uint32_t step, const LaunchDims& dims, void** kernel_params) override;
+  /// Names an allocation for launch errors ("buffer 'x'").
+  void name_allocation(DevicePtr ptr, const std::string& name) override;
   Status synchronize() override { return {}; }
 
  private:
+  /// One live allocation: [start, start + size_bytes).
+  struct Allocation {
+    uintptr_t start = 0;
+    uint64_t size_bytes = 0;
+    std::string name;  ///< from name_allocation; empty until named
+  };
+  /// The allocation holding address `p`, or nullptr.
+  const Allocation* find_allocation(uintptr_t p) const;
+  /// Checks step `step`'s declared extents for `launch` and fills `avail`.
+  Status check_extents(uint32_t step, const cpu::CpuLaunch& launch, uint64_t* avail) const;
+
   CpuKernelResolver resolver_;
-  std::vector<cpu::CpuKernelFn> kernels_;  ///< by step index, set by load_kernels
-  std::vector<uint32_t> num_params_;       ///< by step index
-  std::vector<void*> allocations_;         ///< owned; freed in the destructor if still live
+  std::vector<const cpu::CpuKernel*> kernels_;  ///< by step index, set by load_kernels
+  std::vector<uint32_t> num_params_;            ///< by step index
+  std::vector<std::vector<uint8_t>> is_pointer_;  ///< by step index, by param: a ptr or buffer param
+  std::vector<Allocation> allocations_;         ///< owned, sorted by start; freed in the destructor
 };
 
 /// A CpuDevice resolving through kern::cpu::find_cpu_kernel (kernels-src/cpu).

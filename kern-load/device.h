@@ -44,6 +44,10 @@ class Device {
   virtual Result<DevicePtr> allocate(uint64_t size_bytes, uint64_t align_bytes) = 0;
   /// Frees memory returned by allocate (cuMemFree). Freeing 0 is a no-op.
   virtual Status free(DevicePtr ptr) = 0;
+  /// Names an allocation returned by allocate ("buffer 'x'") for the
+  /// device's own diagnostics; the cpu device names it in extent errors.
+  /// Default: ignored.
+  virtual void name_allocation(DevicePtr /*ptr*/, const std::string& /*name*/) {}
 
   /// Copies `size_bytes` from host memory `src` to device address `dst`
   /// (cuMemcpyHtoD, through pinned staging on cuda).

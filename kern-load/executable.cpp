@@ -88,6 +88,7 @@ Status Executable::allocate_all() {
         return ptr.error().with_context(std::string("allocating ") + what + " '" + name_of(i) + "' (" +
                                         std::to_string(regions[i].size_bytes) + " B)");
       out[i] = *ptr;
+      device_->name_allocation(*ptr, std::string(what) + " '" + name_of(i) + "'");
     }
     return {};
   };

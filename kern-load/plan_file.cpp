@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "common/plan_checksum.h"
 #include "flatbuffers/flatbuffers.h"
 #include "kern-load/plan_validate.h"
 
@@ -84,6 +85,14 @@ Result<PlanFile> PlanFile::check(PlanFile file) {
                    std::to_string(kPlanFormatVersion) + " (recompile the manifest with a matching kern-verify)");
     }
   }
+  // The checksum before anything else is read as a plan: a flipped, cut or
+  // appended byte is rejected here (the version check above only reads one
+  // field through the bounds-checked Verifier).
+  auto body = check_plan_trailer(b, file.path_);
+  if (!body.ok()) return body.error();
+  b = *body;
+  if (b.size() % sizeof(flatbuffers::uoffset_t) != 0)
+    return bad("plan body of " + std::to_string(b.size()) + " B is not a multiple of 4 B");
   flatbuffers::Verifier verifier(b.data(), b.size(), kPlanVerifierMaxDepth, kPlanVerifierMaxTables);
   if (!plan::VerifyPlanBuffer(verifier))
     return bad("corrupt plan: the FlatBuffers verifier rejected it (truncated file, bad offset, or depth/table "

@@ -24,6 +24,13 @@ std::string out_of_range(const char* what, uint64_t index, uint64_t count, const
          std::to_string(count) + " " + noun + ")";
 }
 
+std::string hex64(uint64_t v) {
+  static const char* digits = "0123456789abcdef";
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, v >>= 4) s[static_cast<size_t>(i)] = digits[v & 15];
+  return s;
+}
+
 template <typename E>
 bool enum_known(E v) {
   return static_cast<uint8_t>(v) <= static_cast<uint8_t>(E::MAX);
@@ -139,6 +146,14 @@ Status check_arg(const plan::LaunchArg& a, const plan::Param& prm, const plan::S
                      a.kind() == plan::ArgKind::scratch;
   if (pointer_arg != plan_param_is_pointer(prm))
     return bad(where, pointer_arg ? "a pointer argument for a scalar param" : "a scalar argument for a pointer param");
+  // A typed pointer's offset is a whole number of elements (kern-verify
+  // E-rule); a misaligned one would make every element access straddle two.
+  if (pointer_arg && prm.kind() == plan::ParamKind::buffer) {
+    const uint64_t elem = plan_dtype_size(prm.dtype());
+    if (a.offset() % elem != 0)
+      return bad(where, "offset " + std::to_string(a.offset()) + " B is not a multiple of the element size " +
+                            std::to_string(elem) + " B of the param's dtype");
+  }
   switch (a.kind()) {
     case plan::ArgKind::buffer: {
       if (a.index() >= p.buffers()->size())
@@ -166,7 +181,15 @@ Status check_arg(const plan::LaunchArg& a, const plan::Param& prm, const plan::S
                               std::to_string(s->max_size_bytes()) + " B)");
       break;
     }
-    case plan::ArgKind::literal: break;
+    case plan::ArgKind::literal: {
+      // The writer stores the param-sized value with the upper bits zero;
+      // anything else is a literal that does not fit its declared type.
+      const uint64_t size = plan_param_size(prm);
+      if (size < 8 && (a.literal() >> (8 * size)) != 0)
+        return bad(where, "literal 0x" + hex64(a.literal()) + " does not fit the param's " +
+                              std::to_string(size) + "-byte type");
+      break;
+    }
     case plan::ArgKind::expr: KERN_RETURN_IF_ERROR(check_expr(a.expr(), p, where + ".expr")); break;
   }
   return {};

@@ -6,6 +6,7 @@
 #include <bit>
 #include <map>
 
+#include "common/plan_checksum.h"
 #include "common/plan_format.h"
 #include "common/sha256.h"
 
@@ -287,7 +288,11 @@ class Lowerer {
 Result<std::string> lower(const VerifiedManifest& manifest, std::string_view manifest_bytes) {
   auto digest = sha256_bytes(manifest_bytes);
   if (!digest.ok()) return digest.error().with_context("hashing the manifest");
-  return Lowerer(manifest).run(digest.value());
+  std::string plan = Lowerer(manifest).run(digest.value());
+  auto trailer = plan_trailer(std::span(reinterpret_cast<const uint8_t*>(plan.data()), plan.size()));
+  if (!trailer.ok()) return trailer.error().with_context("sealing the plan");
+  plan.append(reinterpret_cast<const char*>(trailer->data()), trailer->size());
+  return plan;
 }
 
 }  // namespace kern::verify

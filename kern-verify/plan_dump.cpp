@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "common/dtype.h"
+#include "common/plan_checksum.h"
 #include "common/plan_format.h"
 #include "common/sha256.h"
 
@@ -266,6 +267,13 @@ Result<std::string> dump_plan(std::span<const uint8_t> bytes) {
   if (!plan::PlanBufferHasIdentifier(bytes.data())) {
     return bad("file identifier is not \"" + std::string(kPlanFileIdentifier) + "\"");
   }
+  if (bytes.size() > FLATBUFFERS_MAX_BUFFER_SIZE) {
+    return bad("file is " + std::to_string(bytes.size()) + " bytes, larger than a FlatBuffers buffer can be");
+  }
+  // The checksum before the FlatBuffers body is read (common/plan_checksum.h).
+  auto body = check_plan_trailer(bytes, "");
+  if (!body.ok()) return bad(body.error().message);
+  bytes = *body;
   fb::Verifier verifier(bytes.data(), bytes.size());
   if (!plan::VerifyPlanBuffer(verifier)) return bad("FlatBuffers verification failed (corrupt or truncated)");
   const plan::Plan* p = plan::GetPlan(bytes.data());

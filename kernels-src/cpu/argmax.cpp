@@ -98,4 +98,24 @@ Status argmax_reduce(const CpuLaunch& l) {
   return Status::ok_status();
 }
 
+Status argmax_partial_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t rows = size_i32(l, 3), vocab = size_i32(l, 4), chunks = size_i32(l, 5);
+  if (rows == 0) return Status::ok_status();
+  if (vocab > 0) e.touch(0, "logits", sat_product({rows, vocab, 2}));
+  e.touch(1, "partial_val", sat_product({rows, chunks, 4}));
+  e.touch(2, "partial_idx", sat_product({rows, chunks, 4}));
+  return Status::ok_status();
+}
+
+Status argmax_reduce_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t rows = size_i32(l, 3), chunks = size_i32(l, 4);
+  if (rows == 0) return Status::ok_status();
+  e.touch(0, "partial_val", sat_product({rows, chunks, 4}));
+  e.touch(1, "partial_idx", sat_product({rows, chunks, 4}));
+  e.touch(2, "next_token", sat_mul(rows, 8));
+  return Status::ok_status();
+}
+
 }  // namespace kern::cpu

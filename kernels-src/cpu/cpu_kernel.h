@@ -4,6 +4,12 @@
 // kernel's ABI). Device pointers are host pointers on the cpu device.
 // Reference kernels compute the whole result of the launch (they do not
 // emulate blocks) and are the numeric reference for the CUDA kernels.
+//
+// Every kernel is registered together with its extent declaration
+// (CpuExtentFn): from the launch's scalar params it states how many bytes it
+// may touch through each pointer param, and the cpu device checks those
+// extents against the buffers it allocated before it runs the kernel
+// (docs/kernels.md "Memory extents"). A CpuKernel cannot be built without one.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +29,13 @@ struct CpuLaunch {
   uint64_t shared_mem_bytes = 0;
   void* const* args = nullptr;  ///< kernelParams: args[i] points at param i's value (borrowed)
   size_t num_args = 0;
+  /// Bytes from pointer param i to the end of the buffer it points into, by
+  /// param index (0 for scalars and unknown pointers); set by the cpu device
+  /// (borrowed), null when the caller cannot know (a direct kernel test).
+  /// Kernels whose accesses depend on data (a slot, a page, a position) check
+  /// those accesses against it; accesses fixed by scalar params are declared
+  /// in CpuExtents and checked by the device instead.
+  const uint64_t* avail = nullptr;
 
   /// Reads param `i` as a value of type T (a pointer param is read as a pointer).
   template <typename T>
@@ -38,8 +51,48 @@ struct CpuLaunch {
 /// scalar params describe.
 using CpuKernelFn = Status (*)(const CpuLaunch& launch);
 
+/// The most params a cpu kernel may have (the largest ABI has 16).
+inline constexpr size_t kMaxCpuParams = 32;
+
+/// What one launch may touch through its pointer params, declared by the
+/// kernel from its scalar params: param i may read or write bytes
+/// [0, bytes[i]) counted from its pointer. 0 = not dereferenced (scalar
+/// params, and pointers a launch with these sizes does not use). An extent
+/// too large for u64 saturates to UINT64_MAX (always rejected).
+struct CpuExtents {
+  uint64_t bytes[kMaxCpuParams] = {};
+  const char* names[kMaxCpuParams] = {};  ///< the ABI name of each declared param
+
+  /// Declares that pointer param `index` (ABI name `name`, a string literal)
+  /// may touch `size_bytes` bytes from its pointer. `index` < kMaxCpuParams.
+  void touch(size_t index, const char* name, uint64_t size_bytes) {
+    bytes[index] = size_bytes;
+    names[index] = name;
+  }
+};
+
+/// A kernel's extent declaration: fills `out` from `launch`'s scalar params
+/// (it must not dereference a pointer param). Invalid scalars (negative
+/// sizes) may be declared as 0: the kernel rejects them before touching
+/// memory. Returns an error only for a launch it cannot describe.
+using CpuExtentFn = Status (*)(const CpuLaunch& launch, CpuExtents& out);
+
+/// A registered reference kernel: the kernel and its extent declaration,
+/// both required (the consteval constructor refuses a null one at compile
+/// time, so a kernel cannot be registered without its extents).
+struct CpuKernel {
+  CpuKernelFn run;
+  CpuExtentFn extents;
+
+  consteval CpuKernel(CpuKernelFn run_fn, CpuExtentFn extents_fn) : run(run_fn), extents(extents_fn) {
+    if (run_fn == nullptr || extents_fn == nullptr) {
+      throw "a cpu kernel is registered with its run function and its extent declaration";
+    }
+  }
+};
+
 /// Looks up the reference kernel registered for a cubin symbol or an
-/// `extern:` op name; nullptr when none is registered.
-CpuKernelFn find_cpu_kernel(std::string_view symbol);
+/// `extern:` op name; nullptr when none is registered. Static storage.
+const CpuKernel* find_cpu_kernel(std::string_view symbol);
 
 }  // namespace kern::cpu

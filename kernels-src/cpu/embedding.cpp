@@ -41,4 +41,14 @@ Status embedding_bf16(const CpuLaunch& l) {
   return Status::ok_status();
 }
 
+Status embedding_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t tokens = size_i32(l, 3), hidden = size_i32(l, 4), vocab = size_i32(l, 5);
+  if (tokens == 0 || hidden == 0) return Status::ok_status();
+  e.touch(0, "token_ids", sat_mul(tokens, 8));
+  e.touch(1, "table", sat_product({vocab, hidden, 2}));  // any in-range id may be read
+  e.touch(2, "out", sat_product({tokens, hidden, 2}));
+  return Status::ok_status();
+}
+
 }  // namespace kern::cpu

@@ -180,4 +180,16 @@ Status gemm_bf16_tn(const CpuLaunch& l) { return run_gemm(l, kGemm, false); }
 
 Status gemm_bf16_tn_acc(const CpuLaunch& l) { return run_gemm(l, kGemmAcc, true); }
 
+Status gemm_bf16_tn_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t m = size_i32(l, 3), n = size_i32(l, 4), k = size_i32(l, 5);
+  if (m == 0 || n == 0) return Status::ok_status();
+  if (k > 0) {
+    e.touch(0, "a", sat_product({m, k, 2}));
+    e.touch(1, "w", sat_product({n, k, 2}));
+  }
+  e.touch(2, "c", sat_product({m, n, 2}));
+  return Status::ok_status();
+}
+
 }  // namespace kern::cpu

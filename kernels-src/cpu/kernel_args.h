@@ -5,15 +5,19 @@
 // on; only then does it touch memory. Errors name the kernel symbol and the
 // param ("kern_rmsnorm_bf16: param 3 (rows) is -1; must be >= 0").
 //
-// Not checked here (cannot be, from the ABI alone): that a buffer really
-// holds as many elements as the scalar params say. That is the plan's job
-// (kern-verify sizes buffers and scratch; kern-load allocates them).
+// Buffer extents are not checked here: each kernel declares, from its
+// scalar params, the bytes it touches through each pointer (its CpuExtentFn,
+// built with the saturating helpers below) and the cpu device checks them
+// against the buffers before the launch; accesses chosen by data (a slot, a
+// page, a position) are checked by the kernel with check_data_extent.
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <initializer_list>
+#include <limits>
 #include <string>
 
 #include "kernels-src/cpu/cpu_kernel.h"
@@ -134,6 +138,59 @@ inline Status check_grid_equals(const CpuLaunch& l, const char* kernel, int axis
                                     std::to_string(count));
   }
   return Status::ok_status();
+}
+
+/// a * b, saturating at UINT64_MAX (an extent that large is always rejected).
+constexpr uint64_t sat_mul(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<uint64_t>::max() : r;
+}
+
+/// a + b, saturating at UINT64_MAX.
+constexpr uint64_t sat_add(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<uint64_t>::max() : r;
+}
+
+/// The product of `factors`, saturating (extent arithmetic).
+constexpr uint64_t sat_product(std::initializer_list<uint64_t> factors) {
+  uint64_t r = 1;
+  for (uint64_t f : factors) r = sat_mul(r, f);
+  return r;
+}
+
+/// Signed scalar param `index` (i32) as an extent factor: a negative value
+/// counts as 0 (the kernel rejects it before touching memory).
+inline uint64_t size_i32(const CpuLaunch& l, size_t index) {
+  const int32_t v = l.arg<int32_t>(index);
+  return v < 0 ? 0 : static_cast<uint64_t>(v);
+}
+
+/// Signed scalar param `index` (i64) as an extent factor; negative counts as 0.
+inline uint64_t size_i64(const CpuLaunch& l, size_t index) {
+  const int64_t v = l.arg<int64_t>(index);
+  return v < 0 ? 0 : static_cast<uint64_t>(v);
+}
+
+/// Bytes spanned by `rows` rows of `row` elements, consecutive rows `stride`
+/// elements apart, `elem` bytes each: ((rows - 1) * stride + row) * elem;
+/// 0 when rows or row is 0. Saturating.
+constexpr uint64_t strided_bytes(uint64_t rows, uint64_t stride, uint64_t row, uint64_t elem) {
+  if (rows == 0 || row == 0) return 0;
+  return sat_mul(sat_add(sat_mul(rows - 1, stride), row), elem);
+}
+
+/// Fails when an access chosen by data (a slot, page or position read from
+/// an input buffer) would touch `needed` bytes through pointer param `index`
+/// (named `name`) while its buffer holds fewer from the pointer
+/// (CpuLaunch::avail). Passes when the launch carries no avail (a direct
+/// kernel test). `what` names the data ("slot_mapping[3] = 900").
+inline Status check_data_extent(const CpuLaunch& l, const char* kernel, size_t index,
+                                const char* name, uint64_t needed, const std::string& what) {
+  if (l.avail == nullptr || needed <= l.avail[index]) return Status::ok_status();
+  return data_error(kernel, "param " + std::to_string(index) + " (" + name + "): " + what +
+                                " needs " + std::to_string(needed) + " B from the pointer; its buffer holds " +
+                                std::to_string(l.avail[index]) + " B from there");
 }
 
 /// Runs kernel F and turns an escaping exception (std::bad_alloc from a

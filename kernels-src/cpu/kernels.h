@@ -9,7 +9,11 @@
 // sizes or strides, a null pointer that would be dereferenced, or a launch
 // grid that does not cover the work (or, for split/chunk counts, does not
 // match the param exactly) return an error Status naming the kernel and the
-// param. Buffer extents are trusted (the plan sized them, SPEC §4).
+// param.
+//
+// Extents: each kernel X has X_extents, its CpuExtentFn (cpu_kernel.h): the
+// bytes it touches through each pointer param, from its scalar params; the
+// registry pairs them and the cpu device checks them against its buffers.
 #pragma once
 
 #include "kernels-src/cpu/cpu_kernel.h"
@@ -74,5 +78,21 @@ Status gemm_bf16_tn(const CpuLaunch& launch);
 /// `extern:cublaslt_bf16_tn_acc` (§10): c = bf16(c + a . w^T), the old c
 /// added in f32 before the single rounding. Grid and block are ignored.
 Status gemm_bf16_tn_acc(const CpuLaunch& launch);
+
+// Extent declarations (CpuExtentFn), one per kernel above.
+Status embedding_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status rmsnorm_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status add_rmsnorm_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status head_rmsnorm_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status rope_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status silu_and_mul_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status reshape_and_cache_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status paged_attention_partial_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status paged_attention_reduce_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status paged_attention_prefill_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status argmax_partial_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status argmax_reduce_extents(const CpuLaunch& launch, CpuExtents& out);
+/// Both GEMM ops (the _acc variant touches the same bytes).
+Status gemm_bf16_tn_extents(const CpuLaunch& launch, CpuExtents& out);
 
 }  // namespace kern::cpu

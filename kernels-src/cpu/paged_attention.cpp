@@ -13,9 +13,9 @@
 //
 // Checked data (batch size 1, the caller contract of SPEC §7):
 // cu_seqlens_q = [0, num_tokens], seq_lens[0] >= num_tokens, and every block
-// table entry the context uses is >= 0. Not checked: that the block table
-// has ceil(ctx / 16) entries and that its pages lie inside the cache (the
-// ABI carries neither extent).
+// table entry the context uses is >= 0; the block table holds ceil(ctx / 16)
+// entries and its pages lie inside the cache the device gave
+// (CpuLaunch::avail), checked before anything is computed.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -95,12 +95,23 @@ Status parse_attention(const CpuLaunch& l, const char* kname, size_t s, Attentio
                                  " (the cache holds this call's tokens)");
   }
   const int64_t pages = (a.ctx + kPageSlots - 1) / kPageSlots;
+  KERN_RETURN_IF_ERROR(check_data_extent(l, kname, 2, "block_table", static_cast<uint64_t>(pages) * 4,
+                                         "seq_lens[0] = " + std::to_string(a.ctx)));
+  int64_t max_page = 0;
   for (int64_t p = 0; p < pages; ++p) {
     if (a.block_table[p] < 0) {
       return data_error(kname, "block_table[" + std::to_string(p) + "] is " +
                                    std::to_string(a.block_table[p]) + "; must be >= 0");
     }
+    max_page = std::max<int64_t>(max_page, a.block_table[p]);
   }
+  // The last page the context uses must hold this layer's whole page.
+  const uint64_t cache_bytes =
+      sat_mul(sat_add(sat_mul(static_cast<uint64_t>(max_page), static_cast<uint64_t>(a.page_stride)),
+                      static_cast<uint64_t>(kv_layer_page_elems(a.kv_heads, a.head_dim))),
+              2);
+  KERN_RETURN_IF_ERROR(check_data_extent(l, kname, 1, "kv_cache", cache_bytes,
+                                         "block_table page " + std::to_string(max_page)));
   a.k_scale = *ks;
   a.v_scale = *vs;
   return Status::ok_status();
@@ -254,6 +265,56 @@ Status paged_attention_prefill_bf16(const CpuLaunch& l) {
       for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(o[d] / sum);
     }
   }
+  return Status::ok_status();
+}
+
+namespace {
+
+/// Declares the interface params 0..6 (scalars from param `s`): q and the
+/// small per-call inputs; kv_cache and the block table entries past the
+/// first ceil(T / 16) are chosen by data and checked in parse_attention.
+void attention_extents(const CpuLaunch& l, size_t s, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t tokens = size_i32(l, s), heads = size_i32(l, s + 1), head_dim = size_i32(l, s + 3);
+  if (tokens == 0 || heads == 0 || head_dim == 0) return;
+  e.touch(0, "q", sat_product({tokens, heads, head_dim, 2}));
+  e.touch(2, "block_table", sat_mul((tokens + 15) / 16, 4));  // ctx >= T
+  e.touch(3, "seq_lens", 4);
+  e.touch(4, "cu_seqlens_q", 8);
+  e.touch(5, "k_scale", 4);
+  e.touch(6, "v_scale", 4);
+}
+
+}  // namespace
+
+Status paged_attention_partial_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  attention_extents(l, 9, e);
+  const uint64_t tokens = size_i32(l, 9), heads = size_i32(l, 10), head_dim = size_i32(l, 12);
+  const uint64_t splits = size_i32(l, 15);
+  if (tokens == 0 || heads == 0 || head_dim == 0) return Status::ok_status();
+  e.touch(7, "partial_o", sat_product({tokens, heads, splits, head_dim, 4}));
+  e.touch(8, "partial_ml", sat_product({tokens, heads, splits, 2, 4}));
+  return Status::ok_status();
+}
+
+Status paged_attention_reduce_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t tokens = size_i32(l, 3), heads = size_i32(l, 4), head_dim = size_i32(l, 5);
+  const uint64_t splits = size_i32(l, 6);
+  if (tokens == 0 || heads == 0 || head_dim == 0) return Status::ok_status();
+  e.touch(0, "partial_o", sat_product({tokens, heads, splits, head_dim, 4}));
+  e.touch(1, "partial_ml", sat_product({tokens, heads, splits, 2, 4}));
+  e.touch(2, "out", sat_product({tokens, heads, head_dim, 2}));
+  return Status::ok_status();
+}
+
+Status paged_attention_prefill_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  attention_extents(l, 8, e);
+  const uint64_t tokens = size_i32(l, 8), heads = size_i32(l, 9), head_dim = size_i32(l, 11);
+  if (tokens == 0 || heads == 0 || head_dim == 0) return Status::ok_status();
+  e.touch(7, "out", sat_product({tokens, heads, head_dim, 2}));
   return Status::ok_status();
 }
 

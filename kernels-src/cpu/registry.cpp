@@ -14,29 +14,39 @@ namespace {
 
 using detail::guarded;
 
-// Each entry is wrapped by guarded<> (kernel_args.h): no exception escapes.
-constexpr std::array<std::pair<std::string_view, CpuKernelFn>, 14> kRegistry = {{
-    {"kern_embedding_bf16", guarded<embedding_bf16>},
-    {"kern_rmsnorm_bf16", guarded<rmsnorm_bf16>},
-    {"kern_add_rmsnorm_bf16", guarded<add_rmsnorm_bf16>},
-    {"kern_head_rmsnorm_bf16", guarded<head_rmsnorm_bf16>},
-    {"kern_rope_bf16", guarded<rope_bf16>},
-    {"kern_silu_and_mul_bf16", guarded<silu_and_mul_bf16>},
-    {"kern_reshape_and_cache_bf16", guarded<reshape_and_cache_bf16>},
-    {"kern_paged_attention_partial_bf16", guarded<paged_attention_partial_bf16>},
-    {"kern_paged_attention_reduce_bf16", guarded<paged_attention_reduce_bf16>},
-    {"kern_paged_attention_prefill_bf16", guarded<paged_attention_prefill_bf16>},
-    {"kern_argmax_partial_bf16", guarded<argmax_partial_bf16>},
-    {"kern_argmax_reduce", guarded<argmax_reduce>},
-    {"extern:cublaslt_bf16_tn", guarded<gemm_bf16_tn>},
-    {"extern:cublaslt_bf16_tn_acc", guarded<gemm_bf16_tn_acc>},
+/// One registry row: a symbol and its kernel. CpuKernel's consteval
+/// constructor rejects a missing extent declaration at compile time.
+struct Entry {
+  std::string_view symbol;
+  CpuKernel kernel;
+};
+
+// Each kernel is wrapped by guarded<> (kernel_args.h): no exception escapes.
+constexpr std::array<Entry, 14> kRegistry = {{
+    {"kern_embedding_bf16", {guarded<embedding_bf16>, embedding_bf16_extents}},
+    {"kern_rmsnorm_bf16", {guarded<rmsnorm_bf16>, rmsnorm_bf16_extents}},
+    {"kern_add_rmsnorm_bf16", {guarded<add_rmsnorm_bf16>, add_rmsnorm_bf16_extents}},
+    {"kern_head_rmsnorm_bf16", {guarded<head_rmsnorm_bf16>, head_rmsnorm_bf16_extents}},
+    {"kern_rope_bf16", {guarded<rope_bf16>, rope_bf16_extents}},
+    {"kern_silu_and_mul_bf16", {guarded<silu_and_mul_bf16>, silu_and_mul_bf16_extents}},
+    {"kern_reshape_and_cache_bf16", {guarded<reshape_and_cache_bf16>, reshape_and_cache_bf16_extents}},
+    {"kern_paged_attention_partial_bf16",
+     {guarded<paged_attention_partial_bf16>, paged_attention_partial_bf16_extents}},
+    {"kern_paged_attention_reduce_bf16",
+     {guarded<paged_attention_reduce_bf16>, paged_attention_reduce_bf16_extents}},
+    {"kern_paged_attention_prefill_bf16",
+     {guarded<paged_attention_prefill_bf16>, paged_attention_prefill_bf16_extents}},
+    {"kern_argmax_partial_bf16", {guarded<argmax_partial_bf16>, argmax_partial_bf16_extents}},
+    {"kern_argmax_reduce", {guarded<argmax_reduce>, argmax_reduce_extents}},
+    {"extern:cublaslt_bf16_tn", {guarded<gemm_bf16_tn>, gemm_bf16_tn_extents}},
+    {"extern:cublaslt_bf16_tn_acc", {guarded<gemm_bf16_tn_acc>, gemm_bf16_tn_extents}},
 }};
 
 }  // namespace
 
-CpuKernelFn find_cpu_kernel(std::string_view symbol) {
-  for (const auto& [name, fn] : kRegistry) {
-    if (name == symbol) return fn;
+const CpuKernel* find_cpu_kernel(std::string_view symbol) {
+  for (const Entry& e : kRegistry) {
+    if (e.symbol == symbol) return &e.kernel;
   }
   return nullptr;
 }

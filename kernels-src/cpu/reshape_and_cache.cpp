@@ -3,8 +3,8 @@
 // bf16(x / scale). A negative slot skips the token (vLLM's padding
 // convention). Only the documented elements are written.
 //
-// Not checked: that a slot lies inside the allocated cache (the capacity is
-// not in the ABI; kern-run derives slots from positions it bounds).
+// A slot beyond the cache the device gave (CpuLaunch::avail) is an error,
+// found before anything is written.
 #include "common/bf16.h"
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
@@ -49,6 +49,15 @@ Status reshape_and_cache_bf16(const CpuLaunch& l) {
   KERN_RETURN_IF_ERROR(check_grid_covers(l, kName, 0, tokens, "one block per token"));
   if (!work) return Status::ok_status();
 
+  for (int64_t t = 0; t < tokens; ++t) {  // all checks before the first write
+    const int64_t slot = slots[t];
+    if (slot < 0) continue;
+    const uint64_t end = sat_add(sat_mul(static_cast<uint64_t>(slot / kPageSlots), static_cast<uint64_t>(page_stride)),
+                                 static_cast<uint64_t>(kv_slot_offset(slot % kPageSlots, kv_heads - 1, 0, kv_heads,
+                                                                      head_dim) + 2 * head_dim));
+    KERN_RETURN_IF_ERROR(check_data_extent(l, kName, 2, "kv_cache", sat_mul(end, 2),
+                                           "slot_mapping[" + std::to_string(t) + "] = " + std::to_string(slot)));
+  }
   const float ks = *k_scale, vs = *v_scale;
   for (int64_t t = 0; t < tokens; ++t) {
     const int64_t slot = slots[t];
@@ -63,6 +72,20 @@ Status reshape_and_cache_bf16(const CpuLaunch& l) {
       }
     }
   }
+  return Status::ok_status();
+}
+
+Status reshape_and_cache_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t tokens = size_i32(l, 6), kv_heads = size_i32(l, 7), head_dim = size_i32(l, 8);
+  if (tokens == 0 || kv_heads == 0 || head_dim == 0) return Status::ok_status();
+  const uint64_t row = sat_mul(kv_heads, head_dim);
+  e.touch(0, "k", strided_bytes(tokens, size_i32(l, 9), row, 2));
+  e.touch(1, "v", strided_bytes(tokens, size_i32(l, 10), row, 2));
+  // kv_cache (param 2): the slots chosen by slot_mapping are checked by the kernel.
+  e.touch(3, "slot_mapping", sat_mul(tokens, 8));
+  e.touch(4, "k_scale", 4);
+  e.touch(5, "v_scale", 4);
   return Status::ok_status();
 }
 

@@ -135,4 +135,37 @@ Status head_rmsnorm_bf16(const CpuLaunch& l) {
   return Status::ok_status();
 }
 
+Status rmsnorm_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t rows = size_i32(l, 3), n = size_i32(l, 4);
+  if (rows == 0 || n == 0) return Status::ok_status();
+  e.touch(0, "x", sat_product({rows, n, 2}));
+  e.touch(1, "weight", sat_mul(n, 2));
+  e.touch(2, "y", sat_product({rows, n, 2}));
+  return Status::ok_status();
+}
+
+Status add_rmsnorm_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t rows = size_i32(l, 4), n = size_i32(l, 5);
+  if (rows == 0 || n == 0) return Status::ok_status();
+  e.touch(0, "x", sat_product({rows, n, 2}));
+  e.touch(1, "residual", sat_product({rows, n, 2}));
+  e.touch(2, "weight", sat_mul(n, 2));
+  e.touch(3, "y", sat_product({rows, n, 2}));
+  return Status::ok_status();
+}
+
+Status head_rmsnorm_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t total = size_i32(l, 3), per_token = size_i32(l, 4), head_dim = size_i32(l, 5);
+  if (total == 0 || head_dim == 0 || per_token == 0) return Status::ok_status();
+  const uint64_t tokens = (total + per_token - 1) / per_token;
+  const uint64_t row = sat_mul(per_token, head_dim);
+  e.touch(0, "x", strided_bytes(tokens, size_i32(l, 6), row, 2));
+  e.touch(1, "weight", sat_mul(head_dim, 2));
+  e.touch(2, "y", strided_bytes(tokens, size_i32(l, 7), row, 2));
+  return Status::ok_status();
+}
+
 }  // namespace kern::cpu

@@ -4,9 +4,9 @@
 // mode and (x[2i], x[2i + 1]) in interleaved (GPT-J) mode; both use cos[i],
 // sin[i]: x1' = x1 cos - x2 sin, x2' = x2 cos + x1 sin.
 //
-// Not checked: that a position is below the cache's max_pos (the ABI does
-// not carry it; kern-run bounds positions by the `tokens`/capacity symbols).
-// A negative position is rejected.
+// A negative position is rejected, and so is a position whose cache row lies
+// beyond the buffer the device gave (CpuLaunch::avail; the ABI does not
+// carry max_pos), before anything is written.
 
 #include "common/bf16.h"
 #include "kernels-src/cpu/kernel_args.h"
@@ -77,6 +77,10 @@ Status rope_bf16(const CpuLaunch& l) {
       return data_error(kName, "positions[" + std::to_string(t) + "] is " +
                                    std::to_string(positions[t]) + "; must be >= 0");
     }
+    const uint64_t row_end = sat_mul(sat_add(static_cast<uint64_t>(positions[t]), 1), static_cast<uint64_t>(head_dim));
+    KERN_RETURN_IF_ERROR(check_data_extent(l, kName, 3, "cos_sin_cache", sat_mul(row_end, 4),
+                                           "positions[" + std::to_string(t) + "] = " +
+                                               std::to_string(positions[t])));
   }
   for (int64_t t = 0; t < tokens; ++t) {
     const int64_t p = positions[t];
@@ -85,6 +89,19 @@ Status rope_bf16(const CpuLaunch& l) {
     if (q_heads > 0) rotate_heads(q + t * q_stride, q_heads, head_dim, cos, sin, is_neox == 1);
     if (k_heads > 0) rotate_heads(k + t * k_stride, k_heads, head_dim, cos, sin, is_neox == 1);
   }
+  return Status::ok_status();
+}
+
+Status rope_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t tokens = size_i32(l, 4), q_heads = size_i32(l, 5), k_heads = size_i32(l, 6);
+  const uint64_t head_dim = size_i32(l, 7);
+  if (tokens == 0 || head_dim == 0 || q_heads + k_heads == 0) return Status::ok_status();
+  e.touch(0, "positions", sat_mul(tokens, 8));
+  e.touch(1, "q", strided_bytes(tokens, size_i32(l, 8), sat_mul(q_heads, head_dim), 2));
+  e.touch(2, "k", strided_bytes(tokens, size_i32(l, 9), sat_mul(k_heads, head_dim), 2));
+  // Row 0 at least; the rows the positions select are checked by the kernel.
+  e.touch(3, "cos_sin_cache", sat_mul(head_dim, 4));
   return Status::ok_status();
 }
 

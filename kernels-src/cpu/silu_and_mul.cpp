@@ -39,4 +39,14 @@ Status silu_and_mul_bf16(const CpuLaunch& l) {
   return Status::ok_status();
 }
 
+Status silu_and_mul_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  const uint64_t tokens = size_i32(l, 2), d = size_i32(l, 3);
+  if (tokens == 0 || d == 0) return Status::ok_status();
+  e.touch(0, "gate_up", sat_product({tokens, d, 2, 2}));
+  e.touch(1, "out", sat_product({tokens, d, 2}));
+  return Status::ok_status();
+}
+
+
 }  // namespace kern::cpu

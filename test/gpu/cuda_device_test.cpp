@@ -133,7 +133,7 @@ void cpu_gemm(const char* symbol, std::vector<uint16_t>& a, std::vector<uint16_t
   l.num_args = 6;
   auto fn = cpu::find_cpu_kernel(symbol);
   REQUIRE(fn != nullptr);
-  REQUIRE(fn(l).ok());
+  REQUIRE(fn->run(l).ok());
 }
 
 }  // namespace

@@ -88,7 +88,7 @@ Mismatch compare(const CaseBuffer& cpu, const std::vector<uint8_t>& gpu) {
 /// Runs the case's launches on the cpu reference, in place on `c.buffers`.
 Status run_cpu(Case& c) {
   for (const CaseLaunch& l : c.launches) {
-    cpu::CpuKernelFn fn = cpu::find_cpu_kernel(l.symbol);
+    const cpu::CpuKernel* fn = cpu::find_cpu_kernel(l.symbol);
     if (!fn) return make_error(ErrorKind::kKernel, l.symbol + ": no cpu reference kernel");
     std::vector<uint64_t> values(l.args.size());
     std::vector<void*> ptrs(l.args.size());
@@ -102,7 +102,7 @@ Status run_cpu(Case& c) {
     std::copy(l.block, l.block + 3, launch.block);
     launch.args = ptrs.data();
     launch.num_args = ptrs.size();
-    const Status st = fn(launch);
+    const Status st = fn->run(launch);
     if (!st.ok()) return st.error().with_context("cpu reference");
   }
   return Status::ok_status();

@@ -99,7 +99,7 @@ kern::Status run(const Abi& abi, const ArgPack& a, size_t num_args) {
   l.block[0] = 128;
   l.args = a.data();
   l.num_args = num_args;
-  return kern::cpu::find_cpu_kernel(abi.symbol)(l);
+  return kern::cpu::find_cpu_kernel(abi.symbol)->run(l);
 }
 
 kern::Status throws_bad_alloc(const kern::cpu::CpuLaunch&) { throw std::bad_alloc(); }
@@ -135,7 +135,7 @@ TEST_CASE("every kernel symbol in docs/kernels.md has a registered cpu reference
   std::set<kern::cpu::CpuKernelFn> distinct;
   for (const Abi& abi : kAbis) {
     CHECK(documented.count(abi.symbol) == 1);
-    distinct.insert(kern::cpu::find_cpu_kernel(abi.symbol));
+    distinct.insert(kern::cpu::find_cpu_kernel(abi.symbol)->run);
   }
   CHECK(distinct.size() == kAbis.size());
 }
@@ -298,8 +298,8 @@ TEST_CASE("a kernel that runs out of host memory returns an error instead of thr
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().kind == kern::ErrorKind::kDevice);
   CHECK(s.error().message.find("cpu reference kernel failed") == 0);
-  CHECK(kern::cpu::find_cpu_kernel("kern_rmsnorm_bf16") ==
+  CHECK(kern::cpu::find_cpu_kernel("kern_rmsnorm_bf16")->run ==
         &kern::cpu::detail::guarded<kern::cpu::rmsnorm_bf16>);
-  CHECK(kern::cpu::find_cpu_kernel("extern:cublaslt_bf16_tn") ==
+  CHECK(kern::cpu::find_cpu_kernel("extern:cublaslt_bf16_tn")->run ==
         &kern::cpu::detail::guarded<kern::cpu::gemm_bf16_tn>);
 }

@@ -69,8 +69,8 @@ class ArgPack {
 /// Runs the kernel registered for `symbol` with `args` and the given geometry.
 inline Status launch(std::string_view symbol, const ArgPack& args, uint32_t gx, uint32_t gy = 1,
                      uint32_t gz = 1, uint32_t bx = 128) {
-  const CpuKernelFn fn = find_cpu_kernel(symbol);
-  REQUIRE(fn != nullptr);
+  const CpuKernel* k = find_cpu_kernel(symbol);
+  REQUIRE(k != nullptr);
   CpuLaunch l;
   l.grid[0] = gx;
   l.grid[1] = gy;
@@ -78,7 +78,7 @@ inline Status launch(std::string_view symbol, const ArgPack& args, uint32_t gx, 
   l.block[0] = bx;
   l.args = args.data();
   l.num_args = args.size();
-  return fn(l);
+  return k->run(l);
 }
 
 /// Like launch() but REQUIREs success, printing the error otherwise.

@@ -28,6 +28,7 @@ class RecordingDevice final : public load::Device {
   std::string name() const override { return "recording"; }
   Result<load::DevicePtr> allocate(uint64_t s, uint64_t a) override { return inner_.allocate(s, a); }
   Status free(load::DevicePtr p) override { return inner_.free(p); }
+  void name_allocation(load::DevicePtr p, const std::string& n) override { inner_.name_allocation(p, n); }
   Status copy_to_device(load::DevicePtr d, const void* s, uint64_t n) override { return inner_.copy_to_device(d, s, n); }
   Status copy_to_host(void* d, load::DevicePtr s, uint64_t n) override { return inner_.copy_to_host(d, s, n); }
   Status load_kernels(const load::PlanFile& plan, const std::string& dir) override {
@@ -154,10 +155,15 @@ TEST_CASE("a launch's kernelParams hold base+offset pointers, literal bits and p
   CHECK(launches[0].values[0] == a.buffers[0]);
 }
 
-TEST_CASE("literals are staged with only their param's bytes", "[load][staging]") {
+TEST_CASE("a literal that does not fit its param's type is rejected at open", "[load][staging]") {
   PlanDesc d = tiny_plan();
-  // i32 param given a literal with high garbage bits: the kernel sees the low 4 bytes.
+  // i32 param given a literal with high garbage bits (a flipped byte under a valid checksum).
   d.programs[0].launches[0].args[3] = arg_literal(0xdeadbeef00000004ull);
+  auto bad = load_plan(d);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "tiny.kplan: programs[0] 'main'.launches[0].args[3]: literal 0xdeadbeef00000004 "
+                               "does not fit the param's 4-byte type");
+  d.programs[0].launches[0].args[3] = arg_literal(4);
   auto l = load_plan(d);
   REQUIRE(l.ok());
   const uint64_t t4[] = {4};

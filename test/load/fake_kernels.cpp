@@ -1,5 +1,6 @@
 #include "test/load/fake_kernels.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -50,12 +51,45 @@ Status finish(const cpu::CpuLaunch& l) {
   return {};
 }
 
+/// n (an i32 param), or 0 when negative (the kernels reject it).
+uint64_t count(const cpu::CpuLaunch& l, size_t index) {
+  const int32_t n = l.arg<int32_t>(index);
+  return n < 0 ? 0 : static_cast<uint64_t>(n);
+}
+
+Status add_bias_extents(const cpu::CpuLaunch& l, cpu::CpuExtents& e) {
+  const uint64_t n = count(l, 3);
+  e.touch(0, "ids", 8 * n);
+  e.touch(1, "bias", 8 * std::min<uint64_t>(n, 4));
+  e.touch(2, "acc", 8 * n);
+  return {};
+}
+
+Status double_extents(const cpu::CpuLaunch& l, cpu::CpuExtents& e) {
+  const uint64_t n = count(l, 2);
+  e.touch(0, "acc", 8 * n);
+  e.touch(1, "tmp", 8 * n);
+  return {};
+}
+
+Status finish_extents(const cpu::CpuLaunch& l, cpu::CpuExtents& e) {
+  const uint64_t n = count(l, 4);
+  e.touch(0, "tmp", 8 * n);
+  e.touch(1, "out", 8 * n);
+  e.touch(2, "kv", 8 * n);
+  return {};
+}
+
+constexpr cpu::CpuKernel kAddBias{&add_bias, &add_bias_extents};
+constexpr cpu::CpuKernel kDouble{&double_it, &double_extents};
+constexpr cpu::CpuKernel kFinish{&finish, &finish_extents};
+
 }  // namespace
 
-cpu::CpuKernelFn fake_kernel(std::string_view symbol) {
-  if (symbol == "test_add_bias") return &add_bias;
-  if (symbol == "test_double") return &double_it;
-  if (symbol == "test_finish") return &finish;
+const cpu::CpuKernel* fake_kernel(std::string_view symbol) {
+  if (symbol == "test_add_bias") return &kAddBias;
+  if (symbol == "test_double") return &kDouble;
+  if (symbol == "test_finish") return &kFinish;
   return nullptr;
 }
 

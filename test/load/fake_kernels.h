@@ -10,7 +10,8 @@
 
 namespace kern::test {
 
-/// Resolves test_add_bias / test_double / test_finish; nullptr otherwise.
-cpu::CpuKernelFn fake_kernel(std::string_view symbol);
+/// Resolves test_add_bias / test_double / test_finish (with their extent
+/// declarations); nullptr otherwise.
+const cpu::CpuKernel* fake_kernel(std::string_view symbol);
 
 }  // namespace kern::test

@@ -1,5 +1,9 @@
 #include "test/load/plan_builder.h"
 
+#include <stdexcept>
+
+#include "common/plan_checksum.h"
+
 namespace kern::test {
 
 namespace {
@@ -66,7 +70,20 @@ std::vector<uint8_t> serialize(const PlanDesc& d) {
   auto root = plan::CreatePlanDirect(b, d.format_version, &d.manifest_sha256, d.model.c_str(), &symbols, &states,
                                      &buffers, &cubins, &kernels, &steps, &scratch, &programs);
   plan::FinishPlanBuffer(b, root);
-  return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  std::vector<uint8_t> bytes(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  auto trailer = plan_trailer(bytes);
+  if (!trailer.ok()) throw std::runtime_error(trailer.error().message);
+  bytes.insert(bytes.end(), trailer->begin(), trailer->end());
+  return bytes;
+}
+
+std::vector<uint8_t> reseal(std::vector<uint8_t> bytes) {
+  if (bytes.size() < kPlanTrailerBytes) throw std::runtime_error("reseal: no trailer to replace");
+  bytes.resize(bytes.size() - kPlanTrailerBytes);
+  auto trailer = plan_trailer(bytes);
+  if (!trailer.ok()) throw std::runtime_error(trailer.error().message);
+  bytes.insert(bytes.end(), trailer->begin(), trailer->end());
+  return bytes;
 }
 
 PlanDesc tiny_plan() {

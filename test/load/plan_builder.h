@@ -94,8 +94,14 @@ inline ArgDesc arg_scratch(uint32_t i, uint64_t offset = 0) { return {plan::ArgK
 inline ArgDesc arg_literal(uint64_t bits) { return {plan::ArgKind::literal, 0, 0, bits, {}}; }
 inline ArgDesc arg_expr(ExprDesc e) { return {plan::ArgKind::expr, 0, 0, 0, std::move(e)}; }
 
-/// Serializes `d` as a finished "KPLN" FlatBuffer.
+/// Serializes `d` as a finished "KPLN" FlatBuffer followed by its checksum
+/// trailer (common/plan_checksum.h), as kern-verify writes it.
 std::vector<uint8_t> serialize(const PlanDesc& d);
+
+/// Replaces the checksum trailer of serialized plan `bytes` (edited after
+/// serialize) with one that matches: a hostile writer can always do this, so
+/// tests of the checks behind the checksum use it.
+std::vector<uint8_t> reseal(std::vector<uint8_t> bytes);
 
 /// The tiny plan (symbol `tokens` in [1, 8]):
 ///   buffers: 0 `ids` i64 [tokens] input, 1 `bias` i64 [4] weight,

@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <functional>
+#include <random>
+
+#include "common/plan_checksum.h"
 
 #include "kern-load/plan_file.h"
 #include "test/load/plan_builder.h"
@@ -54,19 +57,31 @@ TEST_CASE("open maps a plan file from disk and a missing file is an io error nam
   CHECK_THAT(missing.error().message, Contains("missing.kplan") && Contains("cannot open"));
 }
 
-TEST_CASE("a plan truncated at any length that cuts data is rejected cleanly", "[load][plan]") {
+TEST_CASE("a plan cut at any length is rejected: the checksum trailer is gone", "[load][plan]") {
   std::vector<uint8_t> bytes = serialize(tiny_plan());
-  // FlatBuffers has no length field: dropping only trailing zero bytes (the
-  // builder's padding) to a multiple of 4 may leave an intact plan. Any other
-  // cut must be rejected.
-  size_t data_end = bytes.size();
-  while (data_end > 0 && bytes[data_end - 1] == 0) --data_end;
-  REQUIRE(bytes.size() - data_end < 8);
   for (size_t len = 0; len < bytes.size(); ++len) {
     auto r = load::PlanFile::from_bytes(std::span(bytes).first(len), "cut.kplan");
     INFO("length " << len << " of " << bytes.size());
-    // Only zero padding dropped, to a multiple of 4: either outcome is sound.
-    // Any other size is not a finished FlatBuffers buffer and is rejected.
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::kManifest);
+    CHECK_THAT(r.error().message, Contains("cut.kplan: "));
+  }
+}
+
+TEST_CASE("a plan body cut at any length that cuts data is rejected even under a valid checksum", "[load][plan]") {
+  std::vector<uint8_t> sealed = serialize(tiny_plan());
+  std::vector<uint8_t> body(sealed.begin(), sealed.end() - kPlanTrailerBytes);
+  // FlatBuffers has no length field: dropping only trailing zero bytes (the
+  // builder's padding) to a multiple of 4 may leave an intact plan. Any other
+  // cut must be rejected.
+  size_t data_end = body.size();
+  while (data_end > 0 && body[data_end - 1] == 0) --data_end;
+  REQUIRE(body.size() - data_end < 8);
+  for (size_t len = 0; len < body.size(); ++len) {
+    std::vector<uint8_t> cut(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(len));
+    cut.resize(len + kPlanTrailerBytes);  // room for reseal's trailer
+    auto r = load::PlanFile::from_bytes(reseal(cut), "cut.kplan");
+    INFO("length " << len << " of " << body.size());
     if (len >= data_end && len % 4 == 0) continue;
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().kind == ErrorKind::kManifest);
@@ -74,14 +89,55 @@ TEST_CASE("a plan truncated at any length that cuts data is rejected cleanly", "
   }
 }
 
-TEST_CASE("flipping any single byte of a plan never crashes the loader", "[load][plan]") {
+TEST_CASE("2000 random single-byte flips of the tiny plan are all rejected at open", "[load][plan]") {
+  const std::vector<uint8_t> good = serialize(tiny_plan());
+  std::mt19937 rng(9);
+  std::uniform_int_distribution<size_t> pos(0, good.size() - 1);
+  std::uniform_int_distribution<int> mask(1, 255);
+  for (int n = 0; n < 2000; ++n) {
+    std::vector<uint8_t> bytes = good;
+    const size_t i = pos(rng);
+    bytes[i] ^= static_cast<uint8_t>(mask(rng));
+    auto r = load::PlanFile::from_bytes(bytes, "flip.kplan");
+    INFO("byte " << i);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::kManifest);
+  }
+  // Every position, one mask: the trailer, the identifier and the body alike.
+  for (size_t i = 0; i < good.size(); ++i) {
+    std::vector<uint8_t> bytes = good;
+    bytes[i] ^= 0x01;
+    INFO("byte " << i);
+    CHECK_FALSE(load::PlanFile::from_bytes(bytes, "flip.kplan").ok());
+  }
+}
+
+TEST_CASE("bytes appended to a plan, or a missing or wrong trailer, are rejected naming the checksum",
+          "[load][plan]") {
+  std::vector<uint8_t> bytes = serialize(tiny_plan());
+  std::vector<uint8_t> appended = bytes;
+  appended.insert(appended.end(), {0, 0, 0, 0});
+  auto r = load::PlanFile::from_bytes(appended, "more.kplan");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message ==
+        "more.kplan: no checksum trailer at the end of the file: it was cut short, had bytes appended, or was not "
+        "written by kern-verify (recompile the manifest)");
+  std::vector<uint8_t> body(bytes.begin(), bytes.end() - kPlanTrailerBytes);
+  CHECK_THAT(load::PlanFile::from_bytes(body, "bare.kplan").error().message,
+             Contains("bare.kplan: no checksum trailer"));
+  bytes[10] ^= 0x40;
+  CHECK_THAT(load::PlanFile::from_bytes(bytes, "flip.kplan").error().message,
+             Contains("flip.kplan: checksum mismatch: the file changed after kern-verify wrote it (sha256 "));
+}
+
+TEST_CASE("flipping any single byte under a valid checksum never crashes the loader", "[load][plan]") {
   std::vector<uint8_t> good = serialize(tiny_plan());
   size_t rejected = 0;
-  for (size_t i = 0; i < good.size(); ++i) {
+  for (size_t i = 0; i + kPlanTrailerBytes < good.size(); ++i) {
     for (uint8_t mask : {uint8_t{0xff}, uint8_t{0x01}, uint8_t{0x80}}) {
       std::vector<uint8_t> bytes = good;
       bytes[i] ^= mask;
-      auto r = load::PlanFile::from_bytes(bytes, "flip.kplan");
+      auto r = load::PlanFile::from_bytes(reseal(bytes), "flip.kplan");
       if (!r.ok()) {
         ++rejected;
         continue;
@@ -120,6 +176,7 @@ TEST_CASE("a plan of another version is reported as such even when this version'
   d.format_version = 7;
   std::vector<uint8_t> bytes = serialize(d);
   bytes.resize(bytes.size() / 2);  // the root table sits at the front; vectors and strings at the back
+  // (and the checksum trailer is gone: the version is still named first)
   auto r = load::PlanFile::from_bytes(bytes, "future.kplan");
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.error().message, Contains("future.kplan: plan format version 7, this loader reads version"));
@@ -130,7 +187,7 @@ TEST_CASE("a verifier failure on a structurally broken plan is reported as corru
   // Point the root offset past the end of the buffer.
   bytes[0] = 0xf0;
   bytes[1] = 0xff;
-  auto r = load::PlanFile::from_bytes(bytes, "bad.kplan");
+  auto r = load::PlanFile::from_bytes(reseal(bytes), "bad.kplan");
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.error().message, Contains("bad.kplan: corrupt plan: the FlatBuffers verifier rejected it"));
 }
@@ -151,8 +208,13 @@ TEST_CASE("plan validation rejects each out-of-range index or malformed entry wi
        "programs[0] 'main'.launches[0]: 3 args for step 'test_add_bias' with 4 params"},
       {"buffer index", [](PlanDesc& d) { d.programs[0].launches[0].args[2].index = 400; },
        "programs[0] 'main'.launches[0].args[2]: buffer index 400 out of range (4 buffers)"},
-      {"buffer offset", [](PlanDesc& d) { d.programs[0].launches[0].args[2].offset = 65; },
-       "programs[0] 'main'.launches[0].args[2]: offset 65 B beyond buffer 'acc' (64 B)"},
+      {"buffer offset", [](PlanDesc& d) { d.programs[0].launches[0].args[2].offset = 72; },
+       "programs[0] 'main'.launches[0].args[2]: offset 72 B beyond buffer 'acc' (64 B)"},
+      {"misaligned buffer offset", [](PlanDesc& d) { d.programs[0].launches[0].args[2].offset = 63; },
+       "programs[0] 'main'.launches[0].args[2]: offset 63 B is not a multiple of the element size 8 B of the "
+       "param's dtype"},
+      {"literal wider than its param", [](PlanDesc& d) { d.programs[0].launches[0].args[3] = arg_literal(1ull << 32); },
+       "programs[0] 'main'.launches[0].args[3]: literal 0x0000000100000000 does not fit the param's 4-byte type"},
       {"state index", [](PlanDesc& d) { d.programs[0].launches[2].args[2].index = 1; },
        "programs[0] 'main'.launches[2].args[2]: state index 1 out of range (1 states)"},
       {"scratch index", [](PlanDesc& d) { d.programs[0].launches[1].args[1].index = 3; },

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cstring>
 
+#include "common/plan_checksum.h"
 #include "common/plan_format.h"
 #include "common/sha256.h"
 #include "fixture.h"
@@ -224,6 +225,9 @@ TEST_CASE("dump rejects a plan of another format version", "[lower][dump]") {
                              empty_kernel, empty_step, empty_scratch, empty_prog);
   plan::FinishPlanBuffer(b2, r2);
   std::string bytes(reinterpret_cast<const char*>(b2.GetBufferPointer()), b2.GetSize());
+  auto trailer = plan_trailer(span_of(bytes));
+  REQUIRE(trailer.ok());
+  bytes.append(reinterpret_cast<const char*>(trailer->data()), trailer->size());
   auto r = kern::verify::dump_plan(span_of(bytes));
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message.find("format version " + std::to_string(kPlanFormatVersion + 1)) != std::string::npos);
