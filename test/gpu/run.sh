@@ -84,6 +84,9 @@ EOF2
   command -v python3 && python3 --version; uname -a
   echo "== CUDA libraries the loader sees"; ldconfig -p | grep -E 'libcuda\.so|libcublasLt' || echo "(none in the loader cache)"
   ls -d /usr/local/cuda*/lib64 /usr/local/nvidia/lib64 2>&1
+  ls /usr/local/cuda*/lib64/libcublasLt.so* 2>&1 | head -3
+  echo "== cublasLt in the CUDA wheels of python3 (kern-load/cuda/library_search.h looks there too)"
+  ls "$(dirname "$(command -v python3)")"/../lib/python3*/site-packages/nvidia/*/lib/libcublasLt.so* 2>&1 | head -3
   detail "$(echo "$q" | head -1 | cut -d, -f1-4)"
 }
 
