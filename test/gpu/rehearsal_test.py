@@ -3,6 +3,8 @@
 
 The GPU run (test/gpu/run.sh) rehearsed on a machine without a GPU
 (docs/gpu.md "Running the GPU checks"):
+- fatbin_pins.py checks every pin of a manifest (nested steps), names each
+  mismatch and missing file;
 - without a GPU, run.sh stops within 30 s with "no NVIDIA GPU: ..." in
   summary.txt, exits non-zero, leaves at most 8 plain files in $OUT, and
   never sets LD_LIBRARY_PATH for the tools it calls;
@@ -112,6 +114,43 @@ class RunShWithoutGpu(unittest.TestCase):
             self.assertIn("no NVIDIA GPU: nvidia-smi: NVIDIA-SMI has failed", summary)
             with open(os.path.join(bindir, "seen-env"), "r", encoding="utf-8") as f:
                 self.assertEqual(set(f.read().split()), {"LD_LIBRARY_PATH=/caller/own/path"})
+
+
+class FatbinPins(unittest.TestCase):
+    """fatbin_pins.py (bundle.sh's and run.sh's pin check) on fabricated manifests."""
+
+    def run_pins(self, kdir, *manifests):
+        return subprocess.run([sys.executable, os.path.join(ROOT, "test", "gpu", "fatbin_pins.py"), kdir, *manifests],
+                              capture_output=True, text=True)
+
+    def test_every_nested_pin_is_checked(self):
+        import hashlib
+        with tempfile.TemporaryDirectory() as tmp:
+            kdir = os.path.join(tmp, "k")
+            os.makedirs(kdir)
+            with open(os.path.join(kdir, "a.fatbin"), "wb") as f:
+                f.write(b"abc")
+            good = hashlib.sha256(b"abc").hexdigest()
+            manifest = os.path.join(tmp, "m.json")
+
+            def write(pins):
+                with open(manifest, "w", encoding="utf-8") as f:
+                    json.dump({"kernels": {"x": {"impl": {"steps": [{"cubin": c, "sha256": h} for c, h in pins]}},
+                                           "y": {"params": []}}}, f)
+
+            write([("a.fatbin", good), ("a.fatbin", good)])
+            p = self.run_pins(kdir, manifest)
+            self.assertEqual((p.returncode, p.stdout), (0, "1 pinned fatbins, 0 mismatches\n"))
+            write([("a.fatbin", good), ("a.fatbin", "0" * 64), ("b.fatbin", good)])
+            p = self.run_pins(kdir, manifest)
+            self.assertEqual(p.returncode, 1)
+            self.assertIn(f"kernels.x.impl.steps[1]: {kdir}/a.fatbin: sha256 {good}, pinned {'0' * 64}", p.stdout)
+            self.assertIn(f"kernels.x.impl.steps[2]: {kdir}/b.fatbin: sha256 unreadable", p.stdout)
+            self.assertIn("2 pinned fatbins, 2 mismatches", p.stdout)
+            with open(manifest, "w", encoding="utf-8") as f:
+                f.write("{not json")
+            self.assertEqual(self.run_pins(kdir, manifest).returncode, 2)
+            self.assertEqual(self.run_pins(kdir).returncode, 2)
 
 
 @unittest.skipUnless("--bundle" in sys.argv, "no CUDA build (nvcc): no bundle to rehearse")
