@@ -360,6 +360,7 @@ def run(args):
         os.remove(exported[0])
     if hf and "kern_ids" in r:
         r["compare"] = compare_ids(r["hf_ids"], r["kern_ids"], hf[1], hf[2])
+    save(r, args.json)  # the ids and the verdict, before the timings
     ms = part("hf_generate", 10, lambda: hf_generate_ms(model, args.decode_steps))
     if ms:
         r["hf_generate_ms_per_token"] = median_after_warmup(ms, 4)
