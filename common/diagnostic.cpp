@@ -5,6 +5,7 @@
 #include "common/diagnostic.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -32,19 +33,16 @@ constexpr const char* kGreen = "\x1b[1;32m";
 
 bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
 
-/// Splits a line into display characters (one UTF-8 sequence each; tabs
-/// become one space so the caret line stays aligned).
-std::vector<std::string> display_chars(const std::string& line) {
-  std::vector<std::string> out;
-  for (size_t i = 0; i < line.size();) {
-    size_t j = i + 1;
-    while (j < line.size() && is_continuation(static_cast<unsigned char>(line[j]))) ++j;
-    std::string ch = line.substr(i, j - i);
-    if (ch == "\t") ch = " ";
-    out.push_back(std::move(ch));
-    i = j;
+/// Byte offset in `line` where display character `k` (one UTF-8 sequence
+/// each) starts; line.size() past the last. A linear scan, no allocation: a
+/// 100 MB one-line file costs time proportional to it, not memory per byte.
+size_t byte_of_char(std::string_view line, size_t k) {
+  size_t n = 0;
+  for (size_t i = 0; i < line.size(); ++i) {
+    if (is_continuation(static_cast<unsigned char>(line[i]))) continue;
+    if (n++ == k) return i;
   }
-  return out;
+  return line.size();
 }
 
 /// Number of display characters in line[0, byte).
@@ -79,20 +77,24 @@ void render_snippet(std::string& out, const SourceFile& file, const SourceSpan& 
   size_t start_byte = lc.column - 1;
   size_t end_byte = start_byte + (span.end > span.begin ? span.end - span.begin : 1);
   end_byte = std::min(end_byte, line.size());
-  std::vector<std::string> chars = display_chars(line);
+  const size_t num_chars = chars_before(line, line.size());
   size_t caret_begin = chars_before(line, start_byte);
   size_t caret_end = std::max(chars_before(line, end_byte), caret_begin + 1);
 
+  // Only the window around the caret is copied (bounded memory however long
+  // the line is); tabs become one space so the caret line stays aligned.
   size_t win_begin = 0;
-  size_t win_end = chars.size();
-  if (chars.size() > kMaxLineWidth) {
+  size_t win_end = num_chars;
+  if (num_chars > kMaxLineWidth) {
     win_begin = caret_begin > kContextBefore ? caret_begin - kContextBefore : 0;
-    win_end = std::min(chars.size(), win_begin + kMaxLineWidth);
+    win_end = std::min(num_chars, win_begin + kMaxLineWidth);
   }
   std::string shown;
   if (win_begin > 0) shown += "...";
-  for (size_t i = win_begin; i < win_end; ++i) shown += chars[i];
-  if (win_end < chars.size()) shown += "...";
+  const size_t from = byte_of_char(line, win_begin);
+  const size_t to = byte_of_char(line, win_end);
+  for (size_t i = from; i < to; ++i) shown += line[i] == '\t' ? ' ' : line[i];
+  if (win_end < num_chars) shown += "...";
 
   std::string num = std::to_string(lc.line);
   out += st.apply(kBlue, std::string(width - num.size(), ' ') + num + " |") + (shown.empty() ? "" : " " + shown) +

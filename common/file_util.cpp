@@ -2,8 +2,11 @@
 // (open, read, stat, mkstemp, write, fsync, rename).
 #include "common/file_util.h"
 
+#include <array>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <functional>
 #include <vector>
 
 #include <fcntl.h>
@@ -27,8 +30,41 @@ std::string directory_of(const std::string& path) {
 
 }  // namespace
 
-Result<std::string> read_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+const char* file_kind(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+namespace {
+
+/// Reads `fd` to its end into `out`, failing once more than `max_bytes`
+/// arrived (`too_large` builds that error). EINTR is retried.
+Status read_all(int fd, uint64_t max_bytes, std::string& out, const std::string& name,
+                const std::function<Error()>& too_large) {
+  std::vector<char> buf(1 << 16);
+  while (true) {
+    ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return io_error(name, "read error", errno);
+    }
+    if (n == 0) return Status::ok_status();
+    if (static_cast<uint64_t>(n) > max_bytes - out.size()) return too_large();
+    out.append(buf.data(), static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+Result<std::string> read_file(const std::string& path, uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading must not wait for a writer; the
+  // fstat below refuses it (and every other non-regular file) before any read.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return io_error(path, "cannot open", errno);
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
@@ -36,25 +72,35 @@ Result<std::string> read_file(const std::string& path) {
     ::close(fd);
     return io_error(path, "cannot stat", err);
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return make_error(ErrorKind::kIo, path + ": is a directory, not a file");
+    if (S_ISDIR(st.st_mode)) return make_error(ErrorKind::kIo, path + ": is a directory, not a file");
+    return make_error(ErrorKind::kIo, path + ": is " + file_kind(st.st_mode) + ", not a regular file");
+  }
+  auto too_large = [&] {
+    return make_error(ErrorKind::kIo, path + ": is larger than the limit of " + std::to_string(max_bytes) + " B");
+  };
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return make_error(ErrorKind::kIo, path + ": is " + std::to_string(st.st_size) + " B; the limit is " +
+                                          std::to_string(max_bytes) + " B");
   }
   std::string out;
-  if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
-  std::vector<char> buf(1 << 16);
-  while (true) {
-    ssize_t n = ::read(fd, buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      return io_error(path, "read error", err);
-    }
-    if (n == 0) break;
-    out.append(buf.data(), static_cast<size_t>(n));
-  }
+  out.reserve(static_cast<size_t>(st.st_size));
+  Status s = read_all(fd, max_bytes, out, path, too_large);  // the file may grow while read
   ::close(fd);
+  if (!s.ok()) return s.error();
+  return out;
+}
+
+Result<std::string> read_stdin(uint64_t max_bytes) {
+  if (::fcntl(STDIN_FILENO, F_GETFD) < 0)
+    return make_error(ErrorKind::kUsage, "stdin is closed: give the input as an option or a file instead");
+  std::string out;
+  Status s = read_all(STDIN_FILENO, max_bytes, out, "stdin", [&] {
+    return make_error(ErrorKind::kUsage, "stdin: more than the limit of " + std::to_string(max_bytes) + " B");
+  });
+  if (!s.ok()) return s.error();
   return out;
 }
 
@@ -97,6 +143,75 @@ Status write_existing_file(const std::string& path, std::string_view bytes) {
   return Status::ok_status();
 }
 
+namespace {
+
+// The temporary file of the write_file_atomic in progress, for the signal
+// handler (async-signal-safe: a fixed buffer, a flag, unlink, sigaction,
+// raise). kern's tools write one output at a time, from one thread.
+char g_pending_path[4096];
+volatile sig_atomic_t g_pending = 0;
+
+void remove_pending_and_reraise(int sig) {
+  if (g_pending) ::unlink(g_pending_path);
+  g_pending = 0;
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  ::sigemptyset(&dfl.sa_mask);
+  ::sigaction(sig, &dfl, nullptr);
+  ::raise(sig);  // die of the signal as if the handler had not been there
+}
+
+/// While alive: SIGINT, SIGTERM, SIGHUP remove the temporary file created
+/// by create() and then kill the process as before; SIGXFSZ is ignored, so
+/// a write past `ulimit -f` fails with EFBIG and the normal error path
+/// removes the file. The previous dispositions are restored on destruction.
+class PendingTemp {
+ public:
+  PendingTemp() {
+    struct sigaction sa {};
+    sa.sa_handler = remove_pending_and_reraise;
+    ::sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < kFatal.size(); ++i) ::sigaction(kFatal[i], &sa, &old_[i]);
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    ::sigemptyset(&ign.sa_mask);
+    ::sigaction(SIGXFSZ, &ign, &old_xfsz_);
+  }
+  ~PendingTemp() {
+    g_pending = 0;
+    for (size_t i = 0; i < kFatal.size(); ++i) ::sigaction(kFatal[i], &old_[i], nullptr);
+    ::sigaction(SIGXFSZ, &old_xfsz_, nullptr);
+  }
+  PendingTemp(const PendingTemp&) = delete;
+  PendingTemp& operator=(const PendingTemp&) = delete;
+
+  /// mkstemp(template) and registers the name (when it fits the buffer).
+  int create(std::string& name_template) {
+    // Signals are blocked between mkstemp and the registration, so no
+    // signal can leave a file that is not yet registered.
+    sigset_t block, old;
+    ::sigemptyset(&block);
+    for (int sig : kFatal) ::sigaddset(&block, sig);
+    ::sigprocmask(SIG_BLOCK, &block, &old);
+    const int fd = ::mkstemp(name_template.data());
+    const int err = errno;
+    if (fd >= 0 && name_template.size() < sizeof g_pending_path) {
+      std::memcpy(g_pending_path, name_template.c_str(), name_template.size() + 1);
+      g_pending = 1;
+    }
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    errno = err;
+    return fd;
+  }
+
+ private:
+  static constexpr std::array<int, 3> kFatal = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+  struct sigaction old_xfsz_ {};
+};
+
+}  // namespace
+
 Status write_file_atomic(const std::string& path, std::string_view bytes) {
   if (path.empty()) return make_error(ErrorKind::kUsage, "output path is empty");
   // An existing device, FIFO or socket is written in place: rename(2) over
@@ -106,7 +221,8 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
     return write_existing_file(path, bytes);
   }
   std::string tmp = path + ".tmp.XXXXXX";
-  int fd = ::mkstemp(tmp.data());
+  PendingTemp guard;  // a signal while the temporary exists removes it
+  int fd = guard.create(tmp);
   if (fd < 0) return io_error(path, "cannot create a temporary file in " + directory_of(path), errno);
   auto fail = [&](const std::string& what, int err) {
     ::close(fd);
@@ -134,6 +250,7 @@ Status write_file_atomic(const std::string& path, std::string_view bytes) {
     ::unlink(tmp.c_str());
     return io_error(path, "cannot rename " + tmp + " over it", err);
   }
+  g_pending = 0;  // the temporary is the output now
   // Make the rename itself durable.
   int dir = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir >= 0) {

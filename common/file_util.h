@@ -2,6 +2,7 @@
 // with write_file_atomic so a reader never sees a half-written plan.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -9,10 +10,26 @@
 
 namespace kern {
 
-/// Reads the whole file at `path` as bytes. Errors (kIo) name the path and
-/// the OS reason ("m.json: cannot open: No such file or directory"); a
-/// directory is an error.
-Result<std::string> read_file(const std::string& path);
+/// The default cap of read_file: larger inputs are refused, not read.
+inline constexpr uint64_t kDefaultMaxReadBytes = uint64_t{256} << 20;  // 256 MiB
+
+/// Reads the whole file at `path` as bytes, at most `max_bytes`. The file is
+/// opened with O_NONBLOCK and checked with fstat before anything is read, so
+/// a FIFO, a device (/dev/zero) or a socket is refused at once instead of
+/// blocking or streaming forever. Errors (kIo) name the path and the reason:
+/// "m.json: cannot open: No such file or directory", "PATH: is a directory,
+/// not a file", "PATH: is a FIFO, not a regular file", "PATH: is 3221225472 B;
+/// the limit is 268435456 B".
+Result<std::string> read_file(const std::string& path, uint64_t max_bytes = kDefaultMaxReadBytes);
+
+/// Reads standard input to its end, at most `max_bytes`. Errors: stdin is
+/// closed (kUsage, "stdin is closed"), more than `max_bytes` (kUsage), a
+/// read error (kIo).
+Result<std::string> read_stdin(uint64_t max_bytes = kDefaultMaxReadBytes);
+
+/// What a file's st_mode is, for messages: "a FIFO", "a character device",
+/// "a directory", "a socket", "a block device", "a regular file".
+const char* file_kind(unsigned mode);
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same
 /// directory is written, fsync'ed and renamed over `path` (POSIX rename),

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "common/file_util.h"
+
 namespace kern::load {
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
@@ -34,7 +36,8 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   auto io_error = [&](const char* what) {
     return make_error(ErrorKind::kIo, path + ": " + what + ": " + std::strerror(errno));
   };
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO must not block the open; fstat refuses it next.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return io_error("cannot open");
   struct stat st {};
   if (fstat(fd, &st) != 0) {
@@ -44,7 +47,8 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return make_error(ErrorKind::kIo, path + ": not a regular file");
+    if (S_ISDIR(st.st_mode)) return make_error(ErrorKind::kIo, path + ": is a directory, not a file");
+    return make_error(ErrorKind::kIo, path + ": is " + file_kind(st.st_mode) + ", not a regular file");
   }
   MappedFile file;
   file.path_ = path;

@@ -22,8 +22,10 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile();
 
-  /// Maps `path` read-only. Errors (kind kIo): open/fstat/mmap failures and
-  /// non-regular files, each naming the path and strerror.
+  /// Maps `path` read-only. Errors (kind kIo): open/fstat/mmap failures
+  /// (naming the path and strerror) and non-regular files ("PATH: is a FIFO,
+  /// not a regular file"), refused before anything blocks or is read (the
+  /// open is O_NONBLOCK).
   static Result<MappedFile> open(const std::string& path);
 
   /// The mapped bytes (borrowed; valid while this object lives).

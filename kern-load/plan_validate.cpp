@@ -11,6 +11,9 @@ namespace {
 
 using flatbuffers::uoffset_t;
 
+/// The largest state alignment the loader accepts (1 GiB).
+constexpr uint64_t kMaxStateAlign = uint64_t{1} << 30;
+
 Error bad(const std::string& where, const std::string& what) {
   return make_error(ErrorKind::kManifest, where + ": " + what);
 }
@@ -85,6 +88,12 @@ Status check_tables(const plan::Plan& p) {
     if (s->align() == 0 || (s->align() & (s->align() - 1)) != 0)
       return bad(at("states", i) + " '" + s->name()->str() + "'",
                  "align " + std::to_string(s->align()) + " is not a power of two");
+    // Rounding a size up to a larger alignment could wrap u64, and no
+    // device allocates at such an alignment: a clear error, not "out of memory".
+    if (s->align() > kMaxStateAlign)
+      return bad(at("states", i) + " '" + s->name()->str() + "'",
+                 "align " + std::to_string(s->align()) + " B exceeds the loader's limit of " +
+                     std::to_string(kMaxStateAlign) + " B");
   }
   for (uoffset_t i = 0; i < p.buffers()->size(); ++i) {
     const auto* b = p.buffers()->Get(i);

@@ -4,25 +4,15 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <iostream>
-#include <sstream>
 
 #include "common/file_util.h"
 #include "kern-run/chat_template.h"
 
 namespace kern::run {
-namespace {
-
-std::string read_stdin() {
-  std::ostringstream s;
-  s << std::cin.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 Result<std::string> read_prompt_text(const RunOptions& o) {
   if (o.prompt_text) return *o.prompt_text;
+  // kern::read_stdin: capped; a closed stdin is a usage error (exit 2), not an empty prompt.
   if (o.prompt_file == "-") return read_stdin();
   if (!o.prompt_file.empty()) {
     auto bytes = read_file(o.prompt_file);

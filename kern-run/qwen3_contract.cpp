@@ -1,5 +1,6 @@
 #include "kern-run/qwen3_contract.h"
 
+#include <cstdint>
 #include <string>
 
 #include "kern-load/plan_expr.h"
@@ -105,6 +106,13 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
     if (p.buffers()->Get(idx)->class_() != plan::BufferClass::input)
       return contract_error(plan, "buffer '" + p.buffers()->Get(idx)->name()->str() + "' is not of class input");
   c.block_table_pages = p.buffers()->Get(c.block_table)->shape()->Get(0)->nodes()->Get(0)->operand();
+  // Pages x 16 tokens must not wrap (a plan with 2^60 pages said "= 0
+  // tokens"); seq_lens is i32, so no table beyond INT32_MAX tokens is usable.
+  if (c.block_table_pages > static_cast<uint64_t>(INT32_MAX) / kKvBlockTokens)
+    return contract_error(plan, "buffer 'block_table' has " + std::to_string(c.block_table_pages) +
+                                    " pages; at " + std::to_string(kKvBlockTokens) +
+                                    " tokens per page that exceeds the i32 range of seq_lens (at most " +
+                                    std::to_string(static_cast<uint64_t>(INT32_MAX) / kKvBlockTokens) + " pages)");
   c.vocab = p.buffers()->Get(c.logits)->shape()->Get(1)->nodes()->Get(0)->operand();
   // Token ids index the embedding's rows: a vocabulary the logits and the
   // embedding disagree on would let a valid-looking id read past the table.

@@ -12,6 +12,7 @@
 // unwritable -o, a failed write to stdout), or a bad plan file.
 // Human diagnostics go to stderr; the json and sarif formats go to stdout
 // (they are the command's output); --dump and --explain print to stdout.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -135,6 +136,13 @@ void print_diagnostics(const std::vector<kern::Diagnostic>& diags, const kern::S
 int run_verify(const std::string& manifest_path, const std::optional<std::string>& out_path, const OutputOptions& out,
                const kern::verify::VerifyOptions& options) {
   if (out_path) {  // report an unwritable -o before any work, not after it
+    // The same file under another spelling ("./m.json", a hard link, a
+    // symlink) is caught by device and inode, not by comparing names.
+    struct stat in_st {}, out_st {};
+    if (::stat(manifest_path.c_str(), &in_st) == 0 && ::stat(out_path->c_str(), &out_st) == 0 &&
+        in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino)
+      return fail_usage("-o " + *out_path + " is the input manifest " + manifest_path +
+                        "; refusing to overwrite it with the plan (choose another output path)");
     auto writable = kern::check_output_path(*out_path);
     if (!writable.ok()) return fail_usage(writable.error().message);
   }

@@ -39,7 +39,7 @@ Status parse_split(const JsonContext& ctx, const Value& step, const std::string&
   }
   KERN_RETURN_IF_ERROR(ctx.require_default(step, pointer, "invert", "an inverted split"));
   auto regex = SplitRegex::compile(std::string_view(kv.value.GetString(), kv.value.GetStringLength()),
-                                   kind == "String");
+                                   kind == "String", ctx.name() + ": " + JsonContext::child(pattern_ptr, kind));
   if (!regex.ok()) return ctx.error(JsonContext::child(pattern_ptr, kind), regex.error().message);
   model.splits.push_back(std::move(regex).value());
   return Status::ok_status();

@@ -25,6 +25,7 @@ struct ThreadMatchState {
     if (context != nullptr && jit_stack != nullptr) {
       pcre2_jit_stack_assign(context, nullptr, jit_stack);
     }
+    if (context != nullptr) pcre2_set_match_limit(context, SplitRegex::kMatchLimit);
   }
   ~ThreadMatchState() {
     pcre2_match_context_free(context);
@@ -42,6 +43,8 @@ ThreadMatchState& thread_match_state() {
 
 struct SplitRegex::Impl {
   pcre2_code* code = nullptr;
+  std::string pattern;  ///< as written in the tokenizer file
+  std::string origin;   ///< "FILE: JSON pointer" of the pattern
   ~Impl() { pcre2_code_free(code); }
 };
 
@@ -50,7 +53,7 @@ SplitRegex::SplitRegex(SplitRegex&&) noexcept = default;
 SplitRegex& SplitRegex::operator=(SplitRegex&&) noexcept = default;
 SplitRegex::~SplitRegex() = default;
 
-Result<SplitRegex> SplitRegex::compile(std::string_view pattern, bool literal) {
+Result<SplitRegex> SplitRegex::compile(std::string_view pattern, bool literal, std::string origin) {
   std::string source(pattern);
   if (!literal) {
     std::string rewrite_error;
@@ -62,6 +65,8 @@ Result<SplitRegex> SplitRegex::compile(std::string_view pattern, bool literal) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   auto impl = std::make_unique<Impl>();
+  impl->pattern = std::string(pattern);
+  impl->origin = std::move(origin);
   impl->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(), options,
                              &error_code, &error_offset, nullptr);
   if (impl->code == nullptr) {
@@ -90,6 +95,16 @@ Status SplitRegex::split(std::string_view text, std::vector<std::string_view>& p
     const int rc = pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK,
                                state.data, state.context);
     if (rc == PCRE2_ERROR_NOMATCH) break;
+    if (rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT ||
+        rc == PCRE2_ERROR_JIT_STACKLIMIT) {
+      // The tokenizer file's pattern is at fault, not the text: a content
+      // error (exit 1) naming the file and the pattern.
+      return make_error(ErrorKind::kWeight,
+                        (impl_->origin.empty() ? std::string("split pattern") : impl_->origin) + ": the pattern '" +
+                            impl_->pattern + "' exceeded PCRE2's limit at byte " + std::to_string(pos) +
+                            " of the text (" + pcre2_message(rc) +
+                            "): it backtracks catastrophically; fix the tokenizer's regex");
+    }
     if (rc < 0) return make_error(ErrorKind::kUsage, "split: regex match failed: " + pcre2_message(rc));
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(state.data);
     const size_t begin = ov[0], end = ov[1];

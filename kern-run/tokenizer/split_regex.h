@@ -6,6 +6,7 @@
 // (pattern_compat.h).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,8 +21,15 @@ class SplitRegex {
  public:
   /// Compiles `pattern` (UTF-8); `literal` takes it as a plain string (HF's
   /// {"String": ...} pattern). Errors carry PCRE2's message and the pattern
-  /// offset, e.g. "missing closing parenthesis at offset 3".
-  static Result<SplitRegex> compile(std::string_view pattern, bool literal);
+  /// offset, e.g. "missing closing parenthesis at offset 3". `origin` names
+  /// where the pattern came from ("tokenizer.json: /pre_tokenizer/pattern")
+  /// for match-time errors.
+  static Result<SplitRegex> compile(std::string_view pattern, bool literal, std::string origin = "");
+
+  /// PCRE2's match limit per match attempt (backtracking steps): real
+  /// pre-tokenizer patterns need a few hundred; a catastrophic one fails
+  /// fast with an error instead of running for minutes.
+  static constexpr uint32_t kMatchLimit = 1000000;
 
   SplitRegex(SplitRegex&&) noexcept;
   SplitRegex& operator=(SplitRegex&&) noexcept;
@@ -29,8 +37,9 @@ class SplitRegex {
 
   /// Appends the non-empty pieces of `text` (valid UTF-8) to `pieces` in
   /// order: each match and each gap between matches; together they cover
-  /// `text`. Views point into `text`. Errors: PCRE2 match failures (match or
-  /// JIT stack limits), with PCRE2's message.
+  /// `text`. Views point into `text`. Errors: a match, depth, heap or JIT
+  /// stack limit (kWeight: the pattern backtracks catastrophically; names
+  /// the origin, the pattern and the byte), other PCRE2 failures (kUsage).
   Status split(std::string_view text, std::vector<std::string_view>& pieces) const;
 
  private:

@@ -2,43 +2,20 @@
 // tokenizers for byte-level BPE, and decoding.
 #include "kern-run/tokenizer/tokenizer.h"
 
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <limits>
 
-#include <sys/stat.h>
-
+#include "common/file_util.h"
 #include "kern-run/tokenizer/tokenizer_json.h"
 #include "kern-run/tokenizer/tokenizer_model.h"
 
 namespace kern::tok {
 
 Result<Tokenizer> Tokenizer::load(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return make_error(ErrorKind::kIo, path + ": cannot open: " + std::strerror(errno));
-  // fopen opens a directory too, and its "size" is no size: reject it, and
-  // take the size hint from regular files only (a FIFO has none).
-  struct stat st {};
-  if (::fstat(::fileno(f), &st) != 0) {
-    const int err = errno;
-    std::fclose(f);
-    return make_error(ErrorKind::kIo, path + ": cannot stat: " + std::strerror(err));
-  }
-  if (S_ISDIR(st.st_mode)) {
-    std::fclose(f);
-    return make_error(ErrorKind::kIo, path + ": is a directory, not a file");
-  }
-  std::string json;
-  if (S_ISREG(st.st_mode) && st.st_size > 0) json.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) json.append(buf, n);
-  const bool failed = std::ferror(f) != 0;
-  const int read_errno = errno;
-  std::fclose(f);
-  if (failed) return make_error(ErrorKind::kIo, path + ": cannot read: " + std::strerror(read_errno));
-  return from_json(std::move(json), path);
+  // read_file refuses FIFOs and devices (/dev/zero) before reading and caps the size.
+  auto read = read_file(path);
+  if (!read.ok()) return read.error();
+  return from_json(std::move(read).value(), path);
 }
 
 Result<Tokenizer> Tokenizer::from_json(std::string json, std::string_view name) {

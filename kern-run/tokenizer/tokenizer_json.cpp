@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/json_depth.h"
 #include "kern-run/tokenizer/byte_level.h"
 
 namespace kern::tok {
@@ -250,6 +251,10 @@ Result<std::shared_ptr<TokenizerModel>> parse_tokenizer_json(std::string_view js
   if (const void* nul = std::memchr(json.data(), 0, json.size())) {
     const size_t at = static_cast<const char*>(nul) - json.data();
     return make_error(ErrorKind::kWeight, prefix + line_column(json, at) + ": invalid JSON: NUL byte");
+  }
+  if (auto at = json_too_deep_at(json)) {
+    return make_error(ErrorKind::kWeight, prefix + line_column(json, *at) + ": arrays/objects nest deeper than " +
+                                              std::to_string(kMaxJsonDepth) + " levels");
   }
   rapidjson::Document doc;
   doc.Parse<rapidjson::kParseValidateEncodingFlag>(json.data(), json.size());

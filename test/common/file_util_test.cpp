@@ -1,13 +1,19 @@
-// read_file and write_file_atomic on a scratch directory.
+// read_file, read_stdin and write_file_atomic on a scratch directory: exact
+// bytes, refusals of FIFOs/devices/oversized files, temporary files removed
+// on EFBIG and on SIGTERM.
 #include <catch2/catch.hpp>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/file_util.h"
@@ -174,6 +180,108 @@ TEST_CASE("check_output_path accepts new and existing files and names what block
   Status empty = check_output_path("");
   REQUIRE_FALSE(empty.ok());
   CHECK(empty.error().kind == ErrorKind::kUsage);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace kern
+
+namespace kern {
+namespace {
+
+TEST_CASE("read_file refuses FIFOs and devices before reading, without blocking", "[file]") {
+  fs::path dir = scratch_dir("fifo");
+  const std::string fifo = (dir / "m.json").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto r = read_file(fifo);  // no writer: a blocking open would wait forever
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::kIo);
+  CHECK(r.error().message == fifo + ": is a FIFO, not a regular file");
+  auto zero = read_file("/dev/zero");  // used to grow without bound
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.error().message == "/dev/zero: is a character device, not a regular file");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("read_file refuses a file over its cap from fstat, before reading it", "[file]") {
+  fs::path dir = scratch_dir("cap");
+  const std::string path = (dir / "big.kplan").string();
+  REQUIRE(write_file_atomic(path, "0123456789").ok());
+  auto small = read_file(path, 4);
+  REQUIRE_FALSE(small.ok());
+  CHECK(small.error().message == path + ": is 10 B; the limit is 4 B");
+  CHECK(read_file(path, 10).ok());
+  // A sparse 3 GiB file costs no disk; the default cap refuses it at once.
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  REQUIRE(fd >= 0);
+  REQUIRE(::ftruncate(fd, off_t{3} << 30) == 0);
+  ::close(fd);
+  auto huge = read_file(path);
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.error().message == path + ": is 3221225472 B; the limit is 268435456 B");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("read_stdin of a closed stdin is a usage error, not empty input", "[file]") {
+  const int saved = ::dup(STDIN_FILENO);
+  REQUIRE(saved >= 0);
+  ::close(STDIN_FILENO);
+  auto r = read_stdin();
+  REQUIRE(::dup2(saved, STDIN_FILENO) == STDIN_FILENO);
+  ::close(saved);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::kUsage);
+  CHECK(r.error().message == "stdin is closed: give the input as an option or a file instead");
+}
+
+/// Runs write_file_atomic of `bytes` into dir/out.kplan in a child process
+/// after `setup` and returns its wait status.
+int child_write(const fs::path& dir, size_t bytes, const std::function<void()>& setup, pid_t* pid_out = nullptr,
+                const std::function<void(pid_t)>& while_running = nullptr) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    setup();
+    const std::string payload(bytes, 'x');
+    const Status s = write_file_atomic((dir / "out.kplan").string(), payload);
+    ::_exit(s.ok() ? 0 : (s.error().message.find("File too large") != std::string::npos ? 3 : 4));
+  }
+  if (pid_out != nullptr) *pid_out = pid;
+  if (while_running) while_running(pid);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return status;
+}
+
+TEST_CASE("write_file_atomic past ulimit -f fails with EFBIG and leaves no temporary file", "[file]") {
+  fs::path dir = scratch_dir("xfsz");
+  const int status = child_write(dir, 1 << 20, [] {
+    struct rlimit lim {8192, 8192};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+  });
+  REQUIRE(WIFEXITED(status));  // not killed by SIGXFSZ
+  CHECK(WEXITSTATUS(status) == 3);
+  CHECK(entries(dir) == 0);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("SIGTERM during write_file_atomic removes the temporary file and still kills", "[file]") {
+  fs::path dir = scratch_dir("sigterm");
+  bool signalled = false;
+  for (int attempt = 0; attempt < 5 && !signalled; ++attempt) {
+    const int status = child_write(dir, size_t{256} << 20, [] {}, nullptr, [&](pid_t pid) {
+      // Wait for the temporary to appear, then terminate the writer.
+      for (int i = 0; i < 20000; ++i) {
+        if (entries(dir) > 0) break;
+        ::usleep(100);
+      }
+      ::kill(pid, SIGTERM);
+    });
+    signalled = WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM;
+    if (!signalled) fs::remove_all(dir), fs::create_directories(dir);  // it finished first: again
+  }
+  REQUIRE(signalled);
+  CHECK(entries(dir) == 0);
   fs::remove_all(dir);
 }
 

@@ -3,6 +3,8 @@
 # into OUT_DIR, separately from the gcc build (meson stays untouched):
 #   manifest_fuzz  reader + verifier + renderers + lowering (+ plan round trip)
 #   plan_fuzz      the .kplan reader (kern-load PlanFile) and --dump
+#   safetensors_fuzz  the safetensors header reader (kern-load Safetensors)
+#   tokenizer_fuzz the tokenizer.json reader, then encode/decode
 # Incremental: objects are rebuilt only when a source or header is newer.
 #
 #   test/fuzz/build.sh OUT_DIR
@@ -30,7 +32,9 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,addre
        -I"$root" -I"$out" -DKERN_FUZZ=1)
 lib_sources=("$root"/common/*.cpp)
 for f in "$root"/kern-verify/*.cpp; do [ "$(basename "$f")" = main.cpp ] || lib_sources+=("$f"); done
-lib_sources+=("$root"/kern-load/{mapped_file,plan_expr,plan_validate,plan_file}.cpp)
+lib_sources+=("$root"/kern-load/{mapped_file,plan_expr,plan_validate,plan_file,safetensors}.cpp)
+lib_sources+=("$root"/kern-run/tokenizer/*.cpp)
+targets=(manifest_fuzz plan_fuzz safetensors_fuzz tokenizer_fuzz)
 
 # Compile what is stale (a .d file lists each object's headers), two at a time.
 compile() {
@@ -47,7 +51,8 @@ compile() {
 export -f compile
 objs=()
 jobs=()
-for src in "${lib_sources[@]}" "$root"/test/fuzz/{manifest,plan}_fuzz.cpp; do
+for src in "${lib_sources[@]}" "${targets[@]/#/$root/test/fuzz/}"; do
+  src=${src%.cpp}.cpp
   rel=${src#"$root"/}
   obj="$out/obj/${rel//\//_}.o"
   objs+=("$obj")
@@ -61,7 +66,8 @@ lib_objs=()
 for o in "${objs[@]}"; do
   case "$o" in *test_fuzz_*) ;; *) lib_objs+=("$o") ;; esac
 done
-link=(-fsanitize=fuzzer,address,undefined $(pkg-config --libs libcrypto))
-"$CXX" "${lib_objs[@]}" "$out/obj/test_fuzz_manifest_fuzz.cpp.o" "${link[@]}" -o "$out/manifest_fuzz"
-"$CXX" "${lib_objs[@]}" "$out/obj/test_fuzz_plan_fuzz.cpp.o" "${link[@]}" -o "$out/plan_fuzz"
-echo "built $out/manifest_fuzz and $out/plan_fuzz"
+link=(-fsanitize=fuzzer,address,undefined $(pkg-config --libs libcrypto icu-uc libpcre2-8))
+for t in "${targets[@]}"; do
+  "$CXX" "${lib_objs[@]}" "$out/obj/test_fuzz_$t.cpp.o" "${link[@]}" -o "$out/$t"
+done
+echo "built ${targets[*]/#/$out/}"

@@ -6,6 +6,7 @@
 // that names the file (or, for a harmless change, accepted); none may crash
 // or throw. The sanitizer-instrumented variant is the plan_fuzz target.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "common/diagnostic.h"
 #include "common/file_util.h"
 #include "common/manifest_reader.h"
+#include "common/plan_checksum.h"
 #include "common/plan_format.h"
 #include "kern-load/plan_file.h"
 #include "kern-verify/lower.h"
@@ -45,14 +47,30 @@ kern::Result<kern::load::PlanFile> open(const Bytes& b) {
   return kern::load::PlanFile::from_bytes(std::span<const uint8_t>(b.data(), b.size()), "bad.kplan");
 }
 
-/// Rejected, with a message that starts with the file name and says something.
-void require_rejected(const Bytes& b, const std::string& what) {
+/// `b` with its checksum trailer replaced by one that matches the damaged
+/// bytes: what a hostile writer produces, so the checks behind the checksum
+/// are reached.
+Bytes reseal(Bytes b) {
+  REQUIRE(b.size() >= kern::kPlanTrailerBytes);
+  b.resize(b.size() - kern::kPlanTrailerBytes);
+  auto trailer = kern::plan_trailer(b);
+  REQUIRE(trailer.ok());
+  b.insert(b.end(), trailer->begin(), trailer->end());
+  return b;
+}
+
+/// Rejected, with a message that starts with the file name and says
+/// something; damage inside the body (`sealed_too`) is rejected also under a
+/// valid checksum.
+void require_rejected(const Bytes& b, const std::string& what, bool sealed_too = true) {
   INFO(what);
-  auto r = open(b);
-  REQUIRE_FALSE(r.ok());
-  const std::string& msg = r.error().message;
-  CHECK(msg.rfind("bad.kplan", 0) == 0);
-  CHECK(msg.size() > std::string("bad.kplan: ").size() + 10);
+  for (const Bytes& candidate : {b, sealed_too ? reseal(b) : b}) {
+    auto r = open(candidate);
+    REQUIRE_FALSE(r.ok());
+    const std::string& msg = r.error().message;
+    CHECK(msg.rfind("bad.kplan", 0) == 0);
+    CHECK(msg.size() > std::string("bad.kplan: ").size() + 10);
+  }
 }
 
 void put_u32(Bytes& b, size_t at, uint32_t v) { std::memcpy(b.data() + at, &v, 4); }
@@ -82,14 +100,9 @@ TEST_CASE("a plan truncated at every byte is rejected with an error", "[plan][ad
   const Bytes& plan = base_plan();
   for (size_t n = 0; n < plan.size(); ++n) {
     Bytes cut(plan.begin(), plan.begin() + static_cast<std::ptrdiff_t>(n));
-    // PlanFile rejects any size that is not a multiple of 4 (a finished
-    // FlatBuffers buffer's is). A cut to a multiple of 4 that drops only
-    // trailing zero padding leaves every byte the Verifier reads: either
-    // outcome is sound there. Every other truncation must be rejected.
-    bool only_padding = true;
-    for (size_t i = n; i < plan.size(); ++i) only_padding = only_padding && plan[i] == 0;
-    if (only_padding && n % 4 == 0 && n > plan.size() - 8) continue;
-    require_rejected(cut, "truncated to " + std::to_string(n) + " of " + std::to_string(plan.size()) + " bytes");
+    // The checksum trailer is at the end: every cut loses it.
+    require_rejected(cut, "truncated to " + std::to_string(n) + " of " + std::to_string(plan.size()) + " bytes",
+                     false);
   }
 }
 
@@ -197,7 +210,8 @@ TEST_CASE("a plan with any single byte overwritten never crashes the reader", "[
       if (good[i] == v) continue;
       Bytes b = good;
       b[i] = v;
-      auto r = open(b);  // accepted (a literal, a name byte) or rejected; never a crash or exception
+      CHECK_FALSE(open(b).ok());  // the checksum
+      auto r = open(reseal(b));  // accepted (a literal, a name byte) or rejected; never a crash or exception
       if (!r.ok()) {
         ++rejected;
         CHECK_FALSE(r.error().message.empty());
@@ -205,4 +219,43 @@ TEST_CASE("a plan with any single byte overwritten never crashes the reader", "[
     }
   }
   CHECK(rejected > good.size() / 4);  // most of a plan is structure
+}
+
+namespace {
+
+/// The base plan with step 0's grid_x expression pointing at a one-node
+/// ExprNode vector appended after the body whose structs start 4 bytes off
+/// their 8-byte alignment, resealed: the shape of the plan_fuzz finding
+/// regressions/plan/misaligned-expr-nodes.kplan (the FlatBuffers Verifier
+/// checks the vector's bounds, not its structs' alignment).
+Bytes misaligned_expr_plan() {
+  Bytes b(base_plan().begin(), base_plan().end() - kern::kPlanTrailerBytes);
+  const size_t field = field_offset(root(b).steps()->Get(0)->grid_x(), kern::plan::Expr::VT_NODES, b);
+  // The vector's length word sits where its data would be 8-aligned, moved by 4.
+  while (b.size() % 8 != 0) b.push_back(0);
+  const size_t vec = b.size();  // length at 8k: data at 8k + 4, misaligned
+  const uint8_t node[20] = {1, 0, 0, 0, /* op const_ */ 0, 0, 0, 0, 0, 0, 0, 0, /* operand 1 */ 1, 0, 0, 0, 0, 0, 0, 0};
+  b.insert(b.end(), node, node + sizeof node);
+  put_u32(b, field, static_cast<uint32_t>(vec - field));
+  b.resize(b.size() + kern::kPlanTrailerBytes);
+  return reseal(b);
+}
+
+}  // namespace
+
+TEST_CASE("expression nodes that are not 8-byte aligned are rejected under a valid checksum", "[plan][adversarial]") {
+  const Bytes b = misaligned_expr_plan();
+  auto r = open(b);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().message.find("expression nodes are not 8-byte aligned") != std::string::npos);
+  auto dump = kern::verify::dump_plan(std::span<const uint8_t>(b.data(), b.size()));
+  CHECK((!dump.ok() || dump.value().find("<misaligned>") != std::string::npos));
+  // The checked-in regression file (replayed by the fuzzers) is this plan;
+  // KERN_REGEN_REGRESSIONS=1 rewrites it (after a plan format change).
+  const std::string path = KERN_SOURCE_ROOT "/test/fuzz/regressions/plan/misaligned-expr-nodes.kplan";
+  if (std::getenv("KERN_REGEN_REGRESSIONS") != nullptr)
+    REQUIRE(kern::write_file_atomic(path, std::string(b.begin(), b.end())).ok());
+  auto file = kern::read_file(path);
+  REQUIRE(file.ok());
+  CHECK(Bytes(file->begin(), file->end()) == b);
 }

@@ -1,6 +1,8 @@
 // The safetensors reader: a good file, and each malformed-header case.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include "kern-load/safetensors.h"
 #include "test/load/test_files.h"
 
@@ -118,4 +120,35 @@ TEST_CASE("safetensors rejects a file shorter than the length prefix", "[load][s
   auto r = load::Safetensors::open(path);
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().message == path + ": not a safetensors file: 3 B is shorter than the 8-byte header length");
+}
+
+TEST_CASE("a safetensors header nested a million deep is an error naming the depth, not a stack overflow",
+          "[load][safetensors]") {
+  const std::string deep = "{\"a\":" + std::string(1000000, '[') + std::string(1000000, ']') + "}";
+  const std::string msg = error_of(deep, 0);
+  CHECK_THAT(msg, Contains(": header nests arrays/objects deeper than 128 levels (at byte 132); a safetensors header "
+                           "is a flat object of tensors"));
+  // Brackets inside strings do not count.
+  const std::string in_string = "{\"__metadata__\":{\"k\":\"" + std::string(1000, '[') + "\"}}";
+  TempDir dir;
+  write_bytes(dir.file("s.safetensors"), safetensors_bytes(in_string, {}));
+  CHECK(load::Safetensors::open(dir.file("s.safetensors")).ok());
+}
+
+TEST_CASE("a safetensors header that is not UTF-8 is rejected", "[load][safetensors]") {
+  const std::string msg = error_of("{\"__metadata__\":{\"k\":\"\xff\xfe\"}}", 0);
+  CHECK_THAT(msg, Contains("header is not valid JSON at byte") && Contains("Invalid encoding in string."));
+}
+
+TEST_CASE("a FIFO or a device as the weights file is refused at once, not waited on", "[load][safetensors]") {
+  TempDir dir;
+  const std::string fifo = dir.file("w.fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto r = load::Safetensors::open(fifo);  // would block in open() without O_NONBLOCK
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::kIo);
+  CHECK(r.error().message == fifo + ": is a FIFO, not a regular file");
+  auto zero = load::Safetensors::open("/dev/zero");
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.error().message == "/dev/zero: is a character device, not a regular file");
 }

@@ -81,6 +81,11 @@ TEST_CASE("a plan breaking the qwen3 contract is rejected naming what is wrong",
       // Token ids index the embedding: its rows must be the logits' vocabulary.
       {"embedding rows", [](PlanDesc& d) { d.buffers[8].shape[0] = ExprDesc::c(40); d.buffers[8].max_size_bytes = 40 * 8 * 2; },
        "buffer 'model.embed_tokens.weight' has 40 rows, the logits buffer 32 columns"},
+      // 16 x 2^60 pages used to wrap to "= 0 tokens".
+      {"block table pages", [](PlanDesc& d) { d.buffers[5].shape[0] = ExprDesc::c(uint64_t{1} << 60);
+                                              d.buffers[5].max_size_bytes = uint64_t{1} << 62; },
+       "buffer 'block_table' has 1152921504606846976 pages; at 16 tokens per page that exceeds the i32 range of "
+       "seq_lens (at most 134217727 pages)"},
       {"no embedding", [](PlanDesc& d) { d.buffers[8].name = "embed"; },
        "the plan has no buffer 'model.embed_tokens.weight'"},
   };

@@ -238,3 +238,27 @@ TEST_CASE("tokenize and streamed text report a failed write to stdout", "[run][t
     CHECK(slurp(dir.file("err")) == "kern-run: error: stdout: write error: No space left on device\n");
   }
 }
+
+TEST_CASE("detokenize with stdin closed is a usage error (exit 2), and /dev/zero inputs are refused at once",
+          "[run][text][tokenize]") {
+  const std::string tok = " --tokenizer " + env_path("KERN_QWEN3_TOKENIZER_JSON");
+  TempDir dir;
+  const std::string cmd = env_path("KERN_RUN") + " detokenize" + tok + " <&- >" + dir.file("out") + " 2>" +
+                          dir.file("err");
+  const int status = std::system(cmd.c_str());
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK(slurp(dir.file("err")) ==
+        "kern-run: error: stdin is closed: give the input as an option or a file instead\n");
+  CHECK(slurp(dir.file("out")).empty());
+  // /dev/zero used to end in std::bad_alloc (exit 1) after eating memory.
+  CliResult ids = kern_run("detokenize" + tok + " --ids-file /dev/zero");
+  CHECK(ids.rc == 2);
+  CHECK(ids.err == "kern-run: error: --ids-file: /dev/zero: is a character device, not a regular file\n");
+  CliResult prompt = kern_run("tokenize" + tok + " --prompt-file /dev/zero");
+  CHECK(prompt.rc == 2);
+  CHECK(prompt.err.find("/dev/zero: is a character device, not a regular file") != std::string::npos);
+  CliResult tokenizer = kern_run("tokenize --tokenizer /dev/zero --prompt hi");
+  CHECK(tokenizer.rc == 2);
+  CHECK(tokenizer.err.find("/dev/zero: is a character device, not a regular file") != std::string::npos);
+}

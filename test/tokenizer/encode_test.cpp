@@ -153,3 +153,19 @@ TEST_CASE("merge table lookups find inserted pairs and a later insert wins", "[t
   CHECK(t.size() == 1000);
   CHECK(t.find(10, 11)->rank == 2000);
 }
+
+TEST_CASE("a catastrophically backtracking split pattern is a tokenizer error naming file, pattern and byte",
+          "[tokenizer][regex]") {
+  auto regex = kern::tok::SplitRegex::compile("(a|aa)+$", /*literal=*/false, "tok.json: /pre_tokenizer/pattern/Regex");
+  REQUIRE(regex.ok());
+  std::vector<std::string_view> pieces;
+  const std::string text = std::string(64, 'a') + "!";
+  const kern::Status s = regex->split(text, pieces);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().kind == kern::ErrorKind::kWeight);  // the file's fault: exit 1, not a usage error
+  CHECK(s.error().message ==
+        "tok.json: /pre_tokenizer/pattern/Regex: the pattern '(a|aa)+$' exceeded PCRE2's limit at byte 0 of the "
+        "text (match limit exceeded): it backtracks catastrophically; fix the tokenizer's regex");
+  pieces.clear();
+  CHECK(regex->split("aaaa", pieces).ok());  // the same pattern on harmless text
+}

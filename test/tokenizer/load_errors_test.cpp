@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kern-run/tokenizer/tokenizer.h"
@@ -198,4 +199,26 @@ TEST_CASE("an invalid split regex is reported with PCRE2's message and offset", 
           d["pre_tokenizer"]["pretokenizers"][0]["pattern"].SetString("x");
         })) == "tok.json: /pre_tokenizer/pretokenizers/0/pattern: expected {\"Regex\": ...} or {\"String\": ...}, "
                "found string \"x\"");
+}
+
+TEST_CASE("a tokenizer.json nested a million deep is an error naming the depth, not a stack overflow",
+          "[tokenizer][load]") {
+  const std::string deep = "{\"model\":\n" + std::string(1000000, '{') + std::string(1000000, '}') + "}";
+  CHECK(load_error(deep) == "tok.json:2:128: arrays/objects nest deeper than 128 levels");
+}
+
+TEST_CASE("a FIFO or /dev/zero as the tokenizer is refused at once", "[tokenizer][load]") {
+  char dir_template[] = "/tmp/kern_tok_fifo_XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::string fifo = std::string(dir_template) + "/tokenizer.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto tok = Tokenizer::load(fifo);  // would block in open() without O_NONBLOCK
+  ::unlink(fifo.c_str());
+  ::rmdir(dir_template);
+  REQUIRE_FALSE(tok.ok());
+  CHECK(tok.error().kind == ErrorKind::kIo);
+  CHECK(tok.error().message == fifo + ": is a FIFO, not a regular file");
+  auto zero = Tokenizer::load("/dev/zero");  // used to end in std::bad_alloc
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.error().message == "/dev/zero: is a character device, not a regular file");
 }

@@ -195,5 +195,57 @@ with tempfile.TemporaryDirectory() as tmp:
     rc, out, err = run("--explain", "E9999")
     check("--explain of an unknown code exits 2", rc == 2, f"rc={rc}")
 
+# Hostile inputs and outputs (issue 9): nothing hangs, nothing is lost.
+with tempfile.TemporaryDirectory() as tmp:
+    m = write(os.path.join(tmp, "m.json"), base)
+    with open(m) as f:
+        original = f.read()
+    os.link(m, os.path.join(tmp, "hard.json"))
+    for out_path in (m, os.path.join(tmp, ".", "m.json"), os.path.join(tmp, "hard.json")):
+        rc, out, err = run(m, "-o", out_path)
+        with open(m) as f:
+            kept = f.read() == original
+        check(f"-o {os.path.relpath(out_path, tmp)} (the input itself) is exit 2 and the manifest is kept",
+              rc == 2 and kept and "is the input manifest" in err, f"rc={rc}\n{err}")
+
+    rc, out, err = run("/dev/zero")
+    check("/dev/zero as the manifest is refused at once (exit 2)",
+          rc == 2 and "/dev/zero: is a character device, not a regular file" in err, f"rc={rc}\n{err}")
+    fifo = os.path.join(tmp, "p.fifo")
+    os.mkfifo(fifo)
+    for args in ([fifo], ["--dump", fifo]):
+        try:
+            rc, out, err = run(*args)
+        except subprocess.TimeoutExpired:
+            rc, err = None, "timed out (blocked in open)"
+        check(f"a FIFO for {' '.join(a for a in args if a != fifo) or 'the manifest'} is refused, not waited on",
+              rc == 2 and "is a FIFO, not a regular file" in err, f"rc={rc}\n{err}")
+    big = os.path.join(tmp, "big.kplan")
+    with open(big, "wb") as f:
+        f.truncate(3 << 30)  # sparse
+    rc, out, err = run("--dump", big)
+    check("--dump of a 3 GiB file is refused from its size (exit 2, no abort)",
+          rc == 2 and "is 3221225472 B; the limit is" in err, f"rc={rc}\n{err}")
+
+    # A 20 MB one-line manifest with a syntax error: the snippet shows a window around the caret.
+    long_line = write(os.path.join(tmp, "long.json"), '{"a": "' + "x" * (20 << 20) + '" ]}')
+    rc, out, err = run(long_line, "--color=never")
+    check("a syntax error on a 20 MB line shows a short window around the caret",
+          rc == 1 and len(err) < 2000 and "..." in err and "^" in err, f"rc={rc} stderr {len(err)} B\n{err[:600]}")
+
+    # Under ulimit -f the write fails with EFBIG (SIGXFSZ ignored): exit 2, no partial file.
+    outdir = os.path.join(tmp, "d")
+    os.mkdir(outdir)
+    import resource
+
+    def small_fsize():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (512, 512))
+
+    p = subprocess.run([EXE, m, "-o", os.path.join(outdir, "t.kplan")], capture_output=True, text=True,
+                       timeout=60, preexec_fn=small_fsize)
+    check("ulimit -f: exit 2 naming the write error, and no temporary file is left",
+          p.returncode == 2 and "File too large" in p.stderr and os.listdir(outdir) == [],
+          f"rc={p.returncode}\n{p.stderr}\n{os.listdir(outdir)}")
+
 print(f"{len(failures)} failed")
 sys.exit(1 if failures else 0)
