@@ -331,3 +331,28 @@ TEST_CASE("count_error accepts whole numbers in range and explains the rest", "[
   CHECK(count_error("1e3", 1) == "'1e3' is not a whole number: expected a whole number >= 1");
   CHECK(count_error("", 1) == "'' is not a whole number: expected a whole number >= 1");
 }
+
+TEST_CASE("a manifest kern-verify accepts whose embedding width lies is an extent error on the cpu device, not a crash",
+          "[run][cli][extents]") {
+  // examples/tiny-qwen3.json with the embedding dispatch's hidden = 64
+  // literal changed to 1000000: the declarations still type-check, but the
+  // launch would read rows of 1000000 bf16 from a [256, 64] table (and
+  // write them into the 64-wide residual).
+  std::string manifest = slurp(std::string(KERN_SOURCE_ROOT) + "/examples/tiny-qwen3.json");
+  const std::string dispatch =
+      R"("args": [{"buf": "token_ids"}, {"buf": "model.embed_tokens.weight"}, {"buf": "residual"}, {"sym": "tokens"}, {"i32": 64}, {"i32": 256}])";
+  const size_t at = manifest.find(dispatch);
+  REQUIRE(at != std::string::npos);
+  manifest.replace(at + dispatch.find("{\"i32\": 64}"), std::strlen("{\"i32\": 64}"), "{\"i32\": 1000000}");
+  TempDir dir;
+  write_bytes(dir.file("lying.json"), std::vector<uint8_t>(manifest.begin(), manifest.end()));
+  const std::string verify = env_path("KERN_VERIFY") + " " + dir.file("lying.json") + " -o " + dir.file("lying.kplan") +
+                             " >/dev/null 2>&1";
+  REQUIRE(std::system(verify.c_str()) == 0);  // the verifier cannot know what `hidden` means
+  CliResult r = kern_run(dir.file("lying.kplan") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
+                         " --device cpu --prompt-ids 1,2 --steps 1");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, Contains("dispatch 0") && Contains("step 'kern_embedding_bf16'") &&
+                        Contains("param 1 (table) may touch 512000000 B from offset 0 of buffer "
+                                 "'model.embed_tokens.weight' (32768 B)"));
+}
