@@ -40,7 +40,46 @@ std::string explanation_markdown(std::string_view text) {
   return trim_right(text.substr(0, failing)) + "\n\n```text\n" + trim_right(text.substr(failing)) + "\n```\n";
 }
 
+constexpr std::string_view kPdlExplanation =
+    "A kernel step with `\"pdl\": true` asks for programmatic dependent launch\n"
+    "(docs/gpu.md). On a device with compute capability 9.0 or newer the cuda device\n"
+    "launches the step with cuLaunchKernelEx and\n"
+    "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (a programmatic edge when\n"
+    "captured into a graph): the kernel may start while the previous launch on the\n"
+    "stream is still running. Older devices, and the cpu device, launch it plainly.\n"
+    "\n"
+    "The flag is a promise about the kernel's code that kern-verify cannot check:\n"
+    "\n"
+    "- before `griddepcontrol.wait` (cudaGridDependencySynchronize) the kernel reads\n"
+    "  nothing an earlier launch of the program writes and writes nothing an earlier\n"
+    "  launch reads; only data no launch writes (weights, constants) may be read\n"
+    "  before it;\n"
+    "- it executes `griddepcontrol.wait` on every path that touches such data (the\n"
+    "  wait is a no-op when the launch was not programmatic);\n"
+    "- it may call `griddepcontrol.launch_dependents` early: the next launch still\n"
+    "  waits for this one to complete before reading its results.\n"
+    "\n"
+    "A kernel that breaks the promise reads stale data only on some runs. The kern\n"
+    "kernels that keep it are listed in docs/kernels.md; mark no other kernel.\n";
+
+const std::vector<CatalogueTopic> kTopics = {
+    {"pdl", "a step's \"pdl\": true flag (programmatic dependent launch)", kPdlExplanation},
+};
+
 }  // namespace
+
+const std::vector<CatalogueTopic>& catalogue_topics() { return kTopics; }
+
+const CatalogueTopic* find_catalogue_topic(std::string_view id) {
+  for (const CatalogueTopic& t : kTopics) {
+    if (t.id == id) return &t;
+  }
+  return nullptr;
+}
+
+std::string render_topic(const CatalogueTopic& topic) {
+  return std::string(topic.id) + ": " + std::string(topic.title) + "\n\n" + trim_right(topic.explanation) + "\n";
+}
 
 const std::vector<CatalogueEntry>& full_catalogue() {
   static const std::vector<CatalogueEntry> kAll = build();
@@ -98,6 +137,11 @@ std::string render_catalogue_markdown() {
     std::string id(e.id);
     out += "\n### " + id + "\n\n**" + (e.severity == Severity::kError ? "error" : "warning") + ":** " +
            std::string(e.title) + "\n\n" + explanation_markdown(e.explanation);
+  }
+  out += "\n## Topics\n\nManifest features whose promises kern-verify cannot check; "
+         "`kern-verify --explain NAME` prints the same text.\n";
+  for (const CatalogueTopic& t : kTopics) {
+    out += "\n### " + std::string(t.id) + "\n\n" + std::string(t.title) + "\n\n" + trim_right(t.explanation) + "\n";
   }
   return out;
 }

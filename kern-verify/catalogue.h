@@ -32,6 +32,23 @@ const CatalogueEntry* find_catalogue_entry(std::string_view id);
 /// the explanation.
 std::string render_explanation(const CatalogueEntry& entry);
 
+/// A manifest feature `--explain NAME` describes (not a diagnostic): what
+/// a flag promises that kern-verify cannot check. Strings are static.
+struct CatalogueTopic {
+  std::string_view id;     ///< "pdl"
+  std::string_view title;  ///< one line, lower case
+  std::string_view explanation;
+};
+
+/// Every topic, in the order docs/diagnostics.md lists them.
+const std::vector<CatalogueTopic>& catalogue_topics();
+
+/// The topic named `id` (case-sensitive); nullptr when none is.
+const CatalogueTopic* find_catalogue_topic(std::string_view id);
+
+/// The text `kern-verify --explain NAME` prints for a topic.
+std::string render_topic(const CatalogueTopic& topic);
+
 /// docs/diagnostics.md: an index table and one section per code with its
 /// explanation and examples as code blocks (markdown).
 std::string render_catalogue_markdown();

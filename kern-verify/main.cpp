@@ -106,8 +106,12 @@ int run_explain(const std::string& code) {
     print_stdout(kern::verify::render_explanation(*entry));
     return kExitOk;
   }
+  if (const auto* topic = kern::verify::find_catalogue_topic(code)) {
+    print_stdout(kern::verify::render_topic(*topic));
+    return kExitOk;
+  }
   return fail_usage("no diagnostic has the code `" + code +
-                    "` (codes look like E0001, E0133, W0001; docs/diagnostics.md lists them all)");
+                    "` (codes look like E0001, E0133, W0001; docs/diagnostics.md lists them all; topics: pdl)");
 }
 
 /// How run_verify prints what it found.
@@ -177,7 +181,7 @@ int main(int argc, char** argv) {
   app.add_option("manifest", manifest_path, "manifest.json to check");
   auto* out_option = app.add_option("-o,--output", out_path, "write the plan here on success (atomically)");
   app.add_option("--dump", dump_path, "print a .kplan in readable form and exit");
-  app.add_option("--explain", explain_code, "print the long explanation of a diagnostic code");
+  app.add_option("--explain", explain_code, "print the long explanation of a diagnostic code, or of a topic (pdl)");
   app.add_flag("--print-catalogue", print_catalogue, "print every diagnostic code as markdown (docs/diagnostics.md)");
   app.add_flag("--deny-warnings", out.deny_warnings, "treat warnings as errors (exit 1, no plan)");
   app.add_option("--color", color_when, "colour human diagnostics: never, always or auto")

@@ -170,10 +170,9 @@ Status CudaDevice::launch(uint32_t step, const LaunchDims& dims, void** kernel_p
     if (r != CUDA_SUCCESS) return launch_error(step, "cuFuncSetAttribute(max dynamic shared memory)", r);
     s.max_dynamic_smem = dims.shared_mem_bytes;
   }
-  const CUresult r = a.cuLaunchKernel(s.fn, dims.grid[0], dims.grid[1], dims.grid[2], dims.block[0], dims.block[1],
-                                      dims.block[2], dims.shared_mem_bytes, stream_, kernel_params, nullptr);
+  const CUresult r = launch_kernel(a, s.fn, dims, stream_, kernel_params, s.pdl);
   if (r != CUDA_SUCCESS) [[unlikely]]
-    return launch_error(step, "cuLaunchKernel", r);
+    return launch_error(step, s.pdl ? "cuLaunchKernelEx (programmatic dependent launch)" : "cuLaunchKernel", r);
   return Status::ok_status();
 }
 

@@ -20,6 +20,7 @@
 #include "kern-load/cuda/cublaslt.h"
 #include "kern-load/cuda/cuda_abi.h"
 #include "kern-load/cuda/cuda_driver.h"
+#include "kern-load/cuda/cuda_launch.h"
 #include "kern-load/device.h"
 #include "kern-load/device_precheck.h"
 
@@ -67,6 +68,7 @@ class CudaDevice final : public Device {
     CUfunction fn = nullptr;       ///< null for extern steps
     ExternOp op = ExternOp::kNone;
     uint32_t max_dynamic_smem = 48 * 1024;  ///< attribute value already set (48 KB needs none)
+    bool pdl = false;  ///< launch with PDL: the step's "pdl" flag on a device with cc >= 9.0
   };
   /// A loaded kernel file.
   struct Module {

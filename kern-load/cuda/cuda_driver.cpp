@@ -73,6 +73,7 @@ Result<std::unique_ptr<Driver>> Driver::load(const std::string& library) {
   KERN_CU_RESOLVE(cuFuncGetAttribute, 2020);
   KERN_CU_RESOLVE(cuFuncSetAttribute, 9000);
   KERN_CU_RESOLVE(cuLaunchKernel, 4000);
+  KERN_CU_RESOLVE(cuLaunchKernelEx, 11060);
   KERN_CU_RESOLVE(cuMemAlloc, 3020);
   KERN_CU_RESOLVE(cuMemFree, 3020);
   KERN_CU_RESOLVE(cuMemHostAlloc, 2020);

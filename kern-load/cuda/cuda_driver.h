@@ -42,6 +42,8 @@ struct DriverApi {
   PFN_cuFuncGetAttribute_v2020 cuFuncGetAttribute = nullptr;
   PFN_cuFuncSetAttribute_v9000 cuFuncSetAttribute = nullptr;
   PFN_cuLaunchKernel_v4000 cuLaunchKernel = nullptr;
+  /// For steps with "pdl": true (programmatic dependent launch, cuda_launch.h).
+  PFN_cuLaunchKernelEx_v11060 cuLaunchKernelEx = nullptr;
   PFN_cuMemAlloc_v3020 cuMemAlloc = nullptr;
   PFN_cuMemFree_v3020 cuMemFree = nullptr;
   PFN_cuMemHostAlloc_v2020 cuMemHostAlloc = nullptr;

@@ -162,6 +162,7 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
     auto chosen = select_instance(sym, declared, instances);
     if (!chosen.ok()) return chosen.error().with_context("steps[" + std::to_string(i) + "]");
     steps_[i].fn = fns[chosen.value()];
+    steps_[i].pdl = use_pdl(step.pdl(), static_cast<int>(lim->cc_major));
   }
   return Status::ok_status();
 }

@@ -62,6 +62,12 @@ Status paged_attention_reduce_bf16(const CpuLaunch& launch);
 /// in one step. Grid = [>= H, >= T, 1].
 Status paged_attention_prefill_bf16(const CpuLaunch& launch);
 
+/// `kern_attention_decode_bf16` (§13): decode attention in one launch, the
+/// values of partial + reduce with the same splits (partial_o / partial_ml
+/// written as there). Grid = [>= KV, num_splits, >= T]; at most 8 query heads
+/// per kv head, head_dim <= 512.
+Status attention_decode_bf16(const CpuLaunch& launch);
+
 /// `kern_argmax_partial_bf16` (§9, step 1): per (row, chunk) the largest
 /// non-NaN logit and its smallest index; an empty chunk writes
 /// (-inf, INT32_MAX). Grid = [num_chunks, >= rows, 1].
@@ -79,6 +85,33 @@ Status gemm_bf16_tn(const CpuLaunch& launch);
 /// added in f32 before the single rounding. Grid and block are ignored.
 Status gemm_bf16_tn_acc(const CpuLaunch& launch);
 
+/// The decode GEMV family (§11): c[m, n] = epilogue(a'[m, k] . w[n, k]^T) for
+/// m <= 8, in the CUDA twin's reduction order (row-invariant: a row does not
+/// depend on m). Grid = [>= ceil(n / 8), splits, 1], block [128, 1, 1].
+/// kern_gemv_bf16: c = bf16(a . w^T).
+Status gemv_bf16(const CpuLaunch& launch);
+/// kern_gemv_acc_bf16: c = bf16(c + a . w^T).
+Status gemv_acc_bf16(const CpuLaunch& launch);
+/// kern_gemv_residual_bf16: c = bf16(residual + a . w^T).
+Status gemv_residual_bf16(const CpuLaunch& launch);
+/// kern_gemv_silu_mul_bf16: c = bf16(silu(a . gate^T) * (a . up^T)), w [2n, k]
+/// = [gate; up] (the fused gate_up_proj layout).
+Status gemv_silu_mul_bf16(const CpuLaunch& launch);
+/// kern_gemv_rmsnorm_bf16: a' = bf16(rmsnorm(a) * norm_weight); c = bf16(a' . w^T).
+/// Shared memory >= m * k * 2.
+Status gemv_rmsnorm_bf16(const CpuLaunch& launch);
+/// kern_gemv_rmsnorm_silu_mul_bf16: the SiLU*mul epilogue over the RMSNorm prologue.
+Status gemv_rmsnorm_silu_mul_bf16(const CpuLaunch& launch);
+/// kern_gemv_rmsnorm_argmax_bf16: the RMSNorm variant (lm_head) that also
+/// writes each 8-column tile's best (bf16 logit, column) per row.
+Status gemv_rmsnorm_argmax_bf16(const CpuLaunch& launch);
+
+/// `kern_qk_norm_rope_cache_bf16` (§12): head RMSNorm of q and k, neox RoPE,
+/// q to q_out and k, v into the paged KV cache, from one fused qkv row per
+/// token. Grid = [>= ceil((H + 2 KV) / 4), >= T, 1], block [128, 1, 1].
+Status qk_norm_rope_cache_bf16(const CpuLaunch& launch);
+
+
 // Extent declarations (CpuExtentFn), one per kernel above.
 Status embedding_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status rmsnorm_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
@@ -94,5 +127,14 @@ Status argmax_partial_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status argmax_reduce_extents(const CpuLaunch& launch, CpuExtents& out);
 /// Both GEMM ops (the _acc variant touches the same bytes).
 Status gemm_bf16_tn_extents(const CpuLaunch& launch, CpuExtents& out);
+/// The decode GEMV family (one declaration per variant's param layout).
+Status gemv_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status gemv_residual_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status gemv_silu_mul_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status gemv_rmsnorm_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status gemv_rmsnorm_silu_mul_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status gemv_rmsnorm_argmax_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status qk_norm_rope_cache_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status attention_decode_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 
 }  // namespace kern::cpu

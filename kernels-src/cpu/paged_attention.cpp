@@ -33,6 +33,9 @@ namespace {
 constexpr const char* kPartial = "kern_paged_attention_partial_bf16";
 constexpr const char* kReduce = "kern_paged_attention_reduce_bf16";
 constexpr const char* kPrefill = "kern_paged_attention_prefill_bf16";
+constexpr const char* kDecode = "kern_attention_decode_bf16";
+constexpr int64_t kMaxGroup = 8;      // query heads per kv head (the CUDA twin's registers)
+constexpr int64_t kMaxHeadDim = 512;  // the CUDA twin's shared-memory rows
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 /// The interface params (docs/kernels.md §8) of one attention launch, checked.
@@ -152,25 +155,11 @@ void attend_range(const Attention& a, int64_t i, int64_t h, int64_t begin, int64
   for (int64_t d = 0; d < D; ++d) o[d] *= a.v_scale;
 }
 
-}  // namespace
-
-Status paged_attention_partial_bf16(const CpuLaunch& l) {
-  using namespace detail;
-  KERN_RETURN_IF_ERROR(check_num_args(l, kPartial, 16));
-  Attention a;
-  KERN_RETURN_IF_ERROR(parse_attention(l, kPartial, 9, a));
-  int64_t splits = 0;
-  KERN_RETURN_IF_ERROR(read_i32(l, kPartial, 15, "num_splits", 1, splits));
-  const bool work = a.tokens > 0 && a.heads > 0 && a.head_dim > 0;
-  float* part_o = nullptr;
-  float* part_ml = nullptr;
-  KERN_RETURN_IF_ERROR(read_ptr(l, kPartial, 7, "partial_o", work, part_o));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kPartial, 8, "partial_ml", work, part_ml));
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPartial, 0, a.heads, "one block per query head"));
-  KERN_RETURN_IF_ERROR(check_grid_equals(l, kPartial, 1, 15, "num_splits", splits));
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPartial, 2, a.tokens, "one block per query"));
-  if (!work) return Status::ok_status();
-
+/// The decode splits (docs/kernels.md §8): for every (query i, head h, split
+/// s) of [T][H][S], the unnormalised o and (m, l) of positions
+/// [s L, min((s + 1) L, n_i)), L = ceil(n_i / S); an empty split writes
+/// (-inf, 0) and o = 0.
+void split_partials(const Attention& a, int64_t splits, float* part_o, float* part_ml) {
   const int64_t D = a.head_dim;
   std::vector<float> scores(static_cast<size_t>(a.ctx));
   for (int64_t i = 0; i < a.tokens; ++i) {
@@ -192,29 +181,12 @@ Status paged_attention_partial_bf16(const CpuLaunch& l) {
       }
     }
   }
-  return Status::ok_status();
 }
 
-Status paged_attention_reduce_bf16(const CpuLaunch& l) {
-  using namespace detail;
-  KERN_RETURN_IF_ERROR(check_num_args(l, kReduce, 7));
-  int64_t tokens = 0, heads = 0, head_dim = 0, splits = 0;
-  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 3, "num_tokens", 0, tokens));
-  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 4, "num_heads", 0, heads));
-  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 5, "head_dim", 0, head_dim));
-  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 6, "num_splits", 1, splits));
-  const bool work = tokens > 0 && heads > 0 && head_dim > 0;
-  const float* part_o = nullptr;
-  const float* part_ml = nullptr;
-  uint16_t* out = nullptr;
-  KERN_RETURN_IF_ERROR(read_ptr(l, kReduce, 0, "partial_o", work, part_o));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kReduce, 1, "partial_ml", work, part_ml));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kReduce, 2, "out", work, out));
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kReduce, 0, heads, "one block per query head"));
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kReduce, 1, tokens, "one block per query"));
-  if (!work) return Status::ok_status();
-
-  const int64_t D = head_dim;
+/// out = sum_s exp(m_s - M) o_s / sum_s exp(m_s - M) l_s per (query, head),
+/// splits added in order 0, 1, ...; zeros when every split is empty.
+void merge_splits(int64_t tokens, int64_t heads, int64_t D, int64_t splits, const float* part_o,
+                  const float* part_ml, uint16_t* out) {
   std::vector<float> acc(static_cast<size_t>(D));
   for (int64_t i = 0; i < tokens; ++i) {
     for (int64_t h = 0; h < heads; ++h) {
@@ -239,7 +211,84 @@ Status paged_attention_reduce_bf16(const CpuLaunch& l) {
       for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(acc[d] / denom);
     }
   }
+}
+
+}  // namespace
+
+Status paged_attention_partial_bf16(const CpuLaunch& l) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(check_num_args(l, kPartial, 16));
+  Attention a;
+  KERN_RETURN_IF_ERROR(parse_attention(l, kPartial, 9, a));
+  int64_t splits = 0;
+  KERN_RETURN_IF_ERROR(read_i32(l, kPartial, 15, "num_splits", 1, splits));
+  const bool work = a.tokens > 0 && a.heads > 0 && a.head_dim > 0;
+  float* part_o = nullptr;
+  float* part_ml = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kPartial, 7, "partial_o", work, part_o));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kPartial, 8, "partial_ml", work, part_ml));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPartial, 0, a.heads, "one block per query head"));
+  KERN_RETURN_IF_ERROR(check_grid_equals(l, kPartial, 1, 15, "num_splits", splits));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPartial, 2, a.tokens, "one block per query"));
+  if (!work) return Status::ok_status();
+
+  split_partials(a, splits, part_o, part_ml);
   return Status::ok_status();
+}
+
+Status paged_attention_reduce_bf16(const CpuLaunch& l) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(check_num_args(l, kReduce, 7));
+  int64_t tokens = 0, heads = 0, head_dim = 0, splits = 0;
+  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 3, "num_tokens", 0, tokens));
+  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 4, "num_heads", 0, heads));
+  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 5, "head_dim", 0, head_dim));
+  KERN_RETURN_IF_ERROR(read_i32(l, kReduce, 6, "num_splits", 1, splits));
+  const bool work = tokens > 0 && heads > 0 && head_dim > 0;
+  const float* part_o = nullptr;
+  const float* part_ml = nullptr;
+  uint16_t* out = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kReduce, 0, "partial_o", work, part_o));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kReduce, 1, "partial_ml", work, part_ml));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kReduce, 2, "out", work, out));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kReduce, 0, heads, "one block per query head"));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kReduce, 1, tokens, "one block per query"));
+  if (!work) return Status::ok_status();
+
+  merge_splits(tokens, heads, head_dim, splits, part_o, part_ml, out);
+  return Status::ok_status();
+}
+
+Status attention_decode_bf16(const CpuLaunch& l) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(check_num_args(l, kDecode, 18));
+  Attention a;
+  KERN_RETURN_IF_ERROR(parse_attention(l, kDecode, 11, a));
+  int64_t splits = 0;
+  KERN_RETURN_IF_ERROR(read_i32(l, kDecode, 17, "num_splits", 1, splits));
+  const bool work = a.tokens > 0 && a.heads > 0 && a.head_dim > 0;
+  float* part_o = nullptr;
+  float* part_ml = nullptr;
+  int32_t* counters = nullptr;
+  uint16_t* out = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kDecode, 7, "partial_o", work, part_o));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kDecode, 8, "partial_ml", work, part_ml));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kDecode, 9, "counters", work, counters));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kDecode, 10, "out", work, out));
+  if (a.heads / a.kv_heads > kMaxGroup) {
+    return launch_error(kDecode, "param 12 (num_heads) / param 13 (num_kv_heads) is " +
+                                     std::to_string(a.heads / a.kv_heads) + "; must be <= 8 query heads per kv head");
+  }
+  if (a.head_dim > kMaxHeadDim) {
+    return launch_error(kDecode, "param 14 (head_dim) is " + std::to_string(a.head_dim) + "; must be <= 512");
+  }
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kDecode, 0, a.kv_heads, "one block per kv head"));
+  KERN_RETURN_IF_ERROR(check_grid_equals(l, kDecode, 1, 17, "num_splits", splits));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kDecode, 2, a.tokens, "one block per query"));
+  if (!work) return Status::ok_status();
+  split_partials(a, splits, part_o, part_ml);
+  merge_splits(a.tokens, a.heads, a.head_dim, splits, part_o, part_ml, out);
+  return Status::ok_status();  // counters: the CUDA twin's, left at zero
 }
 
 Status paged_attention_prefill_bf16(const CpuLaunch& l) {
@@ -315,6 +364,20 @@ Status paged_attention_prefill_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
   const uint64_t tokens = size_i32(l, 8), heads = size_i32(l, 9), head_dim = size_i32(l, 11);
   if (tokens == 0 || heads == 0 || head_dim == 0) return Status::ok_status();
   e.touch(7, "out", sat_product({tokens, heads, head_dim, 2}));
+  return Status::ok_status();
+}
+
+Status attention_decode_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  if (l.num_args < 18) return Status::ok_status();  // the kernel reports the param count
+  attention_extents(l, 11, e);
+  const uint64_t tokens = size_i32(l, 11), heads = size_i32(l, 12), kv_heads = size_i32(l, 13);
+  const uint64_t head_dim = size_i32(l, 14), splits = size_i32(l, 17);
+  if (tokens == 0 || heads == 0 || head_dim == 0) return Status::ok_status();
+  e.touch(7, "partial_o", sat_product({tokens, heads, splits, head_dim, 4}));
+  e.touch(8, "partial_ml", sat_product({tokens, heads, splits, 2, 4}));
+  e.touch(9, "counters", sat_product({tokens, kv_heads, 4}));
+  e.touch(10, "out", sat_product({tokens, heads, head_dim, 2}));
   return Status::ok_status();
 }
 

@@ -22,7 +22,7 @@ struct Entry {
 };
 
 // Each kernel is wrapped by guarded<> (kernel_args.h): no exception escapes.
-constexpr std::array<Entry, 14> kRegistry = {{
+constexpr std::array<Entry, 23> kRegistry = {{
     {"kern_embedding_bf16", {guarded<embedding_bf16>, embedding_bf16_extents}},
     {"kern_rmsnorm_bf16", {guarded<rmsnorm_bf16>, rmsnorm_bf16_extents}},
     {"kern_add_rmsnorm_bf16", {guarded<add_rmsnorm_bf16>, add_rmsnorm_bf16_extents}},
@@ -38,6 +38,15 @@ constexpr std::array<Entry, 14> kRegistry = {{
      {guarded<paged_attention_prefill_bf16>, paged_attention_prefill_bf16_extents}},
     {"kern_argmax_partial_bf16", {guarded<argmax_partial_bf16>, argmax_partial_bf16_extents}},
     {"kern_argmax_reduce", {guarded<argmax_reduce>, argmax_reduce_extents}},
+    {"kern_gemv_bf16", {guarded<gemv_bf16>, gemv_bf16_extents}},
+    {"kern_gemv_acc_bf16", {guarded<gemv_acc_bf16>, gemv_bf16_extents}},
+    {"kern_gemv_residual_bf16", {guarded<gemv_residual_bf16>, gemv_residual_bf16_extents}},
+    {"kern_gemv_silu_mul_bf16", {guarded<gemv_silu_mul_bf16>, gemv_silu_mul_bf16_extents}},
+    {"kern_gemv_rmsnorm_bf16", {guarded<gemv_rmsnorm_bf16>, gemv_rmsnorm_bf16_extents}},
+    {"kern_gemv_rmsnorm_silu_mul_bf16", {guarded<gemv_rmsnorm_silu_mul_bf16>, gemv_rmsnorm_silu_mul_bf16_extents}},
+    {"kern_gemv_rmsnorm_argmax_bf16", {guarded<gemv_rmsnorm_argmax_bf16>, gemv_rmsnorm_argmax_bf16_extents}},
+    {"kern_qk_norm_rope_cache_bf16", {guarded<qk_norm_rope_cache_bf16>, qk_norm_rope_cache_bf16_extents}},
+    {"kern_attention_decode_bf16", {guarded<attention_decode_bf16>, attention_decode_bf16_extents}},
     {"extern:cublaslt_bf16_tn", {guarded<gemm_bf16_tn>, gemm_bf16_tn_extents}},
     {"extern:cublaslt_bf16_tn_acc", {guarded<gemm_bf16_tn_acc>, gemm_bf16_tn_extents}},
 }};

@@ -84,11 +84,11 @@ extern "C" __global__ void __launch_bounds__(256) kern_argmax_partial_bf16(
   if (((reinterpret_cast<uintptr_t>(row)) & 1) != 0 || vbeg > end) vbeg = end;
   const int vend = vbeg + ((end - vbeg) & ~7);
   for (int i = begin + threadIdx.x; i < vbeg; i += blockDim.x) consider(b, bf16_to_f32(row[i]), i);
-  const Bf16x8* vec = reinterpret_cast<const Bf16x8*>(row + vbeg);
+  const __nv_bfloat16* vec = row + vbeg;
   const int nvec = (vend - vbeg) >> 3;
   for (int k = threadIdx.x; k < nvec; k += blockDim.x) {
     float f[8];
-    unpack8(vec[k], f);
+    load8(vec + 8 * k, f);
     const int base = vbeg + 8 * k;
 #pragma unroll
     for (int j = 0; j < 8; ++j) consider(b, f[j], base + j);

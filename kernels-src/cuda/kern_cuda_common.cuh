@@ -9,58 +9,112 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include <cuda_bf16.h>
 
 namespace kern_cuda {
 
-/// Eight bf16 values as one 16-byte word (one `ld.global.v4.u32`).
-struct alignas(16) Bf16x8 {
-  __nv_bfloat162 h[4];
-};
-
-/// Four bf16 values as one 8-byte word.
-struct alignas(8) Bf16x4 {
-  __nv_bfloat162 h[2];
-};
+/// bf16 pair <-> 32-bit word, bit for bit (no conversion).
+__device__ __forceinline__ float2 word_to_f32x2(uint32_t w) {
+  __nv_bfloat162 h;
+  static_assert(sizeof(h) == sizeof(w));
+  memcpy(&h, &w, sizeof(w));
+  return __bfloat1622float2(h);
+}
+__device__ __forceinline__ uint32_t f32x2_to_word(float lo, float hi) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);  // one RNE rounding each
+  uint32_t w;
+  memcpy(&w, &h, sizeof(w));
+  return w;
+}
 
 __device__ __forceinline__ float bf16_to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 /// f32 -> bf16 with round-to-nearest-even (NaN stays NaN).
 __device__ __forceinline__ __nv_bfloat16 f32_to_bf16(float v) { return __float2bfloat16_rn(v); }
 
-/// Unpacks 8 bf16 into f32 (element j of the vector -> out[j]).
-__device__ __forceinline__ void unpack8(const Bf16x8& v, float out[8]) {
+// Vector access. The loads and stores go through uint4 / uint2 so that they
+// compile to one `ld.global.v4.u32` (`.nc` for read-only data) or
+// `ld.global.v2.u32` each: a struct of __nv_bfloat162 compiles to four
+// separate 4-byte loads instead (test/kernels/check_vector_loads.py checks
+// the PTX). `p` must be 16-byte (8-byte) aligned; callers check.
+
+/// Unpacks a 16-byte word of 8 bf16 into f32 (element j -> out[j]).
+__device__ __forceinline__ void unpack8(uint4 v, float out[8]) {
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    float2 f = __bfloat1622float2(v.h[j]);
+    const float2 f = word_to_f32x2(w[j]);
     out[2 * j] = f.x;
     out[2 * j + 1] = f.y;
   }
 }
 
-/// Packs 8 f32 into bf16 with one RNE rounding each.
-__device__ __forceinline__ Bf16x8 pack8(const float in[8]) {
-  Bf16x8 v;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) v.h[j] = __floats2bfloat162_rn(in[2 * j], in[2 * j + 1]);
-  return v;
+/// Packs 8 f32 into a 16-byte word of bf16, one RNE rounding each.
+__device__ __forceinline__ uint4 pack8(const float in[8]) {
+  return make_uint4(f32x2_to_word(in[0], in[1]), f32x2_to_word(in[2], in[3]),
+                    f32x2_to_word(in[4], in[5]), f32x2_to_word(in[6], in[7]));
 }
 
-__device__ __forceinline__ void unpack4(const Bf16x4& v, float out[4]) {
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    float2 f = __bfloat1622float2(v.h[j]);
-    out[2 * j] = f.x;
-    out[2 * j + 1] = f.y;
-  }
+/// 8 bf16 at `p` (16-byte aligned) as f32: one 16-byte load.
+__device__ __forceinline__ void load8(const __nv_bfloat16* p, float out[8]) {
+  unpack8(*reinterpret_cast<const uint4*>(p), out);
 }
 
-__device__ __forceinline__ Bf16x4 pack4(const float in[4]) {
-  Bf16x4 v;
-#pragma unroll
-  for (int j = 0; j < 2; ++j) v.h[j] = __floats2bfloat162_rn(in[2 * j], in[2 * j + 1]);
-  return v;
+/// 8 bf16 at `p` (16-byte aligned, data no kernel writes during the launch,
+/// e.g. weights) as f32 through the read-only path: one `ld.global.nc.v4`.
+__device__ __forceinline__ void load8_ro(const __nv_bfloat16* p, float out[8]) {
+  unpack8(__ldg(reinterpret_cast<const uint4*>(p)), out);
+}
+
+/// Stores 8 f32 as bf16 at `p` (16-byte aligned): one 16-byte store.
+__device__ __forceinline__ void store8(__nv_bfloat16* p, const float in[8]) {
+  *reinterpret_cast<uint4*>(p) = pack8(in);
+}
+
+/// 4 bf16 at `p` (8-byte aligned) as f32: one 8-byte load.
+__device__ __forceinline__ void load4(const __nv_bfloat16* p, float out[4]) {
+  const uint2 v = *reinterpret_cast<const uint2*>(p);
+  const float2 a = word_to_f32x2(v.x), b = word_to_f32x2(v.y);
+  out[0] = a.x;
+  out[1] = a.y;
+  out[2] = b.x;
+  out[3] = b.y;
+}
+
+/// Stores 4 f32 as bf16 at `p` (8-byte aligned): one 8-byte store.
+__device__ __forceinline__ void store4(__nv_bfloat16* p, const float in[4]) {
+  *reinterpret_cast<uint2*>(p) = make_uint2(f32x2_to_word(in[0], in[1]), f32x2_to_word(in[2], in[3]));
+}
+
+// Programmatic dependent launch (docs/gpu.md). A kernel whose steps may be
+// marked "pdl": true calls pdl_wait() before it reads anything an earlier
+// launch wrote (or writes anything an earlier launch reads), and
+// pdl_launch_dependents() once the next launch may start its own preamble.
+// Both are no-ops below sm_90 and when the launch was not a PDL launch (the
+// previous kernel has then completed before this one starts).
+
+/// griddepcontrol.wait: blocks until the previous launch on the stream has
+/// completed and its memory is visible.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// griddepcontrol.launch_dependents: lets the next launch begin (it still
+/// waits in its own pdl_wait() for this launch to complete).
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/// Starts pulling the 128-byte line holding `p` into L2; used for
+/// weights before pdl_wait(), which no launch writes.
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
 /// True when `p` is aligned to `bytes` (a power of two).

@@ -32,9 +32,9 @@ __device__ __forceinline__ void load_contig(const __nv_bfloat16* p, float out[kE
     out[0] = f.x;
     out[1] = f.y;
   } else if constexpr (kEpl == 4) {
-    unpack4(*reinterpret_cast<const Bf16x4*>(p), out);
+    load4(p, out);
   } else {
-    unpack8(*reinterpret_cast<const Bf16x8*>(p), out);
+    load8(p, out);
   }
 }
 
@@ -283,4 +283,177 @@ extern "C" __global__ void __launch_bounds__(128) kern_paged_attention_prefill_b
   dispatch_head_dim(a, [&]<int kEpl, bool kContig>() {
     prefill_body<kEpl, kContig>(smem, a, h, i, n, out);
   });
+}
+
+namespace {
+
+constexpr int kMaxGroup = 8;        // query heads per kv head held in registers
+constexpr int kMaxSplitPages = 256;  // block-table entries of a split hoisted into shared memory
+
+/// One-launch decode (kern_attention_decode_bf16): split s of (kv head kvh,
+/// query i) for all G = H / KV query heads of the kv head. Each warp walks
+/// every 4th position of the split, reading the k and v rows once for the
+/// G heads (one online softmax per head); the warps are merged per head
+/// through shared memory and written to the partials, exactly as
+/// kern_paged_attention_partial_bf16 lays them out.
+template <int kEpl, bool kContig>
+__device__ void gqa_split_body(MergeSmem& smem, const int* pages, int page0, const AttnArgs& a, int kvh, int i,
+                               int s, int num_splits, int begin, int end, float* partial_o, float* partial_ml) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int group = a.num_heads / a.num_kv_heads;
+  const int h0 = kvh * group;
+  float qf[kMaxGroup][kEpl], o[kMaxGroup][kEpl], m[kMaxGroup], l[kMaxGroup];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    m[g] = -CUDART_INF_F;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kEpl; ++j) o[g][j] = 0.0f;
+    if (g < group)
+      load_lane<kEpl, kContig>(a.q + (static_cast<int64_t>(i) * a.num_heads + h0 + g) * a.head_dim, lane,
+                               a.head_dim, qf[g]);
+  }
+  const int64_t head_off = static_cast<int64_t>(kvh) * 2 * a.head_dim;
+  const int64_t slot_elems = static_cast<int64_t>(a.num_kv_heads) * 2 * a.head_dim;
+  for (int p = begin + warp; p < end; p += kWarps) {
+    const int pi = (p >> 4) - page0;
+    const int64_t page = pi < kMaxSplitPages ? pages[pi] : a.block_table[p >> 4];
+    const __nv_bfloat16* krow = a.kv + page * a.page_stride + (p & 15) * slot_elems + head_off;
+    float kf[kEpl], vf[kEpl];
+    load_lane<kEpl, kContig>(krow, lane, a.head_dim, kf);
+    load_lane<kEpl, kContig>(krow + a.head_dim, lane, a.head_dim, vf);
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g >= group) break;
+      float dot = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kEpl; ++j) dot += qf[g][j] * kf[j];
+      const float sc = warp_sum(dot) * a.score_scale;
+      const float m_new = fmaxf(m[g], sc);
+      const float alpha = __expf(m[g] - m_new);
+      const float w = __expf(sc - m_new);
+      l[g] = l[g] * alpha + w;
+#pragma unroll
+      for (int j = 0; j < kEpl; ++j) o[g][j] = o[g][j] * alpha + w * (vf[j] * a.v_scale);
+      m[g] = m_new;
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g >= group) break;
+    __syncthreads();  // the previous head's merge has read smem
+    if (lane == 0) {
+      smem.m[warp] = m[g];
+      smem.l[warp] = l[g];
+    }
+#pragma unroll
+    for (int j = 0; j < kEpl; ++j) {
+      const int d = lane_dim<kEpl, kContig>(lane, j);
+      if (d < a.head_dim) smem.o[warp][d] = o[g][j];
+    }
+    __syncthreads();
+    float mm = -CUDART_INF_F;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mm = fmaxf(mm, smem.m[w]);
+    float wt[kWarps];
+    float ll = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      wt[w] = mm == -CUDART_INF_F ? 0.0f : __expf(smem.m[w] - mm);
+      ll += wt[w] * smem.l[w];
+    }
+    const int64_t part = (static_cast<int64_t>(i) * a.num_heads + h0 + g) * num_splits + s;
+    for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) {
+      float acc = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) acc += wt[w] * smem.o[w][d];
+      partial_o[part * a.head_dim + d] = acc;
+    }
+    if (threadIdx.x == 0) {
+      partial_ml[part * 2] = mm;
+      partial_ml[part * 2 + 1] = ll;
+    }
+  }
+}
+
+}  // namespace
+
+/// kern_attention_decode_bf16(interface params 0..6, out f32 partial_o[T, H*S*D],
+///     out f32 partial_ml[T, H*S*2], inout i32 counters[T * KV], out bf16 out[T, H*D],
+///     i32 num_tokens, i32 num_heads, i32 num_kv_heads, i32 head_dim, i64 page_stride,
+///     f32 scale, i32 num_splits)
+/// Decode attention in one launch: block (kvh, s, i) computes split s (the
+/// same splits as kern_paged_attention_partial_bf16) of query row i for the
+/// H / KV query heads sharing kv head kvh, reading each k / v row once; the
+/// split's block-table entries are loaded into shared memory first. The last
+/// block of (i, kvh) to finish (integer counter, reset to 0 after) merges the
+/// splits in order 0, 1, ... for its heads and writes bf16 out. A row's
+/// result depends only on its causal length and S, never on T.
+/// Launch: grid [KV, S, T], block [128, 1, 1].
+/// Bytes moved: 4 D n_i per (query row, kv head) (k, v once) + 2 D T H (q)
+/// + 8 (D + 2) T H S (partials written and read back) + 2 D T H (out).
+extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_bf16(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kv_cache,
+    const int* __restrict__ block_table, const int* __restrict__ seq_lens,
+    const int* __restrict__ cu_seqlens_q, const float* __restrict__ k_scale,
+    const float* __restrict__ v_scale, float* partial_o, float* partial_ml, int* counters,
+    __nv_bfloat16* __restrict__ out, int num_tokens, int num_heads, int num_kv_heads, int head_dim,
+    long long page_stride, float scale, int num_splits) {
+  __shared__ MergeSmem smem;
+  __shared__ int pages[kMaxSplitPages];
+  __shared__ int last_block;
+  const int kvh = blockIdx.x, s = blockIdx.y, i = blockIdx.z;
+  pdl_launch_dependents();
+  if (kvh >= num_kv_heads || s >= num_splits || i >= num_tokens || num_kv_heads <= 0 ||
+      num_heads < num_kv_heads || num_heads / num_kv_heads > kMaxGroup || head_dim <= 0 || head_dim > kMaxHeadDim)
+    return;
+  pdl_wait();  // q, the cache and the lengths come from earlier launches
+  const int n = max(causal_len(seq_lens, cu_seqlens_q, i), 0);
+  const int len = (n + num_splits - 1) / num_splits;
+  const int begin = min(s * len, n);
+  const int end = min(begin + len, n);
+  const int page0 = begin >> 4;
+  const int npages = end > begin ? ((end - 1) >> 4) - page0 + 1 : 0;
+  for (int p = threadIdx.x; p < min(npages, kMaxSplitPages); p += blockDim.x) pages[p] = block_table[page0 + p];
+  __syncthreads();
+  const AttnArgs a{q, kv_cache, block_table, scale * *k_scale, *v_scale, num_heads, num_kv_heads,
+                   head_dim, page_stride};
+  dispatch_head_dim(a, [&]<int kEpl, bool kContig>() {
+    gqa_split_body<kEpl, kContig>(smem, pages, page0, a, kvh, i, s, num_splits, begin, end, partial_o, partial_ml);
+  });
+
+  // Last block of (i, kvh): merge the splits in order for the group's heads.
+  __threadfence();
+  __syncthreads();
+  int* counter = counters + static_cast<int64_t>(i) * num_kv_heads + kvh;
+  if (threadIdx.x == 0) last_block = atomicAdd(counter, 1) == num_splits - 1;
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();
+  const int group = num_heads / num_kv_heads;
+  for (int g = 0; g < group; ++g) {
+    const int h = kvh * group + g;
+    const int64_t first = (static_cast<int64_t>(i) * num_heads + h) * num_splits;
+    const float* ml = partial_ml + first * 2;
+    const float* po = partial_o + first * head_dim;
+    float mm = -CUDART_INF_F;
+    for (int sp = 0; sp < num_splits; ++sp) mm = fmaxf(mm, __ldcg(ml + 2 * sp));
+    float ll = 0.0f;
+    for (int sp = 0; sp < num_splits; ++sp) {
+      const float m_s = __ldcg(ml + 2 * sp);
+      if (m_s != -CUDART_INF_F) ll += __expf(m_s - mm) * __ldcg(ml + 2 * sp + 1);
+    }
+    const float inv = ll > 0.0f ? 1.0f / ll : 0.0f;
+    __nv_bfloat16* o = out + (static_cast<int64_t>(i) * num_heads + h) * head_dim;
+    for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
+      float acc = 0.0f;
+      for (int sp = 0; sp < num_splits; ++sp) {
+        const float m_s = __ldcg(ml + 2 * sp);
+        if (m_s != -CUDART_INF_F) acc += __expf(m_s - mm) * __ldcg(po + static_cast<int64_t>(sp) * head_dim + d);
+      }
+      o[d] = f32_to_bf16(acc * inv);
+    }
+  }
+  if (threadIdx.x == 0) *counter = 0;  // ready for the next launch / graph replay
 }

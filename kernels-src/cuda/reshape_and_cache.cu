@@ -40,11 +40,11 @@ extern "C" __global__ void __launch_bounds__(128) kern_reshape_and_cache_bf16(
       const int c = it - h * per_head;
       const __nv_bfloat16* src = (is_v ? vt : kt) + h * head_dim;
       float x[8];
-      unpack8(reinterpret_cast<const Bf16x8*>(src)[c], x);
+      load8(src + 8 * c, x);
       const float scale = is_v ? vs : ks;
 #pragma unroll
       for (int j = 0; j < 8; ++j) x[j] = x[j] / scale;
-      reinterpret_cast<Bf16x8*>(dst + (2 * h + (is_v ? 1 : 0)) * head_dim)[c] = pack8(x);
+      store8(dst + (2 * h + (is_v ? 1 : 0)) * head_dim + 8 * c, x);
     }
     return;
   }

@@ -18,26 +18,27 @@ constexpr int kRowVecsPerThread = 4;
 /// Loads 8 elements of the row at vector `v`, applying the residual add
 /// (and storing the rounded sum) when kAdd.
 template <bool kAdd>
-__device__ __forceinline__ void load_row_vec(const Bf16x8* x, Bf16x8* residual, int v, float r[8]) {
-  unpack8(x[v], r);
+__device__ __forceinline__ void load_row_vec(const __nv_bfloat16* x, __nv_bfloat16* residual, int v,
+                                             float r[8]) {
+  load8(x + 8 * v, r);
   if constexpr (kAdd) {
     float s[8];
-    unpack8(residual[v], s);
+    load8(residual + 8 * v, s);
 #pragma unroll
     for (int j = 0; j < 8; ++j) s[j] += r[j];
-    const Bf16x8 rounded = pack8(s);
-    residual[v] = rounded;
+    const uint4 rounded = pack8(s);
+    *reinterpret_cast<uint4*>(residual + 8 * v) = rounded;
     unpack8(rounded, r);  // normalise the rounded sum, as the reference does
   }
 }
 
-__device__ __forceinline__ void store_norm_vec(Bf16x8* y, const Bf16x8* w, int v, const float r[8],
-                                               float inv) {
+__device__ __forceinline__ void store_norm_vec(__nv_bfloat16* y, const __nv_bfloat16* w, int v,
+                                               const float r[8], float inv) {
   float wf[8], o[8];
-  unpack8(w[v], wf);
+  load8_ro(w + 8 * v, wf);
 #pragma unroll
   for (int j = 0; j < 8; ++j) o[j] = r[j] * inv * wf[j];
-  y[v] = pack8(o);
+  store8(y + 8 * v, o);
 }
 
 /// One row normalised by one block. Vector path when n % 8 == 0 and every
@@ -52,10 +53,10 @@ __device__ void norm_row(const __nv_bfloat16* x, __nv_bfloat16* residual, const 
                    (!kAdd || aligned_to(residual, 16));
   if (vec) {
     const int nvec = n >> 3;
-    const Bf16x8* xv = reinterpret_cast<const Bf16x8*>(x);
-    Bf16x8* rv = reinterpret_cast<Bf16x8*>(residual);
-    const Bf16x8* wv = reinterpret_cast<const Bf16x8*>(w);
-    Bf16x8* yv = reinterpret_cast<Bf16x8*>(y);
+    const __nv_bfloat16* xv = x;
+    __nv_bfloat16* rv = residual;
+    const __nv_bfloat16* wv = w;
+    __nv_bfloat16* yv = y;
     float cache[kRowVecsPerThread][8];
 #pragma unroll
     for (int k = 0; k < kRowVecsPerThread; ++k) {
@@ -80,7 +81,7 @@ __device__ void norm_row(const __nv_bfloat16* x, __nv_bfloat16* residual, const 
     }
     for (int v = tid + kRowVecsPerThread * nthreads; v < nvec; v += nthreads) {
       float r[8];
-      unpack8(kAdd ? rv[v] : xv[v], r);  // this thread's own residual store from pass 1
+      load8((kAdd ? rv : xv) + 8 * v, r);  // this thread's own residual store from pass 1
       store_norm_vec(yv, wv, v, r, inv);
     }
     return;
@@ -136,13 +137,13 @@ namespace {
 
 constexpr int kHeadChunksPerLane = 4;  // 4 x 4 elements x 32 lanes: head_dim <= 512 cached
 
-__device__ __forceinline__ void store_head_chunk(Bf16x4* y, const Bf16x4* w, int c, const float r[4],
-                                                 float inv) {
+__device__ __forceinline__ void store_head_chunk(__nv_bfloat16* y, const __nv_bfloat16* w, int c,
+                                                 const float r[4], float inv) {
   float wf[4], o[4];
-  unpack4(w[c], wf);
+  load4(w + 4 * c, wf);
 #pragma unroll
   for (int j = 0; j < 4; ++j) o[j] = r[j] * inv * wf[j];
-  y[c] = pack4(o);
+  store4(y + 4 * c, o);
 }
 
 }  // namespace
@@ -169,22 +170,22 @@ extern "C" __global__ void __launch_bounds__(128) kern_head_rmsnorm_bf16(
   float sumsq = 0.0f;
   if ((head_dim & 3) == 0 && aligned_to(xh, 8) && aligned_to(yh, 8) && aligned_to(weight, 8)) {
     const int nchunk = head_dim >> 2;
-    const Bf16x4* xv = reinterpret_cast<const Bf16x4*>(xh);
-    const Bf16x4* wv = reinterpret_cast<const Bf16x4*>(weight);
-    Bf16x4* yv = reinterpret_cast<Bf16x4*>(yh);
+    const __nv_bfloat16* xv = xh;
+    const __nv_bfloat16* wv = weight;
+    __nv_bfloat16* yv = yh;
     float cache[kHeadChunksPerLane][4];
 #pragma unroll
     for (int k = 0; k < kHeadChunksPerLane; ++k) {
       const int c = lane + 32 * k;
       if (c < nchunk) {
-        unpack4(xv[c], cache[k]);
+        load4(xv + 4 * c, cache[k]);
 #pragma unroll
         for (int j = 0; j < 4; ++j) sumsq += cache[k][j] * cache[k][j];
       }
     }
     for (int c = lane + 32 * kHeadChunksPerLane; c < nchunk; c += 32) {
       float r[4];
-      unpack4(xv[c], r);
+      load4(xv + 4 * c, r);
 #pragma unroll
       for (int j = 0; j < 4; ++j) sumsq += r[j] * r[j];
     }
@@ -196,7 +197,7 @@ extern "C" __global__ void __launch_bounds__(128) kern_head_rmsnorm_bf16(
     }
     for (int c = lane + 32 * kHeadChunksPerLane; c < nchunk; c += 32) {
       float r[4];
-      unpack4(xv[c], r);
+      load4(xv + 4 * c, r);
       store_head_chunk(yv, wv, c, r, inv);
     }
     return;

@@ -31,11 +31,11 @@ __device__ void rope_neox_vec(__nv_bfloat16* x, int half, const float* cs, int i
   const int h = item / items_per_head;
   const int i0 = (item - h * items_per_head) * 8;
   __nv_bfloat16* head = x + static_cast<int64_t>(h) * 2 * half;
-  Bf16x8* lo = reinterpret_cast<Bf16x8*>(head + i0);
-  Bf16x8* hi = reinterpret_cast<Bf16x8*>(head + half + i0);
+  __nv_bfloat16* lo = head + i0;
+  __nv_bfloat16* hi = head + half + i0;
   float a[8], b[8];
-  unpack8(*lo, a);
-  unpack8(*hi, b);
+  load8(lo, a);
+  load8(hi, b);
   const float4* c4 = reinterpret_cast<const float4*>(cs + i0);
   const float4* s4 = reinterpret_cast<const float4*>(cs + half + i0);
   const float4 c0 = c4[0], c1 = c4[1], s0 = s4[0], s1 = s4[1];
@@ -43,8 +43,8 @@ __device__ void rope_neox_vec(__nv_bfloat16* x, int half, const float* cs, int i
   const float s[8] = {s0.x, s0.y, s0.z, s0.w, s1.x, s1.y, s1.z, s1.w};
 #pragma unroll
   for (int j = 0; j < 8; ++j) rotate(a[j], b[j], c[j], s[j]);
-  *lo = pack8(a);
-  *hi = pack8(b);
+  store8(lo, a);
+  store8(hi, b);
 }
 
 /// Scalar path: one pair per work item; handles any D and both modes.

@@ -23,17 +23,14 @@ extern "C" __global__ void __launch_bounds__(256) kern_silu_and_mul_bf16(
   const __nv_bfloat16* u = g + d;
   __nv_bfloat16* o = out + static_cast<int64_t>(t) * d;
   if ((d & 7) == 0 && aligned_to(g, 16) && aligned_to(o, 16)) {
-    const Bf16x8* gv = reinterpret_cast<const Bf16x8*>(g);
-    const Bf16x8* uv = reinterpret_cast<const Bf16x8*>(u);
-    Bf16x8* ov = reinterpret_cast<Bf16x8*>(o);
     const int nvec = d >> 3;
     for (int v = threadIdx.x; v < nvec; v += blockDim.x) {
       float gf[8], uf[8], r[8];
-      unpack8(gv[v], gf);
-      unpack8(uv[v], uf);
+      load8(g + 8 * v, gf);
+      load8(u + 8 * v, uf);
 #pragma unroll
       for (int j = 0; j < 8; ++j) r[j] = silu_mul(gf[j], uf[j]);
-      ov[v] = pack8(r);
+      store8(o + 8 * v, r);
     }
     return;
   }

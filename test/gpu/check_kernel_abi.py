@@ -36,8 +36,11 @@ FAMILIES = {
     "silu_and_mul": ["kern_silu_and_mul_bf16"],
     "reshape_and_cache": ["kern_reshape_and_cache_bf16"],
     "paged_attention": ["kern_paged_attention_partial_bf16", "kern_paged_attention_reduce_bf16",
-                        "kern_paged_attention_prefill_bf16"],
+                        "kern_paged_attention_prefill_bf16", "kern_attention_decode_bf16"],
     "argmax": ["kern_argmax_partial_bf16", "kern_argmax_reduce"],
+    "gemv": ["kern_gemv_bf16", "kern_gemv_acc_bf16", "kern_gemv_residual_bf16", "kern_gemv_silu_mul_bf16",
+             "kern_gemv_rmsnorm_bf16", "kern_gemv_rmsnorm_silu_mul_bf16", "kern_gemv_rmsnorm_argmax_bf16"],
+    "qk_norm_rope_cache": ["kern_qk_norm_rope_cache_bf16"],
 }
 
 FATBIN_MAGIC = 0xBA55ED50

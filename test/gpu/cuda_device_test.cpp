@@ -15,6 +15,7 @@
 #include "kern-load/cuda/cuda_abi.h"
 #include "kern-load/cuda/cuda_device.h"
 #include "kern-load/cuda/cuda_driver.h"
+#include "kern-load/cuda/cuda_launch.h"
 #include "kern-load/cuda/gemm_mapping.h"
 #include "kernels-src/cpu/cpu_kernel.h"
 
@@ -221,4 +222,86 @@ TEST_CASE("a pinned kernel file whose sha256 differs is rejected naming both dig
   CHECK(st.error().message ==
         "k/a.fatbin: sha256 mismatch: expected bb7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad, "
         "actual ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+namespace {
+
+// A fake driver table for launch_kernel: records which entry point each
+// launch used and what it was given.
+struct RecordedLaunch {
+  bool ex = false;
+  unsigned grid[3] = {}, block[3] = {}, smem = 0;
+  CUstream stream = nullptr;
+  void** params = nullptr;
+  std::vector<CUlaunchAttribute> attrs;
+};
+std::vector<RecordedLaunch> g_launches;
+
+CUresult CUDAAPI fake_launch(CUfunction, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                             unsigned smem, CUstream stream, void** params, void**) {
+  RecordedLaunch r;
+  r.grid[0] = gx, r.grid[1] = gy, r.grid[2] = gz;
+  r.block[0] = bx, r.block[1] = by, r.block[2] = bz;
+  r.smem = smem;
+  r.stream = stream;
+  r.params = params;
+  g_launches.push_back(r);
+  return CUDA_SUCCESS;
+}
+
+CUresult CUDAAPI fake_launch_ex(const CUlaunchConfig* c, CUfunction, void** params, void**) {
+  RecordedLaunch r;
+  r.ex = true;
+  r.grid[0] = c->gridDimX, r.grid[1] = c->gridDimY, r.grid[2] = c->gridDimZ;
+  r.block[0] = c->blockDimX, r.block[1] = c->blockDimY, r.block[2] = c->blockDimZ;
+  r.smem = c->sharedMemBytes;
+  r.stream = c->hStream;
+  r.params = params;
+  r.attrs.assign(c->attrs, c->attrs + c->numAttrs);
+  g_launches.push_back(r);
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+TEST_CASE("pdl steps launch with the programmatic stream serialization attribute, others plainly",
+          "[cuda][pdl]") {
+  DriverApi api;
+  api.cuLaunchKernel = fake_launch;
+  api.cuLaunchKernelEx = fake_launch_ex;
+  const bool step_pdl[] = {true, false, true, false};
+  auto* stream = reinterpret_cast<CUstream>(uintptr_t{0x1234});
+  void* params[1] = {nullptr};
+  for (const int cc_major : {9, 10, 8, 7}) {
+    g_launches.clear();
+    for (size_t i = 0; i < 4; ++i) {
+      kern::load::LaunchDims dims;
+      dims.grid[0] = static_cast<uint32_t>(10 + i);
+      dims.grid[1] = 2;
+      dims.block[0] = 128;
+      dims.shared_mem_bytes = 4096;
+      REQUIRE(launch_kernel(api, nullptr, dims, stream, params, use_pdl(step_pdl[i], cc_major)) == CUDA_SUCCESS);
+    }
+    REQUIRE(g_launches.size() == 4);
+    for (size_t i = 0; i < 4; ++i) {
+      const RecordedLaunch& r = g_launches[i];
+      INFO("cc " << cc_major << ".0, step " << i);
+      const bool want_pdl = step_pdl[i] && cc_major >= 9;
+      CHECK(r.ex == want_pdl);
+      CHECK(r.grid[0] == 10 + i);
+      CHECK(r.grid[1] == 2);
+      CHECK(r.grid[2] == 1);
+      CHECK(r.block[0] == 128);
+      CHECK(r.smem == 4096);
+      CHECK(r.stream == stream);
+      CHECK(r.params == params);
+      if (want_pdl) {
+        REQUIRE(r.attrs.size() == 1);
+        CHECK(r.attrs[0].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+        CHECK(r.attrs[0].value.programmaticStreamSerializationAllowed == 1);
+      } else {
+        CHECK(r.attrs.empty());
+      }
+    }
+  }
 }

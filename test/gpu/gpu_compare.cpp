@@ -100,6 +100,7 @@ Status run_cpu(Case& c) {
     cpu::CpuLaunch launch;
     std::copy(l.grid, l.grid + 3, launch.grid);
     std::copy(l.block, l.block + 3, launch.block);
+    launch.shared_mem_bytes = l.shared_mem;
     launch.args = ptrs.data();
     launch.num_args = ptrs.size();
     const Status st = fn->run(launch);
@@ -143,7 +144,8 @@ Result<GpuCase> prepare_gpu(GpuSession& s, const Case& c, const std::string& dir
 
 Status launch_all(GpuSession& s, const Case& c, GpuCase& g) {
   for (size_t i = 0; i < c.launches.size(); ++i)
-    KERN_RETURN_IF_ERROR(s.launch(g.fns[i], c.launches[i].grid, c.launches[i].block, g.ptrs[i].data()));
+    KERN_RETURN_IF_ERROR(s.launch(g.fns[i], c.launches[i].grid, c.launches[i].block, c.launches[i].shared_mem,
+                                  g.ptrs[i].data()));
   return Status::ok_status();
 }
 

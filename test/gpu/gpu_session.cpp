@@ -83,9 +83,10 @@ Result<CUfunction> GpuSession::function(const std::string& path, const std::stri
   return f;
 }
 
-Status GpuSession::launch(CUfunction f, const uint32_t grid[3], const uint32_t block[3], void** params) {
+Status GpuSession::launch(CUfunction f, const uint32_t grid[3], const uint32_t block[3], uint32_t shared_mem,
+                          void** params) {
   KERN_CU_CHECK(*driver_, driver_->api().cuLaunchKernel(f, grid[0], grid[1], grid[2], block[0], block[1],
-                                                          block[2], 0, stream_, params, nullptr));
+                                                          block[2], shared_mem, stream_, params, nullptr));
   return Status::ok_status();
 }
 

@@ -38,8 +38,9 @@ class GpuSession {
   /// The function `symbol` of the fatbin at `path` (modules cached by path).
   Result<CUfunction> function(const std::string& path, const std::string& symbol);
 
-  /// cuLaunchKernel on the session stream (no synchronisation).
-  Status launch(CUfunction f, const uint32_t grid[3], const uint32_t block[3], void** params);
+  /// cuLaunchKernel on the session stream with `shared_mem` bytes of dynamic
+  /// shared memory (no synchronisation).
+  Status launch(CUfunction f, const uint32_t grid[3], const uint32_t block[3], uint32_t shared_mem, void** params);
   Status synchronize();
 
   /// Milliseconds between two points of the stream: times `body` (which

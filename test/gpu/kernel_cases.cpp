@@ -282,6 +282,132 @@ Case argmax(Rng& r, int rows, int v, bool specials, bool bench) {
   return b.c;
 }
 
+
+/// The decode GEMV family (docs/kernels.md §11). a and c are rows inside
+/// larger buffers (a_off / c_off elements in, strides k + pad and n + pad);
+/// partial is compared too (both sides write each split's sum in the same
+/// order). The counters start at zero (the kernels return them to zero;
+/// test/kernels/gemv_test.cpp checks the cpu twin leaves them so).
+enum class Gemv { kStore, kAcc, kResidual, kSiluMul, kNorm, kNormSiluMul };
+
+Case gemv(Rng& r, Gemv v, int m, int n, int k, int splits, int pad, bool bench) {
+  static const char* const kSymbols[] = {"kern_gemv_bf16", "kern_gemv_acc_bf16", "kern_gemv_residual_bf16",
+                                         "kern_gemv_silu_mul_bf16", "kern_gemv_rmsnorm_bf16",
+                                         "kern_gemv_rmsnorm_silu_mul_bf16"};
+  const char* sym = kSymbols[static_cast<int>(v)];
+  const bool norm = v == Gemv::kNorm || v == Gemv::kNormSiluMul;
+  const bool silu = v == Gemv::kSiluMul || v == Gemv::kNormSiluMul;
+  const int rows = silu ? 2 * n : n;
+  const int lda = k + pad, ldc = n + pad, a_off = pad, c_off = pad;
+  const double c_bytes = 2.0 * m * n * (v == Gemv::kAcc || v == Gemv::kResidual ? 2 : 1);
+  Builder b{{shape(sym + 5, {{"m", m}, {"n", n}, {"k", k}, {"splits", splits}, {"pad", pad}}), {}, {},
+             2.0 * rows * k + 2.0 * m * k + c_bytes, bench}};
+  const int a = b.buf("a", bf16_random(r, size_t(a_off) + size_t(m) * lda, -2, 2));
+  const int nw = norm ? b.buf("norm_weight", bf16_random(r, k, 0.5f, 1.5f)) : -1;
+  const int w = b.buf("w", bf16_random(r, size_t(rows) * k, -1, 1));
+  const int res = v == Gemv::kResidual ? b.buf("residual", bf16_random(r, size_t(m) * ldc, -4, 4)) : -1;
+  const size_t c_elems = size_t(c_off) + size_t(m) * ldc;
+  const int c = b.buf("c", v == Gemv::kAcc ? bf16_random(r, c_elems, -4, 4) : poison(c_elems * 2), Compare::kBf16);
+  const int part = b.buf("partial", poison(size_t(splits) * m * rows * 4), splits > 1 ? Compare::kF32 : Compare::kNone);
+  const int cnt = b.buf("counters", std::vector<uint8_t>(size_t((n + 7) / 8) * 4, 0));
+  std::vector<CaseArg> args = {arg_buf(a, uint64_t(a_off) * 2)};
+  if (norm) args.push_back(arg_buf(nw));
+  args.push_back(arg_buf(w));
+  if (res >= 0) args.push_back(arg_buf(res));
+  for (CaseArg x : {arg_buf(c, uint64_t(c_off) * 2), arg_buf(part), arg_buf(cnt), arg_i32(m), arg_i32(n),
+                    arg_i32(k), arg_i32(lda), arg_i32(ldc), arg_i32(splits)})
+    args.push_back(x);
+  if (norm) args.push_back(arg_f32(1e-6f));
+  b.launch("gemv.fatbin", sym, {uint32_t((n + 7) / 8), uint32_t(splits), 1}, 128, args);
+  if (norm) b.c.launches.back().shared_mem = uint32_t(m) * uint32_t(k) * 2;
+  return b.c;
+}
+
+/// q/k norm + RoPE + KV write (docs/kernels.md §12) over fused qkv rows.
+Case qk_norm_rope_cache(Rng& r, int t, int h, int kv, int d, float k_scale, bool bench) {
+  Builder b{{shape("qk_norm_rope_cache", {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}}), {}, {},
+             t * (2.0 * (h + 2 * kv) * d + 2.0 * h * d + 4.0 * kv * d + 4.0 * d) + 4.0 * d, bench}};
+  const Cache c{kv, d, 8};
+  std::vector<int64_t> slots(size_t(c.pages) * 16);
+  std::iota(slots.begin(), slots.end(), 0);
+  for (size_t i = slots.size() - 1; i > 0; --i) std::swap(slots[i], slots[size_t(r.range(0, int64_t(i) + 1))]);
+  slots.resize(t);
+  if (t >= 2) slots[1] = -1;  // padding token: no cache write
+  const int max_pos = 4096;
+  std::vector<int64_t> pos(t);
+  for (auto& p : pos) p = r.range(0, max_pos);
+  std::vector<float> cs_rows(size_t(max_pos) * d);
+  for (int p = 0; p < max_pos; ++p)
+    for (int i = 0; i < d / 2; ++i) {
+      const double f = p * std::pow(1e6, -2.0 * i / d);
+      cs_rows[size_t(p) * d + i] = float(std::cos(f));
+      cs_rows[size_t(p) * d + d / 2 + i] = float(std::sin(f));
+    }
+  const int stride = (h + 2 * kv) * d + 8;
+  const int qkv = b.buf("qkv", bf16_random(r, size_t(t) * stride, -3, 3));
+  const int qw = b.buf("q_norm_weight", bf16_random(r, d, 0.5f, 1.5f));
+  const int kw = b.buf("k_norm_weight", bf16_random(r, d, 0.5f, 1.5f));
+  const int ps = b.buf("positions", pod_bytes(pos));
+  const int cs = b.buf("cos_sin_cache", pod_bytes(cs_rows));
+  const int qo = b.buf("q_out", poison(size_t(t) * h * d * 2), Compare::kBf16);
+  const int cache = b.buf("kv_cache", bf16_random(r, c.elems(), -1, 1), Compare::kBf16);
+  const int sm = b.buf("slot_mapping", pod_bytes(slots));
+  const int ks = b.buf("k_scale", pod_bytes(std::vector<float>{k_scale}));
+  const int vs = b.buf("v_scale", pod_bytes(std::vector<float>{1.0f}));
+  b.launch("qk_norm_rope_cache.fatbin", "kern_qk_norm_rope_cache_bf16",
+           {uint32_t((h + 2 * kv + 3) / 4), uint32_t(t), 1}, 128,
+           {arg_buf(qkv), arg_buf(qw), arg_buf(kw), arg_buf(ps), arg_buf(cs), arg_buf(qo),
+            arg_buf(cache, c.layer1_offset_bytes()), arg_buf(sm), arg_buf(ks), arg_buf(vs), arg_i32(t), arg_i32(h),
+            arg_i32(kv), arg_i32(d), arg_i32(stride), arg_i64(c.page_stride()), arg_f32(1e-6f)});
+  return b.c;
+}
+
+/// One-launch decode attention (docs/kernels.md §13): partials compared as
+/// f32; the counters start at zero.
+Case attention_decode_one(Rng& r, int t, int h, int kv, int d, int ctx, bool bench) {
+  const int splits = 16;
+  Builder b{{shape("attention_decode_one", {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx", ctx}}), {}, {},
+             4.0 * d * ctx * kv * t + 4.0 * t * h * d + 8.0 * (d + 2) * t * h * splits, bench}};
+  const AttnInputs in = attn_inputs(b, r, t, h, kv, d, ctx, 1.0f);
+  const int po = b.buf("partial_o", poison(size_t(t) * h * splits * d * 4), Compare::kF32);
+  const int pml = b.buf("partial_ml", poison(size_t(t) * h * splits * 2 * 4), Compare::kF32);
+  const int cnt = b.buf("counters", std::vector<uint8_t>(size_t(t) * kv * 4, 0));
+  const int out = b.buf("out", poison(size_t(t) * h * d * 2), Compare::kBf16);
+  std::vector<CaseArg> a = attn_head_args(in);
+  for (CaseArg x : {arg_buf(po), arg_buf(pml), arg_buf(cnt), arg_buf(out), arg_i32(t), arg_i32(h), arg_i32(kv),
+                    arg_i32(d), arg_i64(in.c.page_stride()), arg_f32(1.0f / std::sqrt(float(d))), arg_i32(splits)})
+    a.push_back(x);
+  b.launch("paged_attention.fatbin", "kern_attention_decode_bf16", {uint32_t(kv), uint32_t(splits), uint32_t(t)}, 128,
+           a);
+  return b.c;
+}
+
+/// Final norm + lm_head + argmax partials (kern_gemv_rmsnorm_argmax_bf16),
+/// then kern_argmax_reduce over the per-tile partials.
+Case lm_head_argmax(Rng& r, int m, int n, int k, int splits, bool bench) {
+  const int tiles = (n + 7) / 8;
+  Builder b{{shape("gemv_rmsnorm_argmax", {{"m", m}, {"n", n}, {"k", k}, {"splits", splits}}), {}, {},
+             2.0 * n * k + 2.0 * m * k + 2.0 * m * n + 8.0 * m * tiles, bench}};
+  const int a = b.buf("a", bf16_random(r, size_t(m) * k, -2, 2));
+  const int nw = b.buf("norm_weight", bf16_random(r, k, 0.5f, 1.5f));
+  const int w = b.buf("w", bf16_random(r, size_t(n) * k, -1, 1));
+  const int c = b.buf("logits", poison(size_t(m) * n * 2), Compare::kBf16);
+  const int part = b.buf("partial", poison(size_t(splits) * m * n * 4), splits > 1 ? Compare::kF32 : Compare::kNone);
+  const int cnt = b.buf("counters", std::vector<uint8_t>(size_t(tiles) * 4, 0));
+  // The per-tile partials may legitimately differ where two logits of a tile
+  // are within a bf16 ulp of each other; the token (random data: a clear
+  // maximum) must not.
+  const int pv = b.buf("argmax_val", poison(size_t(m) * tiles * 4));
+  const int pi = b.buf("argmax_idx", poison(size_t(m) * tiles * 4));
+  const int nt = b.buf("next_token", poison(size_t(m) * 8), Compare::kExact);
+  b.launch("gemv.fatbin", "kern_gemv_rmsnorm_argmax_bf16", {uint32_t(tiles), uint32_t(splits), 1}, 128,
+           {arg_buf(a), arg_buf(nw), arg_buf(w), arg_buf(c), arg_buf(part), arg_buf(cnt), arg_buf(pv), arg_buf(pi),
+            arg_i32(m), arg_i32(n), arg_i32(k), arg_i32(k), arg_i32(n), arg_i32(splits), arg_f32(1e-6f)});
+  b.c.launches.back().shared_mem = uint32_t(m) * uint32_t(k) * 2;
+  b.launch("argmax.fatbin", "kern_argmax_reduce", {uint32_t(m), 1, 1}, 64,
+           {arg_buf(pv), arg_buf(pi), arg_buf(nt), arg_i32(m), arg_i32(tiles)});
+  return b.c;
+}
 }  // namespace
 
 std::vector<Case> make_cases(uint64_t seed) {
@@ -325,6 +451,39 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(argmax(r, 1, 151936, false, true));
   cs.push_back(argmax(r, 3, 1000, true, false));
   cs.push_back(argmax(r, 2, 50, true, false));  // V < 64: empty chunks
+  cs.push_back(attention_decode_one(r, 1, 32, 8, 128, 1024, true));
+  cs.push_back(attention_decode_one(r, 8, 32, 8, 128, 1024, false));  // speculative verify rows
+  cs.push_back(attention_decode_one(r, 1, 4, 2, 16, 37, false));
+  cs.push_back(attention_decode_one(r, 2, 4, 2, 64, 5, false));  // ctx < splits: empty splits
+  cs.push_back(attention_decode_one(r, 1, 2, 1, 96, 100, false));  // strided lanes
+  cs.push_back(attention_decode_one(r, 3, 8, 1, 256, 300, false));
+  cs.push_back(qk_norm_rope_cache(r, 1, 32, 8, 128, 1.0f, true));
+  cs.push_back(qk_norm_rope_cache(r, 8, 32, 8, 128, 1.0f, false));
+  cs.push_back(qk_norm_rope_cache(r, 3, 4, 2, 64, 0.7f, false));
+  cs.push_back(qk_norm_rope_cache(r, 2, 3, 1, 10, 1.0f, false));  // D/2 odd
+  // Decode GEMVs at Qwen3-4B shapes (m = 1 timed; m = 8 = speculative
+  // verify), then odd shapes: partial tiles, odd k (scalar order), strided
+  // rows at offsets, several splits.
+  cs.push_back(gemv(r, Gemv::kNorm, 1, 6144, 2560, 1, 0, true));          // input_layernorm + qkv_proj
+  cs.push_back(gemv(r, Gemv::kAcc, 1, 2560, 4096, 4, 0, true));           // o_proj + residual (in place)
+  cs.push_back(gemv(r, Gemv::kNormSiluMul, 1, 9728, 2560, 1, 0, true));   // post norm + gate_up + silu*mul
+  cs.push_back(gemv(r, Gemv::kAcc, 1, 2560, 9728, 4, 0, true));           // down_proj + residual (in place)
+  // m = 8 at Qwen3-4B k with fewer columns (the cpu reference stays quick).
+  cs.push_back(gemv(r, Gemv::kNorm, 8, 1000, 2560, 1, 0, false));
+  cs.push_back(gemv(r, Gemv::kResidual, 8, 640, 4096, 4, 0, false));
+  cs.push_back(gemv(r, Gemv::kNormSiluMul, 8, 1216, 2560, 1, 0, false));
+  cs.push_back(gemv(r, Gemv::kAcc, 8, 320, 9728, 4, 0, false));
+  cs.push_back(gemv(r, Gemv::kNorm, 1, 151936, 2560, 1, 0, true));     // final norm + lm_head
+  cs.push_back(gemv(r, Gemv::kStore, 1, 2560, 2560, 2, 0, true));
+  cs.push_back(lm_head_argmax(r, 1, 151936, 2560, 1, true));
+  cs.push_back(lm_head_argmax(r, 8, 1001, 64, 2, false));
+  cs.push_back(lm_head_argmax(r, 3, 13, 37, 1, false));
+  for (const Gemv v : {Gemv::kStore, Gemv::kAcc, Gemv::kResidual, Gemv::kSiluMul, Gemv::kNorm, Gemv::kNormSiluMul}) {
+    cs.push_back(gemv(r, v, 1, 13, 37, 1, 3, false));
+    cs.push_back(gemv(r, v, 8, 13, 37, 3, 3, false));
+    cs.push_back(gemv(r, v, 8, 37, 1024, 5, 0, false));
+    cs.push_back(gemv(r, v, 3, 21, 1000, 2, 8, false));
+  }
   return cs;
 }
 

@@ -42,6 +42,7 @@ struct CaseLaunch {
   std::string symbol;
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
+  uint32_t shared_mem = 0;  ///< dynamic shared memory bytes (below 48 KB: no opt-in)
   std::vector<CaseArg> args;
 };
 

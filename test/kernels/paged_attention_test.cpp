@@ -267,3 +267,93 @@ TEST_CASE("paged decode partial covers [s*L, min((s+1)*L, n)) per split and empt
     }
   }
 }
+
+namespace {
+
+/// kern_attention_decode_bf16 (docs/kernels.md §13): one launch, grid
+/// [KV, S, T], with the same partials as the two-step decode.
+DecodeRun run_decode_one_launch(const AttnData& d, std::vector<int32_t>& counters) {
+  const AttnCase& c = d.c;
+  DecodeRun r;
+  r.partial_o.assign(static_cast<size_t>(c.tokens) * c.heads * kSplits * c.dim, kNanF);
+  r.partial_ml.assign(static_cast<size_t>(c.tokens) * c.heads * kSplits * 2, kNanF);
+  r.out.assign(d.q.size(), kPoison);
+  counters.assign(static_cast<size_t>(c.tokens) * c.kv_heads, 0);
+  ArgPack p;
+  add_inputs(p, d, &c.k_scale, &c.v_scale);
+  p.add(r.partial_o.data()).add(r.partial_ml.data()).add(counters.data()).add(r.out.data());
+  add_scalars(p, d);
+  p.add<int32_t>(kSplits);
+  launch_ok("kern_attention_decode_bf16", p, c.kv_heads, kSplits, c.tokens);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("one-launch decode attention matches naive attention and the two-step decode exactly",
+          "[kernels][attention]") {
+  std::mt19937 rng(65);
+  for (const AttnCase& c : {AttnCase{1, 4, 2, 16, 1}, AttnCase{1, 8, 2, 64, 33, 2, 1, 0.5f, 2.0f},
+                            AttnCase{1, 2, 1, 128, 100}, AttnCase{8, 4, 2, 16, 20, 2, 1},
+                            AttnCase{8, 32, 8, 128, 70}}) {
+    INFO("T " << c.tokens << " H " << c.heads << " KV " << c.kv_heads << " D " << c.dim << " ctx " << c.ctx);
+    const AttnData d = make_data(c, rng);
+    std::vector<int32_t> counters;
+    const DecodeRun one = run_decode_one_launch(d, counters);
+    check_against_naive(d, one.out);
+    const DecodeRun two = run_decode(d);
+    CHECK(one.out == two.out);
+    CHECK(std::equal(one.partial_ml.begin(), one.partial_ml.end(), two.partial_ml.begin()));
+    for (const int32_t x : counters) CHECK(x == 0);
+  }
+}
+
+TEST_CASE("one-launch decode attention gives each of 8 query rows the bits it has alone",
+          "[kernels][attention]") {
+  // Row i of a T = 8 call attends causally to n_i = ctx - 8 + i + 1
+  // positions; alone (T = 1) with seq_lens = n_i and the same q row, it must
+  // produce the same bf16 output, bit for bit (speculative verify == decode).
+  std::mt19937 rng(66);
+  const AttnCase c{8, 8, 2, 64, 45, 2, 1};
+  const AttnData all = make_data(c, rng);
+  std::vector<int32_t> counters;
+  const DecodeRun r8 = run_decode_one_launch(all, counters);
+  for (int i = 0; i < c.tokens; ++i) {
+    AttnData one = all;
+    one.c.tokens = 1;
+    one.c.ctx = c.ctx - c.tokens + i + 1;
+    one.seq_len = one.c.ctx;
+    one.cu[1] = 1;
+    const size_t row = static_cast<size_t>(c.heads) * c.dim;
+    one.q.assign(all.q.begin() + i * row, all.q.begin() + (i + 1) * row);
+    const DecodeRun r1 = run_decode_one_launch(one, counters);
+    INFO("row " << i);
+    CHECK(std::equal(r1.out.begin(), r1.out.end(), r8.out.begin() + i * row));
+  }
+}
+
+TEST_CASE("one-launch decode attention rejects more than 8 query heads per kv head and a grid.y other than the splits",
+          "[kernels][attention]") {
+  std::mt19937 rng(67);
+  const AttnData d = make_data(AttnCase{1, 16, 1, 16, 5}, rng);
+  std::vector<float> po(16 * kSplits * 16), pml(16 * kSplits * 2);
+  std::vector<int32_t> counters(1);
+  std::vector<uint16_t> out(16 * 16);
+  ArgPack p;
+  add_inputs(p, d, &d.c.k_scale, &d.c.v_scale);
+  p.add(po.data()).add(pml.data()).add(counters.data()).add(out.data());
+  add_scalars(p, d);
+  p.add<int32_t>(kSplits);
+  kern::Status s = launch("kern_attention_decode_bf16", p, 1, kSplits, 1);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("is 16; must be <= 8 query heads per kv head") != std::string::npos);
+  const AttnData d2 = make_data(AttnCase{1, 4, 1, 16, 5}, rng);
+  ArgPack q;
+  add_inputs(q, d2, &d2.c.k_scale, &d2.c.v_scale);
+  q.add(po.data()).add(pml.data()).add(counters.data()).add(out.data());
+  add_scalars(q, d2);
+  q.add<int32_t>(kSplits);
+  s = launch("kern_attention_decode_bf16", q, 1, 4, 1);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("grid.y is 4; must equal param 17 (num_splits) = 16") != std::string::npos);
+}

@@ -51,6 +51,11 @@ for code in codes:
     title = out.split("\n", 1)[0].split(": ", 1)[1]
     check(code + ": the document shows the same title", title in section, title)
 
+rc, out, err = run("--explain", "pdl")
+check("--explain pdl says what the pdl flag promises (griddepcontrol.wait before reading earlier results)",
+      rc == 0 and out.startswith("pdl: ") and "griddepcontrol.wait" in out and "cuLaunchKernelEx" in out
+      and "\n### pdl\n" in generated, out[:300] + err)
+
 for bad in ("E9999", "e0133", "W0", "E0133x", ""):
     rc, out, err = run("--explain", bad)
     check("--explain %r is a usage error that says so" % bad,

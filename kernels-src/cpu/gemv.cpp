@@ -1,0 +1,344 @@
+// The decode GEMV family (docs/kernels.md §11): kern_gemv_bf16,
+// kern_gemv_acc_bf16, kern_gemv_residual_bf16, kern_gemv_silu_mul_bf16,
+// kern_gemv_rmsnorm_bf16, kern_gemv_rmsnorm_silu_mul_bf16.
+//
+// Each output element is computed in exactly the order of the CUDA twin
+// (kernels-src/cuda/gemv.cu), so that the row invariance it promises (a row
+// at m = 8 equals the row at m = 1, bit for bit) holds here too and the two
+// agree as closely as f32 allows:
+//   * the split's 8-element groups are dealt to 32 "lanes" round robin, each
+//     lane accumulating its elements in order with a fused multiply-add;
+//   * the lane sums are combined by the xor butterfly of warp_sum;
+//   * splits are added in order 0, 1, ... (the last block's merge);
+//   * the RMSNorm prologue's sum of squares is block_sum's order over 128
+//     threads (thread t: groups t, t + 128, ...).
+// The per-split sums are also written to `partial` when splits > 1, as the
+// CUDA twin does; `counters` is left at zero.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "common/bf16.h"
+#include "kernels-src/cpu/kernel_args.h"
+#include "kernels-src/cpu/kernels.h"
+
+namespace kern::cpu {
+
+namespace {
+
+constexpr int64_t kMaxM = 8;
+constexpr int64_t kCols = 8;           // output columns per block (grid.x = ceil(n / 8))
+constexpr uint32_t kBlockThreads = 128;
+constexpr int kLanes = 32;
+constexpr int64_t kThreadWork = int64_t{1} << 22;  // m*n*k above which threads help
+constexpr unsigned kMaxThreads = 8;
+
+enum class Epi { kStore, kAcc, kResidual, kSiluMul, kArgmax };
+
+/// The variant: its symbol, prologue, epilogue and where its params sit.
+struct Variant {
+  const char* name;
+  bool norm;
+  Epi epi;
+};
+
+/// v[0] after warp_sum's xor butterfly (16, 8, 4, 2, 1) over 32 lane values.
+float butterfly(std::array<float, kLanes> v) {
+  for (int o = kLanes / 2; o > 0; o >>= 1) {
+    std::array<float, kLanes> t{};
+    for (int x = 0; x < kLanes; ++x) t[x] = v[x] + v[x ^ o];
+    v = t;
+  }
+  return v[0];
+}
+
+/// The dot of a (f32) and w row (bf16) over groups [gb, ge) of 8 elements
+/// (elements below k), in the CUDA twin's lane order. Cloned for FMA
+/// hardware (std::fma inline) with a portable default (a libm call); fma is
+/// exactly rounded, so both give the same bits.
+__attribute__((target_clones("fma", "default"))) float split_dot(const float* a, const uint16_t* w, int64_t k, int64_t gb, int64_t ge) {
+  std::array<float, kLanes> lanes{};
+  for (int64_t g = gb; g < ge; ++g) {
+    float& acc = lanes[(g - gb) % kLanes];
+    const int64_t end = std::min(k, 8 * g + 8);
+    for (int64_t x = 8 * g; x < end; ++x) acc = std::fma(a[x], bf16_to_f32(w[x]), acc);
+  }
+  return butterfly(lanes);
+}
+
+/// The normalised row bf16(a * rsqrt(mean(a^2) + eps) * nw) as f32, with the
+/// sum of squares in block_sum's order over kBlockThreads threads.
+void norm_row(const uint16_t* a, const uint16_t* nw, int64_t k, float eps, float* out) {
+  const int64_t groups = (k + 7) / 8;
+  std::array<float, kBlockThreads> thread_ss{};
+  for (int64_t g = 0; g < groups; ++g) {
+    float& ss = thread_ss[g % kBlockThreads];
+    const int64_t end = std::min(k, 8 * g + 8);
+    for (int64_t x = 8 * g; x < end; ++x) {
+      const float v = bf16_to_f32(a[x]);
+      ss = std::fma(v, v, ss);
+    }
+  }
+  std::array<float, kLanes> warps{};
+  constexpr int kWarps = kBlockThreads / kLanes;
+  for (int wi = 0; wi < kWarps; ++wi) {
+    std::array<float, kLanes> lanes{};
+    std::copy_n(thread_ss.begin() + wi * kLanes, kLanes, lanes.begin());
+    warps[wi] = butterfly(lanes);
+  }
+  const float ss = butterfly(warps);  // lanes >= kWarps hold 0
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(k) + eps);
+  for (int64_t x = 0; x < k; ++x) out[x] = round_to_bf16(bf16_to_f32(a[x]) * inv * bf16_to_f32(nw[x]));
+}
+
+/// Everything a launch needs, validated.
+struct Problem {
+  const Variant* v = nullptr;
+  const uint16_t* a = nullptr;
+  const uint16_t* nw = nullptr;
+  const uint16_t* w = nullptr;
+  const uint16_t* residual = nullptr;
+  uint16_t* c = nullptr;
+  float* partial = nullptr;
+  int64_t m = 0, n = 0, k = 0, lda = 0, ldc = 0, splits = 1;
+  float eps = 0.0f;
+  std::vector<float> a_f32;  ///< [m, k]: a widened, or normalised
+};
+
+/// W row of output column `col`; for SiLU*mul (w = [gate; up]) its gate
+/// row, with the up row n + col returned in `up`.
+int64_t w_row(const Problem& p, int64_t col, int64_t& up) {
+  up = p.n + col;
+  return col;
+}
+
+/// The merged dot of a row i with w row `row`, writing per-split sums to partial.
+float full_dot(const Problem& p, int64_t i, int64_t row) {
+  const int64_t groups = (p.k + 7) / 8;
+  const int64_t per_split = (groups + p.splits - 1) / p.splits;
+  const int64_t rows_total = p.v->epi == Epi::kSiluMul ? 2 * p.n : p.n;
+  const float* a = p.a_f32.data() + i * p.k;
+  const uint16_t* w = p.w + row * p.k;
+  float sum = 0.0f;
+  for (int64_t s = 0; s < p.splits; ++s) {
+    const int64_t gb = std::min(groups, s * per_split);
+    const int64_t ge = std::min(groups, gb + per_split);
+    const float d = split_dot(a, w, p.k, gb, ge);
+    if (p.splits > 1) p.partial[(s * p.m + i) * rows_total + row] = d;
+    sum = s == 0 ? d : sum + d;
+  }
+  return sum;
+}
+
+/// Output columns [col_begin, col_end) for every row.
+void compute_columns(const Problem& p, int64_t col_begin, int64_t col_end) {
+  for (int64_t col = col_begin; col < col_end; ++col) {
+    int64_t up_row = 0;
+    const int64_t row = w_row(p, col, up_row);
+    for (int64_t i = 0; i < p.m; ++i) {
+      const float d = full_dot(p, i, row);
+      uint16_t* c = p.c + i * p.ldc + col;
+      switch (p.v->epi) {
+        case Epi::kStore:
+        case Epi::kArgmax: *c = f32_to_bf16(d); break;
+        case Epi::kAcc: *c = f32_to_bf16(bf16_to_f32(*c) + d); break;
+        case Epi::kResidual: *c = f32_to_bf16(bf16_to_f32(p.residual[i * p.ldc + col]) + d); break;
+        case Epi::kSiluMul: {
+          const float u = full_dot(p, i, up_row);
+          *c = f32_to_bf16(d / (1.0f + std::exp(-d)) * u);
+          break;
+        }
+      }
+    }
+  }
+}
+
+/// The argmax epilogue: per row and 8-column tile, the greatest stored bf16
+/// logit and its column (smallest on ties, NaN never wins; (-inf, INT32_MAX)
+/// when no column qualifies), at [i * grid_x + tile].
+void tile_argmax(const Problem& p, int64_t grid_x, float* val, int32_t* idx) {
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t t = 0; t * kCols < p.n; ++t) {
+      float bv = -std::numeric_limits<float>::infinity();
+      int32_t bi = std::numeric_limits<int32_t>::max();
+      for (int64_t col = t * kCols; col < std::min(p.n, (t + 1) * kCols); ++col) {
+        const float v = bf16_to_f32(p.c[i * p.ldc + col]);
+        if (v > bv || (v == bv && col < bi)) bv = v, bi = static_cast<int32_t>(col);
+      }
+      val[i * grid_x + t] = bv;
+      idx[i * grid_x + t] = bi;
+    }
+  }
+}
+
+Status run_gemv(const CpuLaunch& l, const Variant& v) {
+  using namespace detail;
+  const char* kn = v.name;
+  const bool res = v.epi == Epi::kResidual;
+  const bool amax = v.epi == Epi::kArgmax;
+  // Param positions: a, [norm_weight], w, [residual], c, partial, counters,
+  // [argmax_val, argmax_idx], 6 i32, [eps].
+  const size_t ia = 0, inw = 1, iw = v.norm ? 2 : 1, ires = iw + 1, ic = iw + (res ? 2 : 1);
+  const size_t ipart = ic + 1, icnt = ic + 2, ival = ic + 3, iidx = ic + 4, im = ic + (amax ? 5 : 3);
+  KERN_RETURN_IF_ERROR(check_num_args(l, kn, im + 6 + (v.norm ? 1 : 0)));
+  Problem p;
+  p.v = &v;
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im, "m", 0, p.m));
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 1, "n", 0, p.n));
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 2, "k", 0, p.k));
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 3, "lda", 0, p.lda));
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 4, "ldc", 0, p.ldc));
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 5, "splits", 1, p.splits));
+  if (v.norm) KERN_RETURN_IF_ERROR(read_f32(l, kn, im + 6, "eps", true, p.eps));
+  if (p.m > kMaxM) {
+    return launch_error(kn, "param " + std::to_string(im) + " (m) is " + std::to_string(p.m) +
+                                "; must be <= 8 (prefill uses extern:cublaslt_bf16_tn)");
+  }
+  KERN_RETURN_IF_ERROR(check_at_least(kn, im + 3, "lda", p.lda, p.k, "k"));
+  KERN_RETURN_IF_ERROR(check_at_least(kn, im + 4, "ldc", p.ldc, p.n, "n"));
+  if (v.norm && p.k == 0 && p.m > 0 && p.n > 0) {
+    return launch_error(kn, "param " + std::to_string(im + 2) + " (k) is 0; the RMSNorm prologue needs k >= 1");
+  }
+  const bool out = p.m > 0 && p.n > 0;
+  const bool in = out && p.k > 0;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, ia, "a", in, p.a));
+  if (v.norm) KERN_RETURN_IF_ERROR(read_ptr(l, kn, inw, "norm_weight", in, p.nw));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, iw, "w", in, p.w));
+  if (res) KERN_RETURN_IF_ERROR(read_ptr(l, kn, ires, "residual", out, p.residual));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, ic, "c", out, p.c));
+  int32_t* counters = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, ipart, "partial", out && p.splits > 1, p.partial));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, icnt, "counters", out && p.splits > 1, counters));
+  float* argmax_val = nullptr;
+  int32_t* argmax_idx = nullptr;
+  if (amax) {
+    KERN_RETURN_IF_ERROR(read_ptr(l, kn, ival, "argmax_val", out, argmax_val));
+    KERN_RETURN_IF_ERROR(read_ptr(l, kn, iidx, "argmax_idx", out, argmax_idx));
+  }
+  if (l.block[0] != kBlockThreads || l.block[1] != 1 || l.block[2] != 1) {
+    return launch_error(kn, "block is [" + std::to_string(l.block[0]) + ", " + std::to_string(l.block[1]) + ", " +
+                                std::to_string(l.block[2]) + "]; must be [128, 1, 1] (4 warps, 8 columns)");
+  }
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kn, 0, (p.n + kCols - 1) / kCols, "one block per 8 output columns"));
+  KERN_RETURN_IF_ERROR(check_grid_equals(l, kn, 1, im + 5, "splits", p.splits));
+  if (v.norm && l.shared_mem_bytes < static_cast<uint64_t>(p.m * p.k * 2)) {
+    return launch_error(kn, "shared_mem is " + std::to_string(l.shared_mem_bytes) + " B; must be >= m * k * 2 = " +
+                                std::to_string(p.m * p.k * 2) + " (the normalised a rows)");
+  }
+  if (!out) return Status::ok_status();
+
+  p.a_f32.assign(static_cast<size_t>(p.m * p.k), 0.0f);
+  for (int64_t i = 0; i < p.m; ++i) {
+    float* row = p.a_f32.data() + i * p.k;
+    if (v.norm) norm_row(p.a + i * p.lda, p.nw, p.k, p.eps, row);
+    else if (p.k > 0) bf16_to_f32_n(p.a + i * p.lda, row, static_cast<size_t>(p.k));
+  }
+  // Threads over column tiles; every element's arithmetic is the same whatever the split.
+  const int64_t tiles = (p.n + kCols - 1) / kCols;
+  const int64_t work = p.m * p.n * std::max<int64_t>(p.k, 1) * (v.epi == Epi::kSiluMul ? 2 : 1);
+  unsigned threads = 1;
+  if (work > kThreadWork) {
+    threads = std::max(1u, std::min(std::thread::hardware_concurrency(), kMaxThreads));
+    threads = static_cast<unsigned>(std::min<int64_t>(threads, tiles));
+  }
+  const auto range = [&](unsigned t, int64_t& b, int64_t& e) {
+    b = std::min(p.n, tiles * t / threads * kCols);
+    e = std::min(p.n, tiles * (t + 1) / threads * kCols);
+  };
+  std::vector<std::thread> pool;
+  unsigned spawned = 1;
+  try {
+    pool.reserve(threads);
+    for (; spawned < threads; ++spawned) {
+      int64_t b = 0, e = 0;
+      range(spawned, b, e);
+      pool.emplace_back(compute_columns, std::cref(p), b, e);
+    }
+  } catch (const std::system_error&) {
+    // No more threads: the remaining ranges run here.
+  }
+  int64_t b = 0, e = 0;
+  range(0, b, e);
+  compute_columns(p, b, e);
+  for (unsigned t = spawned; t < threads; ++t) {
+    range(t, b, e);
+    compute_columns(p, b, e);
+  }
+  for (std::thread& th : pool) th.join();
+  if (amax) tile_argmax(p, static_cast<int64_t>(l.grid[0]), argmax_val, argmax_idx);
+  return Status::ok_status();
+}
+
+constexpr Variant kGemv{"kern_gemv_bf16", false, Epi::kStore};
+constexpr Variant kGemvAcc{"kern_gemv_acc_bf16", false, Epi::kAcc};
+constexpr Variant kGemvResidual{"kern_gemv_residual_bf16", false, Epi::kResidual};
+constexpr Variant kGemvSiluMul{"kern_gemv_silu_mul_bf16", false, Epi::kSiluMul};
+constexpr Variant kGemvRmsnorm{"kern_gemv_rmsnorm_bf16", true, Epi::kStore};
+constexpr Variant kGemvRmsnormSiluMul{"kern_gemv_rmsnorm_silu_mul_bf16", true, Epi::kSiluMul};
+constexpr Variant kGemvRmsnormArgmax{"kern_gemv_rmsnorm_argmax_bf16", true, Epi::kArgmax};
+
+}  // namespace
+
+Status gemv_bf16(const CpuLaunch& l) { return run_gemv(l, kGemv); }
+Status gemv_acc_bf16(const CpuLaunch& l) { return run_gemv(l, kGemvAcc); }
+Status gemv_residual_bf16(const CpuLaunch& l) { return run_gemv(l, kGemvResidual); }
+Status gemv_silu_mul_bf16(const CpuLaunch& l) { return run_gemv(l, kGemvSiluMul); }
+Status gemv_rmsnorm_bf16(const CpuLaunch& l) { return run_gemv(l, kGemvRmsnorm); }
+Status gemv_rmsnorm_silu_mul_bf16(const CpuLaunch& l) { return run_gemv(l, kGemvRmsnormSiluMul); }
+Status gemv_rmsnorm_argmax_bf16(const CpuLaunch& l) { return run_gemv(l, kGemvRmsnormArgmax); }
+
+}  // namespace kern::cpu
+
+namespace kern::cpu {
+
+namespace {
+
+/// The bytes a gemv variant touches (param positions as run_gemv): the m
+/// strided a rows, the whole w ([n or 2n, k]), the m strided c (and
+/// residual) rows, the partials and the tile counters when split (the CUDA
+/// twin's; this twin writes the partials only), the argmax partials.
+Status gemv_extents(const CpuLaunch& l, const Variant& v, CpuExtents& e) {
+  using namespace detail;
+  const bool res = v.epi == Epi::kResidual, amax = v.epi == Epi::kArgmax;
+  const size_t iw = v.norm ? 2 : 1, ic = iw + (res ? 2 : 1), im = ic + (amax ? 5 : 3);
+  if (l.num_args < im + 6) return Status::ok_status();  // the kernel reports the param count
+  const uint64_t m = size_i32(l, im), n = size_i32(l, im + 1), k = size_i32(l, im + 2);
+  const uint64_t lda = size_i32(l, im + 3), ldc = size_i32(l, im + 4), splits = size_i32(l, im + 5);
+  if (m == 0 || n == 0) return Status::ok_status();
+  const uint64_t rows = v.epi == Epi::kSiluMul ? 2 * n : n;
+  if (k > 0) {
+    e.touch(0, "a", strided_bytes(m, lda, k, 2));
+    if (v.norm) e.touch(1, "norm_weight", sat_mul(k, 2));
+    e.touch(iw, "w", sat_product({rows, k, 2}));
+  }
+  if (res) e.touch(iw + 1, "residual", strided_bytes(m, ldc, n, 2));
+  e.touch(ic, "c", strided_bytes(m, ldc, n, 2));
+  if (splits > 1) {
+    e.touch(ic + 1, "partial", sat_product({splits, m, rows, 4}));
+    e.touch(ic + 2, "counters", sat_mul((n + kCols - 1) / kCols, 4));
+  }
+  if (amax) {
+    const uint64_t tiles = (n + kCols - 1) / kCols;
+    e.touch(ic + 3, "argmax_val", strided_bytes(m, l.grid[0], tiles, 4));
+    e.touch(ic + 4, "argmax_idx", strided_bytes(m, l.grid[0], tiles, 4));
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Status gemv_bf16_extents(const CpuLaunch& l, CpuExtents& e) { return gemv_extents(l, kGemv, e); }
+Status gemv_residual_bf16_extents(const CpuLaunch& l, CpuExtents& e) { return gemv_extents(l, kGemvResidual, e); }
+Status gemv_silu_mul_bf16_extents(const CpuLaunch& l, CpuExtents& e) { return gemv_extents(l, kGemvSiluMul, e); }
+Status gemv_rmsnorm_bf16_extents(const CpuLaunch& l, CpuExtents& e) { return gemv_extents(l, kGemvRmsnorm, e); }
+Status gemv_rmsnorm_silu_mul_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  return gemv_extents(l, kGemvRmsnormSiluMul, e);
+}
+Status gemv_rmsnorm_argmax_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  return gemv_extents(l, kGemvRmsnormArgmax, e);
+}
+
+}  // namespace kern::cpu

@@ -1,0 +1,144 @@
+// kern_qk_norm_rope_cache_bf16 (docs/kernels.md §12): per token, each q and
+// k head of the fused qkv row is RMS-normalised with its weight (rounded to
+// bf16), rotated by neox RoPE (rounded to bf16); q goes to q_out, k to its
+// paged KV-cache slot as bf16(k / k_scale) and v as bf16(v / v_scale). The
+// values of head_rmsnorm + rope + reshape_and_cache, in one launch.
+#include <cmath>
+#include <vector>
+
+#include "common/bf16.h"
+#include "kernels-src/cpu/kernel_args.h"
+#include "kernels-src/cpu/kernels.h"
+#include "kernels-src/cpu/kv_layout.h"
+
+namespace kern::cpu {
+
+namespace {
+
+constexpr const char* kName = "kern_qk_norm_rope_cache_bf16";
+constexpr int64_t kMaxHeadDim = 512;  // the CUDA twin's shared-memory row
+
+/// bf16(rope(bf16(rmsnorm(x) * w))) of one head as f32 (each a bf16 value).
+void norm_rope_head(const uint16_t* x, const uint16_t* w, const float* cs, int64_t d, float eps, float* out) {
+  float ss = 0.0f;
+  std::vector<float> n(static_cast<size_t>(d));
+  for (int64_t i = 0; i < d; ++i) {
+    n[i] = bf16_to_f32(x[i]);
+    ss += n[i] * n[i];
+  }
+  const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
+  for (int64_t i = 0; i < d; ++i) n[i] = round_to_bf16(n[i] * inv * bf16_to_f32(w[i]));
+  const int64_t half = d / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    const float x1 = n[i], x2 = n[i + half], c = cs[i], s = cs[half + i];
+    out[i] = round_to_bf16(x1 * c - x2 * s);
+    out[i + half] = round_to_bf16(x2 * c + x1 * s);
+  }
+}
+
+}  // namespace
+
+Status qk_norm_rope_cache_bf16(const CpuLaunch& l) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(check_num_args(l, kName, 17));
+  int64_t tokens = 0, heads = 0, kv_heads = 0, d = 0, stride = 0, page_stride = 0;
+  float eps = 0.0f;
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 10, "num_tokens", 0, tokens));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 11, "num_heads", 0, heads));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 12, "num_kv_heads", 0, kv_heads));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 13, "head_dim", 0, d));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 14, "qkv_stride", 0, stride));
+  KERN_RETURN_IF_ERROR(read_i64(l, kName, 15, "page_stride", 0, page_stride));
+  KERN_RETURN_IF_ERROR(read_f32(l, kName, 16, "eps", true, eps));
+  if (d % 2 != 0 || d > kMaxHeadDim) {
+    return launch_error(kName, "param 13 (head_dim) is " + std::to_string(d) + "; must be even and <= 512");
+  }
+  const int64_t items = heads + 2 * kv_heads;
+  KERN_RETURN_IF_ERROR(check_at_least(kName, 14, "qkv_stride", stride, items * d, "(num_heads + 2 num_kv_heads) * head_dim"));
+  const bool work = tokens > 0 && items > 0 && d > 0;
+  if (work && kv_heads > 0) {
+    KERN_RETURN_IF_ERROR(check_at_least(kName, 15, "page_stride", page_stride, kv_layer_page_elems(kv_heads, d),
+                                        "16 * num_kv_heads * 2 * head_dim"));
+  }
+  const uint16_t *qkv = nullptr, *qw = nullptr, *kw = nullptr;
+  const int64_t* positions = nullptr;
+  const int64_t* slots = nullptr;
+  const float *cos_sin = nullptr, *k_scale = nullptr, *v_scale = nullptr;
+  uint16_t *q_out = nullptr, *cache = nullptr;
+  const bool kv = work && kv_heads > 0;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 0, "qkv", work, qkv));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 1, "q_norm_weight", work && heads > 0, qw));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 2, "k_norm_weight", kv, kw));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 3, "positions", work, positions));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 4, "cos_sin_cache", work, cos_sin));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 5, "q_out", work && heads > 0, q_out));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 6, "kv_cache", kv, cache));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 7, "slot_mapping", work, slots));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 8, "k_scale", kv, k_scale));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 9, "v_scale", kv, v_scale));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kName, 0, (items + 3) / 4, "one warp per head item, 4 per block"));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kName, 1, tokens, "grid.y: one per token"));
+  if (l.block[0] != 128) {
+    return launch_error(kName, "block.x is " + std::to_string(l.block[0]) + "; must be 128 (4 warps)");
+  }
+  if (!work) return Status::ok_status();
+  for (int64_t t = 0; t < tokens; ++t) {  // every data-chosen access checked before the first write
+    if (positions[t] < 0) {
+      return data_error(kName, "positions[" + std::to_string(t) + "] is " + std::to_string(positions[t]) +
+                                   "; must be >= 0");
+    }
+    const uint64_t row_end = sat_mul(sat_add(static_cast<uint64_t>(positions[t]), 1), static_cast<uint64_t>(d));
+    KERN_RETURN_IF_ERROR(check_data_extent(l, kName, 4, "cos_sin_cache", sat_mul(row_end, 4),
+                                           "positions[" + std::to_string(t) + "] = " + std::to_string(positions[t])));
+    const int64_t slot = slots[t];
+    if (slot < 0 || !kv) continue;
+    const uint64_t end = sat_add(sat_mul(static_cast<uint64_t>(slot / kPageSlots), static_cast<uint64_t>(page_stride)),
+                                 static_cast<uint64_t>(kv_slot_offset(slot % kPageSlots, kv_heads - 1, 0, kv_heads, d) +
+                                                       2 * d));
+    KERN_RETURN_IF_ERROR(check_data_extent(l, kName, 6, "kv_cache", sat_mul(end, 2),
+                                           "slot_mapping[" + std::to_string(t) + "] = " + std::to_string(slot)));
+  }
+  std::vector<float> head(static_cast<size_t>(d));
+  for (int64_t t = 0; t < tokens; ++t) {
+    const uint16_t* row = qkv + t * stride;
+    const float* cs = cos_sin + positions[t] * d;
+    for (int64_t h = 0; h < heads; ++h) {
+      norm_rope_head(row + h * d, qw, cs, d, eps, head.data());
+      for (int64_t i = 0; i < d; ++i) q_out[(t * heads + h) * d + i] = f32_to_bf16(head[i]);
+    }
+    const int64_t slot = slots[t];
+    if (slot < 0 || !kv) continue;  // vLLM's padding convention: skip the token
+    for (int64_t h = 0; h < kv_heads; ++h) {
+      uint16_t* dst = cache + kv_slot_offset(slot, h, page_stride, kv_heads, d);
+      norm_rope_head(row + (heads + h) * d, kw, cs, d, eps, head.data());
+      for (int64_t i = 0; i < d; ++i) dst[i] = f32_to_bf16(head[i] / *k_scale);
+      const uint16_t* v = row + (heads + kv_heads + h) * d;
+      for (int64_t i = 0; i < d; ++i) dst[d + i] = f32_to_bf16(bf16_to_f32(v[i]) / *v_scale);
+    }
+  }
+  return Status::ok_status();
+}
+
+Status qk_norm_rope_cache_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
+  using namespace detail;
+  if (l.num_args < 18) return Status::ok_status();  // the kernel reports the param count
+  const uint64_t tokens = size_i32(l, 10), heads = size_i32(l, 11), kv_heads = size_i32(l, 12);
+  const uint64_t d = size_i32(l, 13), stride = size_i32(l, 14);
+  if (tokens == 0 || d == 0 || heads + kv_heads == 0) return Status::ok_status();
+  e.touch(0, "qkv", strided_bytes(tokens, stride, sat_mul(heads + 2 * kv_heads, d), 2));
+  if (heads > 0) {
+    e.touch(1, "q_norm_weight", sat_mul(d, 2));
+    e.touch(5, "q_out", sat_product({tokens, heads, d, 2}));
+  }
+  if (kv_heads > 0) {
+    e.touch(2, "k_norm_weight", sat_mul(d, 2));
+    e.touch(8, "k_scale", 4);
+    e.touch(9, "v_scale", 4);
+  }
+  e.touch(3, "positions", sat_mul(tokens, 8));
+  e.touch(7, "slot_mapping", sat_mul(tokens, 8));
+  // cos_sin_cache (4) and kv_cache (6): rows / slots chosen by data, checked by the kernel.
+  return Status::ok_status();
+}
+
+}  // namespace kern::cpu

@@ -1,0 +1,90 @@
+// Decode attention prologue in one launch (docs/kernels.md §12): Qwen3's
+// per-head q/k RMSNorm, neox RoPE and the paged KV-cache write, replacing
+// head_rmsnorm (x2) + rope + reshape_and_cache. Numerics are the unfused
+// chain's: the normalised head is rounded to bf16 (head_rmsnorm's store),
+// rotated in f32 and rounded (rope's store); k is then stored as
+// bf16(k' / k_scale) and v as bf16(v / v_scale) (reshape_and_cache).
+//
+// Launch: grid [ceil((H + 2 KV) / 4), T, 1], block [128, 1, 1]: one warp per
+// head item of a token (q heads, then k heads, then v heads). A q/k warp
+// keeps the normalised head in shared memory (D <= 512) for the rotation's
+// partner element. Bytes moved per token: 2 (H + 2 KV) D (qkv read) +
+// 2 H D (q written) + 4 KV D (cache written) + 4 D (cos/sin) + 4 D (norm weights).
+#include "kern_cuda_common.cuh"
+
+using namespace kern_cuda;
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kMaxHeadDim = 512;
+
+}  // namespace
+
+/// kern_qk_norm_rope_cache_bf16(in bf16 qkv[T, qkv_stride], in bf16 q_norm_weight[D],
+///   in bf16 k_norm_weight[D], in i64 positions[T], in f32 cos_sin_cache[max_pos, D],
+///   out bf16 q_out[T, H*D], inout ptr kv_cache, in i64 slot_mapping[T], in f32 k_scale[1],
+///   in f32 v_scale[1], i32 num_tokens, i32 num_heads, i32 num_kv_heads, i32 head_dim,
+///   i32 qkv_stride, i64 page_stride, f32 eps)
+extern "C" __global__ void __launch_bounds__(128) kern_qk_norm_rope_cache_bf16(
+    const __nv_bfloat16* __restrict__ qkv, const __nv_bfloat16* __restrict__ q_norm_weight,
+    const __nv_bfloat16* __restrict__ k_norm_weight, const int64_t* __restrict__ positions,
+    const float* __restrict__ cos_sin_cache, __nv_bfloat16* __restrict__ q_out, __nv_bfloat16* kv_cache,
+    const int64_t* __restrict__ slot_mapping, const float* __restrict__ k_scale, const float* __restrict__ v_scale,
+    int num_tokens, int num_heads, int num_kv_heads, int head_dim, int qkv_stride, int64_t page_stride,
+    float eps) {
+  __shared__ float head_buf[kWarps][kMaxHeadDim];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int item = blockIdx.x * kWarps + warp;
+  const int t = blockIdx.y;
+  pdl_launch_dependents();
+  if (t >= num_tokens || item >= num_heads + 2 * num_kv_heads || head_dim <= 0 || head_dim > kMaxHeadDim ||
+      (head_dim & 1) != 0)
+    return;
+  pdl_wait();  // qkv, positions and slots come from earlier launches
+  const int64_t slot = slot_mapping[t];
+  const __nv_bfloat16* row = qkv + static_cast<int64_t>(t) * qkv_stride;
+  const int kv_items = num_heads + num_kv_heads;
+  if (item >= kv_items) {  // v head: scaled copy into the cache
+    if (slot < 0) return;
+    const int h = item - kv_items;
+    const __nv_bfloat16* src = row + static_cast<int64_t>(kv_items + h) * head_dim;
+    __nv_bfloat16* dst = kv_cache + (slot / 16) * page_stride + ((slot % 16) * num_kv_heads + h) * 2 * head_dim + head_dim;
+    const float vs = *v_scale;
+    for (int i = lane; i < head_dim; i += 32) dst[i] = f32_to_bf16(bf16_to_f32(src[i]) / vs);
+    return;
+  }
+  const bool is_q = item < num_heads;
+  const int h = is_q ? item : item - num_heads;
+  if (!is_q && slot < 0) return;
+  const __nv_bfloat16* src = row + static_cast<int64_t>(item) * head_dim;  // k heads follow the q heads
+  const __nv_bfloat16* w = is_q ? q_norm_weight : k_norm_weight;
+  float* buf = head_buf[warp];
+  float ss = 0.0f;
+  for (int i = lane; i < head_dim; i += 32) {
+    const float x = bf16_to_f32(src[i]);
+    buf[i] = x;
+    ss += x * x;
+  }
+  const float inv = 1.0f / sqrtf(warp_sum(ss) / static_cast<float>(head_dim) + eps);
+  for (int i = lane; i < head_dim; i += 32) buf[i] = bf16_to_f32(f32_to_bf16(buf[i] * inv * bf16_to_f32(w[i])));
+  __syncwarp();
+  const int half = head_dim / 2;
+  const float* cs = cos_sin_cache + positions[t] * head_dim;
+  __nv_bfloat16* dst;
+  float scale = 1.0f;
+  if (is_q) {
+    dst = q_out + (static_cast<int64_t>(t) * num_heads + h) * head_dim;
+  } else {
+    dst = kv_cache + (slot / 16) * page_stride + ((slot % 16) * num_kv_heads + h) * 2 * head_dim;
+    scale = *k_scale;
+  }
+  for (int i = lane; i < half; i += 32) {
+    const float x1 = buf[i], x2 = buf[i + half], c = cs[i], s = cs[half + i];
+    const float o1 = bf16_to_f32(f32_to_bf16(x1 * c - x2 * s));
+    const float o2 = bf16_to_f32(f32_to_bf16(x2 * c + x1 * s));
+    dst[i] = f32_to_bf16(is_q ? o1 : o1 / scale);
+    dst[i + half] = f32_to_bf16(is_q ? o2 : o2 / scale);
+  }
+}
