@@ -1,9 +1,12 @@
 #!/usr/bin/python3
-"""gen_qwen3_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR]
+"""gen_qwen3_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR] [--kernels fused|unfused]
 
 Writes a kern manifest v2 (SPEC §3) for a Hugging Face Qwen3 config.json:
 exactly the buffers, kernels (docs/kernels.md ABIs) and programs `prefill` /
-`decode` of docs/qwen3-manifest.md. The output is deterministic: keys in the
+`decode` of docs/qwen3-manifest.md. `--kernels fused` (the default) gives
+`decode` the fused decode kernels (docs/kernels.md §11-13: 6 launches per
+layer, 3 around them); `--kernels unfused` keeps the original kernel set
+(12 per layer). Both read the same weights; `prefill` is the same in both. The output is deterministic: keys in the
 order this file inserts them, 2-space indent, one trailing newline
 (examples/json_out.py), so regenerating a checked-in manifest is byte-identical.
 
@@ -34,6 +37,10 @@ from tool_io import check_output_path, run, write_atomic
 PAGE = 16          # KV cache block size (tokens per page), docs/kernels.md
 ATTN_SPLITS = 16   # attention_decode split-KV count S
 ARGMAX_CHUNKS = 64 # argmax partial chunks per row
+GEMV_COLS = 8      # output columns per gemv block (docs/kernels.md §11)
+GEMV_FILL_BLOCKS = 264  # split-K until a gemv has this many blocks (2 per SM of a 132-SM H100/H200)
+GEMV_MAX_SPLITS = 8
+GEMV_MAX_ROWS = 8  # decode gemv rows (tokens) at most: decode is 1, speculative verify up to 8
 TOK = {"sym": "tokens"}
 
 
@@ -145,6 +152,99 @@ def kernels(c):
     }
 
 
+def gemv_splits(n, k):
+    """Split-K count of a decode gemv (docs/kernels.md §11): from (n, k) only,
+    never from the token count, so a row's bits do not depend on m. Enough
+    splits to give the chip GEMV_FILL_BLOCKS blocks, each split keeping at
+    least one 8-element group per lane (32 groups)."""
+    tiles = math.ceil(n / GEMV_COLS)
+    want = math.ceil(GEMV_FILL_BLOCKS / tiles)
+    return max(1, min(want, GEMV_MAX_SPLITS, math.ceil(k / 8) // 32))
+
+
+def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False):
+    """A decode gemv kernel for one weight shape (the grid is a literal per
+    shape, as for head_rmsnorm). Interface params: a, [norm_weight], w, c,
+    counters, i32 m, n, k, lda, ldc, [f32 eps]; the split-K partials are
+    scratch. With `argmax`, a second step reduces the per-tile partials into
+    next_token (interface: ..., out next_token after counters)."""
+    splits = gemv_splits(n, k)
+    tiles = math.ceil(n / GEMV_COLS)
+    c_access = BF16_INOUT if symbol == "kern_gemv_acc_bf16" else BF16_OUT
+    params = [BF16_IN] + ([BF16_IN] if norm else []) + [BF16_IN, c_access, "inout ptr"]
+    if argmax:
+        params.append("out buffer<i64>")
+    params += ["i32"] * 5 + (["f32"] if norm else [])
+    na = len(params)
+    i_m = na - (6 if norm else 5)
+    scalars = [{"arg": i} for i in range(i_m, i_m + 5)] + [i32(splits)] + ([{"arg": na - 1}] if norm else [])
+    i_c = 3 if norm else 2
+    scratch = {"partial": {"dtype": "f32", "shape": ["tokens", splits * n * rows_per_col if splits > 1 else 1]}}
+    args = [{"arg": i} for i in range(i_c + 1)] + [{"scratch": "partial"}, {"arg": i_c + 1}]
+    step_params = params[:i_c + 1] + ["out buffer<f32>", "inout ptr"]
+    if argmax:
+        scratch["argmax_val"] = {"dtype": "f32", "shape": ["tokens", tiles]}
+        scratch["argmax_idx"] = {"dtype": "i32", "shape": ["tokens", tiles]}
+        args += [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}]
+        step_params += ["out buffer<f32>", "out buffer<i32>"]
+    step_params += ["i32"] * 6 + (["f32"] if norm else [])
+    s = step(symbol, step_params, [128, 1, 1], [tiles, splits, 1], args + scalars)
+    if norm:  # the normalised rows, sized for the most rows a gemv takes (the bound must hold at tokens max)
+        s["shared_mem"] = GEMV_MAX_ROWS * 2 * k
+    s["pdl"] = True
+    steps = [s]
+    if argmax:
+        steps.append(step("kern_argmax_reduce", [F32_IN, "in buffer<i32>", "out buffer<i64>", "i32", "i32"],
+                          [64, 1, 1], [TOK, 1, 1],
+                          [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}, {"arg": i_c + 2},
+                           {"arg": i_m}, i32(tiles)]))
+    return {"params": params, "impl": {"scratch": scratch, "steps": steps}}
+
+
+def fused_kernels(c):
+    """The fused decode kernels (docs/kernels.md §11-13), one gemv kernel per weight shape."""
+    E, H, KV, D, I, V = c.hidden, c.heads, c.kv_heads, c.head_dim, c.intermediate, c.vocab
+    attn_params = ATTN_PARAMS[:7] + ["inout ptr"] + ATTN_PARAMS[7:]
+    attn = step("kern_attention_decode_bf16",
+                ATTN_PARAMS[:7] + ["out buffer<f32>", "out buffer<f32>", "inout ptr"] + ATTN_PARAMS[7:]
+                + ["i32"], [128, 1, 1], [KV, ATTN_SPLITS, TOK],
+                [{"arg": i} for i in range(7)] + [{"scratch": "partial_o"}, {"scratch": "partial_ml"}]
+                + [{"arg": i} for i in range(7, 15)] + [i32(ATTN_SPLITS)])
+    attn["pdl"] = True
+    qk = step("kern_qk_norm_rope_cache_bf16",
+              [BF16_IN, BF16_IN, BF16_IN, "in buffer<i64>", F32_IN, BF16_OUT, "inout ptr", "in buffer<i64>",
+               F32_IN, F32_IN, "i32", "i32", "i32", "i32", "i32", "i64", "f32", "u8"],
+              [128, 1, 1], [math.ceil((H + 2 * KV) / 4), TOK, 1], [{"arg": i} for i in range(18)])
+    qk["pdl"] = True
+    return {
+        "gemv_qkv": gemv_kernel("kern_gemv_rmsnorm_bf16", c.qkv_rows, E, norm=True),
+        "qk_norm_rope_cache": {"params": qk["params"], "impl": {"steps": [qk]}},
+        "attention_decode_fused": {
+            "params": attn_params,
+            "impl": {
+                "scratch": {
+                    "partial_o": {"dtype": "f32", "shape": ["tokens", H * ATTN_SPLITS * D]},
+                    "partial_ml": {"dtype": "f32", "shape": ["tokens", H * ATTN_SPLITS * 2]},
+                },
+                "steps": [attn],
+            },
+        },
+        "gemv_o_proj": gemv_kernel("kern_gemv_acc_bf16", E, H * D, norm=False),
+        "gemv_gate_up": gemv_kernel("kern_gemv_rmsnorm_silu_mul_bf16", I, E, norm=True, rows_per_col=2),
+        "gemv_down_proj": gemv_kernel("kern_gemv_acc_bf16", E, I, norm=False),
+        "lm_head_argmax": gemv_kernel("kern_gemv_rmsnorm_argmax_bf16", V, E, norm=True, argmax=True),
+    }
+
+
+def counter_slots(c):
+    """i32 counters of the `decode_counters` state: the split-K tile counters
+    of the largest split gemv, or the attention's one per (query row, kv head)."""
+    gemvs = [(c.qkv_rows, c.hidden), (c.hidden, c.heads * c.head_dim), (c.intermediate, c.hidden),
+             (c.hidden, c.intermediate), (c.vocab, c.hidden)]
+    tiles = [math.ceil(n / GEMV_COLS) for n, k in gemvs if gemv_splits(n, k) > 1]
+    return max([GEMV_MAX_ROWS * c.kv_heads] + tiles)
+
+
 def buffers(c):
     """Inputs, the output, workspace and weights (docs/qwen3-manifest.md)."""
     E, D, I, V = c.hidden, c.head_dim, c.intermediate, c.vocab
@@ -238,6 +338,59 @@ def layer_dispatches(c, layer, attention):
     ]
 
 
+# Split-K / split-KV arrival counters (docs/kernels.md §11, §13): a fixed-size
+# state, zero when allocated and returned to zero by every launch using it.
+COUNTERS = {"state": "decode_counters", "offset": 0}
+
+
+def fused_layer_dispatches(c, layer):
+    """The 6 fused decode dispatches of one layer (docs/qwen3-manifest.md):
+    the residual stream lives in `residual`; o_proj and down_proj add into it
+    in place (kern_gemv_acc_bf16), the norms are gemv prologues."""
+    E, H, KV, D, I = c.hidden, c.heads, c.kv_heads, c.head_dim, c.intermediate
+    p, w = f"layers.{layer}.", f"model.layers.{layer}."
+    eps = {"f32": F32(c.rms_norm_eps)}
+    page_stride = c.layers * PAGE * KV * 2 * D
+    kv_base = {"state": "kv_cache", "offset": layer * PAGE * KV * 2 * D * 2}
+    cnt = COUNTERS
+    return [
+        dispatch(p + "input_layernorm+qkv_proj", "gemv_qkv",
+                 [buf("residual"), buf(w + "input_layernorm.weight"), buf(w + "self_attn.qkv_proj.weight"),
+                  buf("qkv"), cnt, TOK, i32(c.qkv_rows), i32(E), i32(E), i32(c.qkv_rows), eps]),
+        dispatch(p + "qk_norm+rope+kv_cache_write", "qk_norm_rope_cache",
+                 [buf("qkv"), buf(w + "self_attn.q_norm.weight"), buf(w + "self_attn.k_norm.weight"),
+                  buf("positions"), buf("rope.cos_sin_cache"), buf("q_normed"), kv_base, buf("slot_mapping"),
+                  buf("k_scale"), buf("v_scale"), TOK, i32(H), i32(KV), i32(D), i32(c.qkv_rows),
+                  {"i64": page_stride}, eps, {"u8": 1}]),
+        dispatch(p + "attention", "attention_decode_fused",
+                 [buf("q_normed"), kv_base, buf("block_table"), buf("seq_lens"), buf("cu_seqlens_q"),
+                  buf("k_scale"), buf("v_scale"), cnt, buf("attn_out"), TOK, i32(H), i32(KV), i32(D),
+                  {"i64": page_stride}, {"f32": F32(1.0 / math.sqrt(D))}]),
+        dispatch(p + "o_proj+residual", "gemv_o_proj",
+                 [buf("attn_out"), buf(w + "self_attn.o_proj.weight"), buf("residual"), cnt, TOK, i32(E),
+                  i32(H * D), i32(H * D), i32(E)]),
+        dispatch(p + "post_attention_layernorm+gate_up_proj+silu_and_mul", "gemv_gate_up",
+                 [buf("residual"), buf(w + "post_attention_layernorm.weight"), buf(w + "mlp.gate_up_proj.weight"),
+                  buf("act"), cnt, TOK, i32(I), i32(E), i32(E), i32(I), eps]),
+        dispatch(p + "down_proj+residual", "gemv_down_proj",
+                 [buf("act"), buf(w + "mlp.down_proj.weight"), buf("residual"), cnt, TOK, i32(E), i32(I), i32(I),
+                  i32(E)]),
+    ]
+
+
+def fused_decode_program(c):
+    out = [dispatch("embed_tokens", "embedding",
+                    [buf("token_ids"), buf("model.embed_tokens.weight"), buf("residual"), TOK,
+                     i32(c.hidden), i32(c.vocab)])]
+    for layer in range(c.layers):
+        out += fused_layer_dispatches(c, layer)
+    out.append(dispatch("norm+lm_head+argmax", "lm_head_argmax",
+                        [buf("residual"), buf("model.norm.weight"), buf("lm_head.weight"), buf("logits"),
+                         COUNTERS, buf("next_token"), TOK, i32(c.vocab), i32(c.hidden),
+                         i32(c.hidden), i32(c.vocab), {"f32": F32(c.rms_norm_eps)}]))
+    return {"dispatches": out}
+
+
 def program(c, attention, with_head):
     out = [dispatch("embed_tokens", "embedding",
                     [buf("token_ids"), buf("model.embed_tokens.weight"), buf("residual"), TOK,
@@ -255,17 +408,23 @@ def program(c, attention, with_head):
     return {"dispatches": out}
 
 
-def manifest(c, tokens_max, model_label):
+def manifest(c, tokens_max, model_label, fused=True):
     """The whole manifest as an ordered dict tree."""
+    ks = kernels(c)
+    states = {"kv_cache": {"bytes_per_token": c.layers * c.kv_heads * 2 * c.head_dim * 2, "align": 256}}
+    if fused:
+        del ks["attention_decode"], ks["argmax"]  # the unfused decode's only
+        ks.update(fused_kernels(c))
+        states["decode_counters"] = {"bytes_fixed": 4 * counter_slots(c), "align": 256}
     return {
         "meta": {"version": 2, "model": model_label},
         "symbols": {"tokens": {"min": 1, "max": tokens_max}},
-        "states": {"kv_cache": {"bytes_per_token": c.layers * c.kv_heads * 2 * c.head_dim * 2, "align": 256}},
+        "states": states,
         "buffers": buffers(c),
-        "kernels": kernels(c),
+        "kernels": ks,
         "programs": {
             "prefill": program(c, "attention_prefill", with_head=False),
-            "decode": program(c, "attention_decode", with_head=True),
+            "decode": fused_decode_program(c) if fused else program(c, "attention_decode", with_head=True),
         },
     }
 
@@ -362,13 +521,16 @@ def main(argv):
     ap.add_argument("--tokens-max", type=int, default=512, help="upper bound of the `tokens` symbol (default 512)")
     ap.add_argument("--kernels-dir", help="directory of built kernel files to pin steps to (cubin + sha256)")
     ap.add_argument("--model", help="meta.model label (default: derived from the geometry)")
+    ap.add_argument("--kernels", choices=("fused", "unfused"), default="fused",
+                    help="decode kernel set: fused (default; docs/kernels.md §11-13) or unfused (the original 12 "
+                         "launches per layer); prefill is the same")
     args = ap.parse_args(argv)
     if not 1 <= args.tokens_max <= I32_MAX:
         ap.error(f"--tokens-max must be from 1 to {I32_MAX}")
     check_output_path(args.output)
     c = load_config(args.config)
     check_i32_ranges(c, args.tokens_max, args.config)
-    doc = manifest(c, args.tokens_max, args.model or default_label(c))
+    doc = manifest(c, args.tokens_max, args.model or default_label(c), fused=args.kernels == "fused")
     check_i32_literals(doc, args.config)
     if args.kernels_dir:
         pin_kernels(doc, args.kernels_dir)

@@ -1,6 +1,6 @@
 // kern_qk_norm_rope_cache_bf16 (docs/kernels.md §12): per token, each q and
 // k head of the fused qkv row is RMS-normalised with its weight (rounded to
-// bf16), rotated by neox RoPE (rounded to bf16); q goes to q_out, k to its
+// bf16), rotated by RoPE (neox or interleaved pairs; rounded to bf16); q goes to q_out, k to its
 // paged KV-cache slot as bf16(k / k_scale) and v as bf16(v / v_scale). The
 // values of head_rmsnorm + rope + reshape_and_cache, in one launch.
 #include <cmath>
@@ -18,8 +18,10 @@ namespace {
 constexpr const char* kName = "kern_qk_norm_rope_cache_bf16";
 constexpr int64_t kMaxHeadDim = 512;  // the CUDA twin's shared-memory row
 
-/// bf16(rope(bf16(rmsnorm(x) * w))) of one head as f32 (each a bf16 value).
-void norm_rope_head(const uint16_t* x, const uint16_t* w, const float* cs, int64_t d, float eps, float* out) {
+/// bf16(rope(bf16(rmsnorm(x) * w))) of one head as f32 (each a bf16 value);
+/// neox pairs (i, i + d/2) or interleaved (2i, 2i + 1).
+void norm_rope_head(const uint16_t* x, const uint16_t* w, const float* cs, int64_t d, float eps, bool neox,
+                    float* out) {
   float ss = 0.0f;
   std::vector<float> n(static_cast<size_t>(d));
   for (int64_t i = 0; i < d; ++i) {
@@ -30,9 +32,10 @@ void norm_rope_head(const uint16_t* x, const uint16_t* w, const float* cs, int64
   for (int64_t i = 0; i < d; ++i) n[i] = round_to_bf16(n[i] * inv * bf16_to_f32(w[i]));
   const int64_t half = d / 2;
   for (int64_t i = 0; i < half; ++i) {
-    const float x1 = n[i], x2 = n[i + half], c = cs[i], s = cs[half + i];
-    out[i] = round_to_bf16(x1 * c - x2 * s);
-    out[i + half] = round_to_bf16(x2 * c + x1 * s);
+    const int64_t i1 = neox ? i : 2 * i, i2 = neox ? i + half : 2 * i + 1;
+    const float x1 = n[i1], x2 = n[i2], c = cs[i], s = cs[half + i];
+    out[i1] = round_to_bf16(x1 * c - x2 * s);
+    out[i2] = round_to_bf16(x2 * c + x1 * s);
   }
 }
 
@@ -40,7 +43,7 @@ void norm_rope_head(const uint16_t* x, const uint16_t* w, const float* cs, int64
 
 Status qk_norm_rope_cache_bf16(const CpuLaunch& l) {
   using namespace detail;
-  KERN_RETURN_IF_ERROR(check_num_args(l, kName, 17));
+  KERN_RETURN_IF_ERROR(check_num_args(l, kName, 18));
   int64_t tokens = 0, heads = 0, kv_heads = 0, d = 0, stride = 0, page_stride = 0;
   float eps = 0.0f;
   KERN_RETURN_IF_ERROR(read_i32(l, kName, 10, "num_tokens", 0, tokens));
@@ -50,6 +53,7 @@ Status qk_norm_rope_cache_bf16(const CpuLaunch& l) {
   KERN_RETURN_IF_ERROR(read_i32(l, kName, 14, "qkv_stride", 0, stride));
   KERN_RETURN_IF_ERROR(read_i64(l, kName, 15, "page_stride", 0, page_stride));
   KERN_RETURN_IF_ERROR(read_f32(l, kName, 16, "eps", true, eps));
+  const bool neox = l.arg<uint8_t>(17) != 0;
   if (d % 2 != 0 || d > kMaxHeadDim) {
     return launch_error(kName, "param 13 (head_dim) is " + std::to_string(d) + "; must be even and <= 512");
   }
@@ -103,14 +107,14 @@ Status qk_norm_rope_cache_bf16(const CpuLaunch& l) {
     const uint16_t* row = qkv + t * stride;
     const float* cs = cos_sin + positions[t] * d;
     for (int64_t h = 0; h < heads; ++h) {
-      norm_rope_head(row + h * d, qw, cs, d, eps, head.data());
+      norm_rope_head(row + h * d, qw, cs, d, eps, neox, head.data());
       for (int64_t i = 0; i < d; ++i) q_out[(t * heads + h) * d + i] = f32_to_bf16(head[i]);
     }
     const int64_t slot = slots[t];
     if (slot < 0 || !kv) continue;  // vLLM's padding convention: skip the token
     for (int64_t h = 0; h < kv_heads; ++h) {
       uint16_t* dst = cache + kv_slot_offset(slot, h, page_stride, kv_heads, d);
-      norm_rope_head(row + (heads + h) * d, kw, cs, d, eps, head.data());
+      norm_rope_head(row + (heads + h) * d, kw, cs, d, eps, neox, head.data());
       for (int64_t i = 0; i < d; ++i) dst[i] = f32_to_bf16(head[i] / *k_scale);
       const uint16_t* v = row + (heads + kv_heads + h) * d;
       for (int64_t i = 0; i < d; ++i) dst[d + i] = f32_to_bf16(bf16_to_f32(v[i]) / *v_scale);

@@ -28,7 +28,11 @@
 
 using namespace kern_cuda;
 
-namespace {
+// A named namespace, not an anonymous one: functions declaring __shared__
+// variables in an anonymous namespace get path-dependent _INTERNAL_ names,
+// which would make the fatbin's bytes (and its sha256 pin) depend on the
+// build directory (test/examples/kernel_pins_test.py).
+namespace kern_gemv {
 
 constexpr int kMaxM = 8;        // rows of a (decode: 1; speculative verify: up to 8)
 constexpr int kCols = 8;        // output columns per block
@@ -343,7 +347,9 @@ __device__ void gemv(const Args& g) {
   }
 }
 
-}  // namespace
+}  // namespace kern_gemv
+
+using namespace kern_gemv;
 
 // Parameter ABIs (docs/kernels.md §11). Common tail: partial, counters,
 // i32 m, n, k, lda, ldc, splits. Bytes moved: w once (2 n k; 4 n k for

@@ -1,6 +1,7 @@
 // Decode attention prologue in one launch (docs/kernels.md §12): Qwen3's
 // per-head q/k RMSNorm, neox RoPE and the paged KV-cache write, replacing
-// head_rmsnorm (x2) + rope + reshape_and_cache. Numerics are the unfused
+// head_rmsnorm (x2) + rope + reshape_and_cache (neox pairs (i, i + D/2), or
+// interleaved (2i, 2i + 1) with is_neox = 0, as rope). Numerics are the unfused
 // chain's: the normalised head is rounded to bf16 (head_rmsnorm's store),
 // rotated in f32 and rounded (rope's store); k is then stored as
 // bf16(k' / k_scale) and v as bf16(v / v_scale) (reshape_and_cache).
@@ -25,14 +26,14 @@ constexpr int kMaxHeadDim = 512;
 ///   in bf16 k_norm_weight[D], in i64 positions[T], in f32 cos_sin_cache[max_pos, D],
 ///   out bf16 q_out[T, H*D], inout ptr kv_cache, in i64 slot_mapping[T], in f32 k_scale[1],
 ///   in f32 v_scale[1], i32 num_tokens, i32 num_heads, i32 num_kv_heads, i32 head_dim,
-///   i32 qkv_stride, i64 page_stride, f32 eps)
+///   i32 qkv_stride, i64 page_stride, f32 eps, u8 is_neox)
 extern "C" __global__ void __launch_bounds__(128) kern_qk_norm_rope_cache_bf16(
     const __nv_bfloat16* __restrict__ qkv, const __nv_bfloat16* __restrict__ q_norm_weight,
     const __nv_bfloat16* __restrict__ k_norm_weight, const int64_t* __restrict__ positions,
     const float* __restrict__ cos_sin_cache, __nv_bfloat16* __restrict__ q_out, __nv_bfloat16* kv_cache,
     const int64_t* __restrict__ slot_mapping, const float* __restrict__ k_scale, const float* __restrict__ v_scale,
     int num_tokens, int num_heads, int num_kv_heads, int head_dim, int qkv_stride, int64_t page_stride,
-    float eps) {
+    float eps, unsigned char is_neox) {
   __shared__ float head_buf[kWarps][kMaxHeadDim];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -81,10 +82,11 @@ extern "C" __global__ void __launch_bounds__(128) kern_qk_norm_rope_cache_bf16(
     scale = *k_scale;
   }
   for (int i = lane; i < half; i += 32) {
-    const float x1 = buf[i], x2 = buf[i + half], c = cs[i], s = cs[half + i];
+    const int i1 = is_neox ? i : 2 * i, i2 = is_neox ? i + half : 2 * i + 1;
+    const float x1 = buf[i1], x2 = buf[i2], c = cs[i], s = cs[half + i];
     const float o1 = bf16_to_f32(f32_to_bf16(x1 * c - x2 * s));
     const float o2 = bf16_to_f32(f32_to_bf16(x2 * c + x1 * s));
-    dst[i] = f32_to_bf16(is_q ? o1 : o1 / scale);
-    dst[i + half] = f32_to_bf16(is_q ? o2 : o2 / scale);
+    dst[i1] = f32_to_bf16(is_q ? o1 : o1 / scale);
+    dst[i2] = f32_to_bf16(is_q ? o2 : o2 / scale);
   }
 }

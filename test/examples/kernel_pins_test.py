@@ -18,7 +18,7 @@ import json
 import os
 import sys
 
-MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b")
+MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b", "tiny-qwen3-unfused", "qwen3-4b-unfused")
 
 
 def main(root, kernels_dir):

@@ -24,7 +24,15 @@ sys.path.insert(0, HERE)
 from json_schema_subset import Validator  # noqa: E402
 
 ROOT = SCHEMA = KERN_VERIFY = KERNELS_DIR = None
-MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b")
+MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b", "tiny-qwen3-unfused", "qwen3-4b-unfused")
+
+
+def gen_args(model):
+    """(config.json, extra generator args) of a checked-in manifest: X-unfused
+    is X.config.json with `--kernels unfused` (the original decode kernels)."""
+    if model.endswith("-unfused"):
+        return example(model[:-len("-unfused")] + ".config.json"), ["--kernels", "unfused"]
+    return example(model + ".config.json"), []
 
 
 def gen(*args):
@@ -61,7 +69,8 @@ class GeneratedManifests(unittest.TestCase):
                 out = os.path.join(tmp, model + ".json")
                 pinned = bool(KERNELS_DIR) and os.path.isdir(KERNELS_DIR)
                 extra = ["--kernels-dir", KERNELS_DIR] if pinned else []
-                proc = gen(example(model + ".config.json"), "-o", out, *extra)
+                config, variant = gen_args(model)
+                proc = gen(config, "-o", out, *variant, *extra)
                 self.assertEqual(proc.returncode, 0, proc.stderr)
                 with open(out, "r", encoding="utf-8") as a, open(example(model + ".json"), "r", encoding="utf-8") as b:
                     want = b.read()
@@ -142,14 +151,36 @@ class GeneratedManifests(unittest.TestCase):
                             self.assertEqual(list(arg), [ptype], d["label"])
 
     def test_qwen3_4b_has_433_prefill_and_436_decode_dispatches_and_311_buffers(self):
-        doc = load("qwen3-4b")
+        doc = load("qwen3-4b-unfused")
         self.assertEqual(len(doc["programs"]["prefill"]["dispatches"]), 433)
         self.assertEqual(len(doc["programs"]["decode"]["dispatches"]), 436)
         self.assertEqual(len(doc["buffers"]), 311)  # docs/qwen3-4b-counts.md: SPEC §7 says 310
         self.assertEqual(doc["states"]["kv_cache"]["bytes_per_token"], 147456)
 
-    def test_qwen3_4b_views_and_kv_layer_offsets_are_literal_byte_offsets(self):
+    def test_qwen3_4b_fused_decode_is_at_most_6_launches_per_layer_plus_4(self):
+        # docs/qwen3-manifest.md: 36 layers x 6 + embedding + lm_head/argmax (2 steps) = 219 launches.
         doc = load("qwen3-4b")
+        unfused = load("qwen3-4b-unfused")
+        decode = doc["programs"]["decode"]["dispatches"]
+        launches = sum(len(doc["kernels"][d["kernel"]]["impl"]["steps"]) for d in decode)
+        self.assertEqual(launches, 219)
+        self.assertLessEqual(launches, 6 * 36 + 4)
+        for layer in range(36):
+            per_layer = [d for d in decode if d["label"].startswith(f"layers.{layer}.")]
+            self.assertEqual(sum(len(doc["kernels"][d["kernel"]]["impl"]["steps"]) for d in per_layer), 6)
+        old = sum(len(unfused["kernels"][d["kernel"]]["impl"]["steps"]) for d in unfused["programs"]["decode"]["dispatches"])
+        self.assertEqual(old, 473)
+        # Same weights, same prefill, same buffers: only decode's kernels differ.
+        self.assertEqual(doc["buffers"], unfused["buffers"])
+        self.assertEqual(doc["programs"]["prefill"], unfused["programs"]["prefill"])
+        # The fused kernels are marked for programmatic dependent launch; the others are not.
+        for name, kernel in doc["kernels"].items():
+            for step in kernel["impl"]["steps"]:
+                self.assertEqual(step.get("pdl", False), step["symbol"].startswith(("kern_gemv", "kern_qk_norm",
+                                                                                      "kern_attention_decode")), name)
+
+    def test_qwen3_4b_views_and_kv_layer_offsets_are_literal_byte_offsets(self):
+        doc = load("qwen3-4b-unfused")
         disp = doc["programs"]["decode"]["dispatches"]
         by_label = {d["label"]: d for d in disp}
         self.assertEqual(by_label["layers.0.q_norm"]["args"][0], {"buf": "qkv"})

@@ -324,8 +324,10 @@ Case gemv(Rng& r, Gemv v, int m, int n, int k, int splits, int pad, bool bench) 
 }
 
 /// q/k norm + RoPE + KV write (docs/kernels.md §12) over fused qkv rows.
-Case qk_norm_rope_cache(Rng& r, int t, int h, int kv, int d, float k_scale, bool bench) {
-  Builder b{{shape("qk_norm_rope_cache", {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}}), {}, {},
+Case qk_norm_rope_cache(Rng& r, int t, int h, int kv, int d, float k_scale, bool neox, bool bench) {
+  Builder b{{shape(neox ? "qk_norm_rope_cache neox" : "qk_norm_rope_cache gptj",
+                   {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}}),
+             {}, {},
              t * (2.0 * (h + 2 * kv) * d + 2.0 * h * d + 4.0 * kv * d + 4.0 * d) + 4.0 * d, bench}};
   const Cache c{kv, d, 8};
   std::vector<int64_t> slots(size_t(c.pages) * 16);
@@ -358,7 +360,8 @@ Case qk_norm_rope_cache(Rng& r, int t, int h, int kv, int d, float k_scale, bool
            {uint32_t((h + 2 * kv + 3) / 4), uint32_t(t), 1}, 128,
            {arg_buf(qkv), arg_buf(qw), arg_buf(kw), arg_buf(ps), arg_buf(cs), arg_buf(qo),
             arg_buf(cache, c.layer1_offset_bytes()), arg_buf(sm), arg_buf(ks), arg_buf(vs), arg_i32(t), arg_i32(h),
-            arg_i32(kv), arg_i32(d), arg_i32(stride), arg_i64(c.page_stride()), arg_f32(1e-6f)});
+            arg_i32(kv), arg_i32(d), arg_i32(stride), arg_i64(c.page_stride()), arg_f32(1e-6f),
+            arg_u8(neox ? 1 : 0)});
   return b.c;
 }
 
@@ -457,10 +460,10 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(attention_decode_one(r, 2, 4, 2, 64, 5, false));  // ctx < splits: empty splits
   cs.push_back(attention_decode_one(r, 1, 2, 1, 96, 100, false));  // strided lanes
   cs.push_back(attention_decode_one(r, 3, 8, 1, 256, 300, false));
-  cs.push_back(qk_norm_rope_cache(r, 1, 32, 8, 128, 1.0f, true));
-  cs.push_back(qk_norm_rope_cache(r, 8, 32, 8, 128, 1.0f, false));
-  cs.push_back(qk_norm_rope_cache(r, 3, 4, 2, 64, 0.7f, false));
-  cs.push_back(qk_norm_rope_cache(r, 2, 3, 1, 10, 1.0f, false));  // D/2 odd
+  cs.push_back(qk_norm_rope_cache(r, 1, 32, 8, 128, 1.0f, true, true));
+  cs.push_back(qk_norm_rope_cache(r, 8, 32, 8, 128, 1.0f, true, false));
+  cs.push_back(qk_norm_rope_cache(r, 3, 4, 2, 64, 0.7f, false, false));
+  cs.push_back(qk_norm_rope_cache(r, 2, 3, 1, 10, 1.0f, true, false));  // D/2 odd
   // Decode GEMVs at Qwen3-4B shapes (m = 1 timed; m = 8 = speculative
   // verify), then odd shapes: partial tiles, odd k (scalar order), strided
   // rows at offsets, several splits.

@@ -40,7 +40,7 @@ import time
 
 DSIZE = {"bf16": 2, "f16": 2, "f32": 4, "fp8e4m3": 1, "i32": 4, "u32": 4, "i64": 8, "u8": 1}
 ONE_ROW = ("model.embed_tokens.weight", "rope.cos_sin_cache")
-MODELS = ("qwen3-0.6b", "qwen3-4b")
+MODELS = ("qwen3-0.6b", "qwen3-4b", "qwen3-4b-unfused")  # 4b: fused decode; -unfused: the original kernels
 MODES = ("graph", "eager")
 SUSTAINED = 32  # run.sh: kern-run bench -p 512 -n 1,32 -r 50 --warmup 2
 

@@ -20,6 +20,7 @@ struct Problem {
   std::vector<int64_t> pos, slots;
   std::vector<float> cos_sin, k_scale{0.75f}, v_scale{1.25f};
   std::vector<uint16_t> q_out, cache;
+  uint8_t neox = 1;
 
   Problem(int t_, int h_, int kv_, int d_, std::mt19937& rng)
       : t(t_), h(h_), kv(kv_), d(d_), stride((h_ + 2 * kv_) * d_ + 6), page_stride(int64_t{16} * kv_ * 2 * d_ * 2) {
@@ -48,7 +49,8 @@ struct Problem {
     ArgPack a;
     a.add(qkv.data()).add(qw.data()).add(kw.data()).add(pos.data()).add(cos_sin.data()).add(q_out.data());
     a.add(cache.data()).add(slots.data()).add(k_scale.data()).add(v_scale.data());
-    a.add<int32_t>(t).add<int32_t>(h).add<int32_t>(kv).add<int32_t>(d).add<int32_t>(stride).add(page_stride).add(kEps);
+    a.add<int32_t>(t).add<int32_t>(h).add<int32_t>(kv).add<int32_t>(d).add<int32_t>(stride).add(page_stride);
+    a.add(kEps).add<uint8_t>(neox);
     launch_ok("kern_qk_norm_rope_cache_bf16", a, static_cast<uint32_t>((h + 2 * kv + 3) / 4),
               static_cast<uint32_t>(t));
   }
@@ -66,7 +68,7 @@ struct Problem {
     launch_ok("kern_head_rmsnorm_bf16", nk, static_cast<uint32_t>((t * kv + 3) / 4));
     ArgPack r;
     r.add(pos.data()).add(qn.data()).add(kn.data()).add(cos_sin.data()).add<int32_t>(t).add<int32_t>(h);
-    r.add<int32_t>(kv).add<int32_t>(d).add<int32_t>(h * d).add<int32_t>(kv * d).add<uint8_t>(1);
+    r.add<int32_t>(kv).add<int32_t>(d).add<int32_t>(h * d).add<int32_t>(kv * d).add<uint8_t>(neox);
     launch_ok("kern_rope_bf16", r, static_cast<uint32_t>(t));
     ArgPack w;
     w.add(kn.data()).add(qkv.data() + static_cast<size_t>(h + kv) * d).add(c.data()).add(slots.data());
@@ -139,12 +141,16 @@ TEST_CASE("qk_norm_rope_cache matches the formula: normalised, rotated q and k, 
 TEST_CASE("qk_norm_rope_cache gives exactly the values of head_rmsnorm + rope + reshape_and_cache",
           "[kernels][qk_norm_rope_cache]") {
   std::mt19937 rng(152);
-  Problem p(3, 8, 2, 64, rng);
-  p.run_fused();
-  std::vector<uint16_t> q, cache(p.cache.size(), kPoison);
-  p.run_unfused(q, cache);
-  CHECK(p.q_out == q);
-  CHECK(p.cache == cache);
+  for (const uint8_t neox : {1, 0}) {  // neox pairs, and interleaved (GPT-J) ones as rope's is_neox = 0
+    Problem p(3, 8, 2, 64, rng);
+    p.neox = neox;
+    p.run_fused();
+    std::vector<uint16_t> q, cache(p.cache.size(), kPoison);
+    p.run_unfused(q, cache);
+    INFO("is_neox " << int(neox));
+    CHECK(p.q_out == q);
+    CHECK(p.cache == cache);
+  }
 }
 
 TEST_CASE("qk_norm_rope_cache rejects an odd head_dim, a short qkv_stride and a negative position",
@@ -156,7 +162,7 @@ TEST_CASE("qk_norm_rope_cache rejects an odd head_dim, a short qkv_stride and a 
     ArgPack a;
     a.add(p.qkv.data()).add(p.qw.data()).add(p.kw.data()).add(p.pos.data()).add(p.cos_sin.data()).add(p.q_out.data());
     a.add(p.cache.data()).add(p.slots.data()).add(p.k_scale.data()).add(p.v_scale.data());
-    a.add<int32_t>(1).add<int32_t>(2).add<int32_t>(1).add<int32_t>(d).add<int32_t>(stride).add(p.page_stride).add(kEps);
+    a.add<int32_t>(1).add<int32_t>(2).add<int32_t>(1).add<int32_t>(d).add<int32_t>(stride).add(p.page_stride).add(kEps).add<uint8_t>(1);
     return launch("kern_qk_norm_rope_cache_bf16", a, 1, 1);
   };
   const auto expect = [](const kern::Status& s, const std::string& needle) {

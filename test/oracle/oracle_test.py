@@ -39,12 +39,13 @@ CHUNKS = (1, 4, 16)
 
 
 def flip_rope_to_interleaved(manifest_text):
-    """The manifest with every rope dispatch's is_neox literal set to 0."""
+    """The manifest with the is_neox literal of every rope dispatch (and of
+    the fused decode's qk_norm_rope_cache, docs/kernels.md §12) set to 0."""
     doc = json.loads(manifest_text)
     flipped = 0
     for program in doc["programs"].values():
         for d in program["dispatches"]:
-            if d["kernel"] == "rope":
+            if d["kernel"] in ("rope", "qk_norm_rope_cache"):
                 assert d["args"][-1] == {"u8": 1}, d["args"][-1]
                 d["args"][-1] = {"u8": 0}
                 flipped += 1
