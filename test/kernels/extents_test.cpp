@@ -156,3 +156,81 @@ TEST_CASE("a rope position past the cos/sin cache the device gave is an error", 
   pos[0] = 2;
   CHECK(run_with_avail("kern_rope_bf16", a, 1, avail).ok());
 }
+
+TEST_CASE("the decode gemvs declare strided a and c rows, the whole weight, and split and argmax scratch",
+          "[kernels][extents]") {
+  // kern_gemv_rmsnorm_silu_mul_bf16: a, norm_weight, w [2n, k], c, partial, counters, m n k lda ldc splits, eps.
+  ArgPack a;
+  for (int i = 0; i < 6; ++i) a.add<void*>(nullptr);
+  a.add<int32_t>(3).add<int32_t>(10).add<int32_t>(16).add<int32_t>(20).add<int32_t>(12).add<int32_t>(2).add(1e-6f);
+  CpuExtents e = extents_of("kern_gemv_rmsnorm_silu_mul_bf16", a);
+  CHECK(e.bytes[0] == (2 * 20 + 16) * 2);   // a: (m - 1) lda + k elements
+  CHECK(e.bytes[1] == 16 * 2);              // norm_weight
+  CHECK(e.bytes[2] == 2 * 10 * 16 * 2);     // w: [gate; up]
+  CHECK(e.bytes[3] == (2 * 12 + 10) * 2);   // c: (m - 1) ldc + n
+  CHECK(e.bytes[4] == 2 * 3 * 20 * 4);      // partial [splits, m, 2n] f32
+  CHECK(e.bytes[5] == 2 * 4);               // counters: one per 8-column tile
+  CHECK(std::string(e.names[2]) == "w");
+  a.set<int32_t>(11, 1);  // one split: no partials, no counters
+  e = extents_of("kern_gemv_rmsnorm_silu_mul_bf16", a);
+  CHECK(e.bytes[4] == 0);
+  CHECK(e.bytes[5] == 0);
+  // kern_gemv_residual_bf16: a, w, residual, c, partial, counters, six i32.
+  ArgPack r;
+  for (int i = 0; i < 6; ++i) r.add<void*>(nullptr);
+  r.add<int32_t>(2).add<int32_t>(9).add<int32_t>(8).add<int32_t>(8).add<int32_t>(9).add<int32_t>(1);
+  e = extents_of("kern_gemv_residual_bf16", r);
+  CHECK(e.bytes[1] == 9 * 8 * 2);
+  CHECK(e.bytes[2] == (9 + 9) * 2);
+  CHECK(e.bytes[3] == (9 + 9) * 2);
+}
+
+TEST_CASE("qk_norm_rope_cache checks its rope rows and KV slots against the buffers before writing",
+          "[kernels][extents]") {
+  // 1 token, H 1, KV 1, D 2: qkv row of 3 heads; a page of one layer is 16 * 1 * 2 * 2 = 64 elements.
+  std::vector<uint16_t> qkv(6, 0x3f80), w(2, 0x3f80), q_out(2, 0), cache(64, 0);
+  std::vector<int64_t> pos{1}, slots{17};
+  std::vector<float> cs(2 * 2, 0.5f);  // max_pos 2
+  float scale = 1.0f;
+  ArgPack a;
+  a.add<void*>(p(qkv)).add<void*>(p(w)).add<void*>(p(w)).add<void*>(pos.data()).add<void*>(cs.data());
+  a.add<void*>(p(q_out)).add<void*>(p(cache)).add<void*>(slots.data()).add<void*>(&scale).add<void*>(&scale);
+  a.add<int32_t>(1).add<int32_t>(1).add<int32_t>(1).add<int32_t>(2).add<int32_t>(6).add<int64_t>(64).add(1e-6f);
+  a.add<uint8_t>(1);
+  const CpuExtents e = extents_of("kern_qk_norm_rope_cache_bf16", a);
+  CHECK(e.bytes[0] == 6 * 2);
+  CHECK(e.bytes[5] == 2 * 2);
+  CHECK(e.bytes[6] == 0);  // kv_cache: chosen by slot_mapping, checked by the kernel
+  std::vector<uint64_t> avail(18, 0);
+  avail[0] = 12, avail[1] = avail[2] = 4, avail[3] = 8, avail[4] = 16, avail[5] = 4, avail[6] = 128;
+  avail[7] = 8, avail[8] = avail[9] = 4;
+  CpuLaunch l;
+  const CpuKernel* k = find_cpu_kernel("kern_qk_norm_rope_cache_bf16");
+  l.args = a.data();
+  l.num_args = a.size();
+  l.avail = avail.data();
+  l.block[0] = 128;
+  Status s = k->run(l);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("param 6 (kv_cache): slot_mapping[0] = 17 needs 144 B") != std::string::npos);
+  CHECK(q_out == std::vector<uint16_t>(2, 0));  // nothing written
+  slots[0] = 15;
+  pos[0] = 2;  // past max_pos 2
+  s = k->run(l);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("param 4 (cos_sin_cache): positions[0] = 2 needs 24 B") != std::string::npos);
+  pos[0] = 1;
+  CHECK(k->run(l).ok());
+}
+
+TEST_CASE("one-launch decode attention declares q, partials, counters and out", "[kernels][extents]") {
+  ArgPack a;
+  for (int i = 0; i < 11; ++i) a.add<void*>(nullptr);
+  a.add<int32_t>(2).add<int32_t>(8).add<int32_t>(2).add<int32_t>(16).add<int64_t>(1024).add(0.25f).add<int32_t>(4);
+  const CpuExtents e = extents_of("kern_attention_decode_bf16", a);
+  CHECK(e.bytes[0] == 2 * 8 * 16 * 2);
+  CHECK(e.bytes[7] == 2 * 8 * 4 * 16 * 4);
+  CHECK(e.bytes[8] == 2 * 8 * 4 * 2 * 4);
+  CHECK(e.bytes[9] == 2 * 2 * 4);
+  CHECK(e.bytes[10] == 2 * 8 * 16 * 2);
+}
