@@ -60,7 +60,7 @@ run_target() {
   [ -d "$regressions" ] && dirs+=("$regressions")
   "$out/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
     -artifact_prefix="$out/findings/$target-" "$@" "${dirs[@]}" 2>&1 | tee "$work/$target.log" |
-    grep -E "^(#[0-9]+ +DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written|.*runtime error)" 
+    grep -E "^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written|.*runtime error)" 
   local rc=${PIPESTATUS[0]}
   if [ "$rc" -ne 0 ]; then
     echo "$target FOUND A PROBLEM (exit $rc); the input is under $out/findings/; log tail:"
