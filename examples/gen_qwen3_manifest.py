@@ -149,6 +149,13 @@ def kernels(c):
         "gemm": identity_kernel(
             "extern:cublaslt_bf16_tn", [BF16_IN, BF16_IN, BF16_OUT, "i32", "i32", "i32"],
             [1, 1, 1], [1, 1, 1]),
+        # The decode step advance: feeds the sampled token back and moves the
+        # step counters on the device (docs/qwen3-manifest.md, "Who writes what").
+        "decode_advance": identity_kernel(
+            "kern_decode_advance",
+            ["in buffer<i64>", "in buffer<i32>", "inout buffer<i64>", "inout buffer<i64>", "inout buffer<i64>",
+             "inout buffer<i32>", "i32", "i32", "i32"],
+            [1, 1, 1], [1, 1, 1]),
     }
 
 
@@ -245,16 +252,24 @@ def counter_slots(c):
     return max([GEMV_MAX_ROWS * c.kv_heads] + tiles)
 
 
+def block_table_pages(c):
+    """Pages of the block table: enough for max_position_embeddings tokens."""
+    return math.ceil(c.max_position / PAGE)
+
+
 def buffers(c):
     """Inputs, the output, workspace and weights (docs/qwen3-manifest.md)."""
     E, D, I, V = c.hidden, c.head_dim, c.intermediate, c.vocab
+    # The step inputs the decode program maintains itself are carries: the
+    # caller writes them for prefill chunks and once before the first decode;
+    # each decode step's `advance` dispatch writes the next step's values.
     out = {
-        "token_ids": {"dtype": "i64", "shape": ["tokens"], "class": "input"},
-        "positions": {"dtype": "i64", "shape": ["tokens"], "class": "input"},
-        "slot_mapping": {"dtype": "i64", "shape": ["tokens"], "class": "input"},
-        "seq_lens": {"dtype": "i32", "shape": [1], "class": "input"},
+        "token_ids": {"dtype": "i64", "shape": ["tokens"], "class": "carry"},
+        "positions": {"dtype": "i64", "shape": ["tokens"], "class": "carry"},
+        "slot_mapping": {"dtype": "i64", "shape": ["tokens"], "class": "carry"},
+        "seq_lens": {"dtype": "i32", "shape": [1], "class": "carry"},
         "cu_seqlens_q": {"dtype": "i32", "shape": [2], "class": "input"},
-        "block_table": {"dtype": "i32", "shape": [math.ceil(c.max_position / PAGE)], "class": "input"},
+        "block_table": {"dtype": "i32", "shape": [block_table_pages(c)], "class": "input"},
         "next_token": {"dtype": "i64", "shape": ["tokens"], "class": "output"},
     }
     for name, width in (("residual", E), ("normed", E), ("qkv", c.qkv_rows), ("q_normed", c.heads * D),
@@ -388,7 +403,16 @@ def fused_decode_program(c):
                         [buf("residual"), buf("model.norm.weight"), buf("lm_head.weight"), buf("logits"),
                          COUNTERS, buf("next_token"), TOK, i32(c.vocab), i32(c.hidden),
                          i32(c.hidden), i32(c.vocab), {"f32": F32(c.rms_norm_eps)}]))
+    out.append(advance_dispatch(c))
     return {"dispatches": out}
+
+
+def advance_dispatch(c):
+    """The last dispatch of every decode program: next_token and the step
+    counters fed to the next decode step (docs/qwen3-manifest.md, "Who writes what")."""
+    return dispatch("advance", "decode_advance",
+                    [buf("next_token"), buf("block_table"), buf("token_ids"), buf("positions"),
+                     buf("slot_mapping"), buf("seq_lens"), TOK, i32(block_table_pages(c)), i32(PAGE)])
 
 
 def program(c, attention, with_head):
@@ -404,6 +428,7 @@ def program(c, attention, with_head):
                       i32(c.hidden), {"f32": F32(c.rms_norm_eps)}]),
             gemm("lm_head", "normed", "lm_head.weight", "logits", c.vocab, c.hidden),
             dispatch("argmax", "argmax", [buf("logits"), buf("next_token"), TOK, i32(c.vocab)]),
+            advance_dispatch(c),
         ]
     return {"dispatches": out}
 

@@ -6,11 +6,14 @@
 //
 // Threading: a Device is used from one thread at a time.
 // Ordering: launches and copies execute in issue order; copy_to_host returns
-// after the copy and all previously issued launches completed.
+// after the copy and all previously issued launches completed; read_async
+// enqueues a copy in that order and returns at once (wait_read waits).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "common/result.h"
@@ -28,6 +31,13 @@ struct LaunchDims {
   uint32_t block[3] = {1, 1, 1};
   uint32_t shared_mem_bytes = 0;  ///< dynamic shared memory in bytes
 };
+
+/// Asynchronous readback slots per device (read_async / wait_read).
+inline constexpr uint32_t kReadbackSlots = 16;
+/// Bytes one readback slot holds.
+inline constexpr uint64_t kReadbackSlotBytes = 256;
+/// GPU timestamp marks per device (record_mark / mark_elapsed_ms).
+inline constexpr uint32_t kTimingMarks = 64;
 
 /// One execution device. Implementations report failures as Error values of
 /// kind kDevice (driver calls: name the call and the CUDA error string) or
@@ -73,6 +83,42 @@ class Device {
   /// Waits for all issued work (cuStreamSynchronize).
   virtual Status synchronize() = 0;
 
+  // Asynchronous readback (kern-run's decode loop reads each step's token
+  // while later steps are already queued). A slot is a small pinned host
+  // buffer with a completion event; slots are independent.
+
+  /// Enqueues a copy of `size_bytes` (<= kReadbackSlotBytes) from device
+  /// address `src` into readback slot `slot` (< kReadbackSlots), ordered
+  /// after all previously issued work, and returns without waiting. The
+  /// slot's previous contents are lost. cuda: cuMemcpyDtoHAsync into pinned
+  /// memory + cuEventRecord. This default copies synchronously through
+  /// copy_to_host, which is exact for a device that runs launches to
+  /// completion (the cpu device).
+  virtual Status read_async(uint32_t slot, DevicePtr src, uint64_t size_bytes) {
+    KERN_RETURN_IF_ERROR(check_readback(slot, size_bytes));
+    return copy_to_host(readback_[slot].data(), src, size_bytes);
+  }
+  /// Waits until slot `slot`'s last read_async has landed and returns the
+  /// slot's bytes (kReadbackSlotBytes; the copied prefix is valid until the
+  /// next read_async into the slot). cuda: cuEventSynchronize.
+  virtual Result<std::span<const uint8_t>> wait_read(uint32_t slot) {
+    KERN_RETURN_IF_ERROR(check_readback(slot, 0));
+    return std::span<const uint8_t>(readback_[slot]);
+  }
+
+  // GPU timestamps (optional; cuda events with timing). kern-run measures
+  // the GPU busy time of each decode step and the idle gap between steps.
+
+  /// Whether record_mark / mark_elapsed_ms are supported (cpu: no).
+  virtual bool supports_timing() const { return false; }
+  /// Enqueues timestamp `mark` (< kTimingMarks), replacing its previous one.
+  virtual Status record_mark(uint32_t /*mark*/) { return make_error(ErrorKind::kDevice, name() + " has no timers"); }
+  /// Milliseconds between two recorded marks on the device's clock; waits
+  /// for `to` to complete (cuEventSynchronize + cuEventElapsedTime).
+  virtual Result<double> mark_elapsed_ms(uint32_t /*from*/, uint32_t /*to*/) {
+    return make_error(ErrorKind::kDevice, name() + " has no timers");
+  }
+
   // Graphs (SPEC §6): optional; the cpu device has none and Executable then
   // always launches eagerly. While capturing, launch() records instead of
   // running; nothing else (copies, allocation) may be issued.
@@ -92,6 +138,23 @@ class Device {
   }
   /// Destroys a graph returned by end_capture (after pending work); 0 is a no-op.
   virtual void destroy_graph(GraphHandle /*graph*/) {}
+
+ protected:
+  /// A kDevice error for a slot index >= kReadbackSlots or a size above
+  /// kReadbackSlotBytes; OK otherwise.
+  static Status check_readback(uint32_t slot, uint64_t size_bytes) {
+    if (slot >= kReadbackSlots)
+      return make_error(ErrorKind::kDevice, "readback slot " + std::to_string(slot) + " is not below " +
+                                                std::to_string(kReadbackSlots));
+    if (size_bytes > kReadbackSlotBytes)
+      return make_error(ErrorKind::kDevice, "readback of " + std::to_string(size_bytes) + " B exceeds a slot's " +
+                                                std::to_string(kReadbackSlotBytes) + " B");
+    return {};
+  }
+
+ private:
+  /// Host slots of the synchronous default read_async (unused by cuda).
+  std::array<std::array<uint8_t, kReadbackSlotBytes>, kReadbackSlots> readback_{};
 };
 
 /// Options of the cuda device.

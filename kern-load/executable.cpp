@@ -133,6 +133,8 @@ Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbo
     Status s = device_->launch_graph(d.graph->handle);
     if (s.ok()) {
       ++graph_stats_.replays;
+      ++traffic_.program_runs;
+      ++traffic_.launches;
       last_symbols_.assign(symbol_values.begin(), symbol_values.end());
       return {};
     }
@@ -147,6 +149,8 @@ Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbo
   if (d.action == GraphAction::kCapture) {
     Status s = capture_and_launch(program, symbol_values);
     if (s.ok()) {
+      ++traffic_.program_runs;
+      ++traffic_.launches;
       last_symbols_.assign(symbol_values.begin(), symbol_values.end());
       return {};
     }
@@ -154,6 +158,8 @@ Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbo
   }
   KERN_RETURN_IF_ERROR(launch_eager(program));
   ++graph_stats_.eager_runs;
+  ++traffic_.program_runs;
+  traffic_.launches += sp.launches.size();
   last_symbols_.assign(symbol_values.begin(), symbol_values.end());
   return {};
 }
@@ -206,6 +212,7 @@ Status Executable::write_input(uint32_t buffer, std::span<const uint8_t> bytes, 
                                              std::to_string(offset_bytes) + " into buffer '" + b->name()->str() +
                                              "' of " + std::to_string(b->max_size_bytes()) + " B");
   if (bytes.empty()) return {};
+  ++traffic_.host_writes;
   return device_->copy_to_device(addr_.buffers[buffer] + offset_bytes, bytes.data(), bytes.size());
 }
 
@@ -218,7 +225,34 @@ Status Executable::read_buffer(uint32_t buffer, std::span<uint8_t> out) {
     return make_error(ErrorKind::kUsage, "reading " + std::to_string(out.size()) + " B from buffer '" +
                                              b->name()->str() + "' of " + std::to_string(b->max_size_bytes()) + " B");
   if (out.empty()) return {};
+  ++traffic_.host_waits;  // copy_to_host drains the device
   return device_->copy_to_host(out.data(), addr_.buffers[buffer], out.size());
+}
+
+Status Executable::read_buffer_async(uint32_t buffer, uint32_t slot, uint64_t bytes) {
+  const plan::Plan& p = plan();
+  if (buffer >= p.buffers()->size())
+    return make_error(ErrorKind::kUsage, "buffer index " + std::to_string(buffer) + " out of range");
+  const auto* b = p.buffers()->Get(buffer);
+  if (bytes > b->max_size_bytes())
+    return make_error(ErrorKind::kUsage, "reading " + std::to_string(bytes) + " B from buffer '" + b->name()->str() +
+                                             "' of " + std::to_string(b->max_size_bytes()) + " B");
+  KERN_RETURN_IF_ERROR(device_->read_async(slot, addr_.buffers[buffer], bytes));
+  readback_after_run_[slot] = traffic_.program_runs;  // slot < kReadbackSlots: read_async checked it
+  return {};
+}
+
+Result<std::span<const uint8_t>> Executable::wait_readback(uint32_t slot) {
+  auto bytes = device_->wait_read(slot);
+  if (!bytes.ok()) return bytes.error();
+  if (readback_after_run_[slot] == traffic_.program_runs) ++traffic_.host_waits;
+  else ++traffic_.overlapped_waits;
+  return bytes;
+}
+
+Status Executable::synchronize() {
+  ++traffic_.host_waits;
+  return device_->synchronize();
 }
 
 Result<uint64_t> Executable::buffer_size_bytes(uint32_t buffer, std::span<const uint64_t> symbol_values) const {

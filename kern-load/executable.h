@@ -5,6 +5,7 @@
 // only checks symbol values, patches symbol-dependent values and launches.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,6 +40,21 @@ struct GraphStats {
   uint64_t captures = 0;    ///< captured into a graph (then launched as the graph)
   uint64_t replays = 0;     ///< launched from an existing graph
   uint64_t fallbacks = 0;   ///< graph failures that fell back to eager (0 or 1)
+};
+
+/// Host<->device traffic of an Executable since load (kern-run's per-step
+/// decode figures, docs/runtime.md "Asynchronous decode").
+struct HostTraffic {
+  uint64_t program_runs = 0;  ///< successful run_program calls
+  uint64_t launches = 0;      ///< device launches issued: one per graph launch, one per eager step
+  uint64_t host_writes = 0;   ///< write_input calls that copied bytes host -> device
+  /// Blocking waits after which the device had no program run queued: it
+  /// idles until the host issues more (read_buffer, synchronize, and
+  /// wait_readback of a readback issued after the last run_program).
+  uint64_t host_waits = 0;
+  /// wait_readback calls with a later program run already queued behind the
+  /// readback: the host waits, the device keeps working.
+  uint64_t overlapped_waits = 0;
 };
 
 /// Load-time options.
@@ -105,6 +121,22 @@ class Executable {
   /// for prior launches). Errors: bad index, size beyond max_size_bytes.
   Status read_buffer(uint32_t buffer, std::span<uint8_t> out);
 
+  /// Enqueues a copy of the first `bytes` bytes of buffer `buffer` into
+  /// readback slot `slot` (< kReadbackSlots, device.h), ordered after every
+  /// program run issued so far, without waiting (Device::read_async).
+  /// Errors: bad index, `bytes` beyond the buffer's max_size_bytes or above
+  /// kReadbackSlotBytes, a device failure.
+  Status read_buffer_async(uint32_t buffer, uint32_t slot, uint64_t bytes);
+  /// Waits for slot `slot`'s last read_buffer_async and returns the slot's
+  /// bytes (valid until the next read_buffer_async into it). Counted in
+  /// traffic() as a host wait when no program run was issued after that
+  /// readback, else as an overlapped wait.
+  Result<std::span<const uint8_t>> wait_readback(uint32_t slot);
+  /// Waits for all issued work (Device::synchronize), counted as a host wait.
+  Status synchronize();
+  /// Host<->device traffic so far (launches, writes, waits).
+  const HostTraffic& traffic() const { return traffic_; }
+
   /// Byte size of buffer `buffer` at `symbol_values` (its shape evaluated),
   /// <= its max_size_bytes for values within bounds.
   Result<uint64_t> buffer_size_bytes(uint32_t buffer, std::span<const uint64_t> symbol_values) const;
@@ -142,6 +174,9 @@ class Executable {
   std::vector<uint64_t> last_symbols_;
   GraphPolicy graphs_;
   GraphStats graph_stats_;
+  HostTraffic traffic_;
+  /// traffic_.program_runs when each readback slot's copy was issued.
+  std::array<uint64_t, kReadbackSlots> readback_after_run_{};
   std::function<void(const std::string&)> on_warning_;
 };
 

@@ -26,20 +26,18 @@ namespace {
 
 /// One timed run of `test`.
 Result<double> run_once(Qwen3Driver& driver, load::Executable& exe, const BenchTest& test,
-                        const std::vector<int64_t>& ids) {
+                        const std::vector<int64_t>& ids, bool sync) {
   KERN_RETURN_IF_ERROR(driver.write_block_table());
   auto t0 = Clock::now();
   if (test.n_prompt > 0) {
     auto chunks = driver.prefill(std::span(ids).first(test.n_prompt), 0);
     if (!chunks.ok()) return chunks.error();
-    KERN_RETURN_IF_ERROR(exe.device().synchronize());  // cuda enqueues: wait for the last chunk
+    KERN_RETURN_IF_ERROR(exe.synchronize());  // cuda enqueues: wait for the last chunk
   } else {
-    int64_t token = ids[0];
-    for (uint64_t pos = 0; pos < test.n_gen; ++pos) {
-      auto next = driver.decode(token, pos);  // reads next_token back: waits for the step
-      if (!next.ok()) return next.error();
-      token = *next;
-    }
+    // The generation loop's decode (asynchronous unless --sync), no stop ids:
+    // every step's token is read back, like kern-run's.
+    auto loop = decode_loop(driver, ids[0], 0, test.n_gen, {}, sync, [](int64_t, uint64_t) { return Status(); });
+    if (!loop.ok()) return loop.error();
   }
   return ms_since(t0);
 }
@@ -102,11 +100,18 @@ Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contr
   for (int64_t& id : ids) id = static_cast<int64_t>(rng() % c.vocab);
   Qwen3Driver driver(exe, c, plan.chunk);
   for (BenchTest& t : tests) {
+    std::vector<DecodeStepRecord> records;  // the timed repetitions' decode steps
     for (uint64_t i = 0; i < plan.warmup + plan.reps; ++i) {
-      auto ms = run_once(driver, exe, t, ids);
+      driver.clear_records();
+      auto ms = run_once(driver, exe, t, ids, plan.sync);
       if (!ms.ok()) return ms.error().with_context(t.name());
-      if (i >= plan.warmup) t.ms.push_back(*ms);
+      if (i < plan.warmup) continue;
+      t.ms.push_back(*ms);
+      // Each repetition is one sequence with its own warm-up and drain steps.
+      auto steady = steady_part(driver.records());
+      records.insert(records.end(), steady.begin(), steady.end());
     }
+    if (t.n_gen > 0) t.decode = average_decode(records);
   }
   return tests;
 }
@@ -126,6 +131,7 @@ int run_bench_command(int argc, char** argv) {
                      ->check(count_check(0));
   random->excludes(weights);
   app.add_flag("--eager", settings.eager, "launch every step eagerly (no CUDA graphs)");
+  app.add_flag("--sync", plan.sync, "synchronous decode in tg tests (host writes and waits every step)");
   app.add_option("-p,--n-prompt", p_text, "prompt lengths, comma-separated (0: no pp test)")->capture_default_str();
   app.add_option("-n,--n-gen", n_text, "generation lengths, comma-separated (0: no tg test)")->capture_default_str();
   // Bounded, so warmup + reps cannot overflow.
@@ -179,7 +185,8 @@ int run_bench_command(int argc, char** argv) {
   auto model = load_qwen3_model(std::move(opened.value()), settings, &progress);
   if (!model.ok()) return fail(model.error());
   BenchInfo info{plan_path, hex_encode(*digest), model->device_name, driver_version(model->device_name),
-                 kBuildCommit, std::min(std::max<uint64_t>(plan.chunk, 1), c.tokens_max), plan.warmup};
+                 kBuildCommit, std::min(std::max<uint64_t>(plan.chunk, 1), c.tokens_max), plan.warmup,
+                 plan.sync ? "sync" : "async"};
   auto tests = run_bench(*model->exe, c, plan);
   if (!tests.ok()) return fail(tests.error());
   std::string table = render_bench_md(info, *tests);

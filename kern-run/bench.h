@@ -1,8 +1,10 @@
 // `kern-run bench`, like llama-bench: for each prompt length (-p) a prompt
 // processing test (chunked `prefill` of that many tokens from position 0,
 // then a device synchronize) and for each generation length (-n) a text
-// generation test (that many `decode` steps from position 0, each reading
-// next_token back, greedy). Prompt ids are pseudo-random in [0, vocab) from
+// generation test (that many `decode` steps from position 0 through the
+// generation's decode loop, asynchronous unless --sync, each token read
+// back, greedy; with steady-state per-step launches, host writes, host
+// waits and, on cuda, GPU busy time and host gap). Prompt ids are pseudo-random in [0, vocab) from
 // a fixed seed. Each test runs `warmup` times unreported, then `reps` times.
 #pragma once
 
@@ -25,6 +27,7 @@ struct BenchPlan {
   uint64_t warmup = 1;
   uint64_t chunk = 512;   ///< prefill chunk (clamped to the tokens bound)
   uint64_t seed = 1234;   ///< prompt ids' seed
+  bool sync = false;      ///< tg tests: the synchronous decode loop (`--sync`)
 };
 
 /// Most warmup runs, and most repetitions, per test (keeps warmup + reps

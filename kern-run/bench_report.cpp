@@ -24,6 +24,27 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
+/// A tg test's decode loop figures (the keys of kern-run --json).
+void write_decode(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchInfo& info, const DecodeStats& d) {
+  auto num_or_null = [&w](const char* key, bool present, double v) {
+    w.Key(key);
+    if (present) w.Double(v);
+    else w.Null();
+  };
+  w.Key("decode_mode");
+  w.String(info.decode_mode.c_str(), static_cast<rapidjson::SizeType>(info.decode_mode.size()));
+  w.Key("decode_steady_steps");
+  w.Uint64(d.steady_steps);
+  const bool steady = d.steady_steps > 0;
+  num_or_null("decode_launches_per_step", steady, d.launches_per_step);
+  num_or_null("decode_host_writes_per_step", steady, d.host_writes_per_step);
+  num_or_null("decode_host_waits_per_step", steady, d.host_waits_per_step);
+  num_or_null("decode_gpu_busy_ms_per_step", d.gpu_timed, d.gpu_busy_ms_per_step);
+  num_or_null("decode_gpu_wall_ms_per_step", d.gpu_timed, d.gpu_wall_ms_per_step);
+  num_or_null("decode_host_gap_us_per_step", d.gpu_timed, d.host_gap_us_per_step);
+  num_or_null("decode_host_gap_us_max", d.gpu_timed, d.host_gap_us_max);
+}
+
 void write_test(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchInfo& info, const BenchTest& t) {
   auto str = [&w](const char* key, const std::string& v) {
     w.Key(key);
@@ -60,6 +81,7 @@ void write_test(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchInfo& 
   w.Double(s.sd);
   w.Key("median_ts");
   w.Double(s.median);
+  if (t.n_gen > 0) write_decode(w, info, t.decode);
   w.EndObject();
 }
 
@@ -116,6 +138,21 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
     Stats s = summarize(tokens_per_s(t));
     out += "| " + t.name() + " | " + fmt("%.2f", s.mean) + " ± " + fmt("%.2f", s.sd) + " | " + fmt("%.2f", s.median) +
            " | " + std::to_string(t.ms.size()) + " |\n";
+  }
+  bool any_tg = false;
+  for (const BenchTest& t : tests) any_tg = any_tg || t.n_gen > 0;
+  if (!any_tg) return out;
+  out += "\n| test | decode loop | launches/step | host writes/step | host waits/step | GPU busy ms/step | "
+         "GPU wall ms/step | host gap us/step |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const BenchTest& t : tests) {
+    if (t.n_gen == 0) continue;
+    const DecodeStats& d = t.decode;
+    auto steady = [&d](double v) { return d.steady_steps > 0 ? fmt("%.2f", v) : std::string("-"); };
+    auto gpu = [&d](const char* f, double v) { return d.gpu_timed ? fmt(f, v) : std::string("-"); };
+    out += "| " + t.name() + " | " + info.decode_mode + " | " + steady(d.launches_per_step) + " | " +
+           steady(d.host_writes_per_step) + " | " + steady(d.host_waits_per_step) + " | " +
+           gpu("%.4f", d.gpu_busy_ms_per_step) + " | " + gpu("%.4f", d.gpu_wall_ms_per_step) + " | " +
+           gpu("%.1f", d.host_gap_us_per_step) + " |\n";
   }
   return out;
 }

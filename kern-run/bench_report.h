@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "kern-run/decode_stats.h"
 
 namespace kern::run {
 
@@ -18,6 +19,9 @@ struct BenchTest {
   uint64_t n_prompt = 0;  ///< > 0 for a pp test
   uint64_t n_gen = 0;     ///< > 0 for a tg test
   std::vector<double> ms;  ///< one per repetition (warm-up excluded)
+  /// tg tests: the decode loop's steady-state figures over the timed
+  /// repetitions (each repetition's steady_part, decode_stats.h).
+  DecodeStats decode{};
 
   /// "pp512" or "tg128".
   std::string name() const;
@@ -45,6 +49,7 @@ struct BenchInfo {
   std::string build_commit; ///< `git describe --always --dirty` at build time
   uint64_t chunk = 0;       ///< prefill chunk in tokens
   uint64_t warmup = 0;      ///< warm-up runs per test (not reported)
+  std::string decode_mode = "async";  ///< tg tests' decode loop: "async" or "sync" (--sync)
 };
 
 /// Output formats of `-o`.
@@ -54,13 +59,18 @@ enum class BenchFormat { kMd, kCsv, kJson, kJsonl };
 Result<BenchFormat> parse_bench_format(const std::string& s);
 
 /// The markdown table: a header line naming plan, sha256, device, driver
-/// and commit, then | test | t/s | median t/s | reps | rows.
+/// and commit, then | test | t/s | median t/s | reps | rows; when there are
+/// tg tests, a second table of their decode loop per steady-state step:
+/// | test | mode | launches | host writes | host waits | GPU busy ms |
+/// GPU wall ms | host gap us | (GPU columns "-" without device timers).
 std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>& tests);
 /// A header row, then one row per repetition: plan, plan_sha256, device,
 /// driver, build_commit, chunk, test, n_prompt, n_gen, rep, ms, tokens_per_s.
 std::string render_bench_csv(const BenchInfo& info, const std::vector<BenchTest>& tests);
 /// One JSON array with an object per test: the info fields, test, n_prompt,
-/// n_gen, samples_ms, samples_ts, avg_ts, stddev_ts, median_ts.
+/// n_gen, samples_ms, samples_ts, avg_ts, stddev_ts, median_ts; tg tests
+/// add decode_mode, decode_steady_steps and the per-step decode_* figures of
+/// kern-run --json (null where not measured).
 std::string render_bench_json(const BenchInfo& info, const std::vector<BenchTest>& tests);
 /// The objects of render_bench_json, one per line.
 std::string render_bench_jsonl(const BenchInfo& info, const std::vector<BenchTest>& tests);

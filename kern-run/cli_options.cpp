@@ -104,6 +104,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
                      ->check(count_check(0));
   random->excludes(weights);
   app.add_flag("--eager", o.eager, "launch every step eagerly (no CUDA graphs)");
+  app.add_flag("--sync", o.sync, "synchronous decode: write each step's inputs from the host and wait for its "
+                                 "token before the next step (the reference loop; same ids)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

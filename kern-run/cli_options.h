@@ -40,6 +40,7 @@ struct RunOptions {
   std::vector<DumpRequest> dumps;
   // GPU path options (kern-load graphs and random weights):
   bool eager = false;                            ///< --eager: no CUDA graphs
+  bool sync = false;                             ///< --sync: the synchronous decode loop (generate.h)
   std::optional<uint64_t> random_weights_seed;   ///< --random-weights SEED instead of --weights
 };
 

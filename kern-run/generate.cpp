@@ -41,12 +41,59 @@ Status check_request(const Qwen3Contract& c, const GenerateRequest& r) {
   return {};
 }
 
+Result<DecodeLoop> decode_loop(Qwen3Driver& driver, int64_t token, uint64_t pos, uint64_t steps,
+                               std::span<const int64_t> stop_ids, bool sync,
+                               const std::function<Status(int64_t, uint64_t)>& on_token) {
+  DecodeLoop out;
+  out.ids.reserve(steps);
+  auto take = [&](int64_t id) -> Status {
+    out.ids.push_back(id);
+    KERN_RETURN_IF_ERROR(on_token(id, out.ids.size() - 1));
+    out.stopped = std::find(stop_ids.begin(), stop_ids.end(), id) != stop_ids.end();
+    return {};
+  };
+  if (sync) {
+    for (uint64_t step = 0; step < steps && !out.stopped; ++step) {
+      auto next = driver.decode(token, pos + step);
+      if (!next.ok()) return next.error();
+      token = *next;
+      KERN_RETURN_IF_ERROR(take(token));
+    }
+    return out;
+  }
+  // Asynchronous: keep kDecodeLookahead steps queued (step k + 1 is issued
+  // before step k's token is read); never issue a step beyond `steps`.
+  KERN_RETURN_IF_ERROR(driver.start_decode(token, pos));
+  uint64_t issued = 0;
+  Status s;
+  while (s.ok() && out.ids.size() < steps && !out.stopped) {
+    while (s.ok() && issued < steps && driver.in_flight() < kDecodeLookahead) {
+      s = driver.enqueue_decode();
+      issued += s.ok() ? 1 : 0;
+    }
+    if (!s.ok()) break;
+    auto next = driver.next_decoded();
+    if (!next.ok()) {
+      s = next.error();
+      break;
+    }
+    s = take(*next);
+  }
+  out.surplus = driver.in_flight();
+  // The surplus steps wrote only beyond the sequence: let them finish (the
+  // executable is idle on return) and drop their tokens.
+  Status drained = driver.discard_in_flight();
+  if (!s.ok()) return s.error();
+  if (!drained.ok()) return drained.error();
+  return out;
+}
+
 Result<GenerateResult> generate(load::Executable& exe, const Qwen3Contract& c, const GenerateRequest& r) {
   KERN_RETURN_IF_ERROR(check_request(c, r));
   GenerateResult out;
   Qwen3Driver driver(exe, c, r.chunk);
   out.chunk = driver.chunk();
-  out.generated_ids.reserve(r.steps);
+  out.sync = r.sync;
   KERN_RETURN_IF_ERROR(driver.write_block_table());
   const uint64_t n = r.prompt_ids.size();
   std::function<void(uint64_t, uint64_t)> progress;
@@ -56,29 +103,26 @@ Result<GenerateResult> generate(load::Executable& exe, const Qwen3Contract& c, c
   auto chunks = driver.prefill(std::span(r.prompt_ids).first(n - 1), 0, r.observer ? &progress : nullptr);
   if (!chunks.ok()) return chunks.error();
   out.prefill_chunks = *chunks;
-  // Decode: the last prompt token, then each generated id.
-  int64_t token = r.prompt_ids.back();
-  Clock::time_point t_decode;
-  for (uint64_t step = 0; step < r.steps; ++step) {
-    auto next = driver.decode(token, n - 1 + step);
-    if (!next.ok()) return next.error();
-    out.generated_ids.push_back(*next);
-    token = *next;
-    if (step == 0) {
+  // Decode: the last prompt token (the first generated id), then each generated id.
+  Clock::time_point t_decode, t_last;
+  auto on_token = [&](int64_t id, uint64_t index) -> Status {
+    t_last = Clock::now();
+    if (index == 0) {
       out.prefill_ms = ms_since(t0);
-      t_decode = Clock::now();
+      t_decode = t_last;
     }
-    if (r.observer != nullptr) {
-      r.observer->on_token(token);
-      KERN_RETURN_IF_ERROR(r.observer->status());
-    }
-    if (std::find(r.stop_ids.begin(), r.stop_ids.end(), token) != r.stop_ids.end()) {
-      out.stopped = true;
-      break;
-    }
-  }
+    if (r.observer == nullptr) return {};
+    r.observer->on_token(id);
+    return r.observer->status();
+  };
+  auto loop = decode_loop(driver, r.prompt_ids.back(), n - 1, r.steps, r.stop_ids, r.sync, on_token);
+  if (!loop.ok()) return loop.error();
+  out.generated_ids = std::move(loop->ids);
+  out.stopped = loop->stopped;
+  out.surplus_steps = loop->surplus;
   out.decode_steps = out.generated_ids.size() - 1;
-  out.decode_ms = out.decode_steps > 0 ? ms_since(t_decode) : 0.0;
+  out.decode_ms = out.decode_steps > 0 ? std::chrono::duration<double, std::milli>(t_last - t_decode).count() : 0.0;
+  out.stats = average_decode(steady_part(driver.records()));
   return out;
 }
 

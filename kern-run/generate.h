@@ -6,12 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
 #include "common/result.h"
 #include "kern-load/executable.h"
 #include "kern-run/qwen3_contract.h"
+#include "kern-run/qwen3_driver.h"
 
 namespace kern::run {
 
@@ -43,12 +45,16 @@ struct GenerateRequest {
   uint64_t capacity = 0;  ///< state capacity the executable was loaded with, in tokens
   std::vector<int64_t> stop_ids;  ///< generation ends after producing one of these (kept in generated_ids)
   GenerateObserver* observer = nullptr;  ///< borrowed, may be null
+  /// true: the synchronous decode loop (host writes each step's inputs and
+  /// waits for its token before the next step, `--sync`); false: the
+  /// asynchronous one (qwen3_driver.h). Both give the same ids.
+  bool sync = false;
 };
 
 /// What happened. Prefill time covers the prefill chunks and the decode of
 /// the last prompt token (time to the first generated id); decode time
-/// covers the remaining generated ids (each: 4 input writes, launch,
-/// 8-byte readback).
+/// covers the remaining generated ids (until the last one is taken; surplus
+/// steps of the asynchronous loop are drained afterwards, untimed).
 struct GenerateResult {
   std::vector<int64_t> generated_ids;
   bool stopped = false;        ///< ended on a stop id (else after `steps` ids)
@@ -57,7 +63,26 @@ struct GenerateResult {
   double prefill_ms = 0;
   double decode_ms = 0;        ///< total over decode_steps
   uint64_t decode_steps = 0;   ///< generated ids - 1
+  bool sync = false;           ///< the synchronous loop ran
+  uint64_t surplus_steps = 0;  ///< asynchronous steps run after the stop id and discarded
+  DecodeStats stats;           ///< steady-state figures per decode step
 };
+
+/// The decode phase alone, shared by generate and kern-run bench: decodes
+/// `token` at position `pos` and each generated id after it until `steps`
+/// ids or a stop id (kept). `on_token(id, index)` sees each id as it is
+/// taken; an error it returns ends the loop with that error. Asynchronous
+/// unless `sync`; steps beyond a stop id that were already queued are
+/// drained before returning (and counted in `surplus`). Steps are never
+/// issued past `steps`, so no step writes KV beyond pos + steps - 1.
+struct DecodeLoop {
+  std::vector<int64_t> ids;
+  bool stopped = false;
+  uint64_t surplus = 0;
+};
+Result<DecodeLoop> decode_loop(Qwen3Driver& driver, int64_t token, uint64_t pos, uint64_t steps,
+                               std::span<const int64_t> stop_ids, bool sync,
+                               const std::function<Status(int64_t, uint64_t)>& on_token);
 
 /// Checks a request before anything runs. Errors (kUsage): empty prompt;
 /// steps == 0; chunk == 0; a prompt id outside [0, vocab) (vocab = the

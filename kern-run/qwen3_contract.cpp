@@ -102,7 +102,14 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
     if (!i.ok()) return i.error();
     *w.out = *i;
   }
-  for (uint32_t idx : {c.token_ids, c.positions, c.slot_mapping, c.seq_lens, c.cu_seqlens_q, c.block_table})
+  // The step inputs decode maintains on the device are carries (the decode
+  // program writes the next step's values); the rest are caller inputs.
+  for (uint32_t idx : {c.token_ids, c.positions, c.slot_mapping, c.seq_lens})
+    if (p.buffers()->Get(idx)->class_() != plan::BufferClass::carry)
+      return contract_error(plan, "buffer '" + p.buffers()->Get(idx)->name()->str() +
+                                      "' is not of class carry (decode feeds its token and counters back on the "
+                                      "device; regenerate the manifest with examples/gen_qwen3_manifest.py)");
+  for (uint32_t idx : {c.cu_seqlens_q, c.block_table})
     if (p.buffers()->Get(idx)->class_() != plan::BufferClass::input)
       return contract_error(plan, "buffer '" + p.buffers()->Get(idx)->name()->str() + "' is not of class input");
   c.block_table_pages = p.buffers()->Get(c.block_table)->shape()->Get(0)->nodes()->Get(0)->operand();

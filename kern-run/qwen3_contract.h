@@ -22,10 +22,10 @@ struct Qwen3Contract {
   uint64_t tokens_max = 0;     ///< its upper bound: the largest prefill chunk
   uint64_t tokens_min = 0;
   // Plan.buffers indices.
-  uint32_t token_ids = 0;     ///< i64 [tokens] input
-  uint32_t positions = 0;     ///< i64 [tokens] input
-  uint32_t slot_mapping = 0;  ///< i64 [tokens] input
-  uint32_t seq_lens = 0;      ///< i32 [1] input
+  uint32_t token_ids = 0;     ///< i64 [tokens] carry (decode writes the next step's)
+  uint32_t positions = 0;     ///< i64 [tokens] carry (decode writes the next step's)
+  uint32_t slot_mapping = 0;  ///< i64 [tokens] carry (decode writes the next step's)
+  uint32_t seq_lens = 0;      ///< i32 [1] carry (decode advances it)
   uint32_t cu_seqlens_q = 0;  ///< i32 [2] input
   uint32_t block_table = 0;   ///< i32 [max_pages] input
   uint32_t next_token = 0;    ///< i64 [tokens] output

@@ -1,12 +1,19 @@
 #include "kern-run/qwen3_driver.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace kern::run {
 namespace {
 
 std::span<const uint8_t> as_bytes(const void* p, size_t n) { return {static_cast<const uint8_t*>(p), n}; }
+
+/// Timing marks of decode step `index`: a ring of kTimingMarks / 2 steps.
+uint32_t start_mark(uint64_t index) { return static_cast<uint32_t>((2 * index) % load::kTimingMarks); }
+uint32_t end_mark(uint64_t index) { return static_cast<uint32_t>((2 * index + 1) % load::kTimingMarks); }
+
+std::string at(uint64_t pos) { return "decode at position " + std::to_string(pos); }
 
 }  // namespace
 
@@ -15,9 +22,11 @@ Qwen3Driver::Qwen3Driver(load::Executable& exe, const Qwen3Contract& c, uint64_t
   token_ids_.resize(chunk_);
   positions_.resize(chunk_);
   symbols_.assign(exe.plan().symbols()->size(), 0);
+  timed_ = exe.device().supports_timing();
 }
 
 Status Qwen3Driver::write_block_table() {
+  last_timed_ = UINT64_MAX;  // a new sequence: no gap to the previous one's steps
   std::vector<int32_t> table(c_.block_table_pages);
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
   return exe_.write_input(c_.block_table, as_bytes(table.data(), table.size() * sizeof(int32_t)));
@@ -57,18 +66,104 @@ Result<uint64_t> Qwen3Driver::prefill(std::span<const int64_t> ids, uint64_t sta
   return chunks;
 }
 
-Result<int64_t> Qwen3Driver::decode(int64_t token, uint64_t pos) {
+Status Qwen3Driver::run_decode_step(uint64_t index) {
   symbols_[c_.tokens_symbol] = 1;
+  if (timed_) KERN_RETURN_IF_ERROR(exe_.device().record_mark(start_mark(index)));
+  KERN_RETURN_IF_ERROR(exe_.run_program(c_.decode, symbols_));
+  if (timed_) KERN_RETURN_IF_ERROR(exe_.device().record_mark(end_mark(index)));
+  return {};
+}
+
+Status Qwen3Driver::time_step(uint64_t index, DecodeStepRecord& r) {
+  if (!timed_) return {};
+  auto busy = exe_.device().mark_elapsed_ms(start_mark(index), end_mark(index));
+  if (!busy.ok()) return busy.error();
+  r.gpu_busy_ms = *busy;
+  if (last_timed_ != UINT64_MAX && last_timed_ + 1 == index) {
+    auto gap = exe_.device().mark_elapsed_ms(end_mark(last_timed_), start_mark(index));
+    if (!gap.ok()) return gap.error();
+    r.gpu_gap_ms = *gap;
+  }
+  last_timed_ = index;
+  return {};
+}
+
+Result<int64_t> Qwen3Driver::check_token(int64_t next, uint64_t pos) const {
+  if (next < 0 || static_cast<uint64_t>(next) >= c_.vocab)
+    return make_error(ErrorKind::kDevice, at(pos) + ": next_token " + std::to_string(next) +
+                                              " is outside the vocabulary [0, " + std::to_string(c_.vocab) + ")");
+  return next;
+}
+
+Result<int64_t> Qwen3Driver::decode(int64_t token, uint64_t pos) {
+  const load::HostTraffic before = exe_.traffic();
+  const uint64_t index = steps_++;
   Status s = write_inputs(&token, 1, pos);
-  if (s.ok()) s = exe_.run_program(c_.decode, symbols_);
+  if (s.ok()) s = run_decode_step(index);
   int64_t next = 0;
   if (s.ok()) s = exe_.read_buffer(c_.next_token, std::span(reinterpret_cast<uint8_t*>(&next), sizeof next));
-  if (!s.ok()) return s.error().with_context("decode at position " + std::to_string(pos));
-  if (next < 0 || static_cast<uint64_t>(next) >= c_.vocab)
-    return make_error(ErrorKind::kDevice, "decode at position " + std::to_string(pos) + ": next_token " +
-                                              std::to_string(next) + " is outside the vocabulary [0, " +
-                                              std::to_string(c_.vocab) + ")");
-  return next;
+  DecodeStepRecord r;
+  if (s.ok()) s = time_step(index, r);
+  if (!s.ok()) return s.error().with_context(at(pos));
+  const load::HostTraffic& after = exe_.traffic();
+  r.launches = after.launches - before.launches;
+  r.host_writes = after.host_writes - before.host_writes;
+  r.host_waits = after.host_waits - before.host_waits;
+  records_.push_back(r);
+  return check_token(next, pos);
+}
+
+Status Qwen3Driver::start_decode(int64_t token, uint64_t pos) {
+  queue_.clear();
+  last_timed_ = UINT64_MAX;
+  next_pos_ = pos;
+  Status s = write_inputs(&token, 1, pos);
+  if (!s.ok()) return s.error().with_context(at(pos));
+  return {};
+}
+
+Status Qwen3Driver::enqueue_decode() {
+  if (queue_.size() >= load::kReadbackSlots)
+    return make_error(ErrorKind::kUsage, "more than " + std::to_string(load::kReadbackSlots) +
+                                             " decode steps in flight");
+  const load::HostTraffic before = exe_.traffic();
+  Pending p{next_pos_, static_cast<uint32_t>(steps_ % load::kReadbackSlots), steps_, {}};
+  Status s = run_decode_step(p.index);
+  if (s.ok()) s = exe_.read_buffer_async(c_.next_token, p.slot, sizeof(int64_t));
+  if (!s.ok()) return s.error().with_context(at(p.pos));
+  const load::HostTraffic& after = exe_.traffic();
+  p.record.launches = after.launches - before.launches;
+  p.record.host_writes = after.host_writes - before.host_writes;
+  p.record.host_waits = after.host_waits - before.host_waits;
+  ++steps_;
+  ++next_pos_;
+  queue_.push_back(p);
+  return {};
+}
+
+Result<int64_t> Qwen3Driver::next_decoded() {
+  if (queue_.empty()) return make_error(ErrorKind::kUsage, "no decode step in flight");
+  Pending p = queue_.front();
+  queue_.pop_front();
+  const uint64_t waits_before = exe_.traffic().host_waits;
+  auto bytes = exe_.wait_readback(p.slot);
+  if (!bytes.ok()) return bytes.error().with_context(at(p.pos));
+  int64_t next = 0;
+  std::memcpy(&next, bytes->data(), sizeof next);
+  p.record.host_waits += exe_.traffic().host_waits - waits_before;
+  if (Status s = time_step(p.index, p.record); !s.ok()) return s.error().with_context(at(p.pos));
+  records_.push_back(p.record);
+  return check_token(next, p.pos);
+}
+
+Status Qwen3Driver::discard_in_flight() {
+  while (!queue_.empty()) {
+    const Pending p = queue_.front();
+    queue_.pop_front();
+    auto bytes = exe_.wait_readback(p.slot);
+    if (!bytes.ok()) return bytes.error().with_context(at(p.pos) + " (a discarded step)");
+  }
+  return {};
 }
 
 }  // namespace kern::run

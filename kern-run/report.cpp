@@ -28,6 +28,48 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
+/// The decode loop's steady-state line of render_stats.
+std::string decode_stats_line(const GenerateResult& r) {
+  const DecodeStats& st = r.stats;
+  std::string out = std::string("decode loop: ") + (r.sync ? "synchronous" : "asynchronous");
+  if (!r.sync) out += " (lookahead " + std::to_string(kDecodeLookahead) + ")";
+  if (st.steady_steps == 0) return out + "; too few steps for steady-state figures\n";
+  out += "; steady state over " + std::to_string(st.steady_steps) + " steps, per step: " +
+         fmt("%.2f", st.launches_per_step) + " launches, " + fmt("%.2f", st.host_writes_per_step) +
+         " host writes, " + fmt("%.2f", st.host_waits_per_step) + " host waits";
+  if (st.gpu_timed)
+    out += "; GPU busy " + fmt("%.4f", st.gpu_busy_ms_per_step) + " ms, wall " + fmt("%.4f", st.gpu_wall_ms_per_step) +
+           " ms, host gap " + fmt("%.1f", st.host_gap_us_per_step) + " us (max " + fmt("%.1f", st.host_gap_us_max) +
+           ")";
+  return out + "\n";
+}
+
+/// The decode loop's figures in render_json (docs/running.md): all keys in one place.
+void write_decode_stats(rapidjson::Writer<rapidjson::StringBuffer>& w, const GenerateResult& r) {
+  const DecodeStats& st = r.stats;
+  auto num_or_null = [&w](const char* key, bool present, double v) {
+    w.Key(key);
+    if (present) w.Double(v);
+    else w.Null();
+  };
+  w.Key("decode_mode");
+  w.String(r.sync ? "sync" : "async");
+  w.Key("decode_lookahead");
+  w.Uint64(r.sync ? 0 : kDecodeLookahead);
+  w.Key("decode_surplus_steps");
+  w.Uint64(r.surplus_steps);
+  w.Key("decode_steady_steps");
+  w.Uint64(st.steady_steps);
+  const bool steady = st.steady_steps > 0;
+  num_or_null("decode_launches_per_step", steady, st.launches_per_step);
+  num_or_null("decode_host_writes_per_step", steady, st.host_writes_per_step);
+  num_or_null("decode_host_waits_per_step", steady, st.host_waits_per_step);
+  num_or_null("decode_gpu_busy_ms_per_step", st.gpu_timed, st.gpu_busy_ms_per_step);
+  num_or_null("decode_gpu_wall_ms_per_step", st.gpu_timed, st.gpu_wall_ms_per_step);
+  num_or_null("decode_host_gap_us_per_step", st.gpu_timed, st.host_gap_us_per_step);
+  num_or_null("decode_host_gap_us_max", st.gpu_timed, st.host_gap_us_max);
+}
+
 }  // namespace
 
 std::string render_stats(const GenerateResult& r, const ReportContext& ctx) {
@@ -46,6 +88,7 @@ std::string render_stats(const GenerateResult& r, const ReportContext& ctx) {
          fmt("%.3f", r.prefill_ms) + " ms\n";
   out += "decode: " + std::to_string(r.decode_steps) + " steps, " + fmt("%.3f", s.decode_ms_per_token) + " ms/token (" +
          fmt("%.1f", s.decode_tok_s) + " tok/s)\n";
+  out += decode_stats_line(r);
   out += "generated " + std::to_string(r.generated_ids.size()) + " tokens, stopped by " +
          (r.stopped ? "an end token" : "--steps") + "\n";
   out += "device: " + ctx.device + "\n";
@@ -88,6 +131,7 @@ std::string render_json(const GenerateResult& r, const ReportContext& ctx) {
   num("decode_tokens_per_s", s.decode_tok_s);
   w.Key("decode_steps");
   w.Uint64(r.decode_steps);
+  write_decode_stats(w, r);
   w.Key("chunk");
   w.Uint64(r.chunk);
   w.Key("capacity");

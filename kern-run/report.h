@@ -32,7 +32,13 @@ std::string render_text(const GenerateResult& r, const ReportContext& ctx);
 /// `text` (when a tokenizer was given), `stop_reason` ("end_token" or
 /// "steps"), `time_to_first_token_ms`, `prefill_ms` (= time to first token),
 /// `prefill_tokens_per_s`, `decode_ms_per_token`, `decode_tokens_per_s`,
-/// `decode_steps`, `chunk`, `capacity`, `device`, `tokenize_ms`, and `load_ms`
+/// `decode_steps`, the decode loop's figures (`decode_mode` "async"/"sync",
+/// `decode_lookahead`, `decode_surplus_steps`, `decode_steady_steps`, per
+/// steady-state step `decode_launches_per_step`, `decode_host_writes_per_step`,
+/// `decode_host_waits_per_step` — null without steady-state steps — and
+/// `decode_gpu_busy_ms_per_step`, `decode_gpu_wall_ms_per_step`,
+/// `decode_host_gap_us_per_step`, `decode_host_gap_us_max` — null without
+/// device timers), `chunk`, `capacity`, `device`, `tokenize_ms`, and `load_ms`
 /// {plan, device, weights_open, kernels, allocate, weights_upload, stage,
 /// total} plus `weight_bytes`. Speeds are 0 when nothing was timed.
 std::string render_json(const GenerateResult& r, const ReportContext& ctx);

@@ -66,6 +66,10 @@ Status run(const RunOptions& o) {
   if (!prompt.ok()) return prompt.error();
   GenerateRequest req{prompt->ids, o.steps, o.chunk, o.capacity.value_or(default_capacity(c)), {}, nullptr};
   req.stop_ids = stop_ids_for(o, tokenizer ? &*tokenizer : nullptr);
+  // Dumped buffers must be those of the last generated id's step, not of a
+  // discarded surplus step after a stop id: with stop ids, --dump-buffer
+  // runs the synchronous loop (without, no step is issued past --steps).
+  req.sync = o.sync || (!dumps.empty() && !req.stop_ids.empty());
   // Every id, from any source, is checked against the embedding before the
   // device or the weights are touched.
   if (Status s = check_request(c, req); !s.ok())

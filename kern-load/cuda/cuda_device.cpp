@@ -47,6 +47,11 @@ Result<std::unique_ptr<CudaDevice>> CudaDevice::create(const CudaDeviceOptions& 
     KERN_CU_CHECK(drv, a.cuMemHostAlloc(&d->staging_[i], kStagingBytes, 0));
     KERN_CU_CHECK(drv, a.cuEventCreate(&d->staging_done_[i], CU_EVENT_DISABLE_TIMING));
   }
+  KERN_CU_CHECK(drv, a.cuMemHostAlloc(&d->small_, kSmallSlots * kSmallCopyBytes, 0));
+  for (CUevent& e : d->small_done_) KERN_CU_CHECK(drv, a.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  KERN_CU_CHECK(drv, a.cuMemHostAlloc(&d->readback_, kReadbackSlots * kReadbackSlotBytes, 0));
+  for (CUevent& e : d->readback_done_) KERN_CU_CHECK(drv, a.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  for (CUevent& e : d->marks_) KERN_CU_CHECK(drv, a.cuEventCreate(&e, CU_EVENT_DEFAULT));
   char name[256] = {};
   KERN_CU_CHECK(drv, a.cuDeviceGetName(name, sizeof(name) - 1, d->device_));
   d->name_ = "cuda:" + std::to_string(options.ordinal) + " " + name;
@@ -67,6 +72,14 @@ CudaDevice::~CudaDevice() {
     if (staging_done_[i]) (void)a.cuEventDestroy(staging_done_[i]);
     if (staging_[i]) (void)a.cuMemFreeHost(staging_[i]);
   }
+  for (CUevent e : small_done_)
+    if (e) (void)a.cuEventDestroy(e);
+  for (CUevent e : readback_done_)
+    if (e) (void)a.cuEventDestroy(e);
+  for (CUevent e : marks_)
+    if (e) (void)a.cuEventDestroy(e);
+  if (small_) (void)a.cuMemFreeHost(small_);
+  if (readback_) (void)a.cuMemFreeHost(readback_);
   if (stream_) (void)a.cuStreamDestroy(stream_);
   if (context_) (void)a.cuDevicePrimaryCtxRelease(device_);
 }
@@ -109,6 +122,16 @@ Status CudaDevice::copy_to_device(DevicePtr dst, const void* src, uint64_t size_
   const Driver& drv = *driver_;
   const DriverApi& a = drv.api();
   const auto* p = static_cast<const uint8_t*>(src);
+  if (size_bytes <= kSmallCopyBytes) {  // a small input: its own ring slot, reused kSmallSlots copies later
+    const int s = next_small_;
+    next_small_ = (next_small_ + 1) % kSmallSlots;
+    uint8_t* slot = static_cast<uint8_t*>(small_) + static_cast<uint64_t>(s) * kSmallCopyBytes;
+    KERN_CU_CHECK(drv, a.cuEventSynchronize(small_done_[s]));  // done long ago in practice
+    std::memcpy(slot, p, size_bytes);
+    KERN_CU_CHECK(drv, a.cuMemcpyHtoDAsync(dst, slot, size_bytes, stream_));
+    KERN_CU_CHECK(drv, a.cuEventRecord(small_done_[s], stream_));
+    return Status::ok_status();
+  }
   for (uint64_t done = 0; done < size_bytes;) {
     const uint64_t n = std::min(kStagingBytes, size_bytes - done);
     const int s = next_staging_;
@@ -134,6 +157,42 @@ Status CudaDevice::copy_to_host(void* dst, DevicePtr src, uint64_t size_bytes) {
     done += n;
   }
   return Status::ok_status();
+}
+
+Status CudaDevice::read_async(uint32_t slot, DevicePtr src, uint64_t size_bytes) {
+  KERN_RETURN_IF_ERROR(check_readback(slot, size_bytes));
+  const Driver& drv = *driver_;
+  const DriverApi& a = drv.api();
+  uint8_t* dst = static_cast<uint8_t*>(readback_) + slot * kReadbackSlotBytes;
+  if (size_bytes > 0) KERN_CU_CHECK(drv, a.cuMemcpyDtoHAsync(dst, src, size_bytes, stream_));
+  KERN_CU_CHECK(drv, a.cuEventRecord(readback_done_[slot], stream_));
+  return Status::ok_status();
+}
+
+Result<std::span<const uint8_t>> CudaDevice::wait_read(uint32_t slot) {
+  KERN_RETURN_IF_ERROR(check_readback(slot, 0));
+  KERN_CU_CHECK(*driver_, driver_->api().cuEventSynchronize(readback_done_[slot]));
+  return std::span<const uint8_t>(static_cast<const uint8_t*>(readback_) + slot * kReadbackSlotBytes,
+                                  kReadbackSlotBytes);
+}
+
+Status CudaDevice::record_mark(uint32_t mark) {
+  if (mark >= kTimingMarks)
+    return make_error(ErrorKind::kDevice, "timing mark " + std::to_string(mark) + " is not below " +
+                                              std::to_string(kTimingMarks));
+  KERN_CU_CHECK(*driver_, driver_->api().cuEventRecord(marks_[mark], stream_));
+  return Status::ok_status();
+}
+
+Result<double> CudaDevice::mark_elapsed_ms(uint32_t from, uint32_t to) {
+  if (from >= kTimingMarks || to >= kTimingMarks)
+    return make_error(ErrorKind::kDevice, "timing mark " + std::to_string(std::max(from, to)) + " is not below " +
+                                              std::to_string(kTimingMarks));
+  const Driver& drv = *driver_;
+  KERN_CU_CHECK(drv, drv.api().cuEventSynchronize(marks_[to]));
+  float ms = 0;
+  KERN_CU_CHECK(drv, drv.api().cuEventElapsedTime(&ms, marks_[from], marks_[to]));
+  return static_cast<double>(ms);
 }
 
 Status CudaDevice::synchronize() {

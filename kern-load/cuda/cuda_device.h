@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -51,6 +52,18 @@ class CudaDevice final : public Device {
   Status launch(uint32_t step, const LaunchDims& dims, void** kernel_params) override;
   Status synchronize() override;
 
+  /// Readback slots: one pinned buffer of kReadbackSlots x kReadbackSlotBytes
+  /// and one event per slot (cuMemcpyDtoHAsync + cuEventRecord; wait_read:
+  /// cuEventSynchronize, which spins or yields per the context's scheduling
+  /// flags, never a stream synchronize).
+  Status read_async(uint32_t slot, DevicePtr src, uint64_t size_bytes) override;
+  Result<std::span<const uint8_t>> wait_read(uint32_t slot) override;
+
+  /// Timing marks: kTimingMarks events with timing enabled.
+  bool supports_timing() const override { return true; }
+  Status record_mark(uint32_t mark) override;
+  Result<double> mark_elapsed_ms(uint32_t from, uint32_t to) override;
+
   /// Graphs: stream capture in thread-local mode on the device's stream.
   bool supports_graphs() const override { return true; }
   Status begin_capture() override;
@@ -76,6 +89,12 @@ class CudaDevice final : public Device {
     CUmodule module = nullptr;
   };
   static constexpr uint64_t kStagingBytes = 8ull << 20;    ///< per pinned staging buffer (two)
+  /// Host->device copies of at most this many bytes go through a ring of
+  /// small pinned slots instead, so that a run of small input writes (a
+  /// prefill chunk's, the first decode's) never waits for the device: a slot
+  /// is reused only kSmallSlots copies later.
+  static constexpr uint64_t kSmallCopyBytes = 4096;
+  static constexpr int kSmallSlots = 64;
   static constexpr uint64_t kWorkspaceBytes = 32ull << 20;  ///< cublasLt workspace
 
   CudaDevice() = default;
@@ -93,6 +112,12 @@ class CudaDevice final : public Device {
   void* staging_[2] = {nullptr, nullptr};  ///< pinned host buffers (cuMemHostAlloc)
   CUevent staging_done_[2] = {nullptr, nullptr};  ///< recorded after each copy out of staging_[i]
   int next_staging_ = 0;
+  void* small_ = nullptr;                  ///< pinned, kSmallSlots x kSmallCopyBytes
+  CUevent small_done_[kSmallSlots] = {};   ///< recorded after each copy out of a small slot
+  int next_small_ = 0;
+  void* readback_ = nullptr;               ///< pinned, kReadbackSlots x kReadbackSlotBytes
+  CUevent readback_done_[kReadbackSlots] = {};  ///< recorded after each read_async
+  CUevent marks_[kTimingMarks] = {};       ///< timing events (record_mark)
   std::unordered_map<DevicePtr, CUdeviceptr> allocations_;  ///< aligned address -> cuMemAlloc base
   std::vector<Module> modules_;
   std::vector<StepFn> steps_;

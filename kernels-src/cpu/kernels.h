@@ -77,6 +77,12 @@ Status argmax_partial_bf16(const CpuLaunch& launch);
 /// over the chunks (ties -> smallest index) as an i64. Grid.x >= rows.
 Status argmax_reduce(const CpuLaunch& launch);
 
+/// `kern_decode_advance` (§14): feeds next_token[T-1] back into token_ids[0]
+/// and advances positions[0] = positions[T-1] + 1, slot_mapping[0] = that
+/// position's slot through the block table (-1 outside it), seq_lens[0] += 1.
+/// Nothing when num_tokens is 0. Grid.x >= 1.
+Status decode_advance(const CpuLaunch& launch);
+
 /// `extern:cublaslt_bf16_tn` (§10): c[m, n] = bf16(a[m, k] . w[n, k]^T), f32
 /// accumulation. Grid and block are ignored.
 Status gemm_bf16_tn(const CpuLaunch& launch);
@@ -125,6 +131,7 @@ Status paged_attention_reduce_bf16_extents(const CpuLaunch& launch, CpuExtents& 
 Status paged_attention_prefill_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status argmax_partial_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status argmax_reduce_extents(const CpuLaunch& launch, CpuExtents& out);
+Status decode_advance_extents(const CpuLaunch& launch, CpuExtents& out);
 /// Both GEMM ops (the _acc variant touches the same bytes).
 Status gemm_bf16_tn_extents(const CpuLaunch& launch, CpuExtents& out);
 /// The decode GEMV family (one declaration per variant's param layout).

@@ -22,7 +22,7 @@ struct Entry {
 };
 
 // Each kernel is wrapped by guarded<> (kernel_args.h): no exception escapes.
-constexpr std::array<Entry, 23> kRegistry = {{
+constexpr std::array<Entry, 24> kRegistry = {{
     {"kern_embedding_bf16", {guarded<embedding_bf16>, embedding_bf16_extents}},
     {"kern_rmsnorm_bf16", {guarded<rmsnorm_bf16>, rmsnorm_bf16_extents}},
     {"kern_add_rmsnorm_bf16", {guarded<add_rmsnorm_bf16>, add_rmsnorm_bf16_extents}},
@@ -47,6 +47,7 @@ constexpr std::array<Entry, 23> kRegistry = {{
     {"kern_gemv_rmsnorm_argmax_bf16", {guarded<gemv_rmsnorm_argmax_bf16>, gemv_rmsnorm_argmax_bf16_extents}},
     {"kern_qk_norm_rope_cache_bf16", {guarded<qk_norm_rope_cache_bf16>, qk_norm_rope_cache_bf16_extents}},
     {"kern_attention_decode_bf16", {guarded<attention_decode_bf16>, attention_decode_bf16_extents}},
+    {"kern_decode_advance", {guarded<decode_advance>, decode_advance_extents}},
     {"extern:cublaslt_bf16_tn", {guarded<gemm_bf16_tn>, gemm_bf16_tn_extents}},
     {"extern:cublaslt_bf16_tn_acc", {guarded<gemm_bf16_tn_acc>, gemm_bf16_tn_extents}},
 }};

@@ -150,26 +150,29 @@ class GeneratedManifests(unittest.TestCase):
                         else:
                             self.assertEqual(list(arg), [ptype], d["label"])
 
-    def test_qwen3_4b_has_433_prefill_and_436_decode_dispatches_and_311_buffers(self):
+    def test_qwen3_4b_has_433_prefill_and_437_decode_dispatches_and_311_buffers(self):
         doc = load("qwen3-4b-unfused")
         self.assertEqual(len(doc["programs"]["prefill"]["dispatches"]), 433)
-        self.assertEqual(len(doc["programs"]["decode"]["dispatches"]), 436)
+        self.assertEqual(len(doc["programs"]["decode"]["dispatches"]), 437)  # SPEC §7: 436 + advance
         self.assertEqual(len(doc["buffers"]), 311)  # docs/qwen3-4b-counts.md: SPEC §7 says 310
         self.assertEqual(doc["states"]["kv_cache"]["bytes_per_token"], 147456)
 
     def test_qwen3_4b_fused_decode_is_at_most_6_launches_per_layer_plus_4(self):
-        # docs/qwen3-manifest.md: 36 layers x 6 + embedding + lm_head/argmax (2 steps) = 219 launches.
+        # docs/qwen3-manifest.md: 36 layers x 6 + embedding + lm_head/argmax (2 steps) + advance = 220 launches.
         doc = load("qwen3-4b")
         unfused = load("qwen3-4b-unfused")
         decode = doc["programs"]["decode"]["dispatches"]
         launches = sum(len(doc["kernels"][d["kernel"]]["impl"]["steps"]) for d in decode)
-        self.assertEqual(launches, 219)
+        self.assertEqual(launches, 220)
         self.assertLessEqual(launches, 6 * 36 + 4)
+        # Both decode programs end with the step advance (docs/qwen3-manifest.md "Who writes what").
+        self.assertEqual(decode[-1]["label"], "advance")
+        self.assertEqual(unfused["programs"]["decode"]["dispatches"][-1], decode[-1])
         for layer in range(36):
             per_layer = [d for d in decode if d["label"].startswith(f"layers.{layer}.")]
             self.assertEqual(sum(len(doc["kernels"][d["kernel"]]["impl"]["steps"]) for d in per_layer), 6)
         old = sum(len(unfused["kernels"][d["kernel"]]["impl"]["steps"]) for d in unfused["programs"]["decode"]["dispatches"])
-        self.assertEqual(old, 473)
+        self.assertEqual(old, 474)
         # Same weights, same prefill, same buffers: only decode's kernels differ.
         self.assertEqual(doc["buffers"], unfused["buffers"])
         self.assertEqual(doc["programs"]["prefill"], unfused["programs"]["prefill"])
@@ -191,7 +194,16 @@ class GeneratedManifests(unittest.TestCase):
                 arg = [a for a in by_label[f"layers.{layer}.{what}"]["args"] if "state" in a][0]
                 self.assertEqual(arg, {"state": "kv_cache", "offset": layer * 16 * 8 * 2 * 128 * 2})
         self.assertEqual(by_label["layers.3.attention"]["args"][12], {"i64": 36 * 16 * 8 * 2 * 128})
-        self.assertEqual([d["label"] for d in disp[-3:]], ["norm", "lm_head", "argmax"])
+        self.assertEqual([d["label"] for d in disp[-4:]], ["norm", "lm_head", "argmax", "advance"])
+        # The step advance (docs/qwen3-manifest.md "Who writes what"): next_token feeds the carries.
+        self.assertEqual(disp[-1]["args"], [{"buf": "next_token"}, {"buf": "block_table"}, {"buf": "token_ids"},
+                                            {"buf": "positions"}, {"buf": "slot_mapping"}, {"buf": "seq_lens"},
+                                            {"sym": "tokens"}, {"i32": 2560}, {"i32": 16}])
+        for name in ("token_ids", "positions", "slot_mapping", "seq_lens"):
+            self.assertEqual(doc["buffers"][name]["class"], "carry", name)
+        for name in ("cu_seqlens_q", "block_table"):
+            self.assertEqual(doc["buffers"][name]["class"], "input", name)
+        self.assertNotIn("advance", [d["label"] for d in doc["programs"]["prefill"]["dispatches"]])
         self.assertEqual(by_label["layers.0.rope"]["args"][-1], {"u8": 1})
 
     def test_tokens_max_sets_the_symbol_bound(self):

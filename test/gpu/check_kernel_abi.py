@@ -41,6 +41,7 @@ FAMILIES = {
     "gemv": ["kern_gemv_bf16", "kern_gemv_acc_bf16", "kern_gemv_residual_bf16", "kern_gemv_silu_mul_bf16",
              "kern_gemv_rmsnorm_bf16", "kern_gemv_rmsnorm_silu_mul_bf16", "kern_gemv_rmsnorm_argmax_bf16"],
     "qk_norm_rope_cache": ["kern_qk_norm_rope_cache_bf16"],
+    "decode_advance": ["kern_decode_advance"],
 }
 
 FATBIN_MAGIC = 0xBA55ED50

@@ -1,7 +1,8 @@
 // The comparison cases (kernel_cases.h): shapes per kernel, random inputs.
 // Odd shapes exercise the scalar fallbacks (row lengths not a multiple of 8,
 // head_dim not a multiple of 32), short contexts leave attention splits empty,
-// argmax rows carry NaN, ties and -inf.
+// argmax rows carry NaN, ties and -inf; the decode advance crosses a page
+// and the block table's end.
 #include "test/gpu/kernel_cases.h"
 
 #include <algorithm>
@@ -411,6 +412,32 @@ Case lm_head_argmax(Rng& r, int m, int n, int k, int splits, bool bench) {
            {arg_buf(pv), arg_buf(pi), arg_buf(nt), arg_i32(m), arg_i32(tiles)});
   return b.c;
 }
+/// The decode step advance: integer bookkeeping, compared exactly. `p0` is
+/// the last row's position; a non-identity block table of `pages` pages.
+Case decode_advance(Rng& r, int t, int64_t p0, int pages) {
+  Builder b{{shape("decode_advance", {{"T", t}, {"p0", p0}, {"pages", pages}}), {}, {}, 64.0, false}};
+  std::vector<int64_t> next(t), ids(t), pos(t), slot(t);
+  for (int i = 0; i < t; ++i) {
+    next[i] = r.range(0, 151936);
+    ids[i] = r.range(0, 151936);
+    pos[i] = p0 - (t - 1) + i;
+    slot[i] = r.range(0, 1000);
+  }
+  std::vector<int32_t> table(pages);
+  for (int i = 0; i < pages; ++i) table[i] = static_cast<int32_t>((i * 7 + 3) % pages);
+  const std::vector<int32_t> seq = {static_cast<int32_t>(p0 + 1)};
+  const int nt = b.buf("next_token", pod_bytes(next));
+  const int bt = b.buf("block_table", pod_bytes(table));
+  const int ti = b.buf("token_ids", pod_bytes(ids), Compare::kExact);
+  const int ps = b.buf("positions", pod_bytes(pos), Compare::kExact);
+  const int sm = b.buf("slot_mapping", pod_bytes(slot), Compare::kExact);
+  const int sl = b.buf("seq_lens", pod_bytes(seq), Compare::kExact);
+  b.launch("decode_advance.fatbin", "kern_decode_advance", {1, 1, 1}, 1,
+           {arg_buf(nt), arg_buf(bt), arg_buf(ti), arg_buf(ps), arg_buf(sm), arg_buf(sl), arg_i32(t),
+            arg_i32(pages), arg_i32(16)});
+  return b.c;
+}
+
 }  // namespace
 
 std::vector<Case> make_cases(uint64_t seed) {
@@ -487,6 +514,9 @@ std::vector<Case> make_cases(uint64_t seed) {
     cs.push_back(gemv(r, v, 8, 37, 1024, 5, 0, false));
     cs.push_back(gemv(r, v, 3, 21, 1000, 2, 8, false));
   }
+  cs.push_back(decode_advance(r, 1, 15, 8));   // crosses a page: slot through the table
+  cs.push_back(decode_advance(r, 3, 40, 8));   // the last of 3 rows feeds row 0
+  cs.push_back(decode_advance(r, 1, 127, 8));  // past the table: slot -1
   return cs;
 }
 

@@ -57,6 +57,44 @@ TEST_CASE("kern-run --json prints exactly one JSON object with the report fields
   CHECK(doc["weight_bytes"].GetUint64() > 250000);  // examples/tiny-qwen3.safetensors holds ~281 kB of tensors
 }
 
+TEST_CASE("kern-run --json reports the decode loop's steady state: 0 host writes and waits asynchronously",
+          "[run][cli][decode_loop]") {
+  auto run_json = [](const std::string& extra) {
+    CliResult r = kern_run(tiny_args("--prompt-ids 3,17,99,200,5 --steps 8 --chunk 2 --json" + extra));
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    rapidjson::Document doc;
+    doc.Parse(r.out.c_str());
+    REQUIRE_FALSE(doc.HasParseError());
+    return doc;
+  };
+  rapidjson::Document async = run_json("");
+  CHECK(std::string(async["decode_mode"].GetString()) == "async");
+  CHECK(async["decode_lookahead"].GetUint64() == 2);
+  CHECK(async["decode_surplus_steps"].GetUint64() == 0);
+  CHECK(async["decode_steady_steps"].GetUint64() == 5);  // 8 steps - 2 warm-up - 1 drain
+  CHECK(async["decode_host_writes_per_step"].GetDouble() == 0);
+  CHECK(async["decode_host_waits_per_step"].GetDouble() == 0);
+  CHECK(async["decode_launches_per_step"].GetDouble() == 32);  // the tiny decode program's launches, eager on cpu
+  for (const char* key : {"decode_gpu_busy_ms_per_step", "decode_gpu_wall_ms_per_step", "decode_host_gap_us_per_step",
+                          "decode_host_gap_us_max"})
+    CHECK(async[key].IsNull());  // no timers on cpu
+  rapidjson::Document sync = run_json(" --sync");
+  CHECK(std::string(sync["decode_mode"].GetString()) == "sync");
+  CHECK(sync["decode_host_writes_per_step"].GetDouble() == 4);
+  CHECK(sync["decode_host_waits_per_step"].GetDouble() == 1);
+  CHECK(sync["generated_ids"] == async["generated_ids"]);
+  rapidjson::Document short_run = [] {
+    CliResult r = kern_run(tiny_args("--prompt-ids 3 --steps 1 --json"));
+    REQUIRE(r.rc == 0);
+    rapidjson::Document doc;
+    doc.Parse(r.out.c_str());
+    return doc;
+  }();
+  CHECK(short_run["decode_steady_steps"].GetUint64() == 0);
+  CHECK(short_run["decode_host_writes_per_step"].IsNull());
+}
+
 TEST_CASE("kern-run without a prompt option or --tokenizer says what it needs", "[run][cli]") {
   CliResult r = kern_run(tiny_args("--steps 1"));
   CHECK(r.rc == 2);

@@ -21,10 +21,10 @@ PlanDesc contract_plan() {
   d.symbols = {{"tokens", 1, 512}};
   const ExprDesc t = ExprDesc::s(0);
   d.buffers = {
-      {"token_ids", DType::i64, BufferClass::input, {t}, 4096},
-      {"positions", DType::i64, BufferClass::input, {t}, 4096},
-      {"slot_mapping", DType::i64, BufferClass::input, {t}, 4096},
-      {"seq_lens", DType::i32, BufferClass::input, {ExprDesc::c(1)}, 4},
+      {"token_ids", DType::i64, BufferClass::carry, {t}, 4096},
+      {"positions", DType::i64, BufferClass::carry, {t}, 4096},
+      {"slot_mapping", DType::i64, BufferClass::carry, {t}, 4096},
+      {"seq_lens", DType::i32, BufferClass::carry, {ExprDesc::c(1)}, 4},
       {"cu_seqlens_q", DType::i32, BufferClass::input, {ExprDesc::c(2)}, 8},
       {"block_table", DType::i32, BufferClass::input, {ExprDesc::c(4)}, 16},
       {"next_token", DType::i64, BufferClass::output, {t}, 4096},
@@ -78,6 +78,10 @@ TEST_CASE("a plan breaking the qwen3 contract is rejected naming what is wrong",
        "buffer 'cu_seqlens_q' has shape [3], kern-run needs [2]"},
       {"class", [](PlanDesc& d) { d.buffers[5].cls = plan::BufferClass::workspace; },
        "buffer 'block_table' is not of class input"},
+      // An old manifest whose decode does not feed its token back (inputs, not carries).
+      {"step input not a carry", [](PlanDesc& d) { d.buffers[2].cls = plan::BufferClass::input; },
+       "buffer 'slot_mapping' is not of class carry (decode feeds its token and counters back on the device; "
+       "regenerate the manifest with examples/gen_qwen3_manifest.py)"},
       // Token ids index the embedding: its rows must be the logits' vocabulary.
       {"embedding rows", [](PlanDesc& d) { d.buffers[8].shape[0] = ExprDesc::c(40); d.buffers[8].max_size_bytes = 40 * 8 * 2; },
        "buffer 'model.embed_tokens.weight' has 40 rows, the logits buffer 32 columns"},
