@@ -26,7 +26,7 @@ namespace {
 
 /// One timed run of `test`.
 Result<double> run_once(Qwen3Driver& driver, load::Executable& exe, const BenchTest& test,
-                        const std::vector<int64_t>& ids, bool sync) {
+                        const std::vector<int64_t>& ids) {
   KERN_RETURN_IF_ERROR(driver.write_block_table());
   auto t0 = Clock::now();
   if (test.n_prompt > 0) {
@@ -34,9 +34,9 @@ Result<double> run_once(Qwen3Driver& driver, load::Executable& exe, const BenchT
     if (!chunks.ok()) return chunks.error();
     KERN_RETURN_IF_ERROR(exe.synchronize());  // cuda enqueues: wait for the last chunk
   } else {
-    // The generation loop's decode (asynchronous unless --sync), no stop ids:
-    // every step's token is read back, like kern-run's.
-    auto loop = decode_loop(driver, ids[0], 0, test.n_gen, {}, sync, [](int64_t, uint64_t) { return Status(); });
+    // The generation loop's decode (asynchronous or synchronous), no stop
+    // ids: every step's token is read back, like kern-run's.
+    auto loop = decode_loop(driver, ids[0], 0, test.n_gen, {}, test.sync, [](int64_t, uint64_t) { return Status(); });
     if (!loop.ok()) return loop.error();
   }
   return ms_since(t0);
@@ -87,9 +87,12 @@ uint64_t bench_capacity(const BenchPlan& plan) {
 std::vector<BenchTest> bench_tests(const BenchPlan& plan) {
   std::vector<BenchTest> tests;
   for (uint64_t p : plan.prompt_lengths)
-    if (p > 0) tests.push_back({p, 0, {}});
-  for (uint64_t g : plan.gen_lengths)
-    if (g > 0) tests.push_back({0, g, {}});
+    if (p > 0) tests.push_back({p, 0, {}, {}, false});
+  for (uint64_t g : plan.gen_lengths) {
+    if (g == 0) continue;
+    if (plan.decode_async) tests.push_back({0, g, {}, {}, false});
+    if (plan.decode_sync) tests.push_back({0, g, {}, {}, true});
+  }
   return tests;
 }
 
@@ -103,7 +106,7 @@ Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contr
     std::vector<DecodeStepRecord> records;  // the timed repetitions' decode steps
     for (uint64_t i = 0; i < plan.warmup + plan.reps; ++i) {
       driver.clear_records();
-      auto ms = run_once(driver, exe, t, ids, plan.sync);
+      auto ms = run_once(driver, exe, t, ids);
       if (!ms.ok()) return ms.error().with_context(t.name());
       if (i < plan.warmup) continue;
       t.ms.push_back(*ms);
@@ -131,7 +134,11 @@ int run_bench_command(int argc, char** argv) {
                      ->check(count_check(0));
   random->excludes(weights);
   app.add_flag("--eager", settings.eager, "launch every step eagerly (no CUDA graphs)");
-  app.add_flag("--sync", plan.sync, "synchronous decode in tg tests (host writes and waits every step)");
+  std::string decode_text = "async";
+  app.add_option("--decode", decode_text,
+                 "tg tests' decode loop: async, sync (host writes and waits every step, as kern-run --sync) "
+                 "or both (tgN and tgN-sync)")
+      ->capture_default_str();
   app.add_option("-p,--n-prompt", p_text, "prompt lengths, comma-separated (0: no pp test)")->capture_default_str();
   app.add_option("-n,--n-gen", n_text, "generation lengths, comma-separated (0: no tg test)")->capture_default_str();
   // Bounded, so warmup + reps cannot overflow.
@@ -158,6 +165,10 @@ int run_bench_command(int argc, char** argv) {
     return fail(make_error(ErrorKind::kUsage, "--weights is required (or --random-weights SEED)"));
   auto format = parse_bench_format(format_text);
   if (!format.ok()) return fail(format.error());
+  if (decode_text != "async" && decode_text != "sync" && decode_text != "both")
+    return fail(make_error(ErrorKind::kUsage, "--decode: unknown mode '" + decode_text + "' (expected async, sync or both)"));
+  plan.decode_async = decode_text != "sync";
+  plan.decode_sync = decode_text != "async";
   auto p = parse_lengths(p_text, "-p", "prompt length");
   if (!p.ok()) return fail(p.error());
   auto n = parse_lengths(n_text, "-n", "generation length");
@@ -185,8 +196,7 @@ int run_bench_command(int argc, char** argv) {
   auto model = load_qwen3_model(std::move(opened.value()), settings, &progress);
   if (!model.ok()) return fail(model.error());
   BenchInfo info{plan_path, hex_encode(*digest), model->device_name, driver_version(model->device_name),
-                 kBuildCommit, std::min(std::max<uint64_t>(plan.chunk, 1), c.tokens_max), plan.warmup,
-                 plan.sync ? "sync" : "async"};
+                 kBuildCommit, std::min(std::max<uint64_t>(plan.chunk, 1), c.tokens_max), plan.warmup};
   auto tests = run_bench(*model->exe, c, plan);
   if (!tests.ok()) return fail(tests.error());
   std::string table = render_bench_md(info, *tests);

@@ -2,9 +2,9 @@
 // processing test (chunked `prefill` of that many tokens from position 0,
 // then a device synchronize) and for each generation length (-n) a text
 // generation test (that many `decode` steps from position 0 through the
-// generation's decode loop, asynchronous unless --sync, each token read
-// back, greedy; with steady-state per-step launches, host writes, host
-// waits and, on cuda, GPU busy time and host gap). Prompt ids are pseudo-random in [0, vocab) from
+// generation's decode loop, asynchronous and/or synchronous (--decode),
+// each token read back, greedy; with steady-state per-step launches, host
+// writes, host waits and, on cuda, GPU busy time and host gap). Prompt ids are pseudo-random in [0, vocab) from
 // a fixed seed. Each test runs `warmup` times unreported, then `reps` times.
 #pragma once
 
@@ -27,7 +27,8 @@ struct BenchPlan {
   uint64_t warmup = 1;
   uint64_t chunk = 512;   ///< prefill chunk (clamped to the tokens bound)
   uint64_t seed = 1234;   ///< prompt ids' seed
-  bool sync = false;      ///< tg tests: the synchronous decode loop (`--sync`)
+  bool decode_async = true;  ///< tg tests with the asynchronous decode loop (`--decode async|both`)
+  bool decode_sync = false;  ///< tg tests with the synchronous one (`--decode sync|both`)
 };
 
 /// Most warmup runs, and most repetitions, per test (keeps warmup + reps
@@ -35,7 +36,8 @@ struct BenchPlan {
 inline constexpr uint64_t kMaxBenchRuns = 1000000;
 
 /// The tests `plan` asks for, without measurements: one pp test per
-/// non-zero prompt length, then one tg test per non-zero generation length.
+/// non-zero prompt length, then per non-zero generation length an
+/// asynchronous tg test and/or a synchronous one (`tgN-sync`).
 std::vector<BenchTest> bench_tests(const BenchPlan& plan);
 
 /// The capacity in tokens the tests need (the longest test, at least 1).

@@ -25,14 +25,15 @@ std::string csv_field(const std::string& s) {
 }
 
 /// A tg test's decode loop figures (the keys of kern-run --json).
-void write_decode(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchInfo& info, const DecodeStats& d) {
+void write_decode(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchTest& t) {
+  const DecodeStats& d = t.decode;
   auto num_or_null = [&w](const char* key, bool present, double v) {
     w.Key(key);
     if (present) w.Double(v);
     else w.Null();
   };
   w.Key("decode_mode");
-  w.String(info.decode_mode.c_str(), static_cast<rapidjson::SizeType>(info.decode_mode.size()));
+  w.String(t.sync ? "sync" : "async");
   w.Key("decode_steady_steps");
   w.Uint64(d.steady_steps);
   const bool steady = d.steady_steps > 0;
@@ -81,7 +82,7 @@ void write_test(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchInfo& 
   w.Double(s.sd);
   w.Key("median_ts");
   w.Double(s.median);
-  if (t.n_gen > 0) write_decode(w, info, t.decode);
+  if (t.n_gen > 0) write_decode(w, t);
   w.EndObject();
 }
 
@@ -95,7 +96,7 @@ std::string test_json(const BenchInfo& info, const BenchTest& t) {
 }  // namespace
 
 std::string BenchTest::name() const {
-  return n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  return n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen) + (sync ? "-sync" : "");
 }
 
 Stats summarize(std::vector<double> values) {
@@ -149,7 +150,7 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
     const DecodeStats& d = t.decode;
     auto steady = [&d](double v) { return d.steady_steps > 0 ? fmt("%.2f", v) : std::string("-"); };
     auto gpu = [&d](const char* f, double v) { return d.gpu_timed ? fmt(f, v) : std::string("-"); };
-    out += "| " + t.name() + " | " + info.decode_mode + " | " + steady(d.launches_per_step) + " | " +
+    out += "| " + t.name() + " | " + (t.sync ? "sync" : "async") + " | " + steady(d.launches_per_step) + " | " +
            steady(d.host_writes_per_step) + " | " + steady(d.host_waits_per_step) + " | " +
            gpu("%.4f", d.gpu_busy_ms_per_step) + " | " + gpu("%.4f", d.gpu_wall_ms_per_step) + " | " +
            gpu("%.1f", d.host_gap_us_per_step) + " |\n";

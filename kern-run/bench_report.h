@@ -22,8 +22,11 @@ struct BenchTest {
   /// tg tests: the decode loop's steady-state figures over the timed
   /// repetitions (each repetition's steady_part, decode_stats.h).
   DecodeStats decode{};
+  /// tg tests: the synchronous decode loop (kern-run --sync) ran, not the
+  /// asynchronous one.
+  bool sync = false;
 
-  /// "pp512" or "tg128".
+  /// "pp512", "tg128" (asynchronous decode) or "tg128-sync".
   std::string name() const;
   /// Tokens processed per repetition (n_prompt + n_gen).
   uint64_t tokens() const { return n_prompt + n_gen; }
@@ -49,7 +52,6 @@ struct BenchInfo {
   std::string build_commit; ///< `git describe --always --dirty` at build time
   uint64_t chunk = 0;       ///< prefill chunk in tokens
   uint64_t warmup = 0;      ///< warm-up runs per test (not reported)
-  std::string decode_mode = "async";  ///< tg tests' decode loop: "async" or "sync" (--sync)
 };
 
 /// Output formats of `-o`.
@@ -69,7 +71,7 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
 std::string render_bench_csv(const BenchInfo& info, const std::vector<BenchTest>& tests);
 /// One JSON array with an object per test: the info fields, test, n_prompt,
 /// n_gen, samples_ms, samples_ts, avg_ts, stddev_ts, median_ts; tg tests
-/// add decode_mode, decode_steady_steps and the per-step decode_* figures of
+/// add decode_mode ("async"/"sync"), decode_steady_steps and the per-step decode_* figures of
 /// kern-run --json (null where not measured).
 std::string render_bench_json(const BenchInfo& info, const std::vector<BenchTest>& tests);
 /// The objects of render_bench_json, one per line.

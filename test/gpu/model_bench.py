@@ -8,8 +8,8 @@ killed early still gets a results.json):
   VERSION               the bundle's commit and nvcc (step bundle)
   kernels.json          kern-gpu-compare: cases, kernel timings, copy_gbps
   tiny_*.json           kern-run --json of the tiny model per device/mode
-  bench_<m>_<mode>.json kern-run bench -p 512 -n 1,32 -r 50 --warmup 2 -o json,
-                        mode graph|eager
+  bench_<m>_<mode>.json kern-run bench -p 512 -n 1,32 -r 50 --warmup 2
+                        --decode both -o json, mode graph|eager
   hf_<m>.json           hf_peer.py: HF vs kern ids and timings
 and SUMMARY_TXT's step lines; writes RESULTS_JSON and prints a short table.
 Per model (sizes from examples/<m>.json):
@@ -18,6 +18,11 @@ Per model (sizes from examples/<m>.json):
                         one back) after 2 warm-up steps; tok/s = 1000 / it;
                         decode_ms_per_step_tg32 = 1000 / median tok/s of the
                         50 tg32 repetitions (32 steps each), a cross-check
+  decode loop           per mode, the asynchronous (tg32) and synchronous
+                        (tg32-sync) decode loop: wall ms/step and, per
+                        steady-state step, GPU busy / wall ms, the host gap,
+                        launches, host writes and waits (kern-run bench's
+                        decode_* figures; docs/runtime.md)
   launches/step         kernel launches of one decode step run eagerly (the
                         decode program's dispatches, each kernel's steps);
                         with graphs, one graph launch replays them
@@ -42,7 +47,9 @@ DSIZE = {"bf16": 2, "f16": 2, "f32": 4, "fp8e4m3": 1, "i32": 4, "u32": 4, "i64":
 ONE_ROW = ("model.embed_tokens.weight", "rope.cos_sin_cache")
 MODELS = ("qwen3-0.6b", "qwen3-4b", "qwen3-4b-unfused")  # 4b: fused decode; -unfused: the original kernels
 MODES = ("graph", "eager")
-SUSTAINED = 32  # run.sh: kern-run bench -p 512 -n 1,32 -r 50 --warmup 2
+SUSTAINED = 32  # run.sh: kern-run bench -p 512 -n 1,32 -r 50 --warmup 2 --decode both
+DECODE_KEYS = ("gpu_busy_ms_per_step", "gpu_wall_ms_per_step", "host_gap_us_per_step", "host_gap_us_max",
+               "launches_per_step", "host_writes_per_step", "host_waits_per_step")
 
 
 def step_weight_bytes(manifest):
@@ -93,6 +100,18 @@ def bench_numbers(doc):
         x[f"decode_ms_per_step_tg{SUSTAINED}"] = 1000.0 / tg["median_ts"]
     if pp and pp.get("median_ts", 0) > 0:
         x["prefill512_tok_s"] = pp["median_ts"]
+    # The decode loop, asynchronous (tg32) and synchronous (tg32-sync): wall
+    # ms/step, and per steady-state step the GPU busy / wall time, the host
+    # gap, launches, host writes and waits (null figures are left out).
+    for name, loop in ((f"tg{SUSTAINED}", "async"), (f"tg{SUSTAINED}-sync", "sync")):
+        t = tests.get(name)
+        if not t or t.get("median_ts", 0) <= 0:
+            continue
+        d = {"ms_per_step": 1000.0 / t["median_ts"]}
+        for k in DECODE_KEYS:
+            if isinstance(t.get("decode_" + k), (int, float)):
+                d[k] = t["decode_" + k]
+        x.setdefault("decode_loop", {})[loop] = d
     for t in doc[:1]:
         for k in ("plan_sha256", "device", "driver", "build_commit"):
             if t.get(k):
@@ -201,6 +220,14 @@ def table(r):
                          f"{fmt(b.get('prefill512_tok_s'), '17.0f', 17)}  "
                          + (f"{100 * frac:8.1f}%" if frac else "       -"))
     for m, x in r["models"].items():
+        for mode in MODES:
+            loops = x.get(mode, {}).get("decode_loop", {})
+            if loops:
+                lines.append(f"{m} {mode} decode loop: " + "; ".join(
+                    f"{k} {fmt(v.get('ms_per_step'), '.3f', 1)} ms/step, GPU busy "
+                    f"{fmt(v.get('gpu_busy_ms_per_step'), '.3f', 1)} ms, host gap "
+                    f"{fmt(v.get('host_gap_us_per_step'), '.1f', 1)} us" for k, v in loops.items()))
+    for m, x in r["models"].items():
         hf = x.get("hf")
         if not hf:
             continue
@@ -224,8 +251,13 @@ def main(argv):
             print(f"d2d copy {doc['copy_gbps']:.0f} GB/s" if isinstance(doc, dict) and "copy_gbps" in doc else "")
             return 0
         b = bench_numbers(doc)
-        print(f"{b.get('decode_ms_per_step', float('nan')):.3f} ms/step, "
-              f"pp512 {b.get('prefill512_tok_s', float('nan')):.0f} tok/s")
+        loops = b.get("decode_loop", {})
+        gaps = "".join(f", {k} gap {v['host_gap_us_per_step']:.1f} us" for k, v in loops.items()
+                       if "host_gap_us_per_step" in v)
+        sync = loops.get("sync", {}).get("ms_per_step")
+        print(f"{b.get('decode_ms_per_step', float('nan')):.3f} ms/step"
+              + (f" (tg{SUSTAINED} sync {sync:.3f})" if sync else "") + gaps
+              + f", pp512 {b.get('prefill512_tok_s', float('nan')):.0f} tok/s")
         return 0
     if len(argv) != 4:
         print(__doc__.split("\n\n")[0], file=sys.stderr)

@@ -31,7 +31,16 @@ def bench(step_ms, pp=9000.0):
     return [dict(head, test="pp512", n_prompt=512, n_gen=0, samples_ms=[1.0] * 50, median_ts=pp),
             dict(head, test="tg1", n_prompt=0, n_gen=1, samples_ms=one, median_ts=1000.0 / step_ms),
             dict(head, test="tg32", n_prompt=0, n_gen=32, samples_ms=[32 * step_ms] * 50,
-                 median_ts=1000.0 / (1.1 * step_ms))]
+                 median_ts=1000.0 / (1.1 * step_ms), decode_mode="async", decode_gpu_busy_ms_per_step=1.9,
+                 decode_host_gap_us_per_step=4.5, decode_host_writes_per_step=0.0, decode_gpu_wall_ms_per_step=None)]
+
+
+def with_sync(tests, sync_step_ms):
+    """`tests` plus the tg32-sync test of --decode both."""
+    head = {k: tests[0][k] for k in ("plan_sha256", "device", "driver", "build_commit")}
+    return tests + [dict(head, test="tg32-sync", n_prompt=0, n_gen=32, samples_ms=[32 * sync_step_ms] * 50,
+                         median_ts=1000.0 / sync_step_ms, decode_mode="sync", decode_gpu_busy_ms_per_step=1.9,
+                         decode_host_gap_us_per_step=120.0, decode_host_writes_per_step=4.0)]
 
 
 class ModelBench(unittest.TestCase):
@@ -58,7 +67,7 @@ class ModelBench(unittest.TestCase):
                                                   "clocks.sm": "1980", "clocks.max.sm": "1980"})
             write(os.path.join(res, "VERSION"), "commit c0ffee\nnvcc release 13.0\n")
             write(os.path.join(res, "kernels.json"), {"copy_gbps": 2000.0})
-            write(os.path.join(res, "bench_qwen3-0.6b_graph.json"), bench(2.0))
+            write(os.path.join(res, "bench_qwen3-0.6b_graph.json"), with_sync(bench(2.0), 2.5))
             write(os.path.join(res, "bench_qwen3-0.6b_eager.json"), bench(4.0, pp=8000.0))
             write(os.path.join(res, "hf_qwen3-0.6b.json"), {
                 "compare": {"equal": True, "first_diff": None, "ok": True}, "hf_generate_ms_per_token": 20.0,
@@ -77,6 +86,17 @@ class ModelBench(unittest.TestCase):
         self.assertEqual(m["graph"]["decode_steps_timed"], 50)
         self.assertAlmostEqual(m["graph"]["decode_tok_s"], 500.0)
         self.assertAlmostEqual(m["graph"]["decode_ms_per_step_tg32"], 2.2)
+        # The decode loop, async vs sync (--decode both); a null figure is left out.
+        loop = m["graph"]["decode_loop"]
+        self.assertEqual(sorted(loop), ["async", "sync"])
+        self.assertAlmostEqual(loop["async"].pop("ms_per_step"), 2.2)
+        self.assertEqual(loop["async"], {"gpu_busy_ms_per_step": 1.9, "host_gap_us_per_step": 4.5,
+                                         "host_writes_per_step": 0.0})
+        self.assertAlmostEqual(loop["sync"]["ms_per_step"], 2.5)
+        self.assertEqual(loop["sync"]["host_gap_us_per_step"], 120.0)
+        self.assertNotIn("sync", m["eager"]["decode_loop"])
+        self.assertIn("qwen3-0.6b graph decode loop: async 2.200 ms/step, GPU busy 1.900 ms, host gap 4.5 us; "
+                      "sync 2.500 ms/step, GPU busy 1.900 ms, host gap 120.0 us", proc.stdout)
         self.assertEqual(m["graph"]["prefill512_tok_s"], 9000.0)
         self.assertAlmostEqual(m["graph"]["bandwidth_fraction"], step_bytes / 2e-3 / 1e9 / 2000.0)
         self.assertAlmostEqual(m["graph_speedup"], 2.0)
@@ -124,7 +144,10 @@ class ModelBench(unittest.TestCase):
             write(os.path.join(res, "b.json"), bench(2.5, pp=12000.0))
             write(os.path.join(res, "k.json"), {"copy_gbps": 4321.4})
             self.assertEqual(self.run_tool("--bench-line", os.path.join(res, "b.json")).stdout,
-                             "2.500 ms/step, pp512 12000 tok/s\n")
+                             "2.500 ms/step, async gap 4.5 us, pp512 12000 tok/s\n")
+            write(os.path.join(res, "s.json"), with_sync(bench(2.5, pp=12000.0), 3.0))
+            self.assertEqual(self.run_tool("--bench-line", os.path.join(res, "s.json")).stdout,
+                             "2.500 ms/step (tg32 sync 3.000), async gap 4.5 us, sync gap 120.0 us, pp512 12000 tok/s\n")
             self.assertEqual(self.run_tool("--copy-line", os.path.join(res, "k.json")).stdout, "d2d copy 4321 GB/s\n")
             self.assertEqual(self.run_tool("--copy-line", os.path.join(res, "none.json")).stdout, "\n")
 

@@ -227,15 +227,21 @@ EOF
 
 # kern-run bench at a model's geometry with random weights, CUDA graphs and
 # --eager: 512-token prefill, single decode steps (tg1: the per-step median)
-# and 32-step runs (tg32), 50 repetitions each after 2 warm-ups.
+# and 32-step runs (tg32), 50 repetitions each after 2 warm-ups. Decode runs
+# both asynchronously (tgN) and synchronously (tgN-sync, --decode both): the
+# tg32 pair gives wall ms/step, GPU busy ms/step and the host gap of each
+# (docs/runtime.md "Asynchronous decode"); the unfused comparison model runs
+# the asynchronous loop only (its step's time budget).
 s_bench() {
-  local m=$1 mode flag rc=0 line=""
+  local m=$1 mode flag decode=(--decode both) rc=0 line=""
   plan "$m" || return 1
+  [ "$m" = qwen3-4b-unfused ] && decode=()
   for mode in graph eager; do
     flag=()
     [ $mode = eager ] && flag=(--eager)
     "$BIN/kern-run" bench "$WORK/$m.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
-      -p 512 -n 1,32 -r 50 --warmup 2 -o json "${flag[@]}" > "$RES/bench_${m}_$mode.json" 2> "$WORK/bench.err"
+      -p 512 -n 1,32 -r 50 --warmup 2 "${decode[@]}" -o json "${flag[@]}" > "$RES/bench_${m}_$mode.json" \
+      2> "$WORK/bench.err"
     local r=$?
     echo "== $mode: exit $r"; cat "$WORK/bench.err"
     if [ $r != 0 ]; then rc=1; line="$line $mode: exit $r $(grep -m1 -i error "$WORK/bench.err" | cut -c1-120);"

@@ -51,6 +51,35 @@ TEST_CASE("kern-run bench -o jsonl and -o csv carry every repetition", "[run][be
   CHECK(std::count(c.out.begin(), c.out.end(), '\n') == 1 + 4);  // header + 4 repetitions, no tg test
 }
 
+TEST_CASE("kern-run bench --decode both measures the asynchronous and the synchronous decode loop",
+          "[run][bench][decode_loop]") {
+  CliResult r = kern_run(bench_args("-p 0 -n 8 -r 2 --decode both -o json"));
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  rapidjson::Document doc;
+  doc.Parse(r.out.c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  REQUIRE(doc.Size() == 2);
+  const auto& async = doc[0];
+  const auto& sync = doc[1];
+  CHECK(std::string(async["test"].GetString()) == "tg8");
+  CHECK(std::string(sync["test"].GetString()) == "tg8-sync");
+  CHECK(std::string(async["decode_mode"].GetString()) == "async");
+  CHECK(std::string(sync["decode_mode"].GetString()) == "sync");
+  CHECK(async["decode_steady_steps"].GetUint64() == 2 * 5);  // 2 repetitions x (8 - 2 warm-up - 1 drain)
+  CHECK(async["decode_host_writes_per_step"].GetDouble() == 0);
+  CHECK(async["decode_host_waits_per_step"].GetDouble() == 0);
+  CHECK(sync["decode_host_writes_per_step"].GetDouble() == 4);
+  CHECK(sync["decode_host_waits_per_step"].GetDouble() == 1);
+  CHECK(async["decode_host_gap_us_per_step"].IsNull());  // no timers on cpu
+  // The md table on stderr has the decode loop's second table.
+  CHECK_THAT(r.err, Contains("| tg8 | async | 32.00 | 0.00 | 0.00 | - | - | - |"));
+  CHECK_THAT(r.err, Contains("| tg8-sync | sync | 32.00 | 4.00 | 1.00 | - | - | - |"));
+  CliResult bad = kern_run(bench_args("--decode fast"));
+  CHECK(bad.rc == 2);
+  CHECK(bad.err == "kern-run: error: --decode: unknown mode 'fast' (expected async, sync or both)\n");
+}
+
 TEST_CASE("kern-run bench rejects an unknown format and a test longer than the block table", "[run][bench]") {
   CliResult f = kern_run(bench_args("-o xml"));
   CHECK(f.rc == 2);

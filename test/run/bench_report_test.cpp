@@ -71,6 +71,31 @@ TEST_CASE("bench json and jsonl carry every repetition and the summary", "[run][
   CHECK(std::string(line["test"].GetString()) == "tg2");
 }
 
+TEST_CASE("bench names a synchronous tg test tgN-sync and tables each tg test's decode loop", "[run][bench]") {
+  std::vector<run::BenchTest> t = tests();
+  run::BenchTest sync{0, 2, {2.0, 2.0}, {}, true};
+  sync.decode.steady_steps = 4;
+  sync.decode.launches_per_step = 1;
+  sync.decode.host_writes_per_step = 4;
+  sync.decode.host_waits_per_step = 1;
+  sync.decode.gpu_timed = true;
+  sync.decode.gpu_busy_ms_per_step = 1.5;
+  sync.decode.gpu_wall_ms_per_step = 1.6;
+  sync.decode.host_gap_us_per_step = 100;
+  t.push_back(sync);
+  CHECK(t[2].name() == "tg2-sync");
+  std::string md = run::render_bench_md(info(), t);
+  CHECK_THAT(md, Contains("| tg2 | async | - | - | - | - | - | - |"));  // no steady-state steps measured
+  CHECK_THAT(md, Contains("| tg2-sync | sync | 1.00 | 4.00 | 1.00 | 1.5000 | 1.6000 | 100.0 |"));
+  rapidjson::Document doc;
+  doc.Parse(run::render_bench_json(info(), t).c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  CHECK_FALSE(doc[0].HasMember("decode_mode"));  // pp tests have no decode loop
+  CHECK(std::string(doc[2]["decode_mode"].GetString()) == "sync");
+  CHECK(doc[2]["decode_host_gap_us_per_step"].GetDouble() == 100);
+  CHECK(doc[1]["decode_launches_per_step"].IsNull());
+}
+
 TEST_CASE("bench output formats are parsed by name", "[run][bench]") {
   auto jsonl = run::parse_bench_format("jsonl");
   REQUIRE(jsonl.ok());
