@@ -75,7 +75,7 @@ TEST_CASE("kern-run --json reports the decode loop's steady state: 0 host writes
   CHECK(async["decode_steady_steps"].GetUint64() == 5);  // 8 steps - 2 warm-up - 1 drain
   CHECK(async["decode_host_writes_per_step"].GetDouble() == 0);
   CHECK(async["decode_host_waits_per_step"].GetDouble() == 0);
-  CHECK(async["decode_launches_per_step"].GetDouble() == 32);  // the tiny decode program's launches, eager on cpu
+  CHECK(async["decode_launches_per_step"].GetDouble() == 16);  // the tiny fused decode: 1 + 2 x 6 + 2 + advance, eager on cpu
   for (const char* key : {"decode_gpu_busy_ms_per_step", "decode_gpu_wall_ms_per_step", "decode_host_gap_us_per_step",
                           "decode_host_gap_us_max"})
     CHECK(async[key].IsNull());  // no timers on cpu
