@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 
 #include "schemas/plan_generated.h"
 
@@ -11,9 +13,23 @@ namespace kern {
 /// Plan format version written into Plan.format_version; a loader refuses any
 /// other value. Bump it on any change an older loader would misread.
 /// Version 2: the file ends with the checksum trailer (common/plan_checksum.h).
-inline constexpr uint32_t kPlanFormatVersion = 2;
+/// Version 3: Plan.arena and arena_offset, the static memory plan (docs/memory-plan.md).
+inline constexpr uint32_t kPlanFormatVersion = 3;
 
 /// FlatBuffers file identifier of a .kplan (bytes 4..7 of the file).
 inline constexpr const char* kPlanFileIdentifier = "KPLN";
+
+/// Plan.format_version read from a shallow check of the root table alone
+/// (nullopt when even that is unreadable): a plan of another version may not
+/// pass this version's full Verifier, and "wrong version" is the message its
+/// user needs. `bytes` must be at least 8 bytes.
+inline std::optional<uint32_t> shallow_plan_format_version(std::span<const uint8_t> bytes) {
+  flatbuffers::Verifier shallow(bytes.data(), bytes.size(), 2, 1);
+  const auto* root = shallow.VerifyOffset(0) ? flatbuffers::GetRoot<flatbuffers::Table>(bytes.data()) : nullptr;
+  if (root == nullptr || !root->VerifyTableStart(shallow) ||
+      !root->VerifyField<uint32_t>(shallow, plan::Plan::VT_FORMAT_VERSION, 4))
+    return std::nullopt;
+  return root->GetField<uint32_t>(plan::Plan::VT_FORMAT_VERSION, 0);
+}
 
 }  // namespace kern

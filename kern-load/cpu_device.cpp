@@ -1,6 +1,9 @@
 #include "kern-load/cpu_device.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -9,35 +12,60 @@ namespace kern::load {
 CpuDevice::CpuDevice(CpuKernelResolver resolver) : resolver_(std::move(resolver)) {}
 
 CpuDevice::~CpuDevice() {
-  for (const Allocation& a : allocations_) std::free(reinterpret_cast<void*>(a.start));
+  for (const Allocation& a : allocations_)
+    if (a.map_base != nullptr) munmap(a.map_base, a.map_length);
+}
+
+void CpuDevice::record(Allocation a) {
+  auto at = std::upper_bound(allocations_.begin(), allocations_.end(), a.start,
+                             [](uintptr_t s, const Allocation& x) { return s < x.start; });
+  allocations_.insert(at, std::move(a));
 }
 
 Result<DevicePtr> CpuDevice::allocate(uint64_t size_bytes, uint64_t align_bytes) {
   if (align_bytes == 0 || (align_bytes & (align_bytes - 1)) != 0)
     return make_error(ErrorKind::kDevice, "alignment " + std::to_string(align_bytes) + " B is not a power of two");
-  // aligned_alloc needs a size that is a multiple of the alignment.
-  uint64_t rounded = (std::max<uint64_t>(size_bytes, 1) + align_bytes - 1) / align_bytes * align_bytes;
-  if (rounded < size_bytes) return make_error(ErrorKind::kDevice, "allocation size overflows");
-  void* p = std::aligned_alloc(static_cast<size_t>(align_bytes), static_cast<size_t>(rounded));
-  if (p == nullptr)
-    return make_error(ErrorKind::kDevice, "out of host memory allocating " + std::to_string(size_bytes) + " B");
-  std::memset(p, 0, static_cast<size_t>(rounded));
-  const auto start = reinterpret_cast<uintptr_t>(p);
-  auto at = std::upper_bound(allocations_.begin(), allocations_.end(), start,
-                             [](uintptr_t s, const Allocation& a) { return s < a.start; });
-  // The requested size, not the rounded one: a kernel may touch only what the plan asked for.
-  allocations_.insert(at, Allocation{start, size_bytes, {}});
+  // Anonymous pages read as zero and take no memory until written: a state's
+  // unused tail or an arena region a short run never reaches costs nothing,
+  // and nothing is cleared eagerly. Page alignment covers align_bytes <=
+  // 4096; a larger alignment maps align_bytes more and starts inside.
+  const uint64_t page = 4096;
+  const uint64_t extra = align_bytes > page ? align_bytes : 0;
+  const uint64_t wanted = std::max<uint64_t>(size_bytes, 1);
+  if (wanted > UINT64_MAX - extra || wanted + extra > SIZE_MAX)
+    return make_error(ErrorKind::kDevice, "allocation size " + std::to_string(size_bytes) + " B overflows");
+  const size_t length = static_cast<size_t>(wanted + extra);
+  void* base = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (base == MAP_FAILED)
+    return make_error(ErrorKind::kDevice, "out of host memory allocating " + std::to_string(size_bytes) +
+                                              " B (mmap: " + std::strerror(errno) + ")");
+  const auto addr = reinterpret_cast<uintptr_t>(base);
+  const uintptr_t start = (addr + align_bytes - 1) / align_bytes * align_bytes;
+  // The requested size, not the mapped one: a kernel may touch only what the plan asked for.
+  record(Allocation{start, size_bytes, {}, base, length});
   return static_cast<DevicePtr>(start);
 }
 
 Status CpuDevice::free(DevicePtr ptr) {
   if (ptr == 0) return {};
   auto it = std::find_if(allocations_.begin(), allocations_.end(),
-                         [ptr](const Allocation& a) { return a.start == ptr; });
+                         [ptr](const Allocation& a) { return a.start == ptr && a.map_base != nullptr; });
   if (it == allocations_.end())
     return make_error(ErrorKind::kDevice, "freeing an address this device did not allocate");
-  std::free(reinterpret_cast<void*>(it->start));
+  munmap(it->map_base, it->map_length);
   allocations_.erase(it);
+  return {};
+}
+
+std::optional<DevicePtr> CpuDevice::host_view(const void* host, uint64_t size_bytes, uint64_t align_bytes) {
+  const auto addr = reinterpret_cast<uintptr_t>(host);
+  if (host == nullptr || align_bytes == 0 || addr % align_bytes != 0) return std::nullopt;
+  record(Allocation{addr, size_bytes, {}, nullptr, 0});
+  return static_cast<DevicePtr>(addr);
+}
+
+Status CpuDevice::fill_bytes(DevicePtr dst, uint8_t value, uint64_t size_bytes) {
+  std::memset(reinterpret_cast<void*>(dst), value, static_cast<size_t>(size_bytes));
   return {};
 }
 
@@ -89,7 +117,8 @@ Status CpuDevice::load_kernels(const PlanFile& plan, const std::string& /*kernel
   return {};
 }
 
-Status CpuDevice::check_extents(uint32_t step, const cpu::CpuLaunch& launch, uint64_t* avail) const {
+Status CpuDevice::check_extents(uint32_t step, const cpu::CpuLaunch& launch, const ParamRegion* regions,
+                                uint64_t* avail) const {
   cpu::CpuExtents extents;
   KERN_RETURN_IF_ERROR(kernels_[step]->extents(launch, extents));
   const std::vector<uint8_t>& is_pointer = is_pointer_[step];
@@ -99,6 +128,9 @@ Status CpuDevice::check_extents(uint32_t step, const cpu::CpuLaunch& launch, uin
     const auto p = launch.arg<uintptr_t>(i);
     const Allocation* a = find_allocation(p);
     if (a != nullptr) avail[i] = a->start + a->size_bytes - p;
+    // A region inside an allocation (the arena) bounds the pointer tighter.
+    if (a != nullptr && regions != nullptr && regions[i].size_bytes != 0)
+      avail[i] = std::min(avail[i], regions[i].size_bytes - std::min(regions[i].offset, regions[i].size_bytes));
   }
   for (size_t i = 0; i < cpu::kMaxCpuParams; ++i) {
     const uint64_t bytes = extents.bytes[i];
@@ -115,10 +147,13 @@ Status CpuDevice::check_extents(uint32_t step, const cpu::CpuLaunch& launch, uin
       return make_error(ErrorKind::kManifest,
                         param + " points outside every buffer of the cpu device and the launch " + need);
     if (bytes > avail[i]) {
-      const std::string buffer = a->name.empty() ? "an allocation" : a->name;
+      const bool region = regions != nullptr && regions[i].size_bytes != 0 && regions[i].name != nullptr;
+      const std::string buffer = region ? *regions[i].name : a->name.empty() ? "an allocation" : a->name;
+      const uint64_t offset = region ? regions[i].offset : p - a->start;
+      const uint64_t size = region ? regions[i].size_bytes : a->size_bytes;
       return make_error(ErrorKind::kManifest,
-                        param + " " + need + " from offset " + std::to_string(p - a->start) + " of " + buffer +
-                            " (" + std::to_string(a->size_bytes) + " B): " + std::to_string(bytes - avail[i]) +
+                        param + " " + need + " from offset " + std::to_string(offset) + " of " + buffer + " (" +
+                            std::to_string(size) + " B): " + std::to_string(bytes - avail[i]) +
                             " B past its end; the launch's size params do not fit its buffers");
     }
   }
@@ -126,6 +161,11 @@ Status CpuDevice::check_extents(uint32_t step, const cpu::CpuLaunch& launch, uin
 }
 
 Status CpuDevice::launch(uint32_t step, const LaunchDims& dims, void** kernel_params) {
+  return launch_in_regions(step, dims, kernel_params, nullptr);
+}
+
+Status CpuDevice::launch_in_regions(uint32_t step, const LaunchDims& dims, void** kernel_params,
+                                    const ParamRegion* regions) {
   if (step >= kernels_.size()) [[unlikely]]
     return make_error(ErrorKind::kKernel, "step " + std::to_string(step) + " was not loaded");
   cpu::CpuLaunch launch;
@@ -137,7 +177,7 @@ Status CpuDevice::launch(uint32_t step, const LaunchDims& dims, void** kernel_pa
   launch.args = kernel_params;
   launch.num_args = num_params_[step];
   uint64_t avail[cpu::kMaxCpuParams];
-  KERN_RETURN_IF_ERROR(check_extents(step, launch, avail));
+  KERN_RETURN_IF_ERROR(check_extents(step, launch, regions, avail));
   launch.avail = avail;
   return kernels_[step]->run(launch);
 }

@@ -34,10 +34,17 @@ class CpuDevice final : public Device {
   ~CpuDevice() override;
 
   std::string name() const override { return "cpu"; }
+  /// Anonymous mmap: zero pages that take memory only once written.
   Result<DevicePtr> allocate(uint64_t size_bytes, uint64_t align_bytes) override;
   Status free(DevicePtr ptr) override;
   Status copy_to_device(DevicePtr dst, const void* src, uint64_t size_bytes) override;
   Status copy_to_host(void* dst, DevicePtr src, uint64_t size_bytes) override;
+  /// `host` itself when it is aligned to `align_bytes` (device memory is
+  /// host memory); recorded like an allocation (extent checks see it) but
+  /// never freed by the device.
+  std::optional<DevicePtr> host_view(const void* host, uint64_t size_bytes, uint64_t align_bytes) override;
+  /// memset.
+  Status fill_bytes(DevicePtr dst, uint8_t value, uint64_t size_bytes) override;
   /// Resolves every step; a symbol with no reference kernel is an error
   /// (kind kKernel) naming it and the step. `kernels_dir` is unused.
   Status load_kernels(const PlanFile& plan, const std::string& kernels_dir) override;
@@ -47,6 +54,10 @@ class CpuDevice final : public Device {
   /// kernel and returns its Status unchanged (Executable adds
   /// program/dispatch/step context).
   Status launch(uint32_t step, const LaunchDims& dims, void** kernel_params) override;
+  /// launch(), each pointer bounded by the end of its region (when given)
+  /// instead of its allocation's: errors name the region ("scratch 'tmp'").
+  Status launch_in_regions(uint32_t step, const LaunchDims& dims, void** kernel_params,
+                           const ParamRegion* regions) override;
   /// Names an allocation for launch errors ("buffer 'x'").
   void name_allocation(DevicePtr ptr, const std::string& name) override;
   Status synchronize() override { return {}; }
@@ -57,17 +68,22 @@ class CpuDevice final : public Device {
     uintptr_t start = 0;
     uint64_t size_bytes = 0;
     std::string name;  ///< from name_allocation; empty until named
+    void* map_base = nullptr;  ///< the mmap to unmap; null for a host_view (not owned)
+    size_t map_length = 0;
   };
+  /// Records `a`, keeping allocations_ sorted by start.
+  void record(Allocation a);
   /// The allocation holding address `p`, or nullptr.
   const Allocation* find_allocation(uintptr_t p) const;
   /// Checks step `step`'s declared extents for `launch` and fills `avail`.
-  Status check_extents(uint32_t step, const cpu::CpuLaunch& launch, uint64_t* avail) const;
+  /// `regions` (one per param) may be null.
+  Status check_extents(uint32_t step, const cpu::CpuLaunch& launch, const ParamRegion* regions, uint64_t* avail) const;
 
   CpuKernelResolver resolver_;
   std::vector<const cpu::CpuKernel*> kernels_;  ///< by step index, set by load_kernels
   std::vector<uint32_t> num_params_;            ///< by step index
   std::vector<std::vector<uint8_t>> is_pointer_;  ///< by step index, by param: a ptr or buffer param
-  std::vector<Allocation> allocations_;         ///< owned, sorted by start; freed in the destructor
+  std::vector<Allocation> allocations_;         ///< sorted by start; owned ones unmapped in the destructor
 };
 
 /// A CpuDevice resolving through kern::cpu::find_cpu_kernel (kernels-src/cpu).

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -38,6 +39,15 @@ inline constexpr uint32_t kReadbackSlots = 16;
 inline constexpr uint64_t kReadbackSlotBytes = 256;
 /// GPU timestamp marks per device (record_mark / mark_elapsed_ms).
 inline constexpr uint32_t kTimingMarks = 64;
+/// What one pointer param of a launch was staged from: the bytes from
+/// `offset` to `size_bytes` of the region `name` ("scratch 'tmp'"). Regions
+/// inside the workspace arena share one allocation, so a device that checks
+/// extents needs this to bound a pointer by its own region.
+struct ParamRegion {
+  uint64_t offset = 0;
+  uint64_t size_bytes = 0;             ///< 0: not a pointer param (or unknown)
+  const std::string* name = nullptr;   ///< borrowed; outlives the launch
+};
 
 /// One execution device. Implementations report failures as Error values of
 /// kind kDevice (driver calls: name the call and the CUDA error string) or
@@ -62,6 +72,21 @@ class Device {
   /// Copies `size_bytes` from host memory `src` to device address `dst`
   /// (cuMemcpyHtoD, through pinned staging on cuda).
   virtual Status copy_to_device(DevicePtr dst, const void* src, uint64_t size_bytes) = 0;
+  /// A device address that reads the host memory [host, host + size_bytes)
+  /// in place, without a copy, or nullopt when the device cannot (the
+  /// default; cuda) or `host` is not aligned to `align_bytes`. The caller
+  /// keeps the host memory alive and unchanged while the device uses it, and
+  /// never frees the address. Used to bind weights from the mapped file.
+  virtual std::optional<DevicePtr> host_view(const void* /*host*/, uint64_t /*size_bytes*/,
+                                             uint64_t /*align_bytes*/) {
+    return std::nullopt;
+  }
+  /// Sets `size_bytes` at `dst` to `value` (the --poison-workspace debug
+  /// mode). Default: an error (kUsage) saying the device cannot.
+  virtual Status fill_bytes(DevicePtr /*dst*/, uint8_t /*value*/, uint64_t /*size_bytes*/) {
+    return make_error(ErrorKind::kUsage, "the " + name() + " device cannot fill memory (poisoning is cpu only)");
+  }
+
   /// Copies `size_bytes` from device address `src` to host memory `dst`
   /// after all previously issued launches completed (cuMemcpyDtoH).
   virtual Status copy_to_host(void* dst, DevicePtr src, uint64_t size_bytes) = 0;
@@ -79,6 +104,15 @@ class Device {
   /// docs/kernels.md). The pointed-to values may be overwritten once launch
   /// returns. cpu: runs the kernel to completion; cuda: enqueues it.
   virtual Status launch(uint32_t step, const LaunchDims& dims, void** kernel_params) = 0;
+
+  /// launch() with, per param, the region its pointer was staged from
+  /// (`regions`, one per param). The default ignores them; the cpu device
+  /// bounds each pointer by its region (workspace buffers and scratch share
+  /// the arena allocation).
+  virtual Status launch_in_regions(uint32_t step, const LaunchDims& dims, void** kernel_params,
+                                   const ParamRegion* /*regions*/) {
+    return launch(step, dims, kernel_params);
+  }
 
   /// Waits for all issued work (cuStreamSynchronize).
   virtual Status synchronize() = 0;

@@ -16,15 +16,29 @@ Executable::~Executable() {
   for (const CapturedGraph& g : graphs_.take_graphs()) device_->destroy_graph(g.handle);
   // Cleanup failures cannot be reported from a destructor; the device keeps
   // no state that would make a later free unsafe.
-  for (auto* v : {&addr_.buffers, &addr_.states, &addr_.scratch})
-    for (DevicePtr ptr : *v)
-      if (ptr != 0) (void)device_->free(ptr);
+  for (DevicePtr ptr : owned_) (void)device_->free(ptr);
 }
 
 Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_ptr<Device> device,
                                                      const Safetensors* weights, const ExecutableOptions& options,
                                                      std::vector<std::string>* notes, const LoadMonitor* monitor) {
   std::unique_ptr<Executable> exe(new Executable(std::move(plan), std::move(device)));
+  return load_impl(std::move(exe), weights, false, options, notes, monitor);
+}
+
+Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_ptr<Device> device,
+                                                     Safetensors weights, const ExecutableOptions& options,
+                                                     std::vector<std::string>* notes, const LoadMonitor* monitor) {
+  std::unique_ptr<Executable> exe(new Executable(std::move(plan), std::move(device)));
+  exe->weights_ = std::move(weights);  // tensors' spans stay valid: the mapping does not move
+  const Safetensors* w = &*exe->weights_;
+  return load_impl(std::move(exe), w, true, options, notes, monitor);
+}
+
+Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Executable> exe, const Safetensors* weights,
+                                                          bool weights_in_place, const ExecutableOptions& options,
+                                                          std::vector<std::string>* notes,
+                                                          const LoadMonitor* monitor) {
   const plan::Plan& p = exe->plan();
   const std::string& path = exe->plan_.path();
   // Check the weights before anything is allocated: the cheapest and most
@@ -38,6 +52,7 @@ Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_
   gpo.capture_after = options.graph_capture_after;
   exe->graphs_ = GraphPolicy(gpo);
   exe->on_warning_ = options.on_warning;
+  exe->poison_ = options.poison_workspace;
   using Clock = std::chrono::steady_clock;
   LoadTimings timings;
   auto t0 = Clock::now();
@@ -53,51 +68,134 @@ Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_
   if (!memory.ok()) return memory.error().with_context(path);
   exe->memory_ = std::move(memory.value());
   KERN_RETURN_IF_ERROR(exe->allocate_all());
+  if (exe->poison_) {
+    Status poisoned = exe->poison_arena();
+    if (!poisoned.ok()) return poisoned.error().with_context("--poison-workspace");
+  }
   lap(timings.allocate_ms);
   const auto* progress =
       monitor != nullptr && monitor->on_weight_progress ? &monitor->on_weight_progress : nullptr;
+  Executable* self = exe.get();
+  WeightAllocator allocate = [self, &p](uint32_t buffer, uint64_t size_bytes) {
+    return self->allocate_owned(size_bytes, kMinAllocAlign, "buffer '" + p.buffers()->Get(buffer)->name()->str() + "'");
+  };
   if (random_weights) {
+    for (uint32_t i = 0; i < p.buffers()->size(); ++i) {
+      if (p.buffers()->Get(i)->class_() != plan::BufferClass::weight || exe->memory_.buffers[i].size_bytes == 0)
+        continue;
+      auto ptr = allocate(i, exe->memory_.buffers[i].size_bytes);
+      if (!ptr.ok()) return ptr.error();
+      exe->addr_.buffers[i] = *ptr;
+    }
     auto written = fill_random_weights(p, *options.random_weights_seed, *exe->device_, exe->addr_.buffers, progress);
     if (!written.ok()) return written.error();
     lap(timings.weights_ms);
     timings.weight_bytes = *written;
   } else {
-    auto bound = bind_weights(p, weights, *exe->device_, exe->addr_.buffers, progress);
+    auto bound = bind_weights(p, weights, *exe->device_, exe->addr_.buffers, progress, weights_in_place, &allocate);
     if (!bound.ok()) return bound.error();
     lap(timings.weights_ms);
     timings.weight_bytes = bound->bytes_copied;
+    timings.weight_bytes_in_place = bound->bytes_in_place;
+    if (bound->bytes_in_place > 0)  // name the views too, for the cpu device's extent errors
+      for (uint32_t i = 0; i < p.buffers()->size(); ++i)
+        if (p.buffers()->Get(i)->class_() == plan::BufferClass::weight && exe->addr_.buffers[i] != 0)
+          exe->device_->name_allocation(exe->addr_.buffers[i], "buffer '" + p.buffers()->Get(i)->name()->str() + "'");
     if (notes != nullptr)
       for (const auto& name : bound->unused_tensors)
         notes->push_back(weights->path() + ": tensor '" + name + "' is not used by the plan");
   }
   for (uint32_t i = 0; i < p.programs()->size(); ++i) exe->staged_.push_back(stage_program(p, i, exe->addr_));
+  exe->stage_regions();
   lap(timings.stage_ms);
   if (monitor != nullptr && monitor->timings != nullptr) *monitor->timings = timings;
   return exe;
 }
 
+Result<DevicePtr> Executable::allocate_owned(uint64_t size_bytes, uint64_t align_bytes, const std::string& what) {
+  auto ptr = device_->allocate(size_bytes, align_bytes);
+  if (!ptr.ok()) return ptr.error().with_context("allocating " + what + " (" + std::to_string(size_bytes) + " B)");
+  owned_.push_back(*ptr);
+  device_->name_allocation(*ptr, what);  // for the cpu device's extent errors
+  return *ptr;
+}
+
 Status Executable::allocate_all() {
   const plan::Plan& p = plan();
-  auto alloc = [&](const std::vector<Region>& regions, std::vector<DevicePtr>& out, const char* what,
-                   auto name_of) -> Status {
+  if (memory_.arena.size_bytes != 0) {
+    auto arena = allocate_owned(memory_.arena.size_bytes, memory_.arena.align_bytes, "the workspace arena");
+    if (!arena.ok()) return arena.error();
+    arena_ = *arena;
+  }
+  // Regions in the arena are views of it; weights are bound later (in place
+  // or allocated and copied); everything else gets its own allocation.
+  auto place = [&](const std::vector<Region>& regions, std::vector<DevicePtr>& out, const char* what,
+                   auto name_of, auto skip) -> Status {
     out.assign(regions.size(), 0);
     for (size_t i = 0; i < regions.size(); ++i) {
-      if (regions[i].size_bytes == 0) continue;
-      auto ptr = device_->allocate(regions[i].size_bytes, regions[i].align_bytes);
-      if (!ptr.ok())
-        return ptr.error().with_context(std::string("allocating ") + what + " '" + name_of(i) + "' (" +
-                                        std::to_string(regions[i].size_bytes) + " B)");
+      const Region& r = regions[i];
+      if (r.size_bytes == 0 || skip(i)) continue;
+      if (r.arena_offset) {
+        out[i] = arena_ + *r.arena_offset;
+        continue;
+      }
+      auto ptr = allocate_owned(r.size_bytes, r.align_bytes, std::string(what) + " '" + name_of(i) + "'");
+      if (!ptr.ok()) return ptr.error();
       out[i] = *ptr;
-      device_->name_allocation(*ptr, std::string(what) + " '" + name_of(i) + "'");
     }
     return {};
   };
   auto at = [](const auto* vec) {
     return [vec](size_t i) { return vec->Get(static_cast<flatbuffers::uoffset_t>(i))->name()->str(); };
   };
-  KERN_RETURN_IF_ERROR(alloc(memory_.buffers, addr_.buffers, "buffer", at(p.buffers())));
-  KERN_RETURN_IF_ERROR(alloc(memory_.states, addr_.states, "state", at(p.states())));
-  return alloc(memory_.scratch, addr_.scratch, "scratch", at(p.scratch()));
+  auto is_weight = [&](size_t i) {
+    return p.buffers()->Get(static_cast<flatbuffers::uoffset_t>(i))->class_() == plan::BufferClass::weight;
+  };
+  auto none = [](size_t) { return false; };
+  KERN_RETURN_IF_ERROR(place(memory_.buffers, addr_.buffers, "buffer", at(p.buffers()), is_weight));
+  KERN_RETURN_IF_ERROR(place(memory_.states, addr_.states, "state", at(p.states()), none));
+  return place(memory_.scratch, addr_.scratch, "scratch", at(p.scratch()), none);
+}
+
+void Executable::stage_regions() {
+  const plan::Plan& p = plan();
+  const uint32_t nbuf = p.buffers()->size(), nstate = p.states()->size();
+  region_names_.clear();
+  for (const auto* b : *p.buffers()) region_names_.push_back("buffer '" + b->name()->str() + "'");
+  for (const auto* s : *p.states()) region_names_.push_back("state '" + s->name()->str() + "'");
+  for (const auto* s : *p.scratch()) region_names_.push_back("scratch '" + s->name()->str() + "'");
+  regions_.assign(staged_.size(), {});
+  for (uint32_t i = 0; i < staged_.size(); ++i) {
+    const auto* launches = p.programs()->Get(i)->launches();
+    std::vector<ParamRegion>& out = regions_[i];
+    out.assign(staged_[i].param_ptrs.size(), ParamRegion{});
+    for (uint32_t j = 0; j < launches->size(); ++j) {
+      const auto* args = launches->Get(j)->args();
+      const uint32_t first = staged_[i].launches[j].first_param;
+      for (uint32_t k = 0; k < args->size(); ++k) {
+        const auto* a = args->Get(k);
+        ParamRegion& r = out[first + k];
+        r.offset = a->offset();
+        switch (a->kind()) {
+          case plan::ArgKind::buffer:
+            r = {a->offset(), memory_.buffers[a->index()].size_bytes, &region_names_[a->index()]};
+            break;
+          case plan::ArgKind::state:
+            r = {a->offset(), memory_.states[a->index()].size_bytes, &region_names_[nbuf + a->index()]};
+            break;
+          case plan::ArgKind::scratch:
+            r = {a->offset(), memory_.scratch[a->index()].size_bytes, &region_names_[nbuf + nstate + a->index()]};
+            break;
+          default: r = {}; break;
+        }
+      }
+    }
+  }
+}
+
+Status Executable::poison_arena() {
+  if (memory_.arena.size_bytes == 0) return {};
+  return device_->fill_bytes(arena_, 0xFF, memory_.arena.size_bytes);
 }
 
 Error Executable::launch_error(uint32_t program, size_t launch, const std::string& what) const {
@@ -125,6 +223,10 @@ Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbo
       return make_error(ErrorKind::kUsage, "symbol '" + s->name()->str() + "' = " + std::to_string(symbol_values[i]) +
                                                " is outside its bounds [" + std::to_string(s->min()) + ", " +
                                                std::to_string(s->max()) + "]");
+  }
+  if (poison_) {  // every run starts from NaN workspace: nothing survives between runs
+    Status poisoned = poison_arena();
+    if (!poisoned.ok()) return poisoned.error().with_context("--poison-workspace");
   }
   GraphDecision d = graphs_.decide(program, symbol_values);
   if (d.action == GraphAction::kReplay) {
@@ -170,7 +272,8 @@ Status Executable::launch_eager(uint32_t program) {
   StagedProgram& sp = staged_[program];
   for (size_t i = 0; i < sp.launches.size(); ++i) {
     const StagedLaunch& l = sp.launches[i];
-    Status s = device_->launch(l.step, l.dims, sp.param_ptrs.data() + l.first_param);
+    Status s = device_->launch_in_regions(l.step, l.dims, sp.param_ptrs.data() + l.first_param,
+                                          regions_[program].data() + l.first_param);
     if (!s.ok()) [[unlikely]] {
       Error e = launch_error(program, i, s.error().message);
       e.kind = s.error().kind;

@@ -28,10 +28,11 @@ namespace kern::load {
 /// (std::chrono::steady_clock).
 struct LoadTimings {
   double kernels_ms = 0;   ///< Device::load_kernels (cubin loading, ABI checks)
-  double allocate_ms = 0;  ///< memory plan + zero-filled allocations
-  double weights_ms = 0;   ///< bind_weights: copying every weight to the device
+  double allocate_ms = 0;  ///< memory plan + allocations (arena, io buffers, states)
+  double weights_ms = 0;   ///< bind_weights: weights viewed in place or allocated and copied
   double stage_ms = 0;     ///< staging every program's launches
   uint64_t weight_bytes = 0;  ///< bytes copied by bind_weights (or random weights written)
+  uint64_t weight_bytes_in_place = 0;  ///< bytes the device reads straight from the mapped weights file
 };
 
 /// How program runs went (SPEC §6 graphs); counts of run_program calls.
@@ -71,6 +72,11 @@ struct ExecutableOptions {
   /// Set: every weight buffer is filled with random_weights.h values of this
   /// seed (no file); `weights` must then be null.
   std::optional<uint64_t> random_weights_seed{};
+  /// Debug (`kern-run --poison-workspace`): fill the workspace arena with
+  /// 0xFF bytes (NaN in bf16, f16 and f32) at load and before every program
+  /// run, so a kernel reading bytes no earlier launch of the run wrote sees
+  /// NaN. Needs a device with fill_bytes (cpu), else load fails (kUsage).
+  bool poison_workspace = false;
 };
 
 /// Optional instrumentation of Executable::load (kern-run's timings and
@@ -88,7 +94,8 @@ struct LoadMonitor {
 class Executable {
  public:
   /// Loads `plan` onto `device`: device->load_kernels, plan_memory at
-  /// options.capacity_tokens, allocate (zero-filled), bind_weights from
+  /// options.capacity_tokens, allocate (the workspace arena, io buffers and
+  /// states, zero-filled by the device), bind_weights (copies) from
   /// `weights` (may be null when the plan has no weight buffers), stage every
   /// program. `notes` (may be null) receives informational lines (unused
   /// tensors in the weights file). `monitor` (may be null) receives phase
@@ -96,6 +103,13 @@ class Executable {
   static Result<std::unique_ptr<Executable>> load(PlanFile plan, std::unique_ptr<Device> device,
                                                   const Safetensors* weights, const ExecutableOptions& options,
                                                   std::vector<std::string>* notes,
+                                                  const LoadMonitor* monitor = nullptr);
+  /// As above, but the Executable takes the weights file and keeps it
+  /// mapped: a device that reads host memory (cpu) uses every weight whose
+  /// bytes are aligned to its element size in place, with no copy and no
+  /// allocation (bind_weights `in_place`); the rest are copied.
+  static Result<std::unique_ptr<Executable>> load(PlanFile plan, std::unique_ptr<Device> device, Safetensors weights,
+                                                  const ExecutableOptions& options, std::vector<std::string>* notes,
                                                   const LoadMonitor* monitor = nullptr);
   ~Executable();
   Executable(const Executable&) = delete;
@@ -149,6 +163,8 @@ class Executable {
   Device& device() { return *device_; }
   const MemoryPlan& memory() const { return memory_; }
   const Addresses& addresses() const { return addr_; }
+  /// Base of the workspace arena (0 when the arena is empty).
+  DevicePtr arena() const { return arena_; }
   /// The staged launches of program `program` (tests and tools inspect them).
   const StagedProgram& staged(uint32_t program) const { return staged_[program]; }
   /// How runs were launched so far (eager, captured, replayed).
@@ -158,7 +174,18 @@ class Executable {
 
  private:
   Executable(PlanFile plan, std::unique_ptr<Device> device);
+  /// Both load overloads: `weights` is borrowed or points at weights_.
+  static Result<std::unique_ptr<Executable>> load_impl(std::unique_ptr<Executable> exe, const Safetensors* weights,
+                                                       bool weights_in_place, const ExecutableOptions& options,
+                                                       std::vector<std::string>* notes, const LoadMonitor* monitor);
+  /// Allocates the arena and every region outside it except weights.
   Status allocate_all();
+  /// Allocates `size_bytes` for `what` and records it for freeing.
+  Result<DevicePtr> allocate_owned(uint64_t size_bytes, uint64_t align_bytes, const std::string& what);
+  /// --poison-workspace: fills the arena with 0xFF.
+  Status poison_arena();
+  /// Fills regions_: per program and param, the region its pointer was staged from.
+  void stage_regions();
   Error launch_error(uint32_t program, size_t launch, const std::string& what) const;
   Status launch_eager(uint32_t program);
   /// Captures program `program` at `symbol_values` and launches the graph.
@@ -168,9 +195,17 @@ class Executable {
 
   PlanFile plan_;
   std::unique_ptr<Device> device_;
+  std::optional<Safetensors> weights_;  ///< kept mapped: weights used in place point into it
   MemoryPlan memory_;
-  Addresses addr_;                     ///< owned device allocations (0 = none)
+  Addresses addr_;                     ///< every region's address (0 = none)
+  DevicePtr arena_ = 0;                ///< base of the workspace arena (0 = empty)
+  std::vector<DevicePtr> owned_;       ///< what this Executable allocated and frees
+  bool poison_ = false;                ///< ExecutableOptions::poison_workspace
   std::vector<StagedProgram> staged_;  ///< by program index
+  /// By program, by param slot (like StagedProgram::param_ptrs): the region a
+  /// pointer param points into, for the device's extent checks (Device::launch_in_regions).
+  std::vector<std::vector<ParamRegion>> regions_;
+  std::vector<std::string> region_names_;  ///< "buffer 'x'" ... by buffer, then state, then scratch
   std::vector<uint64_t> last_symbols_;
   GraphPolicy graphs_;
   GraphStats graph_stats_;

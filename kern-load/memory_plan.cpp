@@ -13,8 +13,14 @@ uint64_t round_up(uint64_t v, uint64_t align) { return (v + align - 1) / align *
 
 Result<MemoryPlan> plan_memory(const plan::Plan& p, uint64_t capacity_tokens) {
   MemoryPlan m;
-  for (const auto* b : *p.buffers()) m.buffers.push_back({b->max_size_bytes(), kMinAllocAlign});
-  for (const auto* s : *p.scratch()) m.scratch.push_back({s->max_size_bytes(), kMinAllocAlign});
+  // validate_plan proved the arena: offsets aligned, regions inside it.
+  m.arena = {p.arena()->size_bytes(), std::max<uint64_t>(kMinAllocAlign, p.arena()->align())};
+  for (const auto* b : *p.buffers()) {
+    Region r{b->max_size_bytes(), kMinAllocAlign};
+    if (b->class_() == plan::BufferClass::workspace) r.arena_offset = b->arena_offset();
+    m.buffers.push_back(r);
+  }
+  for (const auto* s : *p.scratch()) m.scratch.push_back({s->max_size_bytes(), kMinAllocAlign, s->arena_offset()});
   for (const auto* s : *p.states()) {
     auto per_token = checked_mul(s->bytes_per_token(), capacity_tokens);
     auto size = per_token ? checked_add(*per_token, s->bytes_fixed()) : std::nullopt;
@@ -43,11 +49,13 @@ Result<MemoryPlan> plan_memory(const plan::Plan& p, uint64_t capacity_tokens) {
     }
   }
   auto add = [&](const std::vector<Region>& rs) {
-    for (const Region& r : rs) m.total_bytes += round_up(r.size_bytes, r.align_bytes);
+    for (const Region& r : rs)
+      if (!r.arena_offset) m.total_bytes += round_up(r.size_bytes, r.align_bytes);
   };
   add(m.buffers);
   add(m.states);
-  add(m.scratch);
+  m.total_bytes += round_up(m.arena.size_bytes, m.arena.align_bytes);
+  m.bytes = plan_memory_bytes(p, capacity_tokens);
   return m;
 }
 

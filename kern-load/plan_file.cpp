@@ -71,20 +71,10 @@ Result<PlanFile> PlanFile::check(PlanFile file) {
   // even when the Verifier would never read the missing bytes.
   if (b.size() % sizeof(flatbuffers::uoffset_t) != 0)
     return bad("file of " + std::to_string(b.size()) + " B is truncated or damaged: a plan's size is a multiple of 4 B");
-  // Version next, from a shallow check of the root table alone: a plan of
-  // another version may not pass this version's full Verifier, and "wrong
-  // version" is the message its user needs.
-  {
-    flatbuffers::Verifier shallow(b.data(), b.size(), 2, 1);
-    const auto* root = shallow.VerifyOffset(0) ? flatbuffers::GetRoot<flatbuffers::Table>(b.data()) : nullptr;
-    if (root != nullptr && root->VerifyTableStart(shallow) &&
-        root->VerifyField<uint32_t>(shallow, plan::Plan::VT_FORMAT_VERSION, 4)) {
-      uint32_t version = root->GetField<uint32_t>(plan::Plan::VT_FORMAT_VERSION, 0);
-      if (version != kPlanFormatVersion)
-        return bad("plan format version " + std::to_string(version) + ", this loader reads version " +
-                   std::to_string(kPlanFormatVersion) + " (recompile the manifest with a matching kern-verify)");
-    }
-  }
+  // Version next, from the root table alone (shallow_plan_format_version).
+  if (auto version = shallow_plan_format_version(b); version && *version != kPlanFormatVersion)
+    return bad("plan format version " + std::to_string(*version) + ", this loader reads version " +
+               std::to_string(kPlanFormatVersion) + " (recompile the manifest with a matching kern-verify)");
   // The checksum before anything else is read as a plan: a flipped, cut or
   // appended byte is rejected here (the version check above only reads one
   // field through the bounds-checked Verifier).

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/arena_check.h"
 #include "common/expr.h"
 #include "kern-load/plan_expr.h"
 
@@ -234,7 +235,11 @@ Status check_programs(const plan::Plan& p) {
 
 Status validate_plan(const plan::Plan& p) {
   KERN_RETURN_IF_ERROR(check_tables(p));
-  return check_programs(p);
+  KERN_RETURN_IF_ERROR(check_programs(p));
+  // Indices are sound now; the arena offsets are proven independently of
+  // whoever planned them (sort and sweep, common/arena_check.h).
+  if (auto problem = check_plan_arena(p)) return bad("arena", *problem);
+  return {};
 }
 
 }  // namespace kern::load

@@ -22,7 +22,10 @@ namespace kern::load {
 /// step param count; pointer params get buffer/state/scratch args with
 /// in-range indices (buffer and scratch offsets within max_size_bytes,
 /// scratch owned by the step's kernel), scalar params get literal/expr args;
-/// every expression chain well-formed. Returns the first problem as an Error
+/// every expression chain well-formed; the workspace arena sound
+/// (check_plan_arena: aligned offsets, every workspace buffer and scratch
+/// inside the arena, no two regions live at one launch sharing a byte).
+/// Returns the first problem as an Error
 /// (kind kManifest) whose message names the entry
 /// ("programs[1].launches[3].args[2]: buffer index 400 out of range (310 buffers)").
 Status validate_plan(const plan::Plan& p);

@@ -50,8 +50,9 @@ Status check_weights(const plan::Plan& p, const Safetensors* weights) {
 }
 
 Result<WeightBindingReport> bind_weights(const plan::Plan& p, const Safetensors* weights, Device& device,
-                                         std::span<const DevicePtr> buffer_addresses,
-                                         const std::function<void(uint64_t, uint64_t)>* progress) {
+                                         std::span<DevicePtr> buffer_addresses,
+                                         const std::function<void(uint64_t, uint64_t)>* progress, bool in_place,
+                                         const WeightAllocator* allocate) {
   KERN_RETURN_IF_ERROR(check_weights(p, weights));
   WeightBindingReport report;
   if (weights == nullptr) return report;
@@ -66,10 +67,25 @@ Result<WeightBindingReport> bind_weights(const plan::Plan& p, const Safetensors*
     const SafetensorsTensor* t = weights->find(b->name()->string_view());
     used.insert(t->name);
     if (t->data.empty()) continue;
-    Status s = device.copy_to_device(buffer_addresses[i], t->data.data(), t->data.size());
-    if (!s.ok()) return s.error().with_context("binding weight '" + t->name + "'");
-    report.bytes_copied += t->data.size();
-    if (progress != nullptr) (*progress)(report.bytes_copied, total_bytes);
+    const uint64_t size = t->data.size();
+    std::optional<DevicePtr> view;
+    if (in_place) view = device.host_view(t->data.data(), size, plan_dtype_size(b->dtype()));
+    if (view) {
+      buffer_addresses[i] = *view;
+      report.bytes_in_place += size;
+    } else {
+      if (buffer_addresses[i] == 0 && allocate != nullptr) {
+        auto ptr = (*allocate)(i, size);
+        if (!ptr.ok()) return ptr.error().with_context("binding weight '" + t->name + "'");
+        buffer_addresses[i] = *ptr;
+      }
+      if (buffer_addresses[i] == 0)
+        return make_error(ErrorKind::kDevice, "binding weight '" + t->name + "': the buffer has no allocation");
+      Status s = device.copy_to_device(buffer_addresses[i], t->data.data(), size);
+      if (!s.ok()) return s.error().with_context("binding weight '" + t->name + "'");
+      report.bytes_copied += size;
+    }
+    if (progress != nullptr) (*progress)(report.bytes_copied + report.bytes_in_place, total_bytes);
   }
   for (const auto& t : weights->tensors())
     if (used.count(t.name) == 0) report.unused_tensors.push_back(t.name);

@@ -106,6 +106,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   app.add_flag("--eager", o.eager, "launch every step eagerly (no CUDA graphs)");
   app.add_flag("--sync", o.sync, "synchronous decode: write each step's inputs from the host and wait for its "
                                  "token before the next step (the reference loop; same ids)");
+  app.add_flag("--poison-workspace", o.poison_workspace,
+               "debug: fill the workspace arena with NaN bytes (0xFF) before every program (cpu device only)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -42,6 +42,7 @@ struct RunOptions {
   bool eager = false;                            ///< --eager: no CUDA graphs
   bool sync = false;                             ///< --sync: the synchronous decode loop (generate.h)
   std::optional<uint64_t> random_weights_seed;   ///< --random-weights SEED instead of --weights
+  bool poison_workspace = false;                 ///< --poison-workspace: NaN arena before every program
 };
 
 /// Parses a list of integer ids: "1,2,3" or the JSON array "[1,2,3]";

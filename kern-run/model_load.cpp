@@ -56,8 +56,13 @@ Result<LoadedModel> load_qwen3_model(OpenedPlan opened, const LoadSettings& sett
       progress->update("weights upload", done >> 20, total >> 20, "MiB");
     };
   std::vector<std::string> notes;
-  auto exe = load::Executable::load(std::move(opened.plan), std::move(device.value()), weights ? &*weights : nullptr, eo, &notes,
-                                    &monitor);
+  eo.poison_workspace = settings.poison_workspace;
+  // The Executable keeps the weights file mapped: the cpu device reads the
+  // weights in place from it (no copy).
+  auto exe = weights ? load::Executable::load(std::move(opened.plan), std::move(device.value()), std::move(*weights), eo,
+                                              &notes, &monitor)
+                     : load::Executable::load(std::move(opened.plan), std::move(device.value()), nullptr, eo, &notes,
+                                              &monitor);
   if (progress != nullptr) progress->clear();
   if (!exe.ok()) return exe.error();
   if (settings.verbose)

@@ -40,6 +40,8 @@ struct LoadSettings {
   bool eager = false;  ///< --eager: no CUDA graphs (ExecutableOptions::graphs = false)
   /// --random-weights SEED: fill the weights on the device (random_weights.h); no weights file is opened.
   std::optional<uint64_t> random_weights_seed{};
+  /// --poison-workspace: NaN-fill the workspace arena before every program (cpu only).
+  bool poison_workspace = false;
 };
 
 /// Wall times of the load phases in milliseconds (steady clock).

@@ -15,8 +15,8 @@ Error contract_error(const load::PlanFile& plan, const std::string& what) {
 }
 
 /// Shape pattern of a contract buffer: each dim is the `tokens` symbol, a
-/// fixed constant, or any constant (kAnyConst).
-enum class DimRule { kTokens, kConst, kAnyConst };
+/// fixed constant, any constant (kAnyConst) or either (kTokensOrAnyConst).
+enum class DimRule { kTokens, kConst, kAnyConst, kTokensOrAnyConst };
 struct DimSpec {
   DimRule rule;
   uint64_t value = 0;
@@ -39,6 +39,10 @@ Result<uint32_t> find_buffer(const load::PlanFile& plan, const char* name, plan:
       case DimRule::kTokens: ok = n->op() == plan::ExprOp::sym && n->operand() == tokens_symbol; break;
       case DimRule::kConst: ok = n->op() == plan::ExprOp::const_ && n->operand() == spec.value; break;
       case DimRule::kAnyConst: ok = n->op() == plan::ExprOp::const_ && n->operand() > 0; break;
+      case DimRule::kTokensOrAnyConst:
+        ok = (n->op() == plan::ExprOp::sym && n->operand() == tokens_symbol) ||
+             (n->op() == plan::ExprOp::const_ && n->operand() > 0);
+        break;
     }
   }
   if (!ok) {
@@ -46,7 +50,12 @@ Result<uint32_t> find_buffer(const load::PlanFile& plan, const char* name, plan:
     size_t k = 0;
     for (const DimSpec& spec : shape) {
       want += k++ ? ", " : "";
-      want += spec.rule == DimRule::kTokens ? "tokens" : spec.rule == DimRule::kConst ? std::to_string(spec.value) : "N";
+      switch (spec.rule) {
+        case DimRule::kTokens: want += "tokens"; break;
+        case DimRule::kConst: want += std::to_string(spec.value); break;
+        case DimRule::kAnyConst: want += "N"; break;
+        case DimRule::kTokensOrAnyConst: want += "tokens or N"; break;
+      }
     }
     std::string have = "[";
     for (flatbuffers::uoffset_t j = 0; j < b->shape()->size(); ++j)
@@ -80,6 +89,9 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
 
   const DimSpec t{DimRule::kTokens};
   const DimSpec any{DimRule::kAnyConst};
+  // logits: [tokens, V], or [R, V] with the rows the programs need (decode
+  // computes one row, docs/qwen3-manifest.md); kern-run never reads it.
+  const DimSpec logit_rows{DimRule::kTokensOrAnyConst};
   using plan::DType;
   struct Want {
     uint32_t* out;
@@ -95,7 +107,7 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
       {&c.cu_seqlens_q, "cu_seqlens_q", DType::i32, {{DimRule::kConst, 2}}},
       {&c.block_table, "block_table", DType::i32, {any}},
       {&c.next_token, "next_token", DType::i64, {t}},
-      {&c.logits, "logits", DType::bf16, {t, any}},
+      {&c.logits, "logits", DType::bf16, {logit_rows, any}},
   };
   for (const Want& w : wants) {
     auto i = find_buffer(plan, w.name, w.dtype, w.shape, c.tokens_symbol);

@@ -29,7 +29,7 @@ struct Qwen3Contract {
   uint32_t cu_seqlens_q = 0;  ///< i32 [2] input
   uint32_t block_table = 0;   ///< i32 [max_pages] input
   uint32_t next_token = 0;    ///< i64 [tokens] output
-  uint32_t logits = 0;        ///< [tokens, vocab] workspace
+  uint32_t logits = 0;        ///< [tokens or R, vocab] workspace
   uint64_t block_table_pages = 0;  ///< max_pages (block_table's constant length)
   uint64_t vocab = 0;  ///< logits' last dimension = model.embed_tokens.weight's rows: valid ids are [0, vocab)
 };

@@ -1,5 +1,7 @@
 #include "kern-run/report.h"
 
+#include <sys/resource.h>
+
 #include <cstdio>
 
 #include "rapidjson/stringbuffer.h"
@@ -72,6 +74,12 @@ void write_decode_stats(rapidjson::Writer<rapidjson::StringBuffer>& w, const Gen
 
 }  // namespace
 
+uint64_t peak_rss_bytes() {
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) != 0 || u.ru_maxrss < 0) return 0;
+  return static_cast<uint64_t>(u.ru_maxrss) * 1024;
+}
+
 std::string render_stats(const GenerateResult& r, const ReportContext& ctx) {
   Speeds s = speeds(r, ctx.prompt_ids->size());
   std::string out;
@@ -82,6 +90,18 @@ std::string render_stats(const GenerateResult& r, const ReportContext& ctx) {
            fmt("%.1f", l.device_ms) + ", kernels " + fmt("%.1f", e.kernels_ms) + ", allocate " +
            fmt("%.1f", e.allocate_ms) + ", weights upload " + fmt("%.1f", l.weights_open_ms + e.weights_ms) + " ms for " +
            fmt("%.1f", static_cast<double>(e.weight_bytes) / 1e6) + " MB, stage " + fmt("%.1f", e.stage_ms) + ")\n";
+    if (e.weight_bytes_in_place > 0)
+      out += "weights in place: " + fmt("%.1f", static_cast<double>(e.weight_bytes_in_place) / 1e6) +
+             " MB read from the mapped file, not copied\n";
+  }
+  if (ctx.memory != nullptr) {
+    const PlanMemoryBytes& m = ctx.memory->bytes;
+    auto mb = [](uint64_t b) { return fmt("%.1f", static_cast<double>(b) / 1e6); };
+    out += "memory: weights " + mb(m.weights) + " MB, states " + mb(m.states.value_or(0)) + " MB at capacity " +
+           std::to_string(ctx.capacity) + ", workspace arena " + mb(m.arena) + " MB (" + mb(m.arena_unplanned) +
+           " MB unplanned, " + mb(m.arena_peak_live) + " MB peak live), io " + mb(m.io) + " MB";
+    if (ctx.peak_rss_bytes > 0) out += "; peak resident " + mb(ctx.peak_rss_bytes) + " MB";
+    out += "\n";
   }
   out += "prefill: " + std::to_string(ctx.prompt_ids->size()) + " tokens in " + fmt("%.3f", r.prefill_ms) + " ms (" +
          fmt("%.1f", s.prefill_tok_s) + " tok/s, chunk " + std::to_string(r.chunk) + "); time to first token " +
@@ -154,6 +174,31 @@ std::string render_json(const GenerateResult& r, const ReportContext& ctx) {
     w.EndObject();
     w.Key("weight_bytes");
     w.Uint64(l.executable.weight_bytes);
+    w.Key("weight_bytes_in_place");
+    w.Uint64(l.executable.weight_bytes_in_place);
+  }
+  if (ctx.memory != nullptr) {
+    const PlanMemoryBytes& m = ctx.memory->bytes;
+    auto bytes = [&w](const char* key, uint64_t v) {
+      w.Key(key);
+      w.Uint64(v);
+    };
+    w.Key("memory");
+    w.StartObject();
+    bytes("weights", m.weights);
+    bytes("weights_in_place", ctx.load != nullptr ? ctx.load->executable.weight_bytes_in_place : 0);
+    bytes("states", m.states.value_or(0));
+    bytes("workspace", m.workspace);
+    bytes("scratch", m.scratch);
+    bytes("arena", m.arena);
+    bytes("arena_unplanned", m.arena_unplanned);
+    bytes("arena_peak_live", m.arena_peak_live);
+    w.Key("arena_planned");
+    w.Bool(m.arena_planned);
+    bytes("io", m.io);
+    bytes("total", m.total.value_or(0));
+    bytes("peak_rss", ctx.peak_rss_bytes);
+    w.EndObject();
   }
   w.EndObject();
   return sb.GetString();

@@ -19,10 +19,18 @@ struct ReportContext {
   const LoadPhases* load = nullptr;  ///< may be null: no load line / object
   const std::string* text = nullptr;  ///< generated text; null without a tokenizer
   double tokenize_ms = 0;             ///< prompt encode time (text prompts)
+  /// The loaded plan's memory (bytes by class, arena); may be null: no memory line / object.
+  const load::MemoryPlan* memory = nullptr;
+  uint64_t peak_rss_bytes = 0;  ///< the process's peak resident memory (getrusage), 0 = unknown
 };
 
-/// Statistics lines: load phases, prompt/generated counts and why generation
-/// ended, time to first token, prefill tok/s, decode ms/token and tok/s.
+/// The process's peak resident memory in bytes (getrusage ru_maxrss, KiB on
+/// Linux); 0 when unavailable.
+uint64_t peak_rss_bytes();
+
+/// Statistics lines: load phases, memory by class, prompt/generated counts
+/// and why generation ended, time to first token, prefill tok/s, decode
+/// ms/token and tok/s.
 std::string render_stats(const GenerateResult& r, const ReportContext& ctx);
 
 /// "generated ids: a, b, c" then render_stats (the ids run's stdout).
@@ -40,7 +48,10 @@ std::string render_text(const GenerateResult& r, const ReportContext& ctx);
 /// `decode_host_gap_us_per_step`, `decode_host_gap_us_max` — null without
 /// device timers), `chunk`, `capacity`, `device`, `tokenize_ms`, and `load_ms`
 /// {plan, device, weights_open, kernels, allocate, weights_upload, stage,
-/// total} plus `weight_bytes`. Speeds are 0 when nothing was timed.
+/// total} plus `weight_bytes` and `weight_bytes_in_place`, and `memory`
+/// {weights, weights_in_place, states, workspace, scratch, arena,
+/// arena_unplanned, arena_peak_live, arena_planned, io, total,
+/// peak_rss} in bytes (docs/memory-plan.md). Speeds are 0 when nothing was timed.
 std::string render_json(const GenerateResult& r, const ReportContext& ctx);
 
 }  // namespace kern::run

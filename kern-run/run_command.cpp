@@ -79,6 +79,7 @@ Status run(const RunOptions& o) {
   LoadSettings settings{o.device, o.weights_path, o.kernels_dir, req.capacity, o.verbose};
   settings.eager = o.eager;                              // GPU path options
   settings.random_weights_seed = o.random_weights_seed;
+  settings.poison_workspace = o.poison_workspace;
   auto model = load_qwen3_model(std::move(opened.value()), settings, &progress);
   if (!model.ok()) return model.error();
 
@@ -94,6 +95,8 @@ Status run(const RunOptions& o) {
   KERN_RETURN_IF_ERROR(write_dumps(*model->exe, dumps));
   ReportContext ctx{&req.prompt_ids, model->device_name, req.capacity, &model->phases,
                     tokenizer ? &printer.text() : nullptr, prompt->tokenize_ms};
+  ctx.memory = &model->exe->memory();
+  ctx.peak_rss_bytes = peak_rss_bytes();
   if (o.json) {
     write_stdout(render_json(result.value(), ctx) + "\n");
   } else if (tokenizer) {

@@ -6,9 +6,11 @@
 #include <bit>
 #include <map>
 
+#include "common/arena_check.h"
 #include "common/plan_checksum.h"
 #include "common/plan_format.h"
 #include "common/sha256.h"
+#include "kern-verify/memory_planner.h"
 
 namespace kern::verify {
 namespace {
@@ -57,7 +59,8 @@ ParamKind literal_kind(Arg::Kind k) {
 
 class Lowerer {
  public:
-  explicit Lowerer(const VerifiedManifest& v) : v_(v), m_(v.manifest()) {}
+  Lowerer(const VerifiedManifest& v, const LowerOptions& options)
+      : v_(v), m_(v.manifest()), arena_(plan_arena(v, options.plan_memory)) {}
 
   std::string run(const Sha256Digest& digest) {
     auto symbols = lower_symbols();
@@ -68,9 +71,11 @@ class Lowerer {
     auto kernels = lower_kernels();
     auto scratch = lower_scratch();
     auto programs = lower_programs();
+    auto arena = plan::CreateArena(b_, arena_.size_bytes, kArenaAlign, arena_.unplanned_bytes,
+                                   arena_.peak_live_bytes, arena_.planned);
     auto root = plan::CreatePlan(b_, kPlanFormatVersion, b_.CreateVector(digest.data(), digest.size()),
                                  b_.CreateString(m_.meta.model), symbols, states, buffers, cubins, kernels, steps,
-                                 scratch, programs);
+                                 scratch, programs, arena);
     plan::FinishPlanBuffer(b_, root);
     return std::string(reinterpret_cast<const char*>(b_.GetBufferPointer()), b_.GetSize());
   }
@@ -138,7 +143,7 @@ class Lowerer {
       auto name = b_.CreateString(buf.name);
       auto dims = shape(buf.shape);
       out.push_back(plan::CreateBuffer(b_, name, to_plan(buf.dtype), to_plan(buf.cls), dims,
-                                       v_.buffer_max_size_bytes(i)));
+                                       v_.buffer_max_size_bytes(i), arena_.buffer_offsets[i]));
     }
     return b_.CreateVector(out);
   }
@@ -209,8 +214,9 @@ class Lowerer {
         const Scratch& sc = kernel.scratch[s];
         auto name = b_.CreateString(sc.name);
         auto dims = shape(sc.shape);
-        out.push_back(plan::CreateScratch(b_, name, k, to_plan(sc.dtype), dims,
-                                          v_.scratch_max_size_bytes(v_.scratch_index(k, s))));
+        const uint32_t index = v_.scratch_index(k, s);
+        out.push_back(plan::CreateScratch(b_, name, k, to_plan(sc.dtype), dims, v_.scratch_max_size_bytes(index),
+                                          arena_.scratch_offsets[index]));
       }
     }
     return b_.CreateVector(out);
@@ -278,6 +284,7 @@ class Lowerer {
 
   const VerifiedManifest& v_;
   const Manifest& m_;
+  const PlannedArena arena_;
   fb::FlatBufferBuilder b_{1 << 16};
   std::map<std::string, int32_t> cubin_index_;
   std::vector<uint32_t> step_base_;
@@ -285,10 +292,15 @@ class Lowerer {
 
 }  // namespace
 
-Result<std::string> lower(const VerifiedManifest& manifest, std::string_view manifest_bytes) {
+Result<std::string> lower(const VerifiedManifest& manifest, std::string_view manifest_bytes,
+                          const LowerOptions& options) {
   auto digest = sha256_bytes(manifest_bytes);
   if (!digest.ok()) return digest.error().with_context("hashing the manifest");
-  std::string plan = Lowerer(manifest).run(digest.value());
+  std::string plan = Lowerer(manifest, options).run(digest.value());
+  // The offsets the plan carries are proven by the independent checker
+  // before anything is written (the loader proves them again).
+  if (auto bad = check_plan_arena(*plan::GetPlan(plan.data())))
+    return make_error(ErrorKind::kManifest, "internal error: the memory plan is unsound: " + *bad);
   auto trailer = plan_trailer(std::span(reinterpret_cast<const uint8_t*>(plan.data()), plan.size()));
   if (!trailer.ok()) return trailer.error().with_context("sealing the plan");
   plan.append(reinterpret_cast<const char*>(trailer->data()), trailer->size());

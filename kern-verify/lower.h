@@ -15,10 +15,19 @@
 
 namespace kern::verify {
 
+/// Options of one lowering.
+struct LowerOptions {
+  /// True: workspace buffers and scratch share arena bytes by liveness
+  /// (memory_planner.h). False (`kern-verify --no-memory-plan`): each region
+  /// gets its own slot of the arena, the layout before planning.
+  bool plan_memory = true;
+};
+
 /// Builds the plan for `manifest`. `manifest_bytes` is the exact file the
 /// manifest was read from; its sha256 goes into Plan.manifest_sha256.
 /// Returns the finished buffer (file identifier "KPLN", format_version
 /// kPlanFormatVersion). Errors (kIo) only if hashing fails (OpenSSL).
-Result<std::string> lower(const VerifiedManifest& manifest, std::string_view manifest_bytes);
+Result<std::string> lower(const VerifiedManifest& manifest, std::string_view manifest_bytes,
+                          const LowerOptions& options = {});
 
 }  // namespace kern::verify

@@ -3,7 +3,8 @@
 //
 //   kern-verify MANIFEST.json [-o OUT.kplan] [--deny-warnings] [--color=WHEN]
 //               [--message-format human|json|sarif] [--workspace-warn-bytes N]
-//   kern-verify --dump PLAN.kplan
+//               [--no-memory-plan]
+//   kern-verify --dump PLAN.kplan [--capacity TOKENS]
 //   kern-verify --explain E0133
 //   kern-verify --print-catalogue      (docs/diagnostics.md)
 //
@@ -90,12 +91,12 @@ bool parse_byte_count(const std::string& text, uint64_t& value) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-int run_dump(const std::string& path) {
+int run_dump(const std::string& path, std::optional<uint64_t> capacity) {
   auto bytes = kern::read_file(path);
   if (!bytes.ok()) return fail_usage(bytes.error().message);
   const std::string& b = bytes.value();
   auto text = kern::verify::dump_plan(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size()));
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size()), capacity);
   if (!text.ok()) return fail_usage(path + ": " + text.error().message);
   print_stdout(text.value());
   return kExitOk;
@@ -138,7 +139,7 @@ void print_diagnostics(const std::vector<kern::Diagnostic>& diags, const kern::S
 /// Checks `manifest_path` and, on success and when `out_path` is set,
 /// writes the plan there. `out_path` is never empty (main rejects `-o ""`).
 int run_verify(const std::string& manifest_path, const std::optional<std::string>& out_path, const OutputOptions& out,
-               const kern::verify::VerifyOptions& options) {
+               const kern::verify::VerifyOptions& options, const kern::verify::LowerOptions& lower_options) {
   if (out_path) {  // report an unwritable -o before any work, not after it
     // The same file under another spelling ("./m.json", a hard link, a
     // symlink) is caught by device and inode, not by comparing names.
@@ -163,7 +164,7 @@ int run_verify(const std::string& manifest_path, const std::optional<std::string
   print_diagnostics(diag.diagnostics(), file, out, !has_errors && !denied, denied);
   if (has_errors || denied) return kExitManifestErrors;
   if (!out_path) return kExitOk;
-  auto plan = kern::verify::lower(*verified, file.text());
+  auto plan = kern::verify::lower(*verified, file.text(), lower_options);
   if (!plan.ok()) return fail_usage(plan.error().message);
   auto written = kern::write_file_atomic(*out_path, plan.value());
   if (!written.ok()) return fail_usage(written.error().message);
@@ -177,6 +178,8 @@ int main(int argc, char** argv) {
   std::string manifest_path, out_path, dump_path, explain_code, color_when = "auto", warn_bytes;
   OutputOptions out;
   kern::verify::VerifyOptions options;
+  kern::verify::LowerOptions lower_options;
+  bool no_memory_plan = false;
   bool print_catalogue = false;
   app.add_option("manifest", manifest_path, "manifest.json to check");
   auto* out_option = app.add_option("-o,--output", out_path, "write the plan here on success (atomically)");
@@ -193,6 +196,12 @@ int main(int argc, char** argv) {
   auto* warn_option = app.add_option("--workspace-warn-bytes", warn_bytes,
                  "warn (W0003) about a workspace buffer larger than this many bytes at the symbols' maxima "
                  "(default 1 GiB)");
+  std::string capacity_text;
+  auto* capacity_option = app.add_option("--capacity", capacity_text,
+                                         "with --dump: size the states at this many tokens in the memory report");
+  app.add_flag("--no-memory-plan", no_memory_plan,
+               "give every workspace buffer and scratch its own slot of the arena instead of sharing bytes by "
+               "liveness (docs/memory-plan.md; for comparisons)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -212,7 +221,16 @@ int main(int argc, char** argv) {
       return fail_usage("--workspace-warn-bytes takes a number of bytes (decimal, 0 to 2^64-1), not `" +
                         warn_bytes + "`");
     }
-    if (!dump_path.empty()) return finish_stdout(run_dump(dump_path));
+    std::optional<uint64_t> capacity;
+    if (capacity_option->count() > 0) {
+      if (dump_path.empty()) return fail_usage("--capacity is a --dump option");
+      uint64_t tokens = 0;
+      if (!parse_byte_count(capacity_text, tokens))
+        return fail_usage("--capacity takes a number of tokens (decimal, 0 to 2^64-1), not `" + capacity_text + "`");
+      capacity = tokens;
+    }
+    if (no_memory_plan && manifest_path.empty()) return fail_usage("--no-memory-plan needs a MANIFEST.json to compile");
+    if (!dump_path.empty()) return finish_stdout(run_dump(dump_path, capacity));
     if (!explain_code.empty()) return finish_stdout(run_explain(explain_code));
     if (print_catalogue) {
       print_stdout(kern::verify::render_catalogue_markdown());
@@ -220,7 +238,8 @@ int main(int argc, char** argv) {
     }
     out.color = use_color(color_when);
     const std::optional<std::string> out_file = has_out ? std::optional<std::string>(out_path) : std::nullopt;
-    return finish_stdout(run_verify(manifest_path, out_file, out, options));
+    lower_options.plan_memory = !no_memory_plan;
+    return finish_stdout(run_verify(manifest_path, out_file, out, options, lower_options));
   } catch (const std::exception& e) {  // third-party exceptions stop at main (style.md §3)
     return fail_usage(std::string("internal error: ") + e.what());
   }

@@ -4,13 +4,16 @@
 
 #include <array>
 #include <bit>
+#include <cstdio>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "common/dtype.h"
 #include "common/plan_checksum.h"
 #include "common/plan_format.h"
+#include "common/plan_memory.h"
 #include "common/sha256.h"
 
 namespace kern::verify {
@@ -32,7 +35,7 @@ std::string dtype_str(plan::DType d) {
 
 class Dumper {
  public:
-  explicit Dumper(const plan::Plan& p) : p_(p) {}
+  Dumper(const plan::Plan& p, std::optional<uint64_t> capacity) : p_(p), capacity_(capacity) {}
 
   std::string run() {
     header();
@@ -43,6 +46,7 @@ class Dumper {
     kernels();
     scratch();
     programs();
+    memory();
     summary();
     return out_.str();
   }
@@ -129,7 +133,9 @@ class Dumper {
     for (fb::uoffset_t i = 0; i < p_.buffers()->size(); ++i) {
       const auto* b = p_.buffers()->Get(i);
       out_ << "  [" << i << "] " << name_of(b->name()) << " " << plan::EnumNameBufferClass(b->class_()) << " "
-           << dtype_str(b->dtype()) << " " << shape(b->shape()) << " " << b->max_size_bytes() << " B\n";
+           << dtype_str(b->dtype()) << " " << shape(b->shape()) << " " << b->max_size_bytes() << " B";
+      if (b->class_() == plan::BufferClass::workspace) out_ << " @arena+" << b->arena_offset();
+      out_ << "\n";
     }
   }
 
@@ -173,8 +179,35 @@ class Dumper {
     for (fb::uoffset_t i = 0; i < p_.scratch()->size(); ++i) {
       const auto* s = p_.scratch()->Get(i);
       out_ << "  [" << i << "] " << indexed(p_.kernels(), s->kernel(), "kernel") << " . " << name_of(s->name()) << " "
-           << dtype_str(s->dtype()) << " " << shape(s->shape()) << " " << s->max_size_bytes() << " B\n";
+           << dtype_str(s->dtype()) << " " << shape(s->shape()) << " " << s->max_size_bytes() << " B @arena+"
+           << s->arena_offset() << "\n";
     }
+  }
+
+  /// "209715200 B (200.0 MiB)"
+  static std::string bytes(uint64_t b) {
+    char mib[32];
+    std::snprintf(mib, sizeof mib, "%.1f", static_cast<double>(b) / (1024.0 * 1024.0));
+    return std::to_string(b) + " B (" + mib + " MiB)";
+  }
+
+  /// Device memory by class (docs/memory-plan.md): what a load allocates.
+  void memory() {
+    const PlanMemoryBytes m = plan_memory_bytes(p_, capacity_);
+    out_ << "\nmemory:\n";
+    out_ << "  weights    " << bytes(m.weights) << "\n";
+    out_ << "  states     " << m.state_bytes_per_token << " B per token";
+    if (m.state_bytes_fixed != 0) out_ << " + " << m.state_bytes_fixed << " B";
+    if (m.states) out_ << "; " << bytes(*m.states) << " at capacity " << *capacity_;
+    out_ << "\n";
+    out_ << "  io         " << bytes(m.io) << " (input, output, carry)\n";
+    out_ << "  workspace  " << bytes(m.workspace) << " (buffers at the symbols' maxima)\n";
+    out_ << "  scratch    " << bytes(m.scratch) << "\n";
+    const plan::Arena* a = p_.arena();
+    out_ << "  arena      " << bytes(m.arena) << (m.arena_planned ? ", planned by liveness" : ", not planned")
+         << "; before planning " << bytes(m.arena_unplanned) << "; peak live " << bytes(m.arena_peak_live)
+         << "; align " << (a ? a->align() : 0) << "\n";
+    if (m.total) out_ << "  total      " << bytes(*m.total) << " at capacity " << *capacity_ << "\n";
   }
 
   /// A literal printed as the param it fills ("i32 2560", "f32 1e-06"); raw
@@ -250,12 +283,13 @@ class Dumper {
   }
 
   const plan::Plan& p_;
+  std::optional<uint64_t> capacity_;
   std::ostringstream out_;
 };
 
 }  // namespace
 
-Result<std::string> dump_plan(std::span<const uint8_t> bytes) {
+Result<std::string> dump_plan(std::span<const uint8_t> bytes, std::optional<uint64_t> capacity) {
   auto bad = [](const std::string& why) { return make_error(ErrorKind::kManifest, "not a valid plan: " + why); };
   if (bytes.size() < 8) return bad("file is " + std::to_string(bytes.size()) + " bytes, too short");
   // A finished FlatBuffers buffer is padded to its largest alignment, at
@@ -267,6 +301,11 @@ Result<std::string> dump_plan(std::span<const uint8_t> bytes) {
   if (!plan::PlanBufferHasIdentifier(bytes.data())) {
     return bad("file identifier is not \"" + std::string(kPlanFileIdentifier) + "\"");
   }
+  // The version before the full Verifier: a plan of another version may not pass it.
+  if (auto version = shallow_plan_format_version(bytes); version && *version != kPlanFormatVersion) {
+    return bad("format version " + std::to_string(*version) + " (this kern-verify reads " +
+               std::to_string(kPlanFormatVersion) + ")");
+  }
   if (bytes.size() > FLATBUFFERS_MAX_BUFFER_SIZE) {
     return bad("file is " + std::to_string(bytes.size()) + " bytes, larger than a FlatBuffers buffer can be");
   }
@@ -277,11 +316,7 @@ Result<std::string> dump_plan(std::span<const uint8_t> bytes) {
   fb::Verifier verifier(bytes.data(), bytes.size());
   if (!plan::VerifyPlanBuffer(verifier)) return bad("FlatBuffers verification failed (corrupt or truncated)");
   const plan::Plan* p = plan::GetPlan(bytes.data());
-  if (p->format_version() != kPlanFormatVersion) {
-    return bad("format version " + std::to_string(p->format_version()) + " (this kern-verify reads " +
-               std::to_string(kPlanFormatVersion) + ")");
-  }
-  return Dumper(*p).run();
+  return Dumper(*p, capacity).run();
 }
 
 }  // namespace kern::verify

@@ -4,6 +4,8 @@
 // The listing is for people; its layout may change (golden tests pin it).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -15,10 +17,13 @@ namespace kern::verify {
 /// symbols with bounds, states, buffers (class, dtype, shape, bytes at the
 /// maxima; counts per class), cubins, kernels with their steps (symbol,
 /// cubin, params, block, grid and shared-memory expressions), scratch, each
-/// program's dispatch count and launches with wired args, and a summary line
-/// with buffer and dispatch counts per program.
+/// program's dispatch count and launches with wired args, the memory by
+/// class (weights, states per token and at `capacity` tokens when given,
+/// io, workspace, scratch, the arena after and before planning and its peak
+/// live bytes, the total) and a summary line with buffer and dispatch
+/// counts per program. Workspace buffers and scratch show their arena offset.
 /// Errors (kManifest): not a FlatBuffers plan (Verifier fails), wrong file
 /// identifier, unsupported format_version, an index out of range.
-Result<std::string> dump_plan(std::span<const uint8_t> plan_bytes);
+Result<std::string> dump_plan(std::span<const uint8_t> plan_bytes, std::optional<uint64_t> capacity = {});
 
 }  // namespace kern::verify

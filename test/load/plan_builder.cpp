@@ -21,7 +21,22 @@ std::vector<Offset<plan::Expr>> shape(FlatBufferBuilder& b, const std::vector<Ex
 
 }  // namespace
 
-std::vector<uint8_t> serialize(const PlanDesc& d) {
+std::vector<uint8_t> serialize(const PlanDesc& desc) {
+  PlanDesc d = desc;
+  ArenaDesc arena;
+  if (d.arena) {
+    arena = *d.arena;
+  } else {  // the unplanned layout: every region in its own slot
+    auto slot = [&](uint64_t& offset, uint64_t size) {
+      offset = arena.size_bytes;
+      arena.size_bytes += (size + 255) / 256 * 256;
+    };
+    for (auto& x : d.buffers)
+      if (x.cls == plan::BufferClass::workspace) slot(x.arena_offset, x.max_size_bytes);
+    for (auto& x : d.scratch) slot(x.arena_offset, x.max_size_bytes);
+    arena.unplanned_bytes = arena.peak_live_bytes = arena.size_bytes;
+    arena.planned = false;
+  }
   FlatBufferBuilder b;
   std::vector<Offset<plan::Symbol>> symbols;
   for (const auto& s : d.symbols) symbols.push_back(plan::CreateSymbolDirect(b, s.name.c_str(), s.min, s.max));
@@ -31,7 +46,8 @@ std::vector<uint8_t> serialize(const PlanDesc& d) {
   std::vector<Offset<plan::Buffer>> buffers;
   for (const auto& x : d.buffers) {
     auto dims = shape(b, x.shape);
-    buffers.push_back(plan::CreateBufferDirect(b, x.name.c_str(), x.dtype, x.cls, &dims, x.max_size_bytes));
+    buffers.push_back(
+        plan::CreateBufferDirect(b, x.name.c_str(), x.dtype, x.cls, &dims, x.max_size_bytes, x.arena_offset));
   }
   std::vector<Offset<plan::Cubin>> cubins;
   for (const auto& c : d.cubins)
@@ -48,7 +64,8 @@ std::vector<uint8_t> serialize(const PlanDesc& d) {
   std::vector<Offset<plan::Scratch>> scratch;
   for (const auto& s : d.scratch) {
     auto dims = shape(b, s.shape);
-    scratch.push_back(plan::CreateScratchDirect(b, s.name.c_str(), s.kernel, s.dtype, &dims, s.max_size_bytes));
+    scratch.push_back(
+        plan::CreateScratchDirect(b, s.name.c_str(), s.kernel, s.dtype, &dims, s.max_size_bytes, s.arena_offset));
   }
   std::vector<Offset<plan::Program>> programs;
   for (const auto& p : d.programs) {
@@ -68,7 +85,11 @@ std::vector<uint8_t> serialize(const PlanDesc& d) {
                                                  p.labels ? &labels : nullptr));
   }
   auto root = plan::CreatePlanDirect(b, d.format_version, &d.manifest_sha256, d.model.c_str(), &symbols, &states,
-                                     &buffers, &cubins, &kernels, &steps, &scratch, &programs);
+                                     &buffers, &cubins, &kernels, &steps, &scratch, &programs,
+                                     d.write_arena ? plan::CreateArena(b, arena.size_bytes, arena.align,
+                                                                       arena.unplanned_bytes, arena.peak_live_bytes,
+                                                                       arena.planned)
+                                                   : 0);
   plan::FinishPlanBuffer(b, root);
   std::vector<uint8_t> bytes(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   auto trailer = plan_trailer(bytes);

@@ -36,6 +36,7 @@ struct BufferDesc {
   plan::BufferClass cls = plan::BufferClass::workspace;
   std::vector<ExprDesc> shape;
   uint64_t max_size_bytes = 0;
+  uint64_t arena_offset = 0;  ///< workspace only; used when PlanDesc::arena is set
 };
 struct CubinDesc { std::string path; std::optional<std::vector<uint8_t>> sha256; };
 struct ScratchDesc {
@@ -44,6 +45,7 @@ struct ScratchDesc {
   plan::DType dtype = plan::DType::i64;
   std::vector<ExprDesc> shape;
   uint64_t max_size_bytes = 0;
+  uint64_t arena_offset = 0;  ///< used when PlanDesc::arena is set
 };
 struct StepDesc {
   uint32_t kernel = 0;
@@ -70,6 +72,15 @@ struct ProgramDesc {
   std::optional<std::vector<std::string>> labels;
 };
 
+/// Plan.arena as written; offsets come from the buffer and scratch descs.
+struct ArenaDesc {
+  uint64_t size_bytes = 0;
+  uint64_t align = 256;
+  uint64_t unplanned_bytes = 0;
+  uint64_t peak_live_bytes = 0;
+  bool planned = true;
+};
+
 struct PlanDesc {
   uint32_t format_version = kPlanFormatVersion;
   std::vector<uint8_t> manifest_sha256 = std::vector<uint8_t>(32, 0xab);
@@ -82,6 +93,12 @@ struct PlanDesc {
   std::vector<StepDesc> steps;
   std::vector<ScratchDesc> scratch;
   std::vector<ProgramDesc> programs;
+  /// Unset: serialize writes the unplanned layout (every workspace buffer
+  /// and scratch in its own 256-byte-aligned slot, in order) and ignores the
+  /// descs' arena_offset. Set: written as given (tests of the arena check).
+  std::optional<ArenaDesc> arena;
+  /// False: no Plan.arena at all (a plan of format version 1).
+  bool write_arena = true;
 };
 
 inline plan::Param buf(plan::Access a, plan::DType d) { return plan::Param(plan::ParamKind::buffer, a, d); }

@@ -276,3 +276,38 @@ TEST_CASE("plan validation rejects each out-of-range index or malformed entry wi
     CHECK(error_of(d) == std::string("tiny.kplan: ") + c.expect);
   }
 }
+
+TEST_CASE("the workspace arena of an untrusted plan is proven before use", "[load][plan][arena]") {
+  // tiny_plan: workspace 'acc' (64 B) is live at launches 0-1, scratch 'tmp'
+  // (64 B) at launches 1-2 (dispatch 1): they may not share bytes.
+  auto with_arena = [](uint64_t acc, uint64_t tmp, uint64_t size, uint64_t align = 256) {
+    PlanDesc d = tiny_plan();
+    d.buffers[2].arena_offset = acc;
+    d.scratch[0].arena_offset = tmp;
+    d.arena = ArenaDesc{size, align, 512, 512, true};
+    return d;
+  };
+  CHECK(load_desc(with_arena(0, 256, 512)).ok());
+  CHECK(load_desc(with_arena(256, 0, 512)).ok());
+  const std::vector<std::pair<PlanDesc, std::string>> cases = {
+      {with_arena(0, 0, 256),
+       "arena: workspace arena: scratch 'tmp' [0, 64) and buffer 'acc' [0, 64) are both live at program 'main' "
+       "launch 1"},
+      {with_arena(0, 256, 300), "arena: workspace arena: scratch 'tmp' (64 B at offset 256) does not fit the arena of 300 B"},
+      {with_arena(0, 128, 512), "arena: workspace arena: scratch 'tmp' at offset 128 is not aligned to 256 B"},
+      {with_arena(0, 256, 512, 384), "arena: arena.align 384 is not a power of two >= 256"},
+      {with_arena(0, 256, 512, 128), "arena: arena.align 128 is not a power of two >= 256"},
+      {with_arena(UINT64_MAX - 255, 256, 1024),
+       "arena: workspace arena: buffer 'acc' (64 B at offset 18446744073709551360) does not fit the arena of 1024 B"},
+  };
+  for (const auto& [d, expect] : cases) {
+    INFO(expect);
+    CHECK(error_of(d) == "tiny.kplan: " + expect);
+  }
+}
+
+TEST_CASE("a plan without a workspace arena is refused", "[load][plan][arena]") {
+  PlanDesc d = tiny_plan();
+  d.write_arena = false;
+  CHECK(error_of(d) == "tiny.kplan: arena: the plan has no workspace arena");
+}

@@ -49,12 +49,13 @@ TEST_CASE("kern-run --json prints exactly one JSON object with the report fields
   CHECK(std::string(doc["stop_reason"].GetString()) == "steps");
   CHECK(doc["time_to_first_token_ms"].GetDouble() > 0);
   CHECK_FALSE(doc.HasMember("text"));  // no tokenizer, no text
-  // Load time by phase; the weights upload copied every weight byte.
+  // Load time by phase; the cpu device reads every weight byte in place.
   REQUIRE(doc["load_ms"].IsObject());
   for (const char* key : {"plan", "device", "weights_open", "kernels", "allocate", "weights_upload", "stage", "total"})
     CHECK(doc["load_ms"][key].IsNumber());
   CHECK(doc["load_ms"]["total"].GetDouble() >= doc["load_ms"]["weights_upload"].GetDouble());
-  CHECK(doc["weight_bytes"].GetUint64() > 250000);  // examples/tiny-qwen3.safetensors holds ~281 kB of tensors
+  CHECK(doc["weight_bytes"].GetUint64() == 0);  // nothing copied
+  CHECK(doc["weight_bytes_in_place"].GetUint64() > 250000);  // examples/tiny-qwen3.safetensors holds ~281 kB of tensors
 }
 
 TEST_CASE("kern-run --json reports the decode loop's steady state: 0 host writes and waits asynchronously",
@@ -393,4 +394,58 @@ TEST_CASE("a manifest kern-verify accepts whose embedding width lies is an exten
   CHECK_THAT(r.err, Contains("dispatch 0") && Contains("step 'kern_embedding_bf16'") &&
                         Contains("param 1 (table) may touch 512000000 B from offset 0 of buffer "
                                  "'model.embed_tokens.weight' (32768 B)"));
+}
+
+TEST_CASE("ids are unchanged with and without memory planning and with --poison-workspace on every test prompt",
+          "[run][cli][arena]") {
+  // The test prompts: one token (decode only), short, chunked prefill, and a
+  // long one whose prefill chunks differ in length.
+  const std::vector<std::string> prompts = {"7", "3,17,99,200,5", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21",
+                                            "250,1,0,255,128,64,32,16,8,4,2,1,3,5,7,9,11,13,15,17,19,23,29,31,37,41"};
+  for (const std::string& prompt : prompts) {
+    const std::string args = " --weights " + env_path("KERN_TINY_WEIGHTS") + " --device cpu --prompt-ids " + prompt +
+                             " --steps 8 --chunk 8";
+    std::string reference;
+    for (const char* plan : {"KERN_TINY_PLAN", "KERN_TINY_PLAN_UNPLANNED"}) {
+      for (const char* poison : {"", " --poison-workspace"}) {
+        CliResult r = kern_run(env_path(plan) + args + poison);
+        INFO(prompt << " " << plan << poison << ": " << r.err);
+        REQUIRE(r.rc == 0);
+        std::string ids = r.out.substr(0, r.out.find('\n'));
+        if (reference.empty()) reference = ids;
+        CHECK(ids == reference);
+      }
+    }
+  }
+}
+
+TEST_CASE("kern-run --json reports memory by class and the arena before and after planning", "[run][cli][arena]") {
+  auto memory_of = [](const std::string& plan_env) {
+    CliResult r = kern_run(env_path(plan_env.c_str()) + " --weights " + env_path("KERN_TINY_WEIGHTS") +
+                           " --device cpu --prompt-ids 1,2,3 --steps 2 --json");
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    rapidjson::Document doc;
+    doc.Parse(r.out.c_str());
+    REQUIRE(doc.IsObject());
+    REQUIRE(doc.HasMember("memory"));
+    rapidjson::Document m;
+    m.CopyFrom(doc["memory"], m.GetAllocator());
+    return m;
+  };
+  rapidjson::Document planned = memory_of("KERN_TINY_PLAN");
+  rapidjson::Document unplanned = memory_of("KERN_TINY_PLAN_UNPLANNED");
+  CHECK(planned["arena_planned"].GetBool());
+  CHECK_FALSE(unplanned["arena_planned"].GetBool());
+  CHECK(planned["arena"].GetUint64() < unplanned["arena"].GetUint64());
+  CHECK(planned["arena_unplanned"].GetUint64() == unplanned["arena"].GetUint64());
+  CHECK(planned["arena"].GetUint64() >= planned["arena_peak_live"].GetUint64());
+  CHECK(planned["weights"].GetUint64() > 0);
+  CHECK(planned["weights_in_place"].GetUint64() == planned["weights"].GetUint64());  // cpu: read from the file
+  // kv_cache: 2 layers x 2 kv heads x 2 (k, v) x 16 x 2 B = 256 B/token at
+  // capacity 1024, plus the fused decode's fixed-size counters state (64 B).
+  CHECK(planned["states"].GetUint64() == 256 * 1024 + 64);
+  CHECK(planned["total"].GetUint64() == planned["weights"].GetUint64() + planned["io"].GetUint64() +
+                                            planned["arena"].GetUint64() + planned["states"].GetUint64());
+  CHECK(planned["peak_rss"].GetUint64() > 0);
 }
