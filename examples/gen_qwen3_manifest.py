@@ -186,12 +186,15 @@ def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False):
     i_m = na - (6 if norm else 5)
     scalars = [{"arg": i} for i in range(i_m, i_m + 5)] + [i32(splits)] + ([{"arg": na - 1}] if norm else [])
     i_c = 3 if norm else 2
-    scratch = {"partial": {"dtype": "f32", "shape": ["tokens", splits * n * rows_per_col if splits > 1 else 1]}}
+    # Decode-only scratch is sized for the rows a gemv takes at most (the
+    # kernels do nothing above GEMV_MAX_ROWS), not for the prefill chunk.
+    scratch = {"partial": {"dtype": "f32",
+                           "shape": [GEMV_MAX_ROWS, splits * n * rows_per_col if splits > 1 else 1]}}
     args = [{"arg": i} for i in range(i_c + 1)] + [{"scratch": "partial"}, {"arg": i_c + 1}]
     step_params = params[:i_c + 1] + ["out buffer<f32>", "inout ptr"]
     if argmax:
-        scratch["argmax_val"] = {"dtype": "f32", "shape": ["tokens", tiles]}
-        scratch["argmax_idx"] = {"dtype": "i32", "shape": ["tokens", tiles]}
+        scratch["argmax_val"] = {"dtype": "f32", "shape": [GEMV_MAX_ROWS, tiles]}
+        scratch["argmax_idx"] = {"dtype": "i32", "shape": [GEMV_MAX_ROWS, tiles]}
         args += [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}]
         step_params += ["out buffer<f32>", "out buffer<i32>"]
     step_params += ["i32"] * 6 + (["f32"] if norm else [])
@@ -229,9 +232,9 @@ def fused_kernels(c):
         "attention_decode_fused": {
             "params": attn_params,
             "impl": {
-                "scratch": {
-                    "partial_o": {"dtype": "f32", "shape": ["tokens", H * ATTN_SPLITS * D]},
-                    "partial_ml": {"dtype": "f32", "shape": ["tokens", H * ATTN_SPLITS * 2]},
+                "scratch": {  # decode rows only (the kernel does nothing above GEMV_MAX_ROWS)
+                    "partial_o": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_SPLITS * D]},
+                    "partial_ml": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_SPLITS * 2]},
                 },
                 "steps": [attn],
             },
@@ -257,7 +260,7 @@ def block_table_pages(c):
     return math.ceil(c.max_position / PAGE)
 
 
-def buffers(c):
+def buffers(c, fused=True):
     """Inputs, the output, workspace and weights (docs/qwen3-manifest.md)."""
     E, D, I, V = c.hidden, c.head_dim, c.intermediate, c.vocab
     # The step inputs the decode program maintains itself are carries: the
@@ -274,8 +277,13 @@ def buffers(c):
     }
     for name, width in (("residual", E), ("normed", E), ("qkv", c.qkv_rows), ("q_normed", c.heads * D),
                         ("k_normed", c.kv_heads * D), ("attn_out", c.heads * D), ("proj_out", E),
-                        ("gate_up", 2 * I), ("act", I), ("logits", V)):
+                        ("gate_up", 2 * I), ("act", I)):
         out[name] = {"dtype": "bf16", "shape": ["tokens", width], "class": "workspace"}
+    # Only decode computes logits. The fused lm_head_argmax takes at most
+    # GEMV_MAX_ROWS rows (decode 1, speculative verify the block), so the
+    # buffer has those rows, not the prefill chunk's (155 MB for Qwen3-4B at
+    # 512); the unfused lm_head GEMM takes `tokens` rows.
+    out["logits"] = {"dtype": "bf16", "shape": [GEMV_MAX_ROWS if fused else "tokens", V], "class": "workspace"}
 
     def weight(name, shape, dtype="bf16"):
         out[name] = {"dtype": dtype, "shape": shape, "class": "weight"}
@@ -445,7 +453,7 @@ def manifest(c, tokens_max, model_label, fused=True):
         "meta": {"version": 2, "model": model_label},
         "symbols": {"tokens": {"min": 1, "max": tokens_max}},
         "states": states,
-        "buffers": buffers(c),
+        "buffers": buffers(c, fused),
         "kernels": ks,
         "programs": {
             "prefill": program(c, "attention_prefill", with_head=False),

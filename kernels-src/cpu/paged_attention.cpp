@@ -36,6 +36,7 @@ constexpr const char* kPrefill = "kern_paged_attention_prefill_bf16";
 constexpr const char* kDecode = "kern_attention_decode_bf16";
 constexpr int64_t kMaxGroup = 8;      // query heads per kv head (the CUDA twin's registers)
 constexpr int64_t kMaxHeadDim = 512;  // the CUDA twin's shared-memory rows
+constexpr int64_t kMaxDecodeRows = 8;  // query rows of one kern_attention_decode_bf16 launch (its scratch's rows)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 /// The interface params (docs/kernels.md §8) of one attention launch, checked.
@@ -281,6 +282,10 @@ Status attention_decode_bf16(const CpuLaunch& l) {
   }
   if (a.head_dim > kMaxHeadDim) {
     return launch_error(kDecode, "param 14 (head_dim) is " + std::to_string(a.head_dim) + "; must be <= 512");
+  }
+  if (a.tokens > kMaxDecodeRows) {
+    return launch_error(kDecode, "param 11 (num_tokens) is " + std::to_string(a.tokens) +
+                                     "; must be <= 8 (decode rows; prefill uses kern_paged_attention_prefill_bf16)");
   }
   KERN_RETURN_IF_ERROR(check_grid_covers(l, kDecode, 0, a.kv_heads, "one block per kv head"));
   KERN_RETURN_IF_ERROR(check_grid_equals(l, kDecode, 1, 17, "num_splits", splits));

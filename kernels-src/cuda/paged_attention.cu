@@ -289,6 +289,8 @@ namespace {
 
 constexpr int kMaxGroup = 8;        // query heads per kv head held in registers
 constexpr int kMaxSplitPages = 256;  // block-table entries of a split hoisted into shared memory
+constexpr int kMaxDecodeRows = 8;   // query rows of one decode launch (decode 1, speculative verify the block);
+                                     // the manifest sizes the split scratch and counters for these
 
 /// One-launch decode (kern_attention_decode_bf16): split s of (kv head kvh,
 /// query i) for all G = H / KV query heads of the kv head. Each warp walks
@@ -389,7 +391,8 @@ __device__ void gqa_split_body(MergeSmem& smem, const int* pages, int page0, con
 /// split's block-table entries are loaded into shared memory first. The last
 /// block of (i, kvh) to finish (integer counter, reset to 0 after) merges the
 /// splits in order 0, 1, ... for its heads and writes bf16 out. A row's
-/// result depends only on its causal length and S, never on T.
+/// result depends only on its causal length and S, never on T. Does nothing
+/// for T > 8 (kMaxDecodeRows: the scratch is sized for 8 rows).
 /// Launch: grid [KV, S, T], block [128, 1, 1].
 /// Bytes moved: 4 D n_i per (query row, kv head) (k, v once) + 2 D T H (q)
 /// + 8 (D + 2) T H S (partials written and read back) + 2 D T H (out).
@@ -405,7 +408,7 @@ extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_bf16(
   __shared__ int last_block;
   const int kvh = blockIdx.x, s = blockIdx.y, i = blockIdx.z;
   pdl_launch_dependents();
-  if (kvh >= num_kv_heads || s >= num_splits || i >= num_tokens || num_kv_heads <= 0 ||
+  if (kvh >= num_kv_heads || s >= num_splits || i >= num_tokens || num_tokens > kMaxDecodeRows || num_kv_heads <= 0 ||
       num_heads < num_kv_heads || num_heads / num_kv_heads > kMaxGroup || head_dim <= 0 || head_dim > kMaxHeadDim)
     return;
   pdl_wait();  // q, the cache and the lengths come from earlier launches

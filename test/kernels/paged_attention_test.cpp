@@ -357,3 +357,20 @@ TEST_CASE("one-launch decode attention rejects more than 8 query heads per kv he
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().message.find("grid.y is 4; must equal param 17 (num_splits) = 16") != std::string::npos);
 }
+
+TEST_CASE("one-launch decode attention rejects more than 8 query rows (its scratch is sized for 8)",
+          "[kernels][attention]") {
+  std::mt19937 rng(71);
+  const AttnData d = make_data(AttnCase{9, 2, 1, 16, 20}, rng);
+  std::vector<float> po(9 * 2 * kSplits * 16), pml(9 * 2 * kSplits * 2);
+  std::vector<int32_t> counters(9);
+  std::vector<uint16_t> out(9 * 2 * 16);
+  ArgPack p;
+  add_inputs(p, d, &d.c.k_scale, &d.c.v_scale);
+  p.add(po.data()).add(pml.data()).add(counters.data()).add(out.data());
+  add_scalars(p, d);
+  p.add<int32_t>(kSplits);
+  const kern::Status s = launch("kern_attention_decode_bf16", p, 1, kSplits, 9);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("param 11 (num_tokens) is 9; must be <= 8") != std::string::npos);
+}

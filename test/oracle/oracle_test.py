@@ -70,11 +70,15 @@ def share_layer0_kv_region(manifest_text):
 MUTANTS = (("interleaved RoPE", flip_rope_to_interleaved), ("layer 1 reads layer 0's KV", share_layer0_kv_region))
 
 
+LOGITS_ROWS = 8  # logits [8, V]: the most rows lm_head_argmax takes; decode writes row 0
+
+
 def bf16_file_to_f32(path, vocab):
+    """Row 0 of the dumped logits buffer (decode's one row) as float64."""
     raw = np.fromfile(path, dtype="<u2")
-    if raw.size != vocab:
-        raise RuntimeError(f"{path}: {raw.size} bf16 values, expected {vocab} (logits [1, V])")
-    return (raw.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    if raw.size != LOGITS_ROWS * vocab:
+        raise RuntimeError(f"{path}: {raw.size} bf16 values, expected {LOGITS_ROWS * vocab} (logits [8, V])")
+    return (raw[:vocab].astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
 
 class KernRun:

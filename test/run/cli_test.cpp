@@ -126,7 +126,8 @@ TEST_CASE("kern-run --dump-buffer writes the buffer's bytes at its last use", "[
                          tiny_args("--prompt-ids 5,6,7 --steps 2 --dump-buffer logits=" + dir.file("logits.bin")));
   INFO(r.err);
   REQUIRE(r.rc == 0);
-  CHECK(slurp(dir.file("logits.bin")).size() == 256 * 2);  // 1 row [1, vocab] of bf16 after the last decode
+  // logits is [8, vocab] bf16 (the most rows lm_head_argmax takes); decode wrote row 0.
+  CHECK(slurp(dir.file("logits.bin")).size() == 8 * 256 * 2);
   std::string next = slurp(dir.file("next.bin"));
   REQUIRE(next.size() == 8);
   int64_t id = 0;
@@ -311,7 +312,7 @@ TEST_CASE("kern-run --dump-buffer into a FIFO writes into it instead of replacin
   struct stat st {};
   REQUIRE(::lstat(fifo.c_str(), &st) == 0);
   CHECK(S_ISFIFO(st.st_mode));
-  CHECK(slurp(dir.file("copy.bin")).size() == 256 * 2);  // 1 row [1, vocab] of bf16 after the last decode
+  CHECK(slurp(dir.file("copy.bin")).size() == 8 * 256 * 2);  // logits [8, vocab] bf16
 }
 
 TEST_CASE("a failed write to stdout is an I/O error, not exit 0", "[run][cli]") {
