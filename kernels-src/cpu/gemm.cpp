@@ -5,10 +5,13 @@
 // cpu device's hot spot (it runs whole models), so it is written to be
 // reasonably fast without BLAS: a is widened to f32 once; w is used four
 // rows at a time, read as bf16 in place for few a rows (decode) or widened
-// into a small f32 panel reused by up to 16 a rows; each dot product uses
-// eight independent f32 accumulators (a loop the compiler vectorises)
-// combined in a fixed order, so every c element is computed by the same arithmetic whatever the
-// tiling or thread count (results do not depend on the machine's cores).
+// into a small f32 panel reused by up to 16 a rows, three a rows at a time
+// (each w vector loaded once for three rows); each dot product uses eight
+// independent f32 accumulators (a loop the compiler vectorises, cloned for
+// AVX2) combined in a fixed order, with no contraction into FMA
+// (-ffp-contract=off), so every c element is computed by the same arithmetic
+// whatever the tiling, thread count or instruction set (results do not
+// depend on the machine). bench/cpu_kernels_bench measures it.
 // Large problems split the n range over up to 8 std::threads.
 //
 // Not supported: c overlapping a or w (cublasLt forbids it as well).
@@ -32,6 +35,7 @@ constexpr const char* kGemmAcc = "extern:cublaslt_bf16_tn_acc";
 constexpr int kLanes = 8;           // independent accumulators per dot product
 constexpr int64_t kPanelRows = 4;   // w rows widened and used together
 constexpr int64_t kRowTile = 16;    // a rows kept hot while a w panel is reused
+constexpr int kRowBlock = 3;        // a rows per register block (3 x 4 accumulators + operands fit 16 ymm)
 constexpr int64_t kWidenRows = 4;   // from this many rows per tile, widen w panels first
 constexpr int64_t kThreadWork = int64_t{1} << 20;  // m*n*k above which threads help
 constexpr unsigned kMaxThreads = 8;
@@ -53,7 +57,7 @@ inline float widen(uint16_t x) { return bf16_to_f32(x); }
 /// operation order: lane-wise products, lanes summed pairwise, then the tail
 /// elements in order. Widening is exact, so both W give identical results.
 template <int R, typename W>
-void panel_dots(const float* a, const W* w, int64_t k, float* out) {
+[[gnu::always_inline]] inline void panel_dots(const float* a, const W* w, int64_t k, float* out) {
   float acc[R][kLanes] = {};
   const int64_t body = k - k % kLanes;
   for (int64_t x = 0; x < body; x += kLanes) {
@@ -70,9 +74,47 @@ void panel_dots(const float* a, const W* w, int64_t k, float* out) {
   }
 }
 
+/// panel_dots for A a rows at once (row q at a + q * k), with per-element
+/// arithmetic identical to A panel_dots calls: each w vector loaded once
+/// serves A rows, which divides the loads per multiply-add by A.
+template <int A, int R>
+[[gnu::always_inline]] inline void panel_dots_rows(const float* a, const float* w, int64_t k,
+                                                   float (*out)[kPanelRows]) {
+  float acc[A][R][kLanes] = {};
+  const int64_t body = k - k % kLanes;
+  for (int64_t x = 0; x < body; x += kLanes) {
+    for (int r = 0; r < R; ++r) {
+      const float* wr = w + r * k + x;
+      for (int q = 0; q < A; ++q) {
+        for (int lane = 0; lane < kLanes; ++lane) acc[q][r][lane] += a[q * k + x + lane] * wr[lane];
+      }
+    }
+  }
+  for (int q = 0; q < A; ++q) {
+    for (int r = 0; r < R; ++r) {
+      const float* v = acc[q][r];
+      float sum = ((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7]));
+      for (int64_t x = body; x < k; ++x) sum += a[q * k + x] * w[r * k + x];
+      out[q][r] = sum;
+    }
+  }
+}
+
+/// Dots of A consecutive a rows with `rows` (1..4) consecutive rows of a widened panel.
+template <int A>
+[[gnu::always_inline]] inline void dots_rows_for(int64_t rows, const float* a, const float* w, int64_t k,
+                                                 float (*out)[kPanelRows]) {
+  switch (rows) {
+    case 4: panel_dots_rows<A, 4>(a, w, k, out); break;
+    case 3: panel_dots_rows<A, 3>(a, w, k, out); break;
+    case 2: panel_dots_rows<A, 2>(a, w, k, out); break;
+    default: panel_dots_rows<A, 1>(a, w, k, out); break;
+  }
+}
+
 /// Dots of one a row with `rows` (1..4) consecutive w rows.
 template <typename W>
-void dots_for(int64_t rows, const float* a_row, const W* w, int64_t k, float* dots) {
+[[gnu::always_inline]] inline void dots_for(int64_t rows, const float* a_row, const W* w, int64_t k, float* dots) {
   switch (rows) {
     case 4: panel_dots<4>(a_row, w, k, dots); break;
     case 3: panel_dots<3>(a_row, w, k, dots); break;
@@ -85,24 +127,38 @@ void dots_for(int64_t rows, const float* a_row, const W* w, int64_t k, float* do
 /// of kPanelRows * k floats owned by the calling thread. A tile of few a rows
 /// (decode: m = 1) reads w as bf16 in place; larger tiles widen each w panel
 /// once and reuse it. Never throws.
-void gemm_columns(const Gemm& g, int64_t n_begin, int64_t n_end, float* panel) {
-  float dots[kPanelRows];
+__attribute__((target_clones("avx2", "default"))) void gemm_columns(const Gemm& g, int64_t n_begin,
+                                                                   int64_t n_end, float* panel) {
+  float dots[kRowBlock][kPanelRows];
+  const auto store = [&](int64_t i, int64_t j, int64_t rows, const float* d) {
+    uint16_t* c_row = g.c + i * g.n + j;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float old = g.accumulate ? bf16_to_f32(c_row[r]) : 0.0f;
+      c_row[r] = f32_to_bf16(g.accumulate ? old + d[r] : d[r]);
+    }
+  };
   for (int64_t i0 = 0; i0 < g.m; i0 += kRowTile) {
     const int64_t i1 = std::min(i0 + kRowTile, g.m);
     const bool widen_panel = i1 - i0 >= kWidenRows;
     for (int64_t j = n_begin; j < n_end; j += kPanelRows) {
       const int64_t rows = std::min(kPanelRows, n_end - j);
       const uint16_t* w = g.w + j * g.k;
-      if (widen_panel) bf16_to_f32_n(w, panel, static_cast<size_t>(rows * g.k));
-      for (int64_t i = i0; i < i1; ++i) {
-        const float* a_row = g.a + i * g.k;
-        if (widen_panel) dots_for(rows, a_row, panel, g.k, dots);
-        else dots_for(rows, a_row, w, g.k, dots);
-        uint16_t* c_row = g.c + i * g.n + j;
-        for (int64_t r = 0; r < rows; ++r) {
-          const float old = g.accumulate ? bf16_to_f32(c_row[r]) : 0.0f;
-          c_row[r] = f32_to_bf16(g.accumulate ? old + dots[r] : dots[r]);
+      if (!widen_panel) {
+        for (int64_t i = i0; i < i1; ++i) {
+          dots_for(rows, g.a + i * g.k, w, g.k, dots[0]);
+          store(i, j, rows, dots[0]);
         }
+        continue;
+      }
+      bf16_to_f32_n(w, panel, static_cast<size_t>(rows * g.k));
+      int64_t i = i0;
+      for (; i + kRowBlock <= i1; i += kRowBlock) {
+        dots_rows_for<kRowBlock>(rows, g.a + i * g.k, panel, g.k, dots);
+        for (int q = 0; q < kRowBlock; ++q) store(i + q, j, rows, dots[q]);
+      }
+      for (; i < i1; ++i) {
+        dots_rows_for<1>(rows, g.a + i * g.k, panel, g.k, dots);
+        store(i, j, rows, dots[0]);
       }
     }
   }

@@ -87,7 +87,8 @@ TEST_CASE("gemm with k = 0 writes zeros, and its acc variant leaves c unchanged"
 
 TEST_CASE("gemm gives a row the same bits whether it runs alone or in a large threaded problem",
           "[kernels][gemm]") {
-  // m = 20 tiles as 16 + 4 rows (widened w panels) on several threads
+  // m = 20 tiles as 16 + 4 rows (widened w panels, in 3-row register blocks
+  // plus a remainder row) on several threads
   // (m n k = 5.3e6); m = 1 reads w in place on one thread. gemm.cpp promises
   // the same arithmetic per element on both paths, so the bf16 results must
   // be equal. (An indexing slip in either path shows here; a last-bit f32
