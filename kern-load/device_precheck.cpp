@@ -1,6 +1,7 @@
 #include "kern-load/device_precheck.h"
 
 #include <cstring>
+#include <set>
 
 #include "kern-load/plan_expr.h"
 
@@ -75,14 +76,23 @@ std::vector<std::string> precheck_plan(const plan::Plan& p, std::span<const Kern
   for (const KernelFileImages& f : files) {
     if (images_run_on(f.images, d.cc_major, d.cc_minor)) continue;
     std::string list;
+    std::set<int> sass_majors;
     int lowest = 0;
+    bool has_ptx = false;
     for (const KernelImage& i : f.images) {
       list += (list.empty() ? "" : ", ") + image_name(i);
       if (lowest == 0 || i.arch < lowest) lowest = i.arch;
+      if (i.ptx) has_ptx = true;
+      else sass_majors.insert(i.arch / 10);
     }
-    out.push_back(f.file + ": plan needs compute capability " + (lowest ? cc(lowest) + "+" : std::string("?")) +
-                  " (" + (list.empty() ? "no code images" : list) + "), device has " + std::to_string(d.cc_major) +
-                  "." + std::to_string(d.cc_minor));
+    std::string majors;
+    for (int m : sass_majors) majors += (majors.empty() ? "" : " or ") + std::to_string(m) + ".x";
+    // SASS runs only on its own major (sm_90-only fatbins: "9.x", never a
+    // 10.0 device); only PTX reaches every newer device ("8.0+").
+    const std::string need = lowest == 0 ? std::string("?") : has_ptx ? cc(lowest) + "+" : majors;
+    out.push_back(f.file + ": plan needs compute capability " + need + " (" +
+                  (list.empty() ? "no code images" : list) + "), device has " + std::to_string(d.cc_major) + "." +
+                  std::to_string(d.cc_minor));
   }
   static const char* kAxis[3] = {"x", "y", "z"};
   for (flatbuffers::uoffset_t i = 0; i < p.steps()->size(); ++i) {

@@ -60,7 +60,9 @@ struct KernelFileImages {
 
 /// Every mismatch between `p` (its non-extern steps' launch geometry at the
 /// symbols' maxima) plus `files` and `device`, one line each, e.g.
-/// "rope.fatbin: plan needs compute capability 8.0+ (sm_80, sm_90, compute_100), device has 7.5",
+/// "rope.fatbin: plan needs compute capability 8.0+ (sm_80, sm_90, compute_100), device has 7.5"
+/// (with PTX: its lowest arch and up), "rope.fatbin: plan needs compute
+/// capability 9.x (sm_90), device has 10.0" (SASS only: those majors),
 /// "steps[2] kern_x: plan needs 2048 threads per block, device has 1024",
 /// "steps[2] kern_x: plan needs 300000 B of shared memory per block, device has 232448 B",
 /// "steps[2] kern_x: plan needs grid y 70000, device has 65535",

@@ -5,11 +5,13 @@ The GPU run (test/gpu/run.sh) rehearsed on a machine without a GPU
 (docs/gpu.md "Running the GPU checks"):
 - fatbin_pins.py checks every pin of a manifest (nested steps), names each
   mismatch and missing file;
+- run.sh's step caps add up to at most its default budget less the reserve
+  (issue 8: 360 s), so a run that hangs in every step still ends in time;
 - without a GPU, run.sh stops within 30 s with "no NVIDIA GPU: ..." in
   summary.txt, exits non-zero, leaves at most 8 plain files in $OUT, and
   never sets LD_LIBRARY_PATH for the tools it calls;
 with --bundle (the CUDA build exists: fatbins and kern-gpu-compare):
-- bundle.sh builds the bundle under the 24 MB limit and says its size;
+- bundle.sh builds the bundle under the 20 MB limit and says its size;
   refuses a size over KERN_BUNDLE_LIMIT_MB and fatbins that differ from the
   manifests' pins, leaving nothing behind;
 - the bundle moved to another directory: its binaries start from there
@@ -94,6 +96,19 @@ class RunShWithoutGpu(unittest.TestCase):
         with tarfile.open(os.path.join(out, "logs.tar.gz")) as t:
             names = t.getnames()
         return summary, results, names
+
+    def test_the_step_caps_fit_inside_the_default_budget(self):
+        import re
+        with open(os.path.join(ROOT, "test", "gpu", "run.sh"), "r", encoding="utf-8") as f:
+            text = f.read()
+        budget = int(re.search(r"^budget=\$\{KERN_GPU_BUDGET_S:-(\d+)\}$", text, re.M).group(1))
+        reserve = int(re.search(r"^reserve=(\d+)", text, re.M).group(1))
+        caps = {m.group(1): int(m.group(2)) for m in re.finditer(r"^step (\S+) +(\d+) ", text, re.M)}
+        self.assertEqual(budget, 360)  # issue 8's default: 6 minutes
+        self.assertEqual(list(caps), STEPS)
+        self.assertEqual(list(caps)[-1], "memcheck")  # compute-sanitizer last, with a short cap
+        self.assertLessEqual(caps["memcheck"], 15)
+        self.assertLessEqual(sum(caps.values()), budget - reserve, caps)
 
     def test_no_nvidia_smi_stops_at_once_with_a_clear_summary(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -183,7 +198,7 @@ class Bundle(unittest.TestCase):
     def test_bundle_is_under_the_limit_and_says_its_size(self):
         total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self.bundle) for f in fs)
         self.assertLessEqual(total, 24_000_000)
-        self.assertRegex(self.bundle_proc.stdout, r"bundle\.sh: .*: \d+ bytes \(\d+\.\d MB; limit 24 MB\): "
+        self.assertRegex(self.bundle_proc.stdout, r"bundle\.sh: .*: \d+ bytes \(\d+\.\d MB; limit 20 MB\): "
                          + str(cuda_families()) + r" fatbins, 3 binaries, \d+ libraries")
         self.assertEqual(sorted(os.listdir(os.path.join(self.bundle, "bin"))),
                          ["kern-gpu-compare", "kern-run", "kern-verify"])

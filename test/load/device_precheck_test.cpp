@@ -29,7 +29,7 @@ load::DeviceLimits hopper() {
   return d;
 }
 
-/// The images of the built fatbins (docs/gpu.md): sm_80, sm_90, sm_100 SASS + compute_100 PTX.
+/// The images of a fatbin built with kernels_cuda_archs = 80,90,100,compute_100 (docs/gpu.md).
 std::vector<load::KernelImage> built_images() { return {{false, 80}, {false, 90}, {true, 100}, {false, 100}}; }
 
 /// Checks the tiny plan (step 0 at tokens <= 8) with step 0 changed by `edit`.
@@ -78,6 +78,23 @@ TEST_CASE("a kernel file without code for the device's compute capability is rep
   auto lines = check(no_edit, turing);
   REQUIRE(lines.size() == 1);
   CHECK(lines[0] == "k.fatbin: plan needs compute capability 8.0+ (sm_80, sm_90, compute_100, sm_100), device has 7.5");
+}
+
+TEST_CASE("SASS-only kernel files name the majors they run on, not a lower bound", "[load][precheck]") {
+  // The default build (kernels_cuda_archs = 90): sm_90 SASS only, which a 10.0 device cannot run.
+  load::DeviceLimits blackwell = hopper();
+  blackwell.cc_major = 10;
+  blackwell.cc_minor = 0;
+  auto lines = check(no_edit, blackwell, {{"k.fatbin", {{false, 90}}}});
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "k.fatbin: plan needs compute capability 9.x (sm_90), device has 10.0");
+  load::DeviceLimits turing = hopper();
+  turing.cc_major = 7;
+  turing.cc_minor = 5;
+  lines = check(no_edit, turing, {{"k.fatbin", {{false, 80}, {false, 90}}}});
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "k.fatbin: plan needs compute capability 8.x or 9.x (sm_80, sm_90), device has 7.5");
+  CHECK(check(no_edit, hopper(), {{"k.fatbin", {{false, 90}}}}).empty());
 }
 
 TEST_CASE("architecture matching follows SASS-same-major and PTX-JIT rules", "[load][precheck]") {
