@@ -32,4 +32,10 @@ inline std::optional<uint32_t> shallow_plan_format_version(std::span<const uint8
   return root->GetField<uint32_t>(plan::Plan::VT_FORMAT_VERSION, 0);
 }
 
+/// The largest state alignment, in bytes, that kern-verify accepts (E0104)
+/// and the loader allows: one 4 KiB page. Device allocations are 256 B
+/// aligned and no kernel needs more than a page; a larger value (say 2^63)
+/// would only make rounding a size up wrap u64 or fail as "out of memory".
+inline constexpr uint64_t kMaxStateAlign = 4096;
+
 }  // namespace kern

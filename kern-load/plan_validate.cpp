@@ -12,9 +12,6 @@ namespace {
 
 using flatbuffers::uoffset_t;
 
-/// The largest state alignment the loader accepts (1 GiB).
-constexpr uint64_t kMaxStateAlign = uint64_t{1} << 30;
-
 Error bad(const std::string& where, const std::string& what) {
   return make_error(ErrorKind::kManifest, where + ": " + what);
 }

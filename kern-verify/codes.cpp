@@ -33,8 +33,9 @@ constexpr std::array kCatalogue = {
              "tell whether the state grows with the capacity.\n"
              "failing: \"kv\": {\"bytes_per_token\": 4096, \"bytes_fixed\": 64}\n"
              "fixed:   \"kv\": {\"bytes_per_token\": 4096}"},
-    CodeInfo{C::kStateAlignNotPowerOfTwo, "E0104", E, "state alignment is not a power of two",
-             "`align` is a byte alignment and must be a non-zero power of two.\n"
+    CodeInfo{C::kStateAlignNotPowerOfTwo, "E0104", E, "state alignment is not a power of two up to 4096",
+             "`align` is a byte alignment and must be a non-zero power of two of at most\n"
+             "4096 B (one page; device allocations are 256 B aligned).\n"
              "failing: \"kv\": {\"bytes_per_token\": 4096, \"align\": 100}\n"
              "fixed:   \"kv\": {\"bytes_per_token\": 4096, \"align\": 128}"},
     CodeInfo{C::kUnknownSymbol, "E0105", E, "unknown symbol",

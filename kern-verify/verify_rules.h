@@ -12,7 +12,8 @@ namespace kern::verify {
 void check_symbols(Context& ctx);
 
 /// Rule 3 (verify_states.cpp): exactly one of bytes_per_token / bytes_fixed
-/// non-zero (E0102, E0103); align a power of two (E0104).
+/// non-zero (E0102, E0103); align a power of two of at most
+/// kMaxStateAlign = 4096 B (E0104).
 void check_states(Context& ctx);
 
 /// Rule 4 (verify_buffers.cpp): buffer and scratch shapes resolve and their

@@ -125,6 +125,8 @@ CASES = [
     ("E0102-state-without-size", [set_("/states/kv", {"align": 256})], [], ["E0102 /states/kv"]),
     ("E0103-state-both-sizes", [set_("/states/kv/bytes_fixed", 64)], [], ["E0103 /states/kv"]),
     ("E0104-align-not-power-of-two", [set_("/states/kv/align", 100)], [], ["E0104 /states/kv/align"]),
+    # A power of two far above a page was accepted and failed at run time as "out of host memory".
+    ("E0104-align-too-large", [set_("/states/kv/align", 2**63)], [], ["E0104 /states/kv/align"]),
     # --- rule 4 and references ---
     ("E0105-unknown-symbol-in-shape", [set_("/buffers/hidden/shape/0", "token")], [],
      ["E0105 /buffers/hidden/shape/0"]),

@@ -211,7 +211,9 @@ TEST_CASE("plan validation rejects each out-of-range index or malformed entry wi
       {"buffer offset", [](PlanDesc& d) { d.programs[0].launches[0].args[2].offset = 72; },
        "programs[0] 'main'.launches[0].args[2]: offset 72 B beyond buffer 'acc' (64 B)"},
       {"state align 2^63", [](PlanDesc& d) { d.states[0].align = uint64_t{1} << 63; },
-       "states[0] 'kv': align 9223372036854775808 B exceeds the loader's limit of 1073741824 B"},
+       "states[0] 'kv': align 9223372036854775808 B exceeds the loader's limit of 4096 B"},
+      {"state align 8192 (one past the page limit)", [](PlanDesc& d) { d.states[0].align = 8192; },
+       "states[0] 'kv': align 8192 B exceeds the loader's limit of 4096 B"},
       {"misaligned buffer offset", [](PlanDesc& d) { d.programs[0].launches[0].args[2].offset = 63; },
        "programs[0] 'main'.launches[0].args[2]: offset 63 B is not a multiple of the element size 8 B of the "
        "param's dtype"},
