@@ -1,8 +1,9 @@
-// Parameter layout checks and instance selection (cuda_abi.h).
+// Parameter layout checks, instance selection and kernel file reading (cuda_abi.h).
 #include "kern-load/cuda/cuda_abi.h"
 
 #include <algorithm>
 
+#include "common/file_util.h"
 #include "common/sha256.h"
 
 namespace kern::load::cuda {
@@ -57,6 +58,14 @@ Result<size_t> select_instance(std::string_view symbol, std::span<const ParamTyp
   return make_error(ErrorKind::kKernel, sym + ": ambiguous: " + std::to_string(matching.size()) +
                                             " instances match the declared params (" + files +
                                             "); pin the step to one file with `cubin`");
+}
+
+Result<std::string> read_kernel_file(const std::string& path) {
+  auto bytes = read_file(path, kMaxKernelFileBytes);
+  if (!bytes.ok())
+    return make_error(ErrorKind::kKernel, bytes.error().message + " (pass the directory of the built fatbins with "
+                                                                  "--kernels DIR, e.g. <build>/kernels)");
+  return bytes;
 }
 
 Status check_kernel_file_sha256(const std::string& path, std::span<const uint8_t> bytes,

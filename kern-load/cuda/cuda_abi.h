@@ -3,7 +3,8 @@
 // (each value aligned to its own size: i32/u32/f32 4 B, i64 and pointers
 // 8 B, u8 1 B) compared with what cuFuncGetParamInfo reports for the loaded
 // function; and instance selection when several loaded modules define the
-// same symbol (Triton specialisations): the one whose layout matches wins.
+// same symbol (Triton specialisations): the one whose layout matches wins;
+// and the reading and sha256 check of the kernel files themselves.
 //
 // Pure functions over plain data, so they are unit-tested without a GPU
 // against fabricated cuFuncGetParamInfo results.
@@ -58,5 +59,16 @@ Result<size_t> select_instance(std::string_view symbol, std::span<const ParamTyp
 /// "<path>: sha256 mismatch: expected <hex>, actual <hex>" (SPEC §6).
 Status check_kernel_file_sha256(const std::string& path, std::span<const uint8_t> bytes,
                                 std::span<const uint8_t* const> pins);
+
+/// The largest kernel file (.cubin / .fatbin) the cuda device reads, in bytes.
+inline constexpr uint64_t kMaxKernelFileBytes = uint64_t{256} << 20;
+
+/// Reads the kernel file at `path` whole, through common's read_file: opened
+/// O_NONBLOCK and fstat'ed before anything is read, so a FIFO or a device
+/// under the kernels dir (or pinned by a plan) is refused at once instead of
+/// blocking the load, and a file over kMaxKernelFileBytes is refused unread.
+/// Errors (kKernel): read_file's message (naming the path and the reason)
+/// plus where the fatbins come from (--kernels DIR).
+Result<std::string> read_kernel_file(const std::string& path);
 
 }  // namespace kern::load::cuda

@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -98,10 +99,11 @@ class CudaDevice final : public Device {
   static constexpr uint64_t kWorkspaceBytes = 32ull << 20;  ///< cublasLt workspace
 
   CudaDevice() = default;
-  /// Reads `file` under `dir`, checks its sha256 against every pin in
-  /// `sha256s` (32-byte digests; none = unpinned) and loads it.
-  Status load_module(const std::string& dir, const std::string& file, const std::vector<const uint8_t*>& sha256s,
-                     Module& out);
+  /// Checks `bytes`, the contents of `file` under `dir` (read by
+  /// read_kernel_file), against every pin in `sha256s` (32-byte digests;
+  /// none = unpinned) and loads them as `out`.
+  Status load_module(const std::string& dir, const std::string& file, std::string_view bytes,
+                     const std::vector<const uint8_t*>& sha256s, Module& out);
   Result<std::vector<ParamSlot>> param_layout(CUfunction fn) const;
   Status launch_error(uint32_t step, const char* call, CUresult r) const;
 

@@ -6,8 +6,6 @@
 // declared params. Extern steps bind to cublasLt (loaded on first need).
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 
 #include "kern-load/cuda/cuda_device.h"
@@ -48,13 +46,11 @@ Result<std::vector<ParamSlot>> CudaDevice::param_layout(CUfunction fn) const {
   return out;
 }
 
-Status CudaDevice::load_module(const std::string& dir, const std::string& file,
+Status CudaDevice::load_module(const std::string& dir, const std::string& file, std::string_view bytes,
                                const std::vector<const uint8_t*>& sha256s, Module& out) {
   const std::string path = (std::filesystem::path(dir) / file).string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(ErrorKind::kKernel, path + ": cannot open kernel file");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  KERN_RETURN_IF_ERROR(check_kernel_file_sha256(path, bytes, sha256s));
+  KERN_RETURN_IF_ERROR(check_kernel_file_sha256(
+      path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), sha256s));
   out.file = file;
   const CUresult r = driver_->api().cuModuleLoadData(&out.module, bytes.data());
   if (r != CUDA_SUCCESS)
@@ -87,15 +83,16 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
                                                         "of the built fatbins with --kernels DIR (e.g. <build>/kernels)");
   // Precheck (SPEC §6): every file's architectures and the plan's launch
   // geometry against this device, all mismatches at once, before any load.
+  // Each file is read once (read_kernel_file: a FIFO or device is refused,
+  // never waited on); the same bytes are prechecked, sha256-checked and loaded.
+  std::map<std::string, std::string> contents;
   std::vector<KernelFileImages> images;
   for (const auto& [file, pins] : files) {
     const std::string path = (std::filesystem::path(kernels_dir) / file).string();
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-      return make_error(ErrorKind::kKernel, path + ": cannot open kernel file (pass the directory of the "
-                                                   "built fatbins with --kernels DIR, e.g. <build>/kernels)");
-    std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    auto im = kernel_file_images(path, bytes);
+    auto bytes = read_kernel_file(path);
+    if (!bytes.ok()) return bytes.error();
+    const std::string& b = contents[file] = std::move(bytes.value());
+    auto im = kernel_file_images(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size()));
     if (!im.ok()) return im.error();
     images.push_back(KernelFileImages{file, std::move(im.value())});
   }
@@ -112,7 +109,7 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
       module_of_pin[pin] = modules_.size();
     }
     Module m;
-    KERN_RETURN_IF_ERROR(load_module(kernels_dir, file, digests, m));
+    KERN_RETURN_IF_ERROR(load_module(kernels_dir, file, contents.at(file), digests, m));
     modules_.push_back(m);
   }
 

@@ -2,12 +2,16 @@
 // the cuLaunchKernel parameter layout of declared params, the ABI check and
 // instance selection against fabricated cuFuncGetParamInfo results, the
 // row-major -> column-major GEMM mapping (emulated on the CPU and compared
-// with the cpu reference GEMM), extern op names, and the no-driver errors.
+// with the cpu reference GEMM), extern op names, the no-driver errors, and
+// the non-blocking read of kernel files.
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 #include "common/bf16.h"
@@ -222,6 +226,37 @@ TEST_CASE("a pinned kernel file whose sha256 differs is rejected naming both dig
   CHECK(st.error().message ==
         "k/a.fatbin: sha256 mismatch: expected bb7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad, "
         "actual ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+TEST_CASE("kernel files are read without blocking: a FIFO is refused at once, a missing file named",
+          "[cuda][kernel-file]") {
+  char dir_template[] = "/tmp/kern-kernel-file-XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const std::string dir = dir_template;
+  // A FIFO with no writer: a plain open(2) for reading would wait forever.
+  const std::string fifo = dir + "/k.fatbin";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  auto r = read_kernel_file(fifo);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.error().kind == ErrorKind::kKernel);
+  CHECK(r.error().message.find(fifo + ": is a FIFO, not a regular file") == 0);
+  CHECK(r.error().message.find("--kernels DIR") != std::string::npos);
+  auto missing = read_kernel_file(dir + "/none.fatbin");
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.error().message.find(dir + "/none.fatbin: cannot open") == 0);
+  const std::string real = dir + "/a.cubin";
+  {
+    FILE* f = std::fopen(real.c_str(), "wb");
+    REQUIRE(f != nullptr);
+    std::fputs("\x7f" "ELF-bytes", f);
+    std::fclose(f);
+  }
+  auto ok = read_kernel_file(real);
+  REQUIRE(ok.ok());
+  CHECK(*ok == "\x7f" "ELF-bytes");
+  std::remove(real.c_str());
+  std::remove(fifo.c_str());
+  rmdir(dir.c_str());
 }
 
 namespace {
