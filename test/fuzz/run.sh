@@ -4,7 +4,11 @@
 # the good manifests, real safetensors headers (the example weights and the
 # test files) and real tokenizer.json files (test/tokenizer/fixtures), plus
 # every past finding in test/fuzz/regressions/. KERN_FUZZ_TARGETS (a
-# space-separated list) runs only some targets. Exit 0
+# space-separated list) runs only some targets. libFuzzer's -max_total_time
+# is wall time, which on a shared machine says little about the work done:
+# KERN_FUZZ_CPU_SECONDS=N stops each target (SIGINT) once it has used N
+# seconds of CPU, SECONDS then being only the wall cap. Every target's CPU
+# time (user + sys, sampled every 5 s from /proc) is printed. Exit 0
 # when neither target found anything; 1 with the crashing input's path
 # otherwise (turn it into a regression and a corpus case: test/fuzz/README.md);
 # 77 (skipped) without clang/libFuzzer.
@@ -52,19 +56,54 @@ cp "$root"/test/tokenizer/fixtures/*.json "$work/tokenizer-seeds/"
 
 targets=${KERN_FUZZ_TARGETS:-manifest_fuzz plan_fuzz safetensors_fuzz tokenizer_fuzz}
 status=0
+cpu_budget=${KERN_FUZZ_CPU_SECONDS:-}
+tck=$(getconf CLK_TCK)
+# Sets `cpu` to the CPU seconds (user + sys) process $1 has used so far, or
+# to "" once it is gone. Builtins only: the watcher below calls it every few
+# seconds for the whole run, and a fork per call would cost CPU of its own.
+read_cpu() {
+  local stat
+  cpu=""
+  read -r stat < "/proc/$1/stat" 2>/dev/null || return 0
+  stat=${stat##*) }  # the fields after "(comm)"; comm may hold spaces
+  local f=($stat)
+  cpu=$(( (f[11] + f[12]) / tck ))
+}
 run_target() {
   local target=$1 new=$2 seeds=$3 regressions=$4
   shift 4
-  echo "== $target: ${seconds}s"
+  echo "== $target: ${seconds}s wall${cpu_budget:+, stopped at ${cpu_budget} CPU-s}"
   local dirs=("$new" "$seeds")
   [ -d "$regressions" ] && dirs+=("$regressions")
+  local log="$work/$target.log" stopped="$work/$target.stopped" used="$work/$target.cpu"
   "$out/$target" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$out/findings/$target-" "$@" "${dirs[@]}" 2>&1 | tee "$work/$target.log" |
-    grep -E "^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written|.*runtime error)" 
-  local rc=${PIPESTATUS[0]}
+    -artifact_prefix="$out/findings/$target-" "$@" "${dirs[@]}" >"$log" 2>&1 &
+  local pid=$!
+  # Sample the fuzzer's CPU time every 5 s; at the budget, interrupt it
+  # (libFuzzer then prints its final stats and exits 72).
+  ( while kill -0 "$pid" 2>/dev/null; do
+      read_cpu "$pid"
+      [ -n "$cpu" ] && echo "$cpu" > "$used"
+      if [ -n "$cpu_budget" ] && [ -n "$cpu" ] && [ "$cpu" -ge "$cpu_budget" ] && [ ! -e "$stopped" ]; then
+        : > "$stopped"; kill -INT "$pid"
+      fi
+      sleep 5
+    done ) &
+  local watcher=$!
+  wait "$pid"
+  local rc=$?
+  wait "$watcher"
+  grep -E "^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==ERROR|SUMMARY|artifact_prefix|Test unit written|.*runtime error)" "$log"
+  # The last status line carries the coverage reached (also when interrupted, where there is no DONE line).
+  echo "last status: $(grep -E '^#[0-9]+[[:space:]].*cov: ' "$log" | tail -1)"
+  echo "cpu: $(cat "$used" 2>/dev/null || echo '?') s (user + sys)"
+  if [ "$rc" -eq 72 ] && [ -e "$stopped" ]; then
+    echo "$target: CPU budget reached, stopped cleanly"
+    rc=0
+  fi
   if [ "$rc" -ne 0 ]; then
     echo "$target FOUND A PROBLEM (exit $rc); the input is under $out/findings/; log tail:"
-    tail -40 "$work/$target.log"
+    tail -40 "$log"
     status=1
   fi
 }
