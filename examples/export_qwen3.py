@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""export_qwen3.py CHECKPOINT_DIR -o W.safetensors
+"""export_qwen3.py CHECKPOINT_DIR -o W.safetensors [--draft DRAFT_DIR --draft-config DRAFT.json [--markov M.safetensors]]
 
 Exports a Hugging Face Qwen3 checkpoint directory (config.json plus
 model.safetensors, or the shards listed in model.safetensors.index.json) to
@@ -11,6 +11,19 @@ kern's exported layout (docs/qwen3-manifest.md, SPEC §7):
 - lm_head.weight materialised (a copy of embed_tokens when tied and absent).
 Tensors are BF16 in and BF16 out: a byte copy, streamed, so memory stays
 small for any model size. Other dtypes are refused (convert to bf16 first).
+
+With --draft, a DSpark draft (docs/speculative.md) is appended to the same
+file under `draft.` (dspark_config.draft_tensors): DRAFT_DIR is a DFlash
+draft checkpoint (model.safetensors or shards; names as z-lab/dflash writes
+them: `layers.N.self_attn.{q,k,v,o}_proj.weight`, `layers.N.self_attn.{q,k}_norm.weight`,
+`layers.N.{input,post_attention}_layernorm.weight`, `layers.N.mlp.{gate,up,down}_proj.weight`,
+`fc.weight [E, taps * E]`, `hidden_norm.weight`, `norm.weight`; the draft
+uses the target's embedding and lm_head), DRAFT.json its draft config
+(examples/dspark_config.py), and the Markov head's `markov_w1.weight`,
+`markov_w2.weight` [V, markov_dim] come from --markov (a safetensors file)
+or else from DRAFT_DIR. q/k/v and gate/up are merged as for the target;
+`fc.weight` is cut into its column blocks `draft.fc.J.weight [E, E]` (one
+accumulating GEMM per tap).
 
 Exit status: 0 on success, 1 on a bad checkpoint (message names the tensor),
 2 on bad usage or a file that cannot be read or written (examples/tool_io.py).
@@ -24,6 +37,7 @@ import struct
 import sys
 
 import safetensors_io as st
+from dspark_config import draft_tensors, load_draft_config
 from qwen3_config import ConfigError, exported_tensors, load_config, rope_cache_bytes
 from tool_io import ContentError, check_output_path, run
 
@@ -32,6 +46,14 @@ FORMAT_METADATA = {"format": "kern-qwen3-exported"}
 
 class Checkpoint:
     """HF tensor name -> the open shard holding it."""
+
+    @classmethod
+    def single_file(cls, path):
+        """A checkpoint of one safetensors file (the Markov head's)."""
+        self = cls.__new__(cls)
+        self.shards = {path: st.SafetensorsFile(path)}
+        self.where = {t: self.shards[path] for t in self.shards[path].tensors}
+        return self
 
     def __init__(self, directory):
         index = os.path.join(directory, "model.safetensors.index.json")
@@ -119,24 +141,79 @@ def specs(cfg, ckpt):
     return out
 
 
-def export(directory, output):
-    """Writes `output` from the checkpoint in `directory`."""
+def column_block(ckpt, name, rows, cols, begin, width):
+    """Chunks of columns [begin, begin + width) of a BF16 [rows, cols] tensor,
+    row by row (a column block of DFlash's fc)."""
+    def gen():
+        shard = ckpt.bf16(name, [rows, cols])
+        for r in range(rows):
+            yield shard.read(name, 2 * (r * cols + begin), 2 * (r * cols + begin + width))
+    return gen
+
+
+def draft_specs(cfg, draft, dckpt, markov):
+    """TensorSpecs of the draft's tensors (dspark_config.draft_tensors order)
+    from a DFlash checkpoint `dckpt` and the Markov tensors' checkpoint `markov`."""
+    E, H, KV, D, I = cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.intermediate
+    taps = len(draft.taps)
+    sources = {}
+    for layer in range(draft.layers):
+        p, q = f"draft.layers.{layer}.", f"layers.{layer}."
+        sources[p + "self_attn.qkv_proj.weight"] = [(q + "self_attn.q_proj.weight", [H * D, E]),
+                                                   (q + "self_attn.k_proj.weight", [KV * D, E]),
+                                                   (q + "self_attn.v_proj.weight", [KV * D, E])]
+        sources[p + "mlp.gate_up_proj.weight"] = [(q + "mlp.gate_proj.weight", [I, E]), (q + "mlp.up_proj.weight", [I, E])]
+    out = []
+    for name, dtype, shape in draft_tensors(cfg, draft):
+        if name.startswith("draft.fc."):
+            j = int(name.split(".")[2])
+            dckpt.bf16("fc.weight", [E, taps * E])
+            out.append(st.TensorSpec(name, dtype, shape, column_block(dckpt, "fc.weight", E, taps * E, j * E, E)))
+            continue
+        src = markov if name.startswith("draft.markov_") else dckpt
+        parts = sources.get(name, [(name[len("draft."):], shape)])
+        for part, part_shape in parts:
+            src.bf16(part, part_shape)  # fail before writing anything
+        out.append(st.TensorSpec(name, dtype, shape, merged(src, parts)))
+    return out
+
+
+def export(directory, output, draft_dir=None, draft_config=None, markov_file=None):
+    """Writes `output` from the checkpoint in `directory` (and the draft's)."""
     cfg = load_config(os.path.join(directory, "config.json"))
-    ckpt = Checkpoint(directory)
+    draft = load_draft_config(draft_config, cfg) if draft_dir else None
+    opened = [Checkpoint(directory)]
     try:
-        st.write(output, specs(cfg, ckpt), FORMAT_METADATA)
+        out = specs(cfg, opened[0])
+        if draft:
+            opened.append(Checkpoint(draft_dir))
+            markov = opened[-1]
+            if markov_file:
+                opened.append(Checkpoint.single_file(markov_file))
+                markov = opened[-1]
+            out += draft_specs(cfg, draft, opened[1], markov)
+        st.write(output, out, FORMAT_METADATA)
     finally:
-        ckpt.close()
+        for ckpt in opened:
+            ckpt.close()
 
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     ap.add_argument("checkpoint", help="HF checkpoint directory (config.json + safetensors)")
     ap.add_argument("-o", "--output", required=True, help="exported safetensors file to write")
+    ap.add_argument("--draft", help="DFlash draft checkpoint directory (its tensors go under draft.)")
+    ap.add_argument("--draft-config", help="the draft's DSpark config (examples/dspark_config.py); needs --draft")
+    ap.add_argument("--markov", help="safetensors file with markov_w1.weight and markov_w2.weight "
+                                     "(default: the draft checkpoint)")
     args = ap.parse_args(argv)
+    if bool(args.draft) != bool(args.draft_config):
+        ap.error("--draft and --draft-config go together")
+    if args.markov and not args.draft:
+        ap.error("--markov needs --draft")
     check_output_path(args.output)  # before reading a checkpoint of gigabytes
     try:
-        export(args.checkpoint, args.output)
+        export(args.checkpoint, args.output, args.draft, args.draft_config, args.markov)
     except (ValueError, KeyError) as e:  # a malformed index or safetensors header
         raise ContentError(f"{args.checkpoint}: malformed checkpoint: {e!r}") from None
     return 0

@@ -315,13 +315,17 @@ def gemm(label, a, w, out, n, k):
     return dispatch(label, "gemm", [buf(a), buf(w), buf(out), TOK, i32(n), i32(k)])
 
 
-def layer_dispatches(c, layer, attention):
-    """The 12 dispatches of one decoder layer (docs/qwen3-manifest.md, Programs)."""
+def layer_dispatches(c, layer, attention, prefix="", state="kv_cache", state_layers=None):
+    """The 12 dispatches of one decoder layer (docs/qwen3-manifest.md, Programs).
+    `prefix` is put before the labels and weight names ("draft." for the
+    speculative draft's layers, docs/speculative.md), `state` names the paged
+    KV state and `state_layers` its layer count (default: the target's)."""
     E, H, KV, D, I = c.hidden, c.heads, c.kv_heads, c.head_dim, c.intermediate
-    p, w = f"layers.{layer}.", f"model.layers.{layer}."
+    p = f"{prefix}layers.{layer}."
+    w = f"{prefix}layers.{layer}." if prefix else f"model.layers.{layer}."
     eps = F32(c.rms_norm_eps)
-    page_stride = c.layers * PAGE * KV * 2 * D            # elements between pages
-    kv_base = {"state": "kv_cache", "offset": layer * PAGE * KV * 2 * D * 2}  # literal layer region
+    page_stride = (state_layers or c.layers) * PAGE * KV * 2 * D  # elements between pages
+    kv_base = {"state": state, "offset": layer * PAGE * KV * 2 * D * 2}  # literal layer region
     qkv_width = c.qkv_rows
     if layer == 0:
         first = dispatch(p + "input_layernorm", "rmsnorm",

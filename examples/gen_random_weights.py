@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gen_random_weights.py CONFIG.json -o W.safetensors [--seed N]
+"""gen_random_weights.py CONFIG.json -o W.safetensors [--seed N] [--draft DRAFT.json]
 
 Writes deterministic random weights for a HF Qwen3 config.json in kern's
 exported layout (docs/qwen3-manifest.md): merged qkv_proj and gate_up_proj,
@@ -16,6 +16,10 @@ and to a value by a per-tensor rule (rounded once to bf16, nearest-even):
   (fan_in = the row length), large enough that a tiny model's greedy
   sequence varies instead of echoing the input embedding (oracles.md);
 - norm weights: 1 + uniform in (-NORM_NOISE, NORM_NOISE).
+With --draft DRAFT.json (examples/dspark_config.py) the file also holds a
+DSpark draft's tensors after the target's (dspark_config.draft_tensors), by
+the same rules: the `draft.` names key their own streams, so the target's
+values are the same with and without a draft.
 
 Speed: pure Python (standard library only), about 3 M values/s on one core:
 Qwen3-0.6B (0.75 G values with the materialised lm_head) takes ~4 minutes,
@@ -35,6 +39,7 @@ import sys
 from array import array
 
 import safetensors_io as st
+from dspark_config import draft_tensors, load_draft_config
 from qwen3_config import exported_tensors, load_config, rope_cache_bytes
 from tool_io import check_output_path, run
 
@@ -82,11 +87,12 @@ def tensor_rule(cfg, name, shape):
     return name, 0.0, GAIN / math.sqrt(shape[1])
 
 
-def specs(cfg, seed):
-    """TensorSpecs of the whole file in exported_tensors order."""
+def specs(cfg, seed, draft=None):
+    """TensorSpecs of the whole file in exported_tensors order (then the
+    draft's, when `draft` is a DraftConfig)."""
     tables = {}
     out = []
-    for name, dtype, shape in exported_tensors(cfg):
+    for name, dtype, shape in exported_tensors(cfg) + (draft_tensors(cfg, draft) if draft else []):
         if name == "rope.cos_sin_cache":
             out.append(st.TensorSpec(name, dtype, shape, lambda: rope_cache_bytes(cfg)))
         elif dtype == "F32":  # k_scale, v_scale
@@ -107,12 +113,14 @@ def main(argv):
     ap.add_argument("config", help="HF Qwen3 config.json")
     ap.add_argument("-o", "--output", required=True, help="safetensors file to write")
     ap.add_argument("--seed", type=int, default=0, help="random seed, 0 <= N < 2^64 (default 0)")
+    ap.add_argument("--draft", help="also write a DSpark draft's tensors (draft config, docs/speculative.md)")
     args = ap.parse_args(argv)
     if not 0 <= args.seed < 2**64:
         ap.error("--seed must be in [0, 2^64)")
     check_output_path(args.output)  # before minutes of work
     cfg = load_config(args.config)
-    st.write(args.output, specs(cfg, args.seed),
+    draft = load_draft_config(args.draft, cfg) if args.draft else None
+    st.write(args.output, specs(cfg, args.seed, draft),
              {"format": "kern-qwen3-exported", "generator": "gen_random_weights.py", "seed": str(args.seed)})
     return 0
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 
 #include "CLI/CLI.hpp"
@@ -18,6 +19,7 @@
 #include "kern-run/model_load.h"
 #include "kern-run/qwen3_driver.h"
 #include "kern-run/run_command.h"
+#include "kern-run/spec_generate.h"
 #include "kern-run/stream_output.h"
 
 namespace kern::run {
@@ -92,11 +94,13 @@ std::vector<BenchTest> bench_tests(const BenchPlan& plan) {
     if (g == 0) continue;
     if (plan.decode_async) tests.push_back({0, g, {}, {}, false});
     if (plan.decode_sync) tests.push_back({0, g, {}, {}, true});
+    if (plan.spec) tests.push_back({0, g, {}, {}, true, SpecStats{}});
   }
   return tests;
 }
 
-Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan) {
+Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan,
+                                         const SpecContract* spec) {
   std::vector<BenchTest> tests = bench_tests(plan);
   std::mt19937_64 rng(plan.seed);
   std::vector<int64_t> ids(bench_capacity(plan));
@@ -105,6 +109,20 @@ Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contr
   for (BenchTest& t : tests) {
     std::vector<DecodeStepRecord> records;  // the timed repetitions' decode steps
     for (uint64_t i = 0; i < plan.warmup + plan.reps; ++i) {
+      if (t.spec) {  // a 1-token prompt, then n_gen ids through the speculative round
+        if (spec == nullptr) return make_error(ErrorKind::kUsage, t.name() + ": the plan has no speculative contract");
+        GenerateRequest req{{ids[0]}, t.n_gen, plan.chunk, bench_capacity(plan) + spec->block, {}, nullptr};
+        auto t0 = Clock::now();
+        auto r = generate_spec(exe, c, *spec, req);
+        if (!r.ok()) return r.error().with_context(t.name());
+        if (i < plan.warmup) continue;
+        t.ms.push_back(ms_since(t0));
+        t.spec->block = r->spec->block;
+        t.spec->rounds.insert(t.spec->rounds.end(), r->spec->rounds.begin(), r->spec->rounds.end());
+        t.spec->fallback_steps += r->spec->fallback_steps;
+        t.spec->prompt_precompute_ms += r->spec->prompt_precompute_ms;
+        continue;
+      }
       driver.clear_records();
       auto ms = run_once(driver, exe, t, ids);
       if (!ms.ok()) return ms.error().with_context(t.name());
@@ -153,6 +171,8 @@ int run_bench_command(int argc, char** argv) {
       ->check(count_check(1));
   app.add_option("--seed", plan.seed, "seed of the random prompt ids")->capture_default_str()->check(count_check(0));
   app.add_option("-o,--output", format_text, "md | csv | json | jsonl (every repetition)")->capture_default_str();
+  app.add_flag("--spec", plan.spec, "also a speculative test per -n length (tgN-spec; a manifest with a DSpark "
+                                    "draft, docs/speculative.md): tokens per round, acceptance, ms per round by phase");
   app.add_option("--device", settings.device, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--kernels", settings.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
   try {
@@ -181,8 +201,14 @@ int run_bench_command(int argc, char** argv) {
   auto opened = open_qwen3_plan(plan_path);
   if (!opened.ok()) return fail(opened.error());
   const Qwen3Contract c = opened->contract;
+  std::optional<SpecContract> spec;
+  if (plan.spec) {
+    auto sc = resolve_spec_contract(opened->plan, c);
+    if (!sc.ok()) return fail(sc.error().with_context("--spec"));
+    spec = *sc;
+  }
   uint64_t table_tokens = kKvBlockTokens * c.block_table_pages;
-  uint64_t needed = bench_capacity(plan);
+  uint64_t needed = bench_capacity(plan) + (spec ? spec->block : 0);
   if (needed > table_tokens)
     return fail(make_error(ErrorKind::kUsage, "a test of " + std::to_string(needed) +
                                                   " tokens exceeds the block table (" + std::to_string(table_tokens) +
@@ -197,7 +223,7 @@ int run_bench_command(int argc, char** argv) {
   if (!model.ok()) return fail(model.error());
   BenchInfo info{plan_path, hex_encode(*digest), model->device_name, driver_version(model->device_name),
                  kBuildCommit, std::min(std::max<uint64_t>(plan.chunk, 1), c.tokens_max), plan.warmup};
-  auto tests = run_bench(*model->exe, c, plan);
+  auto tests = run_bench(*model->exe, c, plan, spec ? &*spec : nullptr);
   if (!tests.ok()) return fail(tests.error());
   std::string table = render_bench_md(info, *tests);
   switch (*format) {

@@ -16,6 +16,7 @@
 #include "kern-load/executable.h"
 #include "kern-run/bench_report.h"
 #include "kern-run/qwen3_contract.h"
+#include "kern-run/spec_contract.h"
 
 namespace kern::run {
 
@@ -29,6 +30,9 @@ struct BenchPlan {
   uint64_t seed = 1234;   ///< prompt ids' seed
   bool decode_async = true;  ///< tg tests with the asynchronous decode loop (`--decode async|both`)
   bool decode_sync = false;  ///< tg tests with the synchronous one (`--decode sync|both`)
+  /// `--spec`: per generation length also a speculative test (`tgN-spec`:
+  /// a 1-token prompt, then N ids through the caller's round, spec_generate.h).
+  bool spec = false;
 };
 
 /// Most warmup runs, and most repetitions, per test (keeps warmup + reps
@@ -43,9 +47,12 @@ std::vector<BenchTest> bench_tests(const BenchPlan& plan);
 /// The capacity in tokens the tests need (the longest test, at least 1).
 uint64_t bench_capacity(const BenchPlan& plan);
 
-/// Runs every test on `exe` (loaded with at least bench_capacity tokens).
-/// Errors from the executable get the test name as context ("pp512: ...").
-Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan);
+/// Runs every test on `exe` (loaded with at least bench_capacity tokens,
+/// plus a block for speculative tests). `spec` (null without --spec) is the
+/// plan's speculative contract. Errors from the executable get the test
+/// name as context ("pp512: ...").
+Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan,
+                                         const SpecContract* spec = nullptr);
 
 /// `kern-run bench PLAN --weights W [-p 512] [-n 128] [-r 5] [-o md]`:
 /// argv[0] is "bench". Prints the chosen format on stdout (and the md table

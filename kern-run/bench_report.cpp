@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "kern-run/spec_report.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
@@ -82,7 +83,8 @@ void write_test(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchInfo& 
   w.Double(s.sd);
   w.Key("median_ts");
   w.Double(s.median);
-  if (t.n_gen > 0) write_decode(w, t);
+  if (t.n_gen > 0 && !t.spec) write_decode(w, t);
+  if (t.spec) write_spec_json(w, *t.spec);
   w.EndObject();
 }
 
@@ -96,7 +98,8 @@ std::string test_json(const BenchInfo& info, const BenchTest& t) {
 }  // namespace
 
 std::string BenchTest::name() const {
-  return n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen) + (sync ? "-sync" : "");
+  if (n_prompt > 0) return "pp" + std::to_string(n_prompt);
+  return "tg" + std::to_string(n_gen) + (spec ? "-spec" : sync ? "-sync" : "");
 }
 
 Stats summarize(std::vector<double> values) {
@@ -141,12 +144,12 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
            " | " + std::to_string(t.ms.size()) + " |\n";
   }
   bool any_tg = false;
-  for (const BenchTest& t : tests) any_tg = any_tg || t.n_gen > 0;
-  if (!any_tg) return out;
+  for (const BenchTest& t : tests) any_tg = any_tg || (t.n_gen > 0 && !t.spec);
+  if (!any_tg) return out + render_spec_md(tests);
   out += "\n| test | decode loop | launches/step | host writes/step | host waits/step | GPU busy ms/step | "
          "GPU wall ms/step | host gap us/step |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const BenchTest& t : tests) {
-    if (t.n_gen == 0) continue;
+    if (t.n_gen == 0 || t.spec) continue;  // speculative tests: their own table
     const DecodeStats& d = t.decode;
     auto steady = [&d](double v) { return d.steady_steps > 0 ? fmt("%.2f", v) : std::string("-"); };
     auto gpu = [&d](const char* f, double v) { return d.gpu_timed ? fmt(f, v) : std::string("-"); };
@@ -155,6 +158,7 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
            gpu("%.4f", d.gpu_busy_ms_per_step) + " | " + gpu("%.4f", d.gpu_wall_ms_per_step) + " | " +
            gpu("%.1f", d.host_gap_us_per_step) + " |\n";
   }
+  out += render_spec_md(tests);
   return out;
 }
 

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/result.h"
 #include "kern-run/decode_stats.h"
+#include "kern-run/spec_stats.h"
 
 namespace kern::run {
 
@@ -25,8 +27,11 @@ struct BenchTest {
   /// tg tests: the synchronous decode loop (kern-run --sync) ran, not the
   /// asynchronous one.
   bool sync = false;
+  /// tg tests of `kern-run bench --spec`: speculative generation
+  /// (spec_generate.h); the rounds of every timed repetition. Else empty.
+  std::optional<SpecStats> spec{};
 
-  /// "pp512", "tg128" (asynchronous decode) or "tg128-sync".
+  /// "pp512", "tg128" (asynchronous decode), "tg128-sync" or "tg128-spec".
   std::string name() const;
   /// Tokens processed per repetition (n_prompt + n_gen).
   uint64_t tokens() const { return n_prompt + n_gen; }
@@ -64,7 +69,9 @@ Result<BenchFormat> parse_bench_format(const std::string& s);
 /// and commit, then | test | t/s | median t/s | reps | rows; when there are
 /// tg tests, a second table of their decode loop per steady-state step:
 /// | test | mode | launches | host writes | host waits | GPU busy ms |
-/// GPU wall ms | host gap us | (GPU columns "-" without device timers).
+/// GPU wall ms | host gap us | (GPU columns "-" without device timers);
+/// with speculative tests, a third: | test | block | tokens/round |
+/// acceptance | draft ms | verify ms | precompute ms | ms/round |.
 std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>& tests);
 /// A header row, then one row per repetition: plan, plan_sha256, device,
 /// driver, build_commit, chunk, test, n_prompt, n_gen, rep, ms, tokens_per_s.
@@ -72,7 +79,8 @@ std::string render_bench_csv(const BenchInfo& info, const std::vector<BenchTest>
 /// One JSON array with an object per test: the info fields, test, n_prompt,
 /// n_gen, samples_ms, samples_ts, avg_ts, stddev_ts, median_ts; tg tests
 /// add decode_mode ("async"/"sync"), decode_steady_steps and the per-step decode_* figures of
-/// kern-run --json (null where not measured).
+/// kern-run --json (null where not measured); speculative tests add the
+/// `spec` object of kern-run --json (spec_report.h).
 std::string render_bench_json(const BenchInfo& info, const std::vector<BenchTest>& tests);
 /// The objects of render_bench_json, one per line.
 std::string render_bench_jsonl(const BenchInfo& info, const std::vector<BenchTest>& tests);

@@ -108,6 +108,11 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
                                  "token before the next step (the reference loop; same ids)");
   app.add_flag("--poison-workspace", o.poison_workspace,
                "debug: fill the workspace arena with NaN bytes (0xFF) before every program (cpu device only)");
+  std::string stop_text;
+  auto* stops = app.add_option("--stop-ids", stop_text, "comma-separated ids that end generation (kept in the output), "
+                                                         "besides the tokenizer's end tokens");
+  app.add_flag("--spec", o.spec, "speculative decoding with the plan's DSpark draft (a manifest from "
+                                 "examples/gen_qwen3_dspark_manifest.py; same ids as plain greedy decoding)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -131,6 +136,11 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   if (text->count() > 0) o.prompt_text = std::move(prompt_text);
   if (sys->count() > 0) o.system = std::move(system);
   if (cap->count() > 0) o.capacity = capacity;
+  if (stops->count() > 0) {
+    auto parsed = parse_id_list(stop_text, "--stop-ids");
+    if (!parsed.ok()) return usage(parsed.error().message);
+    o.stop_ids = std::move(parsed.value());
+  }
   for (const auto& d : dumps) {
     auto r = parse_dump_request(d);
     if (!r.ok()) return usage(r.error().message);

@@ -43,6 +43,8 @@ struct RunOptions {
   bool sync = false;                             ///< --sync: the synchronous decode loop (generate.h)
   std::optional<uint64_t> random_weights_seed;   ///< --random-weights SEED instead of --weights
   bool poison_workspace = false;                 ///< --poison-workspace: NaN arena before every program
+  std::vector<int64_t> stop_ids;  ///< --stop-ids: more ids that end generation (besides the tokenizer's end tokens)
+  bool spec = false;  ///< --spec: speculative decoding with the plan's DSpark draft (spec_generate.h)
 };
 
 /// Parses a list of integer ids: "1,2,3" or the JSON array "[1,2,3]";

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "kern-load/executable.h"
 #include "kern-run/qwen3_contract.h"
 #include "kern-run/qwen3_driver.h"
+#include "kern-run/spec_stats.h"
 
 namespace kern::run {
 
@@ -66,6 +68,7 @@ struct GenerateResult {
   bool sync = false;           ///< the synchronous loop ran
   uint64_t surplus_steps = 0;  ///< asynchronous steps run after the stop id and discarded
   DecodeStats stats;           ///< steady-state figures per decode step
+  std::optional<SpecStats> spec;  ///< speculative rounds (kern-run --spec, spec_generate.h); else empty
 };
 
 /// The decode phase alone, shared by generate and kern-run bench: decodes

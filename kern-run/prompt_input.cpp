@@ -44,8 +44,10 @@ Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer
 }
 
 std::vector<int64_t> stop_ids_for(const RunOptions& o, const tok::Tokenizer* tokenizer) {
-  if (tokenizer == nullptr || o.ignore_eos) return {};
-  return qwen3_end_token_ids(*tokenizer);
+  std::vector<int64_t> ids = o.stop_ids;
+  if (tokenizer == nullptr || o.ignore_eos) return ids;
+  for (int64_t id : qwen3_end_token_ids(*tokenizer)) ids.push_back(id);
+  return ids;
 }
 
 }  // namespace kern::run

@@ -33,6 +33,10 @@ Status Qwen3Driver::write_block_table() {
 }
 
 Status Qwen3Driver::write_inputs(const int64_t* ids, uint64_t n, uint64_t pos) {
+  if (n > token_ids_.size()) {  // a speculative block longer than the chunk
+    token_ids_.resize(n);
+    positions_.resize(n);
+  }
   for (uint64_t i = 0; i < n; ++i) {
     token_ids_[i] = ids[i];
     positions_[i] = static_cast<int64_t>(pos + i);  // identity block table: slot == position
@@ -52,13 +56,15 @@ Status Qwen3Driver::write_inputs(const int64_t* ids, uint64_t n, uint64_t pos) {
 }
 
 Result<uint64_t> Qwen3Driver::prefill(std::span<const int64_t> ids, uint64_t start,
-                                      const std::function<void(uint64_t, uint64_t)>* progress) {
+                                      const std::function<void(uint64_t, uint64_t)>* progress,
+                                      const std::function<Status(uint64_t)>* after_chunk) {
   uint64_t chunks = 0;
   for (uint64_t done = 0; done < ids.size(); done += chunk_) {
     uint64_t len = std::min<uint64_t>(chunk_, ids.size() - done);
     Status s = write_inputs(ids.data() + done, len, start + done);
     symbols_[c_.tokens_symbol] = len;
     if (s.ok()) s = exe_.run_program(c_.prefill, symbols_);
+    if (s.ok() && after_chunk != nullptr) s = (*after_chunk)(len);
     if (!s.ok()) return s.error().with_context("prefill chunk at position " + std::to_string(start + done));
     ++chunks;
     if (progress != nullptr) (*progress)(done + len, ids.size());

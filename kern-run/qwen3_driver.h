@@ -56,8 +56,18 @@ class Qwen3Driver {
   /// null) is called after each chunk with (tokens done, ids.size()).
   /// Errors from the executable get "prefill chunk at position P" as context.
   /// Returns the number of chunks run. Issues work without waiting for it.
+  /// `after_chunk` (may be null) runs after each chunk's prefill with the
+  /// chunk's length, its inputs still in place (speculative decoding's
+  /// draft_precompute, spec_generate.h); an error it returns ends prefill.
   Result<uint64_t> prefill(std::span<const int64_t> ids, uint64_t start,
-                           const std::function<void(uint64_t, uint64_t)>* progress = nullptr);
+                           const std::function<void(uint64_t, uint64_t)>* progress = nullptr,
+                           const std::function<Status(uint64_t)>* after_chunk = nullptr);
+
+  /// Writes token_ids/positions/slot_mapping for `n` tokens from position
+  /// `pos` (positions pos .. pos + n - 1, slot = position), seq_lens =
+  /// pos + n and cu_seqlens_q = [0, n] (only when n changed since the last
+  /// write through this driver). Any n >= 1 (the staging grows).
+  Status write_inputs(const int64_t* ids, uint64_t n, uint64_t pos);
 
   /// Synchronous step: writes token_ids/positions/slot_mapping/seq_lens for
   /// `token` at `pos`, runs `decode` and reads `next_token` (8 bytes; waits
@@ -93,9 +103,6 @@ class Qwen3Driver {
     uint64_t index;    ///< step counter (timing marks)
     DecodeStepRecord record;
   };
-  /// Writes token_ids/positions/slot_mapping for `n` tokens from position
-  /// `pos`, seq_lens = pos + n and cu_seqlens_q = [0, n].
-  Status write_inputs(const int64_t* ids, uint64_t n, uint64_t pos);
   /// Runs decode between two timing marks of step `index` (when timed).
   Status run_decode_step(uint64_t index);
   /// Fills `r`'s GPU times of step `index` (when timed); its end is complete.

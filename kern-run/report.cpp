@@ -1,4 +1,5 @@
 #include "kern-run/report.h"
+#include "kern-run/spec_report.h"
 
 #include <sys/resource.h>
 
@@ -109,6 +110,7 @@ std::string render_stats(const GenerateResult& r, const ReportContext& ctx) {
   out += "decode: " + std::to_string(r.decode_steps) + " steps, " + fmt("%.3f", s.decode_ms_per_token) + " ms/token (" +
          fmt("%.1f", s.decode_tok_s) + " tok/s)\n";
   out += decode_stats_line(r);
+  if (r.spec) out += spec_stats_line(*r.spec);
   out += "generated " + std::to_string(r.generated_ids.size()) + " tokens, stopped by " +
          (r.stopped ? "an end token" : "--steps") + "\n";
   out += "device: " + ctx.device + "\n";
@@ -152,6 +154,7 @@ std::string render_json(const GenerateResult& r, const ReportContext& ctx) {
   w.Key("decode_steps");
   w.Uint64(r.decode_steps);
   write_decode_stats(w, r);
+  if (r.spec) write_spec_json(w, *r.spec);
   w.Key("chunk");
   w.Uint64(r.chunk);
   w.Key("capacity");

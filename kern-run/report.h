@@ -51,7 +51,8 @@ std::string render_text(const GenerateResult& r, const ReportContext& ctx);
 /// total} plus `weight_bytes` and `weight_bytes_in_place`, and `memory`
 /// {weights, weights_in_place, states, workspace, scratch, arena,
 /// arena_unplanned, arena_peak_live, arena_planned, io, total,
-/// peak_rss} in bytes (docs/memory-plan.md). Speeds are 0 when nothing was timed.
+/// peak_rss} in bytes (docs/memory-plan.md); with --spec, the `spec` object
+/// of spec_report.h (after the decode figures). Speeds are 0 when nothing was timed.
 std::string render_json(const GenerateResult& r, const ReportContext& ctx);
 
 }  // namespace kern::run

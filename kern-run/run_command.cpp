@@ -14,6 +14,8 @@
 #include "kern-run/prompt_input.h"
 #include "kern-run/qwen3_contract.h"
 #include "kern-run/report.h"
+#include "kern-run/spec_contract.h"
+#include "kern-run/spec_generate.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/tokenizer/tokenizer.h"
 #include "spdlog/spdlog.h"
@@ -47,6 +49,12 @@ Status run(const RunOptions& o) {
   auto opened = open_qwen3_plan(o.plan_path);
   if (!opened.ok()) return opened.error();
   const Qwen3Contract c = opened->contract;
+  std::optional<SpecContract> spec;
+  if (o.spec) {
+    auto s = resolve_spec_contract(opened->plan, c);
+    if (!s.ok()) return s.error().with_context("--spec");
+    spec = *s;
+  }
   std::vector<ResolvedDump> dumps;
   for (const auto& d : o.dumps) {
     int i = opened->plan.find_buffer(d.buffer);
@@ -87,7 +95,7 @@ Status run(const RunOptions& o) {
   // for the one object.
   StreamPrinter printer(tokenizer ? &*tokenizer : nullptr, req.stop_ids, o.json ? nullptr : stdout, &progress);
   req.observer = &printer;
-  auto result = generate(*model->exe, c, req);
+  auto result = spec ? generate_spec(*model->exe, c, *spec, req) : generate(*model->exe, c, req);
   progress.clear();
   if (!result.ok()) return result.error();
   printer.finish();

@@ -73,9 +73,11 @@ class Lowerer {
     auto programs = lower_programs();
     auto arena = plan::CreateArena(b_, arena_.size_bytes, kArenaAlign, arena_.unplanned_bytes,
                                    arena_.peak_live_bytes, arena_.planned);
+    flatbuffers::Offset<plan::Spec> spec = 0;
+    if (m_.meta.spec) spec = plan::CreateSpec(b_, m_.meta.spec->block, m_.meta.spec->mask_token);
     auto root = plan::CreatePlan(b_, kPlanFormatVersion, b_.CreateVector(digest.data(), digest.size()),
                                  b_.CreateString(m_.meta.model), symbols, states, buffers, cubins, kernels, steps,
-                                 scratch, programs, arena);
+                                 scratch, programs, arena, spec);
     plan::FinishPlanBuffer(b_, root);
     return std::string(reinterpret_cast<const char*>(b_.GetBufferPointer()), b_.GetSize());
   }

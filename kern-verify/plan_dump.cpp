@@ -100,6 +100,8 @@ class Dumper {
     const auto* sha = p_.manifest_sha256();
     out_ << "plan: format " << p_.format_version() << ", model \"" << (p_.model() ? p_.model()->str() : "")
          << "\"\n";
+    if (const auto* spec = p_.spec())
+      out_ << "speculative: block " << spec->block() << ", mask token " << spec->mask_token() << "\n";
     out_ << "manifest sha256: " << hex_encode(std::span<const uint8_t>(sha->data(), sha->size())) << "\n";
   }
 

@@ -62,6 +62,11 @@ Status paged_attention_reduce_bf16(const CpuLaunch& launch);
 /// in one step. Grid = [>= H, >= T, 1].
 Status paged_attention_prefill_bf16(const CpuLaunch& launch);
 
+/// `kern_paged_attention_noncausal_bf16` (§8, the DFlash draft's attention):
+/// the prefill ABI, grid and block; every query row attends to all cache
+/// positions [0, seq_lens[0]) (context + the whole block), not causally.
+Status paged_attention_noncausal_bf16(const CpuLaunch& launch);
+
 /// `kern_attention_decode_bf16` (§13): decode attention in one launch, the
 /// values of partial + reduce with the same splits (partial_o / partial_ml
 /// written as there). Grid = [>= KV, num_splits, >= T]; at most 8 query heads
@@ -128,7 +133,7 @@ Status silu_and_mul_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status reshape_and_cache_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status paged_attention_partial_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status paged_attention_reduce_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
-Status paged_attention_prefill_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status paged_attention_prefill_bf16_extents(const CpuLaunch& launch, CpuExtents& out);  // also noncausal
 Status argmax_partial_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status argmax_reduce_extents(const CpuLaunch& launch, CpuExtents& out);
 Status decode_advance_extents(const CpuLaunch& launch, CpuExtents& out);

@@ -1,13 +1,16 @@
 // Paged causal attention over the KV cache (docs/kernels.md §8):
 // kern_paged_attention_partial_bf16 + kern_paged_attention_reduce_bf16 (the
 // decode implementation: split-KV into f32 scratch, then a log-sum-exp merge)
-// and kern_paged_attention_prefill_bf16 (one step). All three share one f32
-// routine that attends one query head to a range of cache positions, so the
-// two implementations differ only in how ranges are combined.
+// and kern_paged_attention_prefill_bf16 (one step), plus the non-causal
+// kern_paged_attention_noncausal_bf16 (speculative decoding's DFlash draft,
+// docs/speculative.md). All share one f32 routine that attends one query
+// head to a range of cache positions, so the implementations differ only in
+// how ranges are combined and where a query's range ends.
 //
 // Semantics: q_len = cu_seqlens_q[1] - cu_seqlens_q[0], ctx = seq_lens[0];
 // query i (row i of q) sits at position ctx - q_len + i and attends to cache
-// positions [0, ctx - q_len + i]; position p lives in physical page
+// positions [0, ctx - q_len + i] (non-causal: every query to [0, ctx));
+// position p lives in physical page
 // block_table[p / 16], slot p % 16; query head h reads kv head h / (H / KV);
 // k and v are the stored bf16 values times k_scale / v_scale.
 //
@@ -34,6 +37,7 @@ constexpr const char* kPartial = "kern_paged_attention_partial_bf16";
 constexpr const char* kReduce = "kern_paged_attention_reduce_bf16";
 constexpr const char* kPrefill = "kern_paged_attention_prefill_bf16";
 constexpr const char* kDecode = "kern_attention_decode_bf16";
+constexpr const char* kNonCausal = "kern_paged_attention_noncausal_bf16";
 constexpr int64_t kMaxGroup = 8;      // query heads per kv head (the CUDA twin's registers)
 constexpr int64_t kMaxHeadDim = 512;  // the CUDA twin's shared-memory rows
 constexpr int64_t kMaxDecodeRows = 8;  // query rows of one kern_attention_decode_bf16 launch (its scratch's rows)
@@ -296,16 +300,21 @@ Status attention_decode_bf16(const CpuLaunch& l) {
   return Status::ok_status();  // counters: the CUDA twin's, left at zero
 }
 
-Status paged_attention_prefill_bf16(const CpuLaunch& l) {
+namespace {
+
+/// The one-step attention (prefill, non-causal): block (h, i) of grid
+/// [H, T] writes bf16(o / l) over positions [0, causal_len(i)) (causal) or
+/// [0, ctx) (non-causal).
+Status one_step_attention(const CpuLaunch& l, const char* kname, bool causal) {
   using namespace detail;
-  KERN_RETURN_IF_ERROR(check_num_args(l, kPrefill, 14));
+  KERN_RETURN_IF_ERROR(check_num_args(l, kname, 14));
   Attention a;
-  KERN_RETURN_IF_ERROR(parse_attention(l, kPrefill, 8, a));
+  KERN_RETURN_IF_ERROR(parse_attention(l, kname, 8, a));
   const bool work = a.tokens > 0 && a.heads > 0 && a.head_dim > 0;
   uint16_t* out = nullptr;
-  KERN_RETURN_IF_ERROR(read_ptr(l, kPrefill, 7, "out", work, out));
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPrefill, 0, a.heads, "one block per query head"));
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPrefill, 1, a.tokens, "one block per query"));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 7, "out", work, out));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kname, 0, a.heads, "one block per query head"));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kname, 1, a.tokens, "one block per query"));
   if (!work) return Status::ok_status();
 
   const int64_t D = a.head_dim;
@@ -314,13 +323,19 @@ Status paged_attention_prefill_bf16(const CpuLaunch& l) {
   for (int64_t i = 0; i < a.tokens; ++i) {
     for (int64_t h = 0; h < a.heads; ++h) {
       float m = 0.0f, sum = 0.0f;
-      attend_range(a, i, h, 0, a.causal_len(i), scores.data(), m, sum, o.data());
+      attend_range(a, i, h, 0, causal ? a.causal_len(i) : a.ctx, scores.data(), m, sum, o.data());
       uint16_t* dst = out + (i * a.heads + h) * D;
       for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(o[d] / sum);
     }
   }
   return Status::ok_status();
 }
+
+}  // namespace
+
+Status paged_attention_prefill_bf16(const CpuLaunch& l) { return one_step_attention(l, kPrefill, true); }
+
+Status paged_attention_noncausal_bf16(const CpuLaunch& l) { return one_step_attention(l, kNonCausal, false); }
 
 namespace {
 

@@ -22,7 +22,7 @@ struct Entry {
 };
 
 // Each kernel is wrapped by guarded<> (kernel_args.h): no exception escapes.
-constexpr std::array<Entry, 24> kRegistry = {{
+constexpr std::array<Entry, 25> kRegistry = {{
     {"kern_embedding_bf16", {guarded<embedding_bf16>, embedding_bf16_extents}},
     {"kern_rmsnorm_bf16", {guarded<rmsnorm_bf16>, rmsnorm_bf16_extents}},
     {"kern_add_rmsnorm_bf16", {guarded<add_rmsnorm_bf16>, add_rmsnorm_bf16_extents}},
@@ -36,6 +36,8 @@ constexpr std::array<Entry, 24> kRegistry = {{
      {guarded<paged_attention_reduce_bf16>, paged_attention_reduce_bf16_extents}},
     {"kern_paged_attention_prefill_bf16",
      {guarded<paged_attention_prefill_bf16>, paged_attention_prefill_bf16_extents}},
+    {"kern_paged_attention_noncausal_bf16",
+     {guarded<paged_attention_noncausal_bf16>, paged_attention_prefill_bf16_extents}},
     {"kern_argmax_partial_bf16", {guarded<argmax_partial_bf16>, argmax_partial_bf16_extents}},
     {"kern_argmax_reduce", {guarded<argmax_reduce>, argmax_reduce_extents}},
     {"kern_gemv_bf16", {guarded<gemv_bf16>, gemv_bf16_extents}},

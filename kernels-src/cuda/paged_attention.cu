@@ -1,5 +1,6 @@
 // Paged attention over the bf16 KV cache (docs/kernels.md §8): decode as
-// split-KV partial + reduce, prefill as one kernel. Causal, GQA (query head h
+// split-KV partial + reduce, prefill as one kernel, and the non-causal
+// variant of prefill (speculative draft). Causal except that one, GQA (query head h
 // reads kv head h / (H / KV)), f32 online softmax of scale * k_scale * q.k,
 // v multiplied by v_scale.
 //
@@ -277,6 +278,32 @@ extern "C" __global__ void __launch_bounds__(128) kern_paged_attention_prefill_b
       head_dim <= 0)
     return;
   const int n = max(causal_len(seq_lens, cu_seqlens_q, i), 0);
+  const AttnArgs a{q, kv_cache, block_table, scale * *k_scale, *v_scale, num_heads, num_kv_heads,
+                   head_dim, page_stride};
+  __shared__ MergeSmem smem;  // one instance, shared by every head_dim specialisation
+  dispatch_head_dim(a, [&]<int kEpl, bool kContig>() {
+    prefill_body<kEpl, kContig>(smem, a, h, i, n, out);
+  });
+}
+
+/// kern_paged_attention_noncausal_bf16(the attention interface params, docs/kernels.md §8)
+/// The DFlash draft's attention (docs/speculative.md): the prefill kernel
+/// with every query attending to all seq_lens[0] cache positions (the
+/// context and the whole block), not causally.
+/// Launch: grid [H, T, 1], block [128, 1, 1]; bytes moved as the prefill
+/// kernel with n_i = seq_lens[0] for every query.
+extern "C" __global__ void __launch_bounds__(128) kern_paged_attention_noncausal_bf16(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kv_cache,
+    const int* __restrict__ block_table, const int* __restrict__ seq_lens,
+    const int* __restrict__ cu_seqlens_q, const float* __restrict__ k_scale,
+    const float* __restrict__ v_scale, __nv_bfloat16* __restrict__ out, int num_tokens, int num_heads,
+    int num_kv_heads, int head_dim, long long page_stride, float scale) {
+  const int h = blockIdx.x, i = blockIdx.y;
+  if (h >= num_heads || i >= num_tokens || num_kv_heads <= 0 || num_heads < num_kv_heads ||
+      head_dim <= 0)
+    return;
+  (void)cu_seqlens_q;  // the interface's; a non-causal query's range does not depend on q_len
+  const int n = max(seq_lens[0], 0);
   const AttnArgs a{q, kv_cache, block_table, scale * *k_scale, *v_scale, num_heads, num_kv_heads,
                    head_dim, page_stride};
   __shared__ MergeSmem smem;  // one instance, shared by every head_dim specialisation

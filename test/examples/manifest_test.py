@@ -24,19 +24,24 @@ sys.path.insert(0, HERE)
 from json_schema_subset import Validator  # noqa: E402
 
 ROOT = SCHEMA = KERN_VERIFY = KERNELS_DIR = None
-MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b", "tiny-qwen3-unfused", "qwen3-4b-unfused")
+MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b", "tiny-qwen3-unfused", "qwen3-4b-unfused",
+          "tiny-qwen3-dspark", "qwen3-4b-dspark")
 
 
 def gen_args(model):
     """(config.json, extra generator args) of a checked-in manifest: X-unfused
-    is X.config.json with `--kernels unfused` (the original decode kernels)."""
+    is X.config.json with `--kernels unfused` (the original decode kernels);
+    X-dspark is X.config.json + X-dspark.config.json through
+    gen_qwen3_dspark_manifest.py (see gen)."""
     if model.endswith("-unfused"):
         return example(model[:-len("-unfused")] + ".config.json"), ["--kernels", "unfused"]
+    if model.endswith("-dspark"):
+        return example(model[:-len("-dspark")] + ".config.json"), [example(model + ".config.json")]
     return example(model + ".config.json"), []
 
 
-def gen(*args):
-    return subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", "gen_qwen3_manifest.py"), *args],
+def gen(*args, script="gen_qwen3_manifest.py"):
+    return subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", script), *args],
                           capture_output=True, text=True)
 
 
@@ -70,7 +75,8 @@ class GeneratedManifests(unittest.TestCase):
                 pinned = bool(KERNELS_DIR) and os.path.isdir(KERNELS_DIR)
                 extra = ["--kernels-dir", KERNELS_DIR] if pinned else []
                 config, variant = gen_args(model)
-                proc = gen(config, "-o", out, *variant, *extra)
+                script = "gen_qwen3_dspark_manifest.py" if model.endswith("-dspark") else "gen_qwen3_manifest.py"
+                proc = gen(config, *variant, "-o", out, *extra, script=script)
                 self.assertEqual(proc.returncode, 0, proc.stderr)
                 with open(out, "r", encoding="utf-8") as a, open(example(model + ".json"), "r", encoding="utf-8") as b:
                     want = b.read()

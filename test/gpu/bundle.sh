@@ -36,7 +36,7 @@ n_bin=$(ls "$build"/kernels/*.fatbin 2>/dev/null | wc -l)
 [ "$n_bin" -eq "$n_src" ] || die "$build/kernels has $n_bin fatbins for $n_src kernels-src/cuda/*.cu (build with nvcc: ninja -C $build)"
 cp "$build"/kernels/*.fatbin "$dest/kernels/"
 python3 "$here/test/gpu/fatbin_pins.py" "$dest/kernels" "$here"/examples/tiny-qwen3.json "$here"/examples/qwen3-0.6b.json \
-  "$here"/examples/qwen3-4b.json >&2 ||
+  "$here"/examples/qwen3-4b.json "$here"/examples/tiny-qwen3-dspark.json "$here"/examples/qwen3-4b-dspark.json >&2 ||
   die "the fatbins in $build/kernels are not the ones the manifests pin (rebuild, or regenerate the manifests: docs/gpu.md 'Pinned manifests')"
 
 # Binaries, then the non-glibc libraries they need.

@@ -242,8 +242,11 @@ Case attention_decode(Rng& r, int t, int h, int kv, int d, int ctx, float v_scal
   return b.c;
 }
 
-Case attention_prefill(Rng& r, int t, int h, int kv, int d, int ctx, bool bench) {
-  Builder b{{shape("attention_prefill", {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx", ctx}}), {}, {},
+/// The one-step attention: prefill (causal) or, with `noncausal`, the
+/// speculative draft's kern_paged_attention_noncausal_bf16 (same ABI).
+Case attention_prefill(Rng& r, int t, int h, int kv, int d, int ctx, bool bench, bool noncausal = false) {
+  Builder b{{shape(noncausal ? "attention_noncausal" : "attention_prefill",
+                   {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx", ctx}}), {}, {},
              4.0 * d * ctx * kv + 4.0 * t * h * d, bench}};
   const AttnInputs in = attn_inputs(b, r, t, h, kv, d, ctx, 1.0f);
   const int out = b.buf("out", poison(size_t(t) * h * d * 2), Compare::kBf16);
@@ -251,7 +254,9 @@ Case attention_prefill(Rng& r, int t, int h, int kv, int d, int ctx, bool bench)
   for (CaseArg x : {arg_buf(out), arg_i32(t), arg_i32(h), arg_i32(kv), arg_i32(d), arg_i64(in.c.page_stride()),
                     arg_f32(1.0f / std::sqrt(float(d)))})
     a.push_back(x);
-  b.launch("paged_attention.fatbin", "kern_paged_attention_prefill_bf16", {uint32_t(h), uint32_t(t), 1}, 128, a);
+  b.launch("paged_attention.fatbin",
+           noncausal ? "kern_paged_attention_noncausal_bf16" : "kern_paged_attention_prefill_bf16",
+           {uint32_t(h), uint32_t(t), 1}, 128, a);
   return b.c;
 }
 
@@ -478,6 +483,8 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(attention_prefill(r, 512, 32, 8, 128, 512, true));
   cs.push_back(attention_prefill(r, 5, 4, 2, 16, 21, false));
   cs.push_back(attention_prefill(r, 3, 4, 4, 64, 3, false));
+  cs.push_back(attention_prefill(r, 8, 32, 8, 128, 300, false, true));  // the 4B draft block over its context
+  cs.push_back(attention_prefill(r, 5, 4, 2, 16, 21, false, true));
   cs.push_back(argmax(r, 1, 151936, false, true));
   cs.push_back(argmax(r, 3, 1000, true, false));
   cs.push_back(argmax(r, 2, 50, true, false));  // V < 64: empty chunks

@@ -35,7 +35,8 @@ import unittest
 
 ROOT = BUILD = None
 GLIBC = ("linux-vdso", "libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so", "ld-linux")
-STEPS = ["gpu", "bundle", "abi", "sass", "kernels", "tiny", "bench-0.6b", "hf-0.6b", "bench-4b", "bench-4b-unfused", "hf-4b", "memcheck"]
+STEPS = ["gpu", "bundle", "abi", "sass", "kernels", "tiny", "bench-0.6b", "hf-0.6b", "bench-4b", "bench-4b-unfused", "spec",
+         "hf-4b", "memcheck"]
 FAKE_SMI = """#!/bin/sh
 echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH-unset}" >> "$(dirname "$0")/seen-env"
 case "$*" in

@@ -139,7 +139,7 @@ s_bundle() {
 
 # Offline fatbin ABI check, and cuobjdump's view of the fatbins.
 s_abi() {
-  python3 test/gpu/check_kernel_abi.py --manifest examples/qwen3-4b.json --manifest examples/tiny-qwen3.json \
+  python3 test/gpu/check_kernel_abi.py --manifest examples/qwen3-4b.json --manifest examples/tiny-qwen3.json --manifest examples/qwen3-4b-dspark.json \
     --doc docs/kernels.md "$KERNELS"/*.fatbin || return 1
   local last; last=$(tail -1 "$WORK/logs/$LOGNAME_")
   if command -v cuobjdump >/dev/null; then
@@ -254,6 +254,44 @@ s_bench() {
   return $rc
 }
 
+# Speculative decoding (docs/speculative.md): the tiny DSpark model with
+# random weights, --spec on cuda against plain greedy decoding on cpu (ids
+# equal); then the Qwen3-4B-geometry DSpark manifest with random weights on
+# cuda: ms per round by phase (draft, verify, precompute) and the tok/s it
+# projects at the reference system's 3.44 tokens per round (random weights
+# accept almost nothing, so the measured tokens/round is about 1).
+s_spec() {
+  plan tiny-qwen3-dspark || return 1
+  plan qwen3-4b-dspark || return 1
+  local ids=1,17,42,99,3,250,7
+  "$BIN/kern-run" "$WORK/tiny-qwen3-dspark.kplan" --random-weights 3 --device cpu --prompt-ids $ids --steps 40 \
+    --json > "$RES/spec_tiny_cpu.json" 2> "$WORK/spec.err" &&
+  "$BIN/kern-run" "$WORK/tiny-qwen3-dspark.kplan" --random-weights 3 --device cuda --kernels "$KERNELS" \
+    --prompt-ids $ids --steps 40 --spec --json > "$RES/spec_tiny_cuda.json" 2>> "$WORK/spec.err" &&
+  "$BIN/kern-run" "$WORK/qwen3-4b-dspark.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
+    --prompt-ids $ids --steps 64 --spec --json > "$RES/spec_4b_cuda.json" 2>> "$WORK/spec.err"
+  local rc=$?
+  cat "$WORK/spec.err"
+  [ $rc = 0 ] || { detail "exit $rc: $(grep -m1 -i error "$WORK/spec.err" | cut -c1-200)"; return 1; }
+  python3 - "$RES" > "$WORK/spec_verdict.txt" <<'EOF2'
+import json, os, sys
+load = lambda n: json.load(open(os.path.join(sys.argv[1], n)))
+cpu, cuda, big = load("spec_tiny_cpu.json"), load("spec_tiny_cuda.json"), load("spec_4b_cuda.json")
+same = cpu["generated_ids"] == cuda["generated_ids"]
+s = big["spec"]
+m = s["ms_per_round"]
+print(f"tiny --spec cuda vs plain cpu: {'equal' if same else 'DIFFERS'} ({len(cuda['generated_ids'])} ids); "
+      f"4b: {s['rounds']} rounds, {s['tokens_per_round']:.2f} tokens/round, ms/round draft {m['draft']:.3f} "
+      f"verify {m['verify']:.3f} precompute {m['precompute']:.3f} total {m['total']:.3f}; "
+      f"projected at 3.44 tokens/round: {3.44 * 1000 / m['total']:.0f} tok/s")
+sys.exit(0 if same else 1)
+EOF2
+  local v=$?
+  cat "$WORK/spec_verdict.txt"
+  detail "$(cat "$WORK/spec_verdict.txt")"
+  return $v
+}
+
 # HF transformers beside kern on the same random weights (hf_peer.py). The
 # weights (twice 8 GB at 4B) go to /dev/shm when it has room: RAM speed.
 s_hf() {
@@ -285,7 +323,7 @@ s_memcheck() {
   return $rc
 }
 
-export -f detail bins_start s_gpu s_bundle s_abi s_sass s_kernels plan s_tiny s_bench s_hf s_memcheck
+export -f detail bins_start s_gpu s_bundle s_abi s_sass s_kernels plan s_tiny s_bench s_spec s_hf s_memcheck
 
 # --- the runner ------------------------------------------------------------
 
@@ -364,8 +402,9 @@ trap 'failed=1; finish "interrupted after $((SECONDS - t0))s"' INT TERM
   echo "budget ${budget}s; steps: name status seconds detail"
 } > "$out/summary.txt"
 
-# --- the list of steps (NAME TIMEOUT_S COMMAND...): the caps add up to 345 s,
-# inside the default 360 s budget less the 10 s reserve (docs/gpu.md has why each)
+# --- the list of steps (NAME TIMEOUT_S COMMAND...): the caps add up to 350 s,
+# inside the default 360 s budget less the 10 s reserve (docs/gpu.md has why each;
+# spec's 20 s came out of hf-4b's 75)
 step gpu        15 s_gpu
 [ -n "$stopped" ] && finish
 step bundle     10 s_bundle
@@ -378,6 +417,7 @@ step bench-0.6b 25 s_bench qwen3-0.6b
 step hf-0.6b    40 s_hf qwen3-0.6b
 step bench-4b   50 s_bench qwen3-4b
 step bench-4b-unfused 30 s_bench qwen3-4b-unfused
-step hf-4b      75 s_hf qwen3-4b
+step spec       20 s_spec
+step hf-4b      60 s_hf qwen3-4b
 step memcheck   15 s_memcheck
 finish

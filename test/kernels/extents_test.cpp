@@ -108,6 +108,19 @@ TEST_CASE("gemm, argmax and attention declare their documented sizes", "[kernels
   CHECK(pe.bytes[2] == 4);  // at least ceil(T / 16) block table entries
   CHECK(pe.bytes[7] == 1 * 4 * 16 * 8 * 4);
   CHECK(pe.bytes[8] == 1 * 4 * 16 * 2 * 4);
+  // One-step attention, causal (prefill) and non-causal (the speculative
+  // draft): T 20, H 4, KV 2, D 8: q and out rows, two block-table entries.
+  ArgPack one;
+  for (int i = 0; i < 8; ++i) one.add<void*>(nullptr);
+  one.add<int32_t>(20).add<int32_t>(4).add<int32_t>(2).add<int32_t>(8).add<int64_t>(512).add<float>(0.35f);
+  for (const char* sym : {"kern_paged_attention_prefill_bf16", "kern_paged_attention_noncausal_bf16"}) {
+    INFO(sym);
+    const CpuExtents oe = extents_of(sym, one);
+    CHECK(oe.bytes[0] == 20 * 4 * 8 * 2);
+    CHECK(oe.bytes[1] == 0);
+    CHECK(oe.bytes[2] == 2 * 4);
+    CHECK(oe.bytes[7] == 20 * 4 * 8 * 2);
+  }
 }
 
 TEST_CASE("an extent too large for u64 saturates instead of wrapping", "[kernels][extents]") {

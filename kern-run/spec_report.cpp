@@ -1,0 +1,82 @@
+// Text and JSON of a speculative generation's figures (spec_report.h).
+#include "kern-run/spec_report.h"
+
+#include <cstdio>
+
+namespace kern::run {
+
+namespace {
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string spec_stats_line(const SpecStats& s) {
+  std::string out = "speculative: " + std::to_string(s.rounds.size()) + " rounds of block " + std::to_string(s.block) +
+                    ", " + fmt("%.2f", s.tokens_per_round()) + " tokens/round, acceptance " +
+                    fmt("%.1f", 100.0 * s.acceptance_rate()) + "%, ms/round draft " + fmt("%.3f", s.mean_draft_ms()) +
+                    " verify " + fmt("%.3f", s.mean_verify_ms()) + " precompute " +
+                    fmt("%.3f", s.mean_precompute_ms());
+  if (s.fallback_steps > 0)
+    out += ", " + std::to_string(s.fallback_steps) + " plain steps after the capacity";
+  return out + "\n";
+}
+
+void write_spec_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const SpecStats& s) {
+  w.Key("spec");
+  w.StartObject();
+  w.Key("block");
+  w.Uint64(s.block);
+  w.Key("rounds");
+  w.Uint64(s.rounds.size());
+  w.Key("tokens_per_round");
+  w.Double(s.tokens_per_round());
+  w.Key("acceptance_rate");
+  w.Double(s.acceptance_rate());
+  w.Key("accepted_per_round");
+  w.StartArray();
+  for (const SpecRound& r : s.rounds) w.Uint64(r.accepted);
+  w.EndArray();
+  w.Key("emitted_per_round");
+  w.StartArray();
+  for (const SpecRound& r : s.rounds) w.Uint64(r.emitted);
+  w.EndArray();
+  w.Key("ms_per_round");
+  w.StartObject();
+  w.Key("draft");
+  w.Double(s.mean_draft_ms());
+  w.Key("verify");
+  w.Double(s.mean_verify_ms());
+  w.Key("precompute");
+  w.Double(s.mean_precompute_ms());
+  w.Key("total");
+  w.Double(s.mean_draft_ms() + s.mean_verify_ms() + s.mean_precompute_ms());
+  w.EndObject();
+  w.Key("prompt_precompute_ms");
+  w.Double(s.prompt_precompute_ms);
+  w.Key("fallback_steps");
+  w.Uint64(s.fallback_steps);
+  w.EndObject();
+}
+
+std::string render_spec_md(const std::vector<BenchTest>& tests) {
+  std::string out;
+  for (const BenchTest& t : tests) {
+    if (!t.spec) continue;
+    if (out.empty())
+      out = "\n| test | block | tokens/round | acceptance | draft ms | verify ms | precompute ms | ms/round |\n"
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    const SpecStats& s = *t.spec;
+    out += "| " + t.name() + " | " + std::to_string(s.block) + " | " + fmt("%.2f", s.tokens_per_round()) + " | " +
+           fmt("%.1f", 100.0 * s.acceptance_rate()) + "% | " + fmt("%.3f", s.mean_draft_ms()) + " | " +
+           fmt("%.3f", s.mean_verify_ms()) + " | " + fmt("%.3f", s.mean_precompute_ms()) + " | " +
+           fmt("%.3f", s.mean_draft_ms() + s.mean_verify_ms() + s.mean_precompute_ms()) + " |\n";
+  }
+  return out;
+}
+
+}  // namespace kern::run
