@@ -41,7 +41,10 @@ Result<LoadedModel> load_qwen3_model(OpenedPlan opened, const LoadSettings& sett
   m.phases.weights_open_ms = ms_since(t0);
 
   load::ExecutableOptions eo;
-  eo.capacity_tokens = settings.capacity;
+  // The KV cache is paged (kKvBlockTokens per page): a capacity inside a page
+  // still addresses the whole page, so the state holds whole pages; the
+  // request's token limit stays the capacity the user gave.
+  eo.capacity_tokens = (settings.capacity + kKvBlockTokens - 1) / kKvBlockTokens * kKvBlockTokens;
   eo.graphs = !settings.eager;
   eo.random_weights_seed = settings.random_weights_seed;
   eo.on_warning = [](const std::string& w) { spdlog::warn("{}", w); };

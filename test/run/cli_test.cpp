@@ -450,3 +450,23 @@ TEST_CASE("kern-run --json reports memory by class and the arena before and afte
                                             planned["arena"].GetUint64() + planned["states"].GetUint64());
   CHECK(planned["peak_rss"].GetUint64() > 0);
 }
+
+TEST_CASE("kern-run --capacity inside a KV page decodes up to it: the state holds whole pages", "[run][cli]") {
+  // 3 + 20 tokens cross into the second 16-token page; capacity 25 covers
+  // them. The state used to hold exactly 25 tokens, and decode's attention
+  // read page 1 past its end.
+  auto ids = [](const std::string& cap) {
+    CliResult r = kern_run(tiny_args("--prompt-ids 1,2,3 --steps 20 --json --capacity " + cap));
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    rapidjson::Document doc;
+    doc.Parse(r.out.c_str());
+    REQUIRE_FALSE(doc.HasParseError());
+    CHECK(doc["generated_ids"].Size() == 20);
+    return std::string(r.out.substr(r.out.find("\"generated_ids\""), r.out.find(']') - r.out.find("\"generated_ids\"")));
+  };
+  CHECK(ids("25") == ids("32"));
+  CliResult over = kern_run(tiny_args("--prompt-ids 1,2,3 --steps 23 --capacity 25"));
+  CHECK(over.rc == 2);
+  CHECK_THAT(over.err, Contains("= 26 tokens exceeds the capacity 25 tokens"));
+}
