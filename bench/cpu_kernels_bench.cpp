@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "common/bf16.h"
+#include "common/extern_ops.h"
 #include "kernels-src/cpu/cpu_kernel.h"
 
 namespace {
@@ -113,7 +114,7 @@ void bench_gemm(const char* what, int64_t m, int64_t n, int64_t k, int repeats, 
   Params p;
   p.add(a.data()).add(w.data()).add(c.data()).add<int32_t>(static_cast<int32_t>(m));
   p.add<int32_t>(static_cast<int32_t>(n)).add<int32_t>(static_cast<int32_t>(k));
-  row(what, m, n, k, median_ms("extern:cublaslt_bf16_tn", p, 1, 1, 1, 0, repeats));
+  row(what, m, n, k, median_ms(kern::extern_op_symbol(kern::ExternOpId::kGemmBf16Tn).data(), p, 1, 1, 1, 0, repeats));
 }
 
 void bench_gemv(const char* what, int64_t n, int64_t k, int repeats, std::mt19937& rng) {

@@ -48,10 +48,4 @@ inline void bf16_to_f32_n(const uint16_t* src, float* dst, size_t count) {
   for (size_t i = 0; i < count; ++i) dst[i] = bf16_to_f32(src[i]);
 }
 
-/// Rounds `count` f32 values from `src` into bf16 bit patterns in `dst`
-/// (both hold `count` elements; they must not overlap).
-inline void f32_to_bf16_n(const float* src, uint16_t* dst, size_t count) {
-  for (size_t i = 0; i < count; ++i) dst[i] = f32_to_bf16(src[i]);
-}
-
 }  // namespace kern

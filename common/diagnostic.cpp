@@ -10,6 +10,8 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "common/json_tree.h"
+
 namespace kern {
 namespace {
 
@@ -142,7 +144,8 @@ void DiagnosticEngine::sort_by_position() {
   });
 }
 
-std::string render_human(const std::vector<Diagnostic>& diags, const SourceFile& file, bool color) {
+std::string render_human(const std::vector<Diagnostic>& unresolved, const SourceFile& file, bool color) {
+  const std::vector<Diagnostic> diags = with_pointers(unresolved, file);
   Style st{color};
   std::string out;
   size_t errors = 0;
@@ -223,7 +226,8 @@ void write_position(JsonWriter& w, const SourceFile& file, const SourceSpan& spa
 
 }  // namespace
 
-std::string render_json(const std::vector<Diagnostic>& diags, const SourceFile& file) {
+std::string render_json(const std::vector<Diagnostic>& unresolved, const SourceFile& file) {
+  const std::vector<Diagnostic> diags = with_pointers(unresolved, file);
   std::string out;
   for (const Diagnostic& d : diags) {
     rapidjson::StringBuffer buf;

@@ -1,8 +1,6 @@
-// The closed expression language (SPEC §3): constructors, printing and
-// checked u64 evaluation. Overflow and division by zero are errors.
+// The closed expression language (SPEC §3): constructors and printing, and
+// the checked u64 arithmetic the verifier and the loader evaluate it with.
 #include "common/expr.h"
-
-#include <limits>
 
 namespace kern {
 
@@ -64,33 +62,9 @@ std::optional<uint64_t> checked_ceil_div(uint64_t a, uint64_t b) {
   return a / b + (a % b != 0 ? 1 : 0);
 }
 
-Result<uint64_t> evaluate(const Expr& e, SymbolLookup lookup, const void* ctx) {
-  switch (e.op) {
-    case Expr::Op::kConst: return e.value;
-    case Expr::Op::kSym: {
-      std::optional<uint64_t> v = lookup ? lookup(e.sym, ctx) : std::nullopt;
-      if (!v) return make_error(ErrorKind::kManifest, "unknown symbol `" + e.sym + "`");
-      return *v;
-    }
-    case Expr::Op::kCeilDiv:
-    case Expr::Op::kMul: {
-      if (!e.lhs) return make_error(ErrorKind::kManifest, "malformed expression `" + e.to_string() + "`");
-      Result<uint64_t> lhs = evaluate(*e.lhs, lookup, ctx);
-      if (!lhs.ok()) return lhs.error();
-      if (e.op == Expr::Op::kMul) {
-        auto r = checked_mul(*lhs, e.value);
-        if (!r) {
-          return make_error(ErrorKind::kManifest, e.to_string() + ": " + std::to_string(*lhs) + " * " +
-                                                      std::to_string(e.value) + " overflows u64");
-        }
-        return *r;
-      }
-      auto r = checked_ceil_div(*lhs, e.value);
-      if (!r) return make_error(ErrorKind::kManifest, e.to_string() + ": division by zero");
-      return *r;
-    }
-  }
-  return make_error(ErrorKind::kManifest, "malformed expression");
+std::optional<uint64_t> checked_round_up(uint64_t v, uint64_t align) {
+  auto blocks = checked_ceil_div(v, align);
+  return blocks ? checked_mul(*blocks, align) : std::nullopt;
 }
 
 }  // namespace kern

@@ -1,7 +1,8 @@
 // The closed scalar-expression language of manifest v2 (SPEC §3): a constant,
 // `{"sym": s}`, `{"ceil_div": [e, c]}`, `{"mul": [e, c]}`. Never a language:
-// no control flow, right operands are constants. Evaluation is checked u64
-// arithmetic: overflow and division by zero are errors, never a wrap.
+// no control flow, right operands are constants. The verifier evaluates it over
+// symbol ranges and the loader over plan chains, both with the checked u64
+// helpers below: overflow and division by zero are errors, never a wrap.
 #pragma once
 
 #include <cstdint>
@@ -33,17 +34,13 @@ struct Expr {
   std::string to_string() const;
 };
 
-/// Resolves a symbol name to its value during evaluation; nullopt = unknown.
-using SymbolLookup = std::optional<uint64_t> (*)(const std::string& name, const void* ctx);
-
-/// Checked u64 evaluation. Errors: unknown symbol, ceil_div by zero,
-/// overflow of mul or of ceil_div's rounding (message names the subexpression).
-Result<uint64_t> evaluate(const Expr& e, SymbolLookup lookup, const void* ctx);
-
 /// Checked u64 helpers shared by the verifier and the loader (nullopt on overflow).
 std::optional<uint64_t> checked_mul(uint64_t a, uint64_t b);
 std::optional<uint64_t> checked_add(uint64_t a, uint64_t b);
 /// ceil(a / b); nullopt when b == 0.
 std::optional<uint64_t> checked_ceil_div(uint64_t a, uint64_t b);
+/// `v` rounded up to a multiple of `align`; nullopt when `align` == 0 or the
+/// result does not fit in u64.
+std::optional<uint64_t> checked_round_up(uint64_t v, uint64_t align);
 
 }  // namespace kern

@@ -89,7 +89,7 @@ Result<std::string> read_file(const std::string& path, uint64_t max_bytes) {
   out.reserve(static_cast<size_t>(st.st_size));
   Status s = read_all(fd, max_bytes, out, path, too_large);  // the file may grow while read
   ::close(fd);
-  if (!s.ok()) return s.error();
+  KERN_RETURN_IF_ERROR(s);
   return out;
 }
 
@@ -97,10 +97,9 @@ Result<std::string> read_stdin(uint64_t max_bytes) {
   if (::fcntl(STDIN_FILENO, F_GETFD) < 0)
     return make_error(ErrorKind::kUsage, "stdin is closed: give the input as an option or a file instead");
   std::string out;
-  Status s = read_all(STDIN_FILENO, max_bytes, out, "stdin", [&] {
+  KERN_RETURN_IF_ERROR(read_all(STDIN_FILENO, max_bytes, out, "stdin", [&] {
     return make_error(ErrorKind::kUsage, "stdin: more than the limit of " + std::to_string(max_bytes) + " B");
-  });
-  if (!s.ok()) return s.error();
+  }));
   return out;
 }
 

@@ -347,15 +347,31 @@ void resolve_pointers(std::vector<Diagnostic>& diags, const JsonValue& root) {
   }
 }
 
-void resolve_pointers(DiagnosticEngine& diags, const SourceFile& file) {
-  bool missing = false;
-  for (const Diagnostic& d : diags.diagnostics()) {
-    missing = missing || d.span.pointer.empty();
-    for (const DiagnosticNote& n : d.notes) missing = missing || (n.has_span && n.span.pointer.empty());
+namespace {
+bool pointer_missing(const std::vector<Diagnostic>& diags) {
+  for (const Diagnostic& d : diags) {
+    if (d.span.pointer.empty()) return true;
+    for (const DiagnosticNote& n : d.notes)
+      if (n.has_span && n.span.pointer.empty()) return true;
   }
-  if (!missing) return;
+  return false;
+}
+
+void fill_pointers(std::vector<Diagnostic>& diags, const SourceFile& file) {
+  if (!pointer_missing(diags)) return;
   DiagnosticEngine scratch;
-  if (auto root = parse_json_tree(file, scratch)) resolve_pointers(diags.mutable_diagnostics(), *root);
+  if (auto root = parse_json_tree(file, scratch)) resolve_pointers(diags, *root);
+}
+}  // namespace
+
+void resolve_pointers(DiagnosticEngine& diags, const SourceFile& file) {
+  fill_pointers(diags.mutable_diagnostics(), file);
+}
+
+std::vector<Diagnostic> with_pointers(const std::vector<Diagnostic>& diags, const SourceFile& file) {
+  std::vector<Diagnostic> out = diags;
+  fill_pointers(out, file);
+  return out;
 }
 
 const JsonValue* JsonValue::find(std::string_view key) const {

@@ -75,6 +75,11 @@ void resolve_pointers(std::vector<Diagnostic>& diags, const JsonValue& root);
 /// carry offsets only.
 void resolve_pointers(DiagnosticEngine& diags, const SourceFile& file);
 
+/// A copy of `diags` with their missing pointers filled from `file` (parsed
+/// only when one is missing). The renderers print through this, so callers
+/// need not remember resolve_pointers before printing.
+std::vector<Diagnostic> with_pointers(const std::vector<Diagnostic>& diags, const SourceFile& file);
+
 /// Parses `file` into a tree. Reports E0001 (syntax, at RapidJSON's offset),
 /// E0002 (embedded NUL), E0003 (trailing text) and returns nullopt for them;
 /// reports E0004 for each duplicate key (at the second key, with a note at

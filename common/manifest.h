@@ -12,6 +12,7 @@
 
 #include "common/dtype.h"
 #include "common/expr.h"
+#include "common/extern_ops.h"
 #include "common/source.h"
 
 namespace kern {
@@ -140,7 +141,7 @@ struct Step {
   std::vector<StepArg> args;
   SourceSpan span;
   SourceSpan symbol_span, cubin_span, sha256_span, args_span, params_span;
-  bool is_extern() const { return symbol.rfind("extern:", 0) == 0; }
+  bool is_extern() const { return is_extern_symbol(symbol); }
 };
 
 /// A kernel: interface params + implementation (scratch + steps).
@@ -173,6 +174,26 @@ struct Arg {
   SourceSpan span;
   SourceSpan name_span;      ///< the referenced name's string value
 };
+
+/// The scalar parameter kind a literal argument passes; nullopt for the
+/// other kinds. The one mapping from both argument vocabularies to ParamKind:
+/// the literal kinds end each enum in ParamKind's order (proven below).
+template <typename ArgKind>
+constexpr std::optional<ParamKind> literal_param_kind(ArgKind k) {
+  if (k < ArgKind::kI32) return std::nullopt;
+  return static_cast<ParamKind>(static_cast<uint8_t>(k) - static_cast<uint8_t>(ArgKind::kI32));
+}
+static_assert(literal_param_kind(Arg::Kind::kI32) == ParamKind::kI32 &&
+              literal_param_kind(Arg::Kind::kU32) == ParamKind::kU32 &&
+              literal_param_kind(Arg::Kind::kI64) == ParamKind::kI64 &&
+              literal_param_kind(Arg::Kind::kF32) == ParamKind::kF32 &&
+              literal_param_kind(Arg::Kind::kU8) == ParamKind::kU8 && !literal_param_kind(Arg::Kind::kExpr));
+static_assert(literal_param_kind(StepArg::Kind::kI32) == ParamKind::kI32 &&
+              literal_param_kind(StepArg::Kind::kU32) == ParamKind::kU32 &&
+              literal_param_kind(StepArg::Kind::kI64) == ParamKind::kI64 &&
+              literal_param_kind(StepArg::Kind::kF32) == ParamKind::kF32 &&
+              literal_param_kind(StepArg::Kind::kU8) == ParamKind::kU8 &&
+              !literal_param_kind(StepArg::Kind::kScratch));
 
 /// A call site: kernel name + interface args.
 struct Dispatch {

@@ -70,11 +70,44 @@ inline Error make_error(ErrorKind kind, std::string message) {
   return Error{kind, std::move(message)};
 }
 
+/// Joins a later failure (typically a cleanup) into `first` instead of
+/// dropping it (iree_status_join): the first error keeps its kind and leads,
+/// the second is appended after "; then: ". Either may be ok.
+inline Status join(Status first, const Status& second) {
+  if (second.ok()) return first;
+  if (first.ok()) return second;
+  return Error{first.error().kind, first.error().message + "; then: " + second.error().message};
+}
+
+namespace detail {
+/// The error a KERN_RETURN_IF_ERROR / KERN_ASSIGN_OR_RETURN returns.
+inline Error error_in(const Error& e) { return e; }
+inline Error error_in(const Error& e, const std::string& context) { return e.with_context(context); }
+}  // namespace detail
+
 }  // namespace kern
 
-/// Returns the Status/Result error from the enclosing function if `expr` failed.
-#define KERN_RETURN_IF_ERROR(expr)              \
-  do {                                          \
-    auto kern_status_ = (expr);                 \
-    if (!kern_status_.ok()) return kern_status_.error(); \
+/// Returns the Status/Result error of `expr` from the enclosing function if it
+/// failed, with `context` (a std::string expression, evaluated only on failure)
+/// prepended when given: KERN_RETURN_IF_ERROR(load(f), "loading " + f).
+#define KERN_RETURN_IF_ERROR(expr, ...)                                                 \
+  do {                                                                                  \
+    auto&& kern_status_ = (expr);                                                       \
+    if (!kern_status_.ok()) [[unlikely]]                                                \
+      return ::kern::detail::error_in(kern_status_.error() __VA_OPT__(, ) __VA_ARGS__); \
   } while (0)
+
+/// Evaluates the Result `expr`; on failure returns its error (with `context`
+/// prepended when given) from the enclosing function, else moves the value
+/// into `lhs` (copied when `expr` names an lvalue), which may declare a
+/// variable: KERN_ASSIGN_OR_RETURN(auto f, open(p)).
+#define KERN_ASSIGN_OR_RETURN(lhs, expr, ...) \
+  KERN_ASSIGN_OR_RETURN_IMPL_(KERN_CONCAT_(kern_result_, __LINE__), lhs, expr __VA_OPT__(, ) __VA_ARGS__)
+
+#define KERN_CONCAT_INNER_(a, b) a##b
+#define KERN_CONCAT_(a, b) KERN_CONCAT_INNER_(a, b)
+#define KERN_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr, ...)                     \
+  auto&& tmp = (expr);                                                       \
+  if (!tmp.ok()) [[unlikely]]                                                \
+    return ::kern::detail::error_in(tmp.error() __VA_OPT__(, ) __VA_ARGS__); \
+  lhs = std::forward<decltype(tmp)>(tmp).value()

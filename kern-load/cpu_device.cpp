@@ -1,3 +1,4 @@
+// The cpu reference device: host memory and reference kernels (cpu_device.h).
 #include "kern-load/cpu_device.h"
 
 #include <sys/mman.h>

@@ -1,8 +1,10 @@
+// A plan checked against a device before any launch (device_precheck.h).
 #include "kern-load/device_precheck.h"
 
 #include <cstring>
 #include <set>
 
+#include "common/extern_ops.h"
 #include "kern-load/plan_expr.h"
 
 namespace kern::load {
@@ -97,7 +99,7 @@ std::vector<std::string> precheck_plan(const plan::Plan& p, std::span<const Kern
   static const char* kAxis[3] = {"x", "y", "z"};
   for (flatbuffers::uoffset_t i = 0; i < p.steps()->size(); ++i) {
     const plan::Step& s = *p.steps()->Get(i);
-    if (s.symbol()->string_view().starts_with("extern:")) continue;
+    if (is_extern_symbol(s.symbol()->string_view())) continue;
     const std::string where = "steps[" + std::to_string(i) + "] " + s.symbol()->str();
     const uint64_t block[3] = {s.block_x(), s.block_y(), s.block_z()};
     const uint64_t threads = block[0] * block[1] * block[2];

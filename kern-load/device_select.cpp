@@ -1,3 +1,4 @@
+// Choosing the device for --device auto|cpu|cuda (device_select.h).
 #include "kern-load/device_select.h"
 
 #include <dlfcn.h>
@@ -45,7 +46,7 @@ Result<std::unique_ptr<Device>> select_device(DeviceChoice choice, std::string* 
   if (choice == DeviceChoice::kCpu) return make_cpu_device();
   auto count = probe_cuda_devices();
   if (choice == DeviceChoice::kCuda) {
-    if (!count.ok()) return count.error();
+    KERN_RETURN_IF_ERROR(count);
     if (*count < 1) return make_error(ErrorKind::kDevice, "the CUDA driver reports no devices");
     return make_cuda_device(CudaDeviceOptions{});
   }

@@ -1,3 +1,4 @@
+// A plan loaded onto a device and replayed (executable.h).
 #include "kern-load/executable.h"
 
 #include <chrono>
@@ -61,16 +62,13 @@ Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Execut
     ms = std::chrono::duration<double, std::milli>(now - t0).count();
     t0 = now;
   };
-  Status s = exe->device_->load_kernels(exe->plan_, options.kernels_dir);
-  if (!s.ok()) return s.error().with_context(path + ": loading kernels");
+  KERN_RETURN_IF_ERROR(exe->device_->load_kernels(exe->plan_, options.kernels_dir), path + ": loading kernels");
   lap(timings.kernels_ms);
-  auto memory = plan_memory(p, options.capacity_tokens);
-  if (!memory.ok()) return memory.error().with_context(path);
-  exe->memory_ = std::move(memory.value());
+  KERN_ASSIGN_OR_RETURN(auto memory, plan_memory(p, options.capacity_tokens), path);
+  exe->memory_ = std::move(memory);
   KERN_RETURN_IF_ERROR(exe->allocate_all());
   if (exe->poison_) {
-    Status poisoned = exe->poison_arena();
-    if (!poisoned.ok()) return poisoned.error().with_context("--poison-workspace");
+    KERN_RETURN_IF_ERROR(exe->poison_arena(), "--poison-workspace");
   }
   lap(timings.allocate_ms);
   const auto* progress =
@@ -83,26 +81,25 @@ Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Execut
     for (uint32_t i = 0; i < p.buffers()->size(); ++i) {
       if (p.buffers()->Get(i)->class_() != plan::BufferClass::weight || exe->memory_.buffers[i].size_bytes == 0)
         continue;
-      auto ptr = allocate(i, exe->memory_.buffers[i].size_bytes);
-      if (!ptr.ok()) return ptr.error();
-      exe->addr_.buffers[i] = *ptr;
+      KERN_ASSIGN_OR_RETURN(auto ptr, allocate(i, exe->memory_.buffers[i].size_bytes));
+      exe->addr_.buffers[i] = ptr;
     }
-    auto written = fill_random_weights(p, *options.random_weights_seed, *exe->device_, exe->addr_.buffers, progress);
-    if (!written.ok()) return written.error();
+    KERN_ASSIGN_OR_RETURN(auto written, fill_random_weights(p, *options.random_weights_seed, *exe->device_,
+                                                            exe->addr_.buffers, progress));
     lap(timings.weights_ms);
-    timings.weight_bytes = *written;
+    timings.weight_bytes = written;
   } else {
-    auto bound = bind_weights(p, weights, *exe->device_, exe->addr_.buffers, progress, weights_in_place, &allocate);
-    if (!bound.ok()) return bound.error();
+    KERN_ASSIGN_OR_RETURN(
+        auto bound, bind_weights(p, weights, *exe->device_, exe->addr_.buffers, progress, weights_in_place, &allocate));
     lap(timings.weights_ms);
-    timings.weight_bytes = bound->bytes_copied;
-    timings.weight_bytes_in_place = bound->bytes_in_place;
-    if (bound->bytes_in_place > 0)  // name the views too, for the cpu device's extent errors
+    timings.weight_bytes = bound.bytes_copied;
+    timings.weight_bytes_in_place = bound.bytes_in_place;
+    if (bound.bytes_in_place > 0)  // name the views too, for the cpu device's extent errors
       for (uint32_t i = 0; i < p.buffers()->size(); ++i)
         if (p.buffers()->Get(i)->class_() == plan::BufferClass::weight && exe->addr_.buffers[i] != 0)
           exe->device_->name_allocation(exe->addr_.buffers[i], "buffer '" + p.buffers()->Get(i)->name()->str() + "'");
     if (notes != nullptr)
-      for (const auto& name : bound->unused_tensors)
+      for (const auto& name : bound.unused_tensors)
         notes->push_back(weights->path() + ": tensor '" + name + "' is not used by the plan");
   }
   for (uint32_t i = 0; i < p.programs()->size(); ++i) exe->staged_.push_back(stage_program(p, i, exe->addr_));
@@ -113,19 +110,19 @@ Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Execut
 }
 
 Result<DevicePtr> Executable::allocate_owned(uint64_t size_bytes, uint64_t align_bytes, const std::string& what) {
-  auto ptr = device_->allocate(size_bytes, align_bytes);
-  if (!ptr.ok()) return ptr.error().with_context("allocating " + what + " (" + std::to_string(size_bytes) + " B)");
-  owned_.push_back(*ptr);
-  device_->name_allocation(*ptr, what);  // for the cpu device's extent errors
-  return *ptr;
+  KERN_ASSIGN_OR_RETURN(auto ptr, device_->allocate(size_bytes, align_bytes),
+                        "allocating " + what + " (" + std::to_string(size_bytes) + " B)");
+  owned_.push_back(ptr);
+  device_->name_allocation(ptr, what);  // for the cpu device's extent errors
+  return ptr;
 }
 
 Status Executable::allocate_all() {
   const plan::Plan& p = plan();
   if (memory_.arena.size_bytes != 0) {
-    auto arena = allocate_owned(memory_.arena.size_bytes, memory_.arena.align_bytes, "the workspace arena");
-    if (!arena.ok()) return arena.error();
-    arena_ = *arena;
+    KERN_ASSIGN_OR_RETURN(auto arena,
+                          allocate_owned(memory_.arena.size_bytes, memory_.arena.align_bytes, "the workspace arena"));
+    arena_ = arena;
   }
   // Regions in the arena are views of it; weights are bound later (in place
   // or allocated and copied); everything else gets its own allocation.
@@ -139,9 +136,9 @@ Status Executable::allocate_all() {
         out[i] = arena_ + *r.arena_offset;
         continue;
       }
-      auto ptr = allocate_owned(r.size_bytes, r.align_bytes, std::string(what) + " '" + name_of(i) + "'");
-      if (!ptr.ok()) return ptr.error();
-      out[i] = *ptr;
+      KERN_ASSIGN_OR_RETURN(auto ptr,
+                            allocate_owned(r.size_bytes, r.align_bytes, std::string(what) + " '" + name_of(i) + "'"));
+      out[i] = ptr;
     }
     return {};
   };
@@ -198,14 +195,14 @@ Status Executable::poison_arena() {
   return device_->fill_bytes(arena_, 0xFF, memory_.arena.size_bytes);
 }
 
-Error Executable::launch_error(uint32_t program, size_t launch, const std::string& what) const {
+std::string Executable::launch_context(uint32_t program, size_t launch) const {
   const plan::Plan& p = plan();
   const auto* prog = p.programs()->Get(program);
   const StagedLaunch& l = staged_[program].launches[launch];
   std::string ctx = "program '" + prog->name()->str() + "', dispatch " + std::to_string(l.dispatch);
   if (prog->dispatch_labels() != nullptr) ctx += " '" + prog->dispatch_labels()->Get(l.dispatch)->str() + "'";
   ctx += ", step '" + p.steps()->Get(l.step)->symbol()->str() + "'";
-  return make_error(ErrorKind::kDevice, what).with_context(ctx);
+  return ctx;
 }
 
 Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbol_values) {
@@ -225,8 +222,7 @@ Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbo
                                                std::to_string(s->max()) + "]");
   }
   if (poison_) {  // every run starts from NaN workspace: nothing survives between runs
-    Status poisoned = poison_arena();
-    if (!poisoned.ok()) return poisoned.error().with_context("--poison-workspace");
+    KERN_RETURN_IF_ERROR(poison_arena(), "--poison-workspace");
   }
   GraphDecision d = graphs_.decide(program, symbol_values);
   if (d.action == GraphAction::kReplay) {
@@ -246,8 +242,9 @@ Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbo
   StagedProgram& sp = staged_[program];
   int64_t bad = apply_symbols(sp, symbol_values);
   if (bad >= 0)
-    return launch_error(program, static_cast<size_t>(bad),
-                        "grid, shared memory or an expression argument overflows at these symbol values");
+    return make_error(ErrorKind::kDevice,
+                      "grid, shared memory or an expression argument overflows at these symbol values")
+        .with_context(launch_context(program, static_cast<size_t>(bad)));
   if (d.action == GraphAction::kCapture) {
     Status s = capture_and_launch(program, symbol_values);
     if (s.ok()) {
@@ -272,13 +269,9 @@ Status Executable::launch_eager(uint32_t program) {
   StagedProgram& sp = staged_[program];
   for (size_t i = 0; i < sp.launches.size(); ++i) {
     const StagedLaunch& l = sp.launches[i];
-    Status s = device_->launch_in_regions(l.step, l.dims, sp.param_ptrs.data() + l.first_param,
-                                          regions_[program].data() + l.first_param);
-    if (!s.ok()) [[unlikely]] {
-      Error e = launch_error(program, i, s.error().message);
-      e.kind = s.error().kind;
-      return e;
-    }
+    KERN_RETURN_IF_ERROR(device_->launch_in_regions(l.step, l.dims, sp.param_ptrs.data() + l.first_param,
+                                                    regions_[program].data() + l.first_param),
+                         launch_context(program, i));  // cold path: names are built only on failure
   }
   return {};
 }
@@ -290,11 +283,10 @@ Status Executable::capture_and_launch(uint32_t program, std::span<const uint64_t
     device_->abort_capture();
     return s;
   }
-  auto graph = device_->end_capture();
-  if (!graph.ok()) return graph.error();
-  graphs_.add(program, symbol_values, *graph);
+  KERN_ASSIGN_OR_RETURN(auto graph, device_->end_capture());
+  graphs_.add(program, symbol_values, graph);
   ++graph_stats_.captures;
-  return device_->launch_graph(*graph);  // a failure here disables graphs; the graph is destroyed with the rest
+  return device_->launch_graph(graph);  // a failure here disables graphs; the graph is destroyed with the rest
 }
 
 void Executable::graph_failed(uint32_t program, const std::string& what, const Error& e) {
@@ -346,8 +338,7 @@ Status Executable::read_buffer_async(uint32_t buffer, uint32_t slot, uint64_t by
 }
 
 Result<std::span<const uint8_t>> Executable::wait_readback(uint32_t slot) {
-  auto bytes = device_->wait_read(slot);
-  if (!bytes.ok()) return bytes.error();
+  KERN_ASSIGN_OR_RETURN(auto bytes, device_->wait_read(slot));
   if (readback_after_run_[slot] == traffic_.program_runs) ++traffic_.host_waits;
   else ++traffic_.overlapped_waits;
   return bytes;

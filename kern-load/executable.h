@@ -186,7 +186,8 @@ class Executable {
   Status poison_arena();
   /// Fills regions_: per program and param, the region its pointer was staged from.
   void stage_regions();
-  Error launch_error(uint32_t program, size_t launch, const std::string& what) const;
+  /// "program 'P', dispatch D 'label', step 'S'": the context of a failed launch.
+  std::string launch_context(uint32_t program, size_t launch) const;
   Status launch_eager(uint32_t program);
   /// Captures program `program` at `symbol_values` and launches the graph.
   Status capture_and_launch(uint32_t program, std::span<const uint64_t> symbol_values);

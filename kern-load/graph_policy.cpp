@@ -1,3 +1,4 @@
+// When a program run is captured, replayed from a graph or run eagerly (graph_policy.h).
 #include "kern-load/graph_policy.h"
 
 #include <algorithm>

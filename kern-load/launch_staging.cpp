@@ -1,3 +1,4 @@
+// Launch records staged at load time for replay (launch_staging.h).
 #include "kern-load/launch_staging.h"
 
 #include <bit>

@@ -1,3 +1,4 @@
+// A read-only memory mapping of a whole file (mapped_file.h).
 #include "kern-load/mapped_file.h"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// plan_memory: the regions and allocation sizes of a plan (memory_plan.h).
 #include "kern-load/memory_plan.h"
 
 #include <algorithm>
@@ -6,10 +7,6 @@
 #include "common/expr.h"
 
 namespace kern::load {
-
-namespace {
-uint64_t round_up(uint64_t v, uint64_t align) { return (v + align - 1) / align * align; }
-}  // namespace
 
 Result<MemoryPlan> plan_memory(const plan::Plan& p, uint64_t capacity_tokens) {
   MemoryPlan m;
@@ -48,13 +45,21 @@ Result<MemoryPlan> plan_memory(const plan::Plan& p, uint64_t capacity_tokens) {
       }
     }
   }
-  auto add = [&](const std::vector<Region>& rs) {
-    for (const Region& r : rs)
-      if (!r.arena_offset) m.total_bytes += round_up(r.size_bytes, r.align_bytes);
+  // Sizes come from the plan (hostile plans can carry any u64): every step
+  // of the sum is checked.
+  auto add = [&](const Region& r) {
+    auto rounded = checked_round_up(r.size_bytes, r.align_bytes);
+    auto sum = rounded ? checked_add(m.total_bytes, *rounded) : std::nullopt;
+    if (sum) m.total_bytes = *sum;
+    return sum.has_value();
   };
-  add(m.buffers);
-  add(m.states);
-  m.total_bytes += round_up(m.arena.size_bytes, m.arena.align_bytes);
+  bool fits = add(m.arena);
+  for (const auto* regions : {&m.buffers, &m.states})
+    for (const Region& r : *regions)
+      if (!r.arena_offset) fits = fits && add(r);
+  if (!fits)
+    return make_error(ErrorKind::kManifest, "memory plan: the allocations' total at capacity " +
+                                                std::to_string(capacity_tokens) + " tokens overflows u64");
   m.bytes = plan_memory_bytes(p, capacity_tokens);
   return m;
 }

@@ -43,7 +43,8 @@ struct MemoryPlan {
 /// Plans the memory of a validated plan (arena proven) for `capacity_tokens`
 /// tokens of state. Errors (kUsage): a state size overflowing u64; (kManifest) a
 /// launch's state argument offset at or beyond the state's size at this
-/// capacity (names program, launch and state).
+/// capacity (names program, launch and state); the allocations' total
+/// overflowing u64.
 Result<MemoryPlan> plan_memory(const plan::Plan& p, uint64_t capacity_tokens);
 
 }  // namespace kern::load

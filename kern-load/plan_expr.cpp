@@ -1,18 +1,15 @@
+// Expression chains of the .kplan: checked, evaluated, printed (plan_expr.h).
 #include "kern-load/plan_expr.h"
 
 #include <cstdint>
 
 #include "common/dtype.h"
 #include "common/expr.h"
+#include "common/plan_enums.h"
 
 namespace kern::load {
 
 namespace {
-// plan::DType mirrors kern::DType value for value (schemas/plan.fbs, common/dtype.h).
-static_assert(static_cast<int>(plan::DType::bf16) == static_cast<int>(DType::kBf16));
-static_assert(static_cast<int>(plan::DType::fp8e4m3) == static_cast<int>(DType::kFp8e4m3));
-static_assert(static_cast<int>(plan::DType::u8) == static_cast<int>(DType::kU8));
-
 std::string op_name(plan::ExprOp op) {
   switch (op) {
     case plan::ExprOp::const_: return "const";
@@ -105,12 +102,12 @@ std::string chain_to_string(const plan::Expr& e, const plan::Plan& p) {
   return s;
 }
 
-uint32_t plan_dtype_size(plan::DType d) { return dtype_size_bytes(static_cast<DType>(d)); }
+uint32_t plan_dtype_size(plan::DType d) { return dtype_size_bytes(from_plan(d)); }
 
 std::string plan_dtype_name(plan::DType d) {
   if (static_cast<uint8_t>(d) > static_cast<uint8_t>(plan::DType::MAX))
     return "dtype#" + std::to_string(static_cast<int>(d));
-  return std::string(dtype_name(static_cast<DType>(d)));
+  return std::string(dtype_name(from_plan(d)));
 }
 
 uint32_t plan_param_size(const plan::Param& p) {

@@ -1,3 +1,4 @@
+// A .kplan file opened for loading: mapped, identified, verified (plan_file.h).
 #include "kern-load/plan_file.h"
 
 #include <cstring>
@@ -36,10 +37,9 @@ int find_named(const Vec* v, std::string_view name) {
 }  // namespace
 
 Result<PlanFile> PlanFile::open(const std::string& path) {
-  auto mapped = MappedFile::open(path);
-  if (!mapped.ok()) return mapped.error();
+  KERN_ASSIGN_OR_RETURN(auto mapped, MappedFile::open(path));
   PlanFile file;
-  file.mapped_ = std::move(mapped.value());
+  file.mapped_ = std::move(mapped);
   file.path_ = path;
   return check(std::move(file));
 }
@@ -78,9 +78,8 @@ Result<PlanFile> PlanFile::check(PlanFile file) {
   // The checksum before anything else is read as a plan: a flipped, cut or
   // appended byte is rejected here (the version check above only reads one
   // field through the bounds-checked Verifier).
-  auto body = check_plan_trailer(b, file.path_);
-  if (!body.ok()) return body.error();
-  b = *body;
+  KERN_ASSIGN_OR_RETURN(auto body, check_plan_trailer(b, file.path_));
+  b = body;
   if (b.size() % sizeof(flatbuffers::uoffset_t) != 0)
     return bad("plan body of " + std::to_string(b.size()) + " B is not a multiple of 4 B");
   flatbuffers::Verifier verifier(b.data(), b.size(), kPlanVerifierMaxDepth, kPlanVerifierMaxTables);
@@ -90,8 +89,7 @@ Result<PlanFile> PlanFile::check(PlanFile file) {
   const plan::Plan* p = plan::GetPlan(b.data());
   if (p->manifest_sha256()->size() != 32)
     return bad("manifest_sha256 has " + std::to_string(p->manifest_sha256()->size()) + " bytes, expected 32");
-  Status s = validate_plan(*p);
-  if (!s.ok()) return s.error().with_context(file.path_);
+  KERN_RETURN_IF_ERROR(validate_plan(*p), file.path_);
   file.plan_ = p;
   return file;
 }

@@ -1,3 +1,4 @@
+// Cross-reference checks on a plan the FlatBuffers Verifier accepted (plan_validate.h).
 #include "kern-load/plan_validate.h"
 
 #include <string>

@@ -1,3 +1,4 @@
+// Deterministic random weights without a file (random_weights.h).
 #include "kern-load/random_weights.h"
 
 #include <array>
@@ -99,8 +100,8 @@ Result<uint64_t> fill_random_weights(const plan::Plan& p, uint64_t seed, Device&
       const uint64_t n = std::min(kChunkBytes, bytes - off);
       chunk.resize(n);
       random_weight_values(seed, b->name()->string_view(), b->dtype(), shape, off / esize, chunk);
-      Status s = device.copy_to_device(buffer_addresses[i] + off, chunk.data(), n);
-      if (!s.ok()) return s.error().with_context("random weight '" + b->name()->str() + "'");
+      KERN_RETURN_IF_ERROR(device.copy_to_device(buffer_addresses[i] + off, chunk.data(), n),
+                           "random weight '" + b->name()->str() + "'");
     }
     done += bytes;
     if (progress != nullptr) (*progress)(done, total);

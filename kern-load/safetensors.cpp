@@ -1,3 +1,4 @@
+// The read-only safetensors reader (safetensors.h).
 #include "kern-load/safetensors.h"
 
 #include <algorithm>
@@ -71,9 +72,8 @@ Result<SafetensorsTensor> parse_tensor(const std::string& name, const rapidjson:
 }  // namespace
 
 Result<Safetensors> Safetensors::open(const std::string& path) {
-  auto file = MappedFile::open(path);
-  if (!file.ok()) return file.error();
-  return parse(std::move(file.value()));
+  KERN_ASSIGN_OR_RETURN(auto file, MappedFile::open(path));
+  return parse(std::move(file));
 }
 
 const SafetensorsTensor* Safetensors::find(std::string_view name) const {
@@ -127,11 +127,10 @@ Result<Safetensors> Safetensors::parse(MappedFile file) {
     }
     if (st.by_name_.count(name) != 0) return bad("tensor '" + name + "' is listed twice");
     uint64_t begin = 0, end = 0;
-    auto t = parse_tensor(name, it->value, data_section, &begin, &end);
-    if (!t.ok()) return t.error().with_context(path);
+    KERN_ASSIGN_OR_RETURN(auto t, parse_tensor(name, it->value, data_section, &begin, &end), path);
     st.by_name_[name] = st.tensors_.size();
     extents.push_back({begin, end, st.tensors_.size()});
-    st.tensors_.push_back(std::move(t.value()));
+    st.tensors_.push_back(std::move(t));
   }
   std::sort(extents.begin(), extents.end(), [](const Extent& a, const Extent& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;

@@ -1,3 +1,4 @@
+// Binding weight buffers to safetensors tensors by name (weight_binding.h).
 #include "kern-load/weight_binding.h"
 
 #include <set>
@@ -75,14 +76,13 @@ Result<WeightBindingReport> bind_weights(const plan::Plan& p, const Safetensors*
       report.bytes_in_place += size;
     } else {
       if (buffer_addresses[i] == 0 && allocate != nullptr) {
-        auto ptr = (*allocate)(i, size);
-        if (!ptr.ok()) return ptr.error().with_context("binding weight '" + t->name + "'");
-        buffer_addresses[i] = *ptr;
+        KERN_ASSIGN_OR_RETURN(auto ptr, (*allocate)(i, size), "binding weight '" + t->name + "'");
+        buffer_addresses[i] = ptr;
       }
       if (buffer_addresses[i] == 0)
         return make_error(ErrorKind::kDevice, "binding weight '" + t->name + "': the buffer has no allocation");
-      Status s = device.copy_to_device(buffer_addresses[i], t->data.data(), size);
-      if (!s.ok()) return s.error().with_context("binding weight '" + t->name + "'");
+      KERN_RETURN_IF_ERROR(device.copy_to_device(buffer_addresses[i], t->data.data(), size),
+                           "binding weight '" + t->name + "'");
       report.bytes_copied += size;
     }
     if (progress != nullptr) (*progress)(report.bytes_copied + report.bytes_in_place, total_bytes);

@@ -1,3 +1,4 @@
+// `kern-run bench`: prompt processing and generation tests, llama-bench style (bench.h).
 #include "kern-run/bench.h"
 #include "kern-run/stopwatch.h"
 
@@ -9,16 +10,17 @@
 #include <iostream>
 #include <optional>
 #include <random>
+#include <variant>
 
 #include "CLI/CLI.hpp"
 #include "common/sha256.h"
 #include "kern-run/build_info.h"
 #include "kern-run/cli_checks.h"
+#include "kern-run/cli_errors.h"
 #include "kern-run/cli_options.h"
 #include "kern-run/generate.h"
 #include "kern-run/model_load.h"
 #include "kern-run/qwen3_driver.h"
-#include "kern-run/run_command.h"
 #include "kern-run/spec_generate.h"
 #include "kern-run/stream_output.h"
 
@@ -32,14 +34,13 @@ Result<double> run_once(Qwen3Driver& driver, load::Executable& exe, const BenchT
   KERN_RETURN_IF_ERROR(driver.write_block_table());
   auto t0 = Clock::now();
   if (test.n_prompt > 0) {
-    auto chunks = driver.prefill(std::span(ids).first(test.n_prompt), 0);
-    if (!chunks.ok()) return chunks.error();
+    KERN_RETURN_IF_ERROR(driver.prefill(std::span(ids).first(test.n_prompt), 0));
     KERN_RETURN_IF_ERROR(exe.synchronize());  // cuda enqueues: wait for the last chunk
   } else {
     // The generation loop's decode (asynchronous or synchronous), no stop
     // ids: every step's token is read back, like kern-run's.
-    auto loop = decode_loop(driver, ids[0], 0, test.n_gen, {}, test.sync, [](int64_t, uint64_t) { return Status(); });
-    if (!loop.ok()) return loop.error();
+    KERN_RETURN_IF_ERROR(
+        decode_loop(driver, ids[0], 0, test.n_gen, {}, test.sync, [](int64_t, uint64_t) { return Status(); }));
   }
   return ms_since(t0);
 }
@@ -60,17 +61,11 @@ std::string driver_version(const std::string& device_name) {
   return rest.substr(b, rest.find(' ', b) - b);
 }
 
-int fail(const Error& e) {
-  std::cerr << "kern-run: error: " << e.message << "\n";
-  return exit_code_for(e);
-}
-
 Result<std::vector<uint64_t>> parse_lengths(const std::string& text, const std::string& option,
                                             const std::string& noun) {
-  auto ids = parse_id_list(text, option, noun);
-  if (!ids.ok()) return ids.error();
+  KERN_ASSIGN_OR_RETURN(auto ids, parse_id_list(text, option, noun));
   std::vector<uint64_t> out;
-  for (int64_t v : *ids) {
+  for (int64_t v : ids) {
     if (v < 0) return make_error(ErrorKind::kUsage, option + ": " + std::to_string(v) + " is negative");
     out.push_back(static_cast<uint64_t>(v));
   }
@@ -124,10 +119,9 @@ Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contr
         continue;
       }
       driver.clear_records();
-      auto ms = run_once(driver, exe, t, ids);
-      if (!ms.ok()) return ms.error().with_context(t.name());
+      KERN_ASSIGN_OR_RETURN(auto ms, run_once(driver, exe, t, ids), t.name());
       if (i < plan.warmup) continue;
-      t.ms.push_back(*ms);
+      t.ms.push_back(ms);
       // Each repetition is one sequence with its own warm-up and drain steps.
       auto steady = steady_part(driver.records());
       records.insert(records.end(), steady.begin(), steady.end());
@@ -137,22 +131,27 @@ Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contr
   return tests;
 }
 
-int run_bench_command(int argc, char** argv) {
-  std::string plan_path, p_text = "512", n_text = "128", format_text = "md";
+namespace {
+
+/// A parsed `kern-run bench` command line.
+struct BenchCommand {
+  std::string plan_path;
   LoadSettings settings;
   BenchPlan plan;
+  BenchFormat format = BenchFormat::kMd;
+};
+
+/// Parses argv. Returns the command, or the exit code when parsing ends the
+/// command: --help (0), a CLI11 error (2, printed by CLI11) or a usage error
+/// (2, printed here).
+std::variant<BenchCommand, int> parse_bench_command(int argc, char** argv) {
+  BenchCommand cmd;
+  std::string p_text = "512", n_text = "128", format_text = "md", decode_text = "async";
+  BenchPlan& plan = cmd.plan;
   CLI::App app{"kern-run bench: prompt processing (pp) and text generation (tg) speed, like llama-bench",
                "kern-run bench"};
-  app.add_option("plan", plan_path, "the .kplan written by kern-verify")->required();
-  auto* weights = app.add_option("--weights", settings.weights_path, "safetensors file with the plan's weights");
-  // GPU path options: --eager, --random-weights SEED (instead of --weights).
-  uint64_t random_seed = 0;
-  auto* random = app.add_option("--random-weights", random_seed,
-                                "fill the weights with deterministic random values of this seed (no file)")
-                     ->check(count_check(0));
-  random->excludes(weights);
-  app.add_flag("--eager", settings.eager, "launch every step eagerly (no CUDA graphs)");
-  std::string decode_text = "async";
+  app.add_option("plan", cmd.plan_path, "the .kplan written by kern-verify")->required();
+  LoadOptionsParser load(app, cmd.settings);
   app.add_option("--decode", decode_text,
                  "tg tests' decode loop: async, sync (host writes and waits every step, as kern-run --sync) "
                  "or both (tgN and tgN-sync)")
@@ -173,20 +172,18 @@ int run_bench_command(int argc, char** argv) {
   app.add_option("-o,--output", format_text, "md | csv | json | jsonl (every repetition)")->capture_default_str();
   app.add_flag("--spec", plan.spec, "also a speculative test per -n length (tgN-spec; a manifest with a DSpark "
                                     "draft, docs/speculative.md): tokens per round, acceptance, ms per round by phase");
-  app.add_option("--device", settings.device, "auto | cpu | cuda")->capture_default_str();
-  app.add_option("--kernels", settings.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (random->count() > 0) settings.random_weights_seed = random_seed;
-  if (weights->count() == 0 && random->count() == 0)
-    return fail(make_error(ErrorKind::kUsage, "--weights is required (or --random-weights SEED)"));
+  if (Status s = load.finish(); !s.ok()) return fail(s.error());
   auto format = parse_bench_format(format_text);
   if (!format.ok()) return fail(format.error());
+  cmd.format = *format;
   if (decode_text != "async" && decode_text != "sync" && decode_text != "both")
-    return fail(make_error(ErrorKind::kUsage, "--decode: unknown mode '" + decode_text + "' (expected async, sync or both)"));
+    return fail(make_error(ErrorKind::kUsage, "--decode: unknown mode '" + decode_text +
+                                                  "' (expected async, sync or both)"));
   plan.decode_async = decode_text != "sync";
   plan.decode_sync = decode_text != "async";
   auto p = parse_lengths(p_text, "-p", "prompt length");
@@ -196,44 +193,51 @@ int run_bench_command(int argc, char** argv) {
   plan.prompt_lengths = *p;
   plan.gen_lengths = *n;
   if (bench_tests(plan).empty())
-    return fail(make_error(ErrorKind::kUsage, "nothing to measure: every -p and -n length is 0 (or the lists are empty)"));
+    return fail(make_error(ErrorKind::kUsage,
+                           "nothing to measure: every -p and -n length is 0 (or the lists are empty)"));
+  return cmd;
+}
 
-  auto opened = open_qwen3_plan(plan_path);
-  if (!opened.ok()) return fail(opened.error());
-  const Qwen3Contract c = opened->contract;
+/// Loads the plan and runs the command's tests; prints the results (the
+/// table on stdout, or on stderr beside the csv/json on stdout).
+Status execute_bench(BenchCommand& cmd) {
+  KERN_ASSIGN_OR_RETURN(auto opened, open_qwen3_plan(cmd.plan_path));
+  const Qwen3Contract c = opened.contract;
   std::optional<SpecContract> spec;
-  if (plan.spec) {
-    auto sc = resolve_spec_contract(opened->plan, c);
-    if (!sc.ok()) return fail(sc.error().with_context("--spec"));
-    spec = *sc;
+  if (cmd.plan.spec) {
+    KERN_ASSIGN_OR_RETURN(spec, resolve_spec_contract(opened.plan, c), "--spec");
   }
-  uint64_t table_tokens = kKvBlockTokens * c.block_table_pages;
-  uint64_t needed = bench_capacity(plan) + (spec ? spec->block : 0);
-  if (needed > table_tokens)
-    return fail(make_error(ErrorKind::kUsage, "a test of " + std::to_string(needed) +
-                                                  " tokens exceeds the block table (" + std::to_string(table_tokens) +
-                                                  " tokens)"));
+  const uint64_t needed = bench_capacity(cmd.plan) + (spec ? spec->block : 0);
+  if (needed > c.table_tokens())
+    return make_error(ErrorKind::kUsage, "a test of " + std::to_string(needed) + " tokens exceeds the block table (" +
+                                             std::to_string(c.table_tokens()) + " tokens)");
   // The capacity kern-run loads with by default (a plan's literal state
   // offsets may assume it), or more when a test needs it.
-  settings.capacity = std::max(needed, default_capacity(c));
-  auto digest = sha256_file(plan_path);
-  if (!digest.ok()) return fail(digest.error());
+  cmd.settings.capacity = std::max(needed, default_capacity(c));
+  KERN_ASSIGN_OR_RETURN(auto digest, sha256_file(cmd.plan_path));
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
-  auto model = load_qwen3_model(std::move(opened.value()), settings, &progress);
-  if (!model.ok()) return fail(model.error());
-  BenchInfo info{plan_path, hex_encode(*digest), model->device_name, driver_version(model->device_name),
-                 kBuildCommit, std::min(std::max<uint64_t>(plan.chunk, 1), c.tokens_max), plan.warmup};
-  auto tests = run_bench(*model->exe, c, plan, spec ? &*spec : nullptr);
-  if (!tests.ok()) return fail(tests.error());
-  std::string table = render_bench_md(info, *tests);
-  switch (*format) {
+  KERN_ASSIGN_OR_RETURN(auto model, load_qwen3_model(std::move(opened), cmd.settings, &progress));
+  BenchInfo info{cmd.plan_path,  hex_encode(digest),          model.device_name, driver_version(model.device_name),
+                 kBuildCommit,   c.clamp_chunk(cmd.plan.chunk), cmd.plan.warmup};
+  KERN_ASSIGN_OR_RETURN(auto tests, run_bench(*model.exe, c, cmd.plan, spec ? &*spec : nullptr));
+  std::string table = render_bench_md(info, tests);
+  switch (cmd.format) {
     case BenchFormat::kMd: write_stdout(table); break;
-    case BenchFormat::kCsv: write_stdout(render_bench_csv(info, *tests)); break;
-    case BenchFormat::kJson: write_stdout(render_bench_json(info, *tests)); break;
-    case BenchFormat::kJsonl: write_stdout(render_bench_jsonl(info, *tests)); break;
+    case BenchFormat::kCsv: write_stdout(render_bench_csv(info, tests)); break;
+    case BenchFormat::kJson: write_stdout(render_bench_json(info, tests)); break;
+    case BenchFormat::kJsonl: write_stdout(render_bench_jsonl(info, tests)); break;
   }
-  if (*format != BenchFormat::kMd) std::cerr << table;
-  return 0;  // main checks that stdout was written
+  if (cmd.format != BenchFormat::kMd) std::cerr << table;
+  return {};
+}
+
+}  // namespace
+
+int run_bench_command(int argc, char** argv) {
+  auto parsed = parse_bench_command(argc, argv);
+  if (const int* rc = std::get_if<int>(&parsed)) return *rc;
+  Status s = execute_bench(std::get<BenchCommand>(parsed));
+  return s.ok() ? 0 : fail(s.error());  // main checks that stdout was written
 }
 
 }  // namespace kern::run

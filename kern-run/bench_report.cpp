@@ -1,3 +1,4 @@
+// kern-run bench's results as a markdown table or JSON (bench_report.h).
 #include "kern-run/bench_report.h"
 
 #include <algorithm>

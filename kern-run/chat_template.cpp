@@ -1,3 +1,4 @@
+// Qwen3's chat template for one system + user turn (chat_template.h).
 #include "kern-run/chat_template.h"
 
 namespace kern::run {

@@ -1,3 +1,4 @@
+// Checks of numeric command-line values shared by kern-run's commands (cli_checks.h).
 #include "kern-run/cli_checks.h"
 
 #include <charconv>

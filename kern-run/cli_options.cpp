@@ -1,10 +1,11 @@
+// kern-run's command line parsed into plain options (cli_options.h).
 #include "kern-run/cli_options.h"
 
 #include <charconv>
-#include <iostream>
 
 #include "CLI/CLI.hpp"
 #include "kern-run/cli_checks.h"
+#include "kern-run/cli_errors.h"
 
 namespace kern::run {
 
@@ -63,6 +64,24 @@ Result<DumpRequest> parse_dump_request(const std::string& text) {
   return DumpRequest{text.substr(0, eq), text.substr(eq + 1)};
 }
 
+LoadOptionsParser::LoadOptionsParser(CLI::App& app, LoadSettings& settings) : settings_(settings) {
+  weights_ = app.add_option("--weights", settings.weights_path, "safetensors file with the plan's weights");
+  random_ = app.add_option("--random-weights", random_seed_,
+                           "fill the weights with deterministic random values of this seed (no file; benchmarks)")
+                ->check(count_check(0));
+  random_->excludes(weights_);
+  app.add_flag("--eager", settings.eager, "launch every step eagerly (no CUDA graphs)");
+  app.add_option("--device", settings.device, "auto | cpu | cuda")->capture_default_str();
+  app.add_option("--kernels", settings.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
+}
+
+Status LoadOptionsParser::finish() {
+  if (random_->count() > 0) settings_.random_weights_seed = random_seed_;
+  if (weights_->count() == 0 && random_->count() == 0)
+    return make_error(ErrorKind::kUsage, "--weights is required (or --random-weights SEED)");
+  return {};
+}
+
 ParsedCommandLine parse_command_line(int argc, char** argv) {
   RunOptions o;
   std::string ids_text, prompt_text, system;
@@ -72,7 +91,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
                "Subcommands (first argument): tokenize, detokenize, bench (see kern-run SUBCOMMAND --help).",
                "kern-run"};
   app.add_option("plan", o.plan_path, "the .kplan written by kern-verify")->required();
-  auto* weights = app.add_option("--weights", o.weights_path, "safetensors file with the plan's weights");
+  LoadOptionsParser load(app, o.load);
   auto* ids = app.add_option("--prompt-ids", ids_text, "comma-separated prompt token ids, e.g. 1,2,3");
   auto* text = app.add_option("--prompt", prompt_text, "prompt text (needs --tokenizer)");
   auto* file = app.add_option("--prompt-file", o.prompt_file, "read the prompt text from a file ('-': stdin)");
@@ -91,22 +110,13 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
       ->check(count_check(1));
   auto* cap = app.add_option("--capacity", capacity, "KV capacity in tokens (default min(4096, 16 x block table pages))")
                   ->check(count_check(1));
-  app.add_option("--device", o.device, "auto | cpu | cuda")->capture_default_str();
-  app.add_option("--kernels", o.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
   app.add_flag("--json", o.json, "print exactly one JSON object on stdout (ids, text, timings)");
-  app.add_flag("-v,--verbose", o.verbose, "log load notes (unused weights ...) to stderr");
+  app.add_flag("-v,--verbose", o.load.verbose, "log load notes (unused weights ...) to stderr");
   app.add_option("--dump-buffer", dumps, "write buffer NAME's bytes to FILE after the run (repeatable)")
       ->allow_extra_args(false);
-  // GPU path options: --eager, --random-weights SEED (instead of --weights).
-  uint64_t random_seed = 0;
-  auto* random = app.add_option("--random-weights", random_seed,
-                                "fill the weights with deterministic random values of this seed (no file; benchmarks)")
-                     ->check(count_check(0));
-  random->excludes(weights);
-  app.add_flag("--eager", o.eager, "launch every step eagerly (no CUDA graphs)");
   app.add_flag("--sync", o.sync, "synchronous decode: write each step's inputs from the host and wait for its "
                                  "token before the next step (the reference loop; same ids)");
-  app.add_flag("--poison-workspace", o.poison_workspace,
+  app.add_flag("--poison-workspace", o.load.poison_workspace,
                "debug: fill the workspace arena with NaN bytes (0xFF) before every program (cpu device only)");
   std::string stop_text;
   auto* stops = app.add_option("--stop-ids", stop_text, "comma-separated ids that end generation (kept in the output), "
@@ -120,11 +130,10 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
     return {std::nullopt, rc == 0 ? 0 : 2};
   }
   auto usage = [](const std::string& message) {
-    std::cerr << "kern-run: error: " << message << "\n";
+    print_error(message);
     return ParsedCommandLine{std::nullopt, 2};
   };
-  if (random->count() > 0) o.random_weights_seed = random_seed;
-  if (weights->count() == 0 && random->count() == 0) return usage("--weights is required (or --random-weights SEED)");
+  if (Status s = load.finish(); !s.ok()) return usage(s.error().message);
   if (ids->count() > 0) {
     auto parsed = parse_id_list(ids_text);
     if (!parsed.ok()) return usage(parsed.error().message);

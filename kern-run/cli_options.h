@@ -8,6 +8,12 @@
 #include <vector>
 
 #include "common/result.h"
+#include "kern-run/load_settings.h"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace kern::run {
 
@@ -21,8 +27,7 @@ struct DumpRequest {
 /// source: --prompt-ids, --prompt, --prompt-file, or stdin when none is given.
 struct RunOptions {
   std::string plan_path;
-  std::string weights_path;
-  std::string kernels_dir;  ///< empty: the plan's directory
+  LoadSettings load;  ///< --weights, --random-weights, --eager, --device, --kernels, -v, --poison-workspace
   std::optional<std::vector<int64_t>> prompt_ids;  ///< --prompt-ids (no tokenizer needed)
   std::optional<std::string> prompt_text;  ///< --prompt TEXT
   std::string prompt_file;                 ///< --prompt-file F ("-": stdin); empty: none
@@ -34,17 +39,29 @@ struct RunOptions {
   uint64_t steps = 128;
   uint64_t chunk = 512;
   std::optional<uint64_t> capacity;  ///< tokens; default min(4096, 16 x block table pages)
-  std::string device = "auto";
   bool json = false;
-  bool verbose = false;
   std::vector<DumpRequest> dumps;
-  // GPU path options (kern-load graphs and random weights):
-  bool eager = false;                            ///< --eager: no CUDA graphs
-  bool sync = false;                             ///< --sync: the synchronous decode loop (generate.h)
-  std::optional<uint64_t> random_weights_seed;   ///< --random-weights SEED instead of --weights
-  bool poison_workspace = false;                 ///< --poison-workspace: NaN arena before every program
+  bool sync = false;  ///< --sync: the synchronous decode loop (generate.h)
   std::vector<int64_t> stop_ids;  ///< --stop-ids: more ids that end generation (besides the tokenizer's end tokens)
   bool spec = false;  ///< --spec: speculative decoding with the plan's DSpark draft (spec_generate.h)
+};
+
+/// The load options `kern-run` and `kern-run bench` share: --weights,
+/// --random-weights SEED (instead of --weights), --eager, --device and
+/// --kernels, registered on a CLI11 app and written into `settings`.
+class LoadOptionsParser {
+ public:
+  /// Registers the options; `settings` must outlive this object.
+  LoadOptionsParser(CLI::App& app, LoadSettings& settings);
+  /// After the app parsed: records the --random-weights seed. Errors (kUsage):
+  /// neither --weights nor --random-weights given.
+  Status finish();
+
+ private:
+  LoadSettings& settings_;
+  CLI::Option* weights_ = nullptr;
+  CLI::Option* random_ = nullptr;
+  uint64_t random_seed_ = 0;
 };
 
 /// Parses a list of integer ids: "1,2,3" or the JSON array "[1,2,3]";

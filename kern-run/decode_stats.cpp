@@ -1,3 +1,4 @@
+// Per-step host and device figures of kern-run's decode loop (decode_stats.h).
 #include "kern-run/decode_stats.h"
 
 #include <algorithm>

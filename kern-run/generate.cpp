@@ -1,3 +1,4 @@
+// Greedy generation through the Qwen3 caller contract (generate.h).
 #include "kern-run/generate.h"
 #include "kern-run/stopwatch.h"
 
@@ -11,7 +12,7 @@
 namespace kern::run {
 
 uint64_t default_capacity(const Qwen3Contract& c) {
-  return std::min(kDefaultCapacityCap, kKvBlockTokens * c.block_table_pages);
+  return std::min(kDefaultCapacityCap, c.table_tokens());
 }
 
 Status check_request(const Qwen3Contract& c, const GenerateRequest& r) {
@@ -23,7 +24,7 @@ Status check_request(const Qwen3Contract& c, const GenerateRequest& r) {
     if (r.prompt_ids[i] < 0 || static_cast<uint64_t>(r.prompt_ids[i]) >= c.vocab)
       return usage("prompt id " + std::to_string(r.prompt_ids[i]) + " at index " + std::to_string(i) +
                    " is outside the vocabulary [0, " + std::to_string(c.vocab) + ") (the embedding's rows)");
-  uint64_t table_tokens = kKvBlockTokens * c.block_table_pages;
+  const uint64_t table_tokens = c.table_tokens();
   if (r.capacity == 0) return usage("--capacity must be at least 1");
   if (r.capacity > table_tokens)
     return usage("capacity " + std::to_string(r.capacity) + " tokens exceeds the block table (" +
@@ -54,9 +55,8 @@ Result<DecodeLoop> decode_loop(Qwen3Driver& driver, int64_t token, uint64_t pos,
   };
   if (sync) {
     for (uint64_t step = 0; step < steps && !out.stopped; ++step) {
-      auto next = driver.decode(token, pos + step);
-      if (!next.ok()) return next.error();
-      token = *next;
+      KERN_ASSIGN_OR_RETURN(auto next, driver.decode(token, pos + step));
+      token = next;
       KERN_RETURN_IF_ERROR(take(token));
     }
     return out;
@@ -83,8 +83,8 @@ Result<DecodeLoop> decode_loop(Qwen3Driver& driver, int64_t token, uint64_t pos,
   // The surplus steps wrote only beyond the sequence: let them finish (the
   // executable is idle on return) and drop their tokens.
   Status drained = driver.discard_in_flight();
-  if (!s.ok()) return s.error();
-  if (!drained.ok()) return drained.error();
+  KERN_RETURN_IF_ERROR(s);
+  KERN_RETURN_IF_ERROR(drained);
   return out;
 }
 
@@ -100,9 +100,9 @@ Result<GenerateResult> generate(load::Executable& exe, const Qwen3Contract& c, c
   if (r.observer != nullptr) progress = [&r](uint64_t done, uint64_t total) { r.observer->on_prefill_progress(done, total); };
   auto t0 = Clock::now();
   // Chunked prefill of the first n - 1 tokens: fills the KV cache only.
-  auto chunks = driver.prefill(std::span(r.prompt_ids).first(n - 1), 0, r.observer ? &progress : nullptr);
-  if (!chunks.ok()) return chunks.error();
-  out.prefill_chunks = *chunks;
+  KERN_ASSIGN_OR_RETURN(auto chunks,
+                        driver.prefill(std::span(r.prompt_ids).first(n - 1), 0, r.observer ? &progress : nullptr));
+  out.prefill_chunks = chunks;
   // Decode: the last prompt token (the first generated id), then each generated id.
   Clock::time_point t_decode, t_last;
   auto on_token = [&](int64_t id, uint64_t index) -> Status {
@@ -115,11 +115,11 @@ Result<GenerateResult> generate(load::Executable& exe, const Qwen3Contract& c, c
     r.observer->on_token(id);
     return r.observer->status();
   };
-  auto loop = decode_loop(driver, r.prompt_ids.back(), n - 1, r.steps, r.stop_ids, r.sync, on_token);
-  if (!loop.ok()) return loop.error();
-  out.generated_ids = std::move(loop->ids);
-  out.stopped = loop->stopped;
-  out.surplus_steps = loop->surplus;
+  KERN_ASSIGN_OR_RETURN(auto loop,
+                        decode_loop(driver, r.prompt_ids.back(), n - 1, r.steps, r.stop_ids, r.sync, on_token));
+  out.generated_ids = std::move(loop.ids);
+  out.stopped = loop.stopped;
+  out.surplus_steps = loop.surplus;
   out.decode_steps = out.generated_ids.size() - 1;
   out.decode_ms = out.decode_steps > 0 ? std::chrono::duration<double, std::milli>(t_last - t_decode).count() : 0.0;
   out.stats = average_decode(steady_part(driver.records()));

@@ -28,7 +28,7 @@ int dispatch(int argc, char** argv) {
   }
   auto parsed = kern::run::parse_command_line(argc, argv);
   if (!parsed.options) return parsed.exit_code;
-  spdlog::set_level(parsed.options->verbose ? spdlog::level::info : spdlog::level::warn);
+  spdlog::set_level(parsed.options->load.verbose ? spdlog::level::info : spdlog::level::warn);
   return kern::run::run_command(*parsed.options);
 }
 
@@ -37,8 +37,7 @@ int dispatch(int argc, char** argv) {
 int finish_stdout(int rc) {
   kern::Status s = kern::run::flush_stdout();
   if (rc != 0 || s.ok()) return rc;
-  std::cerr << "kern-run: error: " << s.error().message << "\n";
-  return kern::run::exit_code_for(s.error());
+  return kern::run::fail(s.error());
 }
 
 }  // namespace
@@ -51,7 +50,7 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::warn);
     return finish_stdout(dispatch(argc, argv));
   } catch (const std::exception& e) {
-    std::cerr << "kern-run: error: " << e.what() << "\n";
+    kern::run::print_error(e.what());
     return 1;
   }
 }

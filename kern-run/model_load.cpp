@@ -1,3 +1,4 @@
+// Loading a Qwen3 plan for kern-run and its benchmark, timed by phase (model_load.h).
 #include "kern-run/model_load.h"
 #include "kern-run/stopwatch.h"
 
@@ -11,32 +12,27 @@
 namespace kern::run {
 Result<OpenedPlan> open_qwen3_plan(const std::string& path) {
   auto t0 = Clock::now();
-  auto plan = load::PlanFile::open(path);
-  if (!plan.ok()) return plan.error();
-  auto contract = resolve_qwen3_contract(plan.value());
-  if (!contract.ok()) return contract.error();
-  return OpenedPlan{std::move(plan.value()), contract.value(), ms_since(t0)};
+  KERN_ASSIGN_OR_RETURN(auto plan, load::PlanFile::open(path));
+  KERN_ASSIGN_OR_RETURN(auto contract, resolve_qwen3_contract(plan));
+  return OpenedPlan{std::move(plan), contract, ms_since(t0)};
 }
 
 Result<LoadedModel> load_qwen3_model(OpenedPlan opened, const LoadSettings& settings, ProgressLine* progress) {
   LoadedModel m;
   m.contract = opened.contract;
   m.phases.plan_ms = opened.open_ms;
-  auto choice = load::parse_device_choice(settings.device);
-  if (!choice.ok()) return choice.error().with_context("--device");
+  KERN_ASSIGN_OR_RETURN(auto choice, load::parse_device_choice(settings.device), "--device");
   auto t0 = Clock::now();
   std::string note;
-  auto device = load::select_device(*choice, &note);
-  if (!device.ok()) return device.error();
+  KERN_ASSIGN_OR_RETURN(auto device, load::select_device(choice, &note));
   if (!note.empty()) spdlog::warn("{}", note);
-  m.device_name = device.value()->name();
+  m.device_name = device->name();
   m.phases.device_ms = ms_since(t0);
   t0 = Clock::now();
   std::optional<load::Safetensors> weights;  // none with --random-weights
   if (!settings.random_weights_seed) {
-    auto opened_weights = load::Safetensors::open(settings.weights_path);
-    if (!opened_weights.ok()) return opened_weights.error();
-    weights = std::move(opened_weights.value());
+    KERN_ASSIGN_OR_RETURN(auto opened_weights, load::Safetensors::open(settings.weights_path));
+    weights = std::move(opened_weights);
   }
   m.phases.weights_open_ms = ms_since(t0);
 
@@ -62,15 +58,14 @@ Result<LoadedModel> load_qwen3_model(OpenedPlan opened, const LoadSettings& sett
   eo.poison_workspace = settings.poison_workspace;
   // The Executable keeps the weights file mapped: the cpu device reads the
   // weights in place from it (no copy).
-  auto exe = weights ? load::Executable::load(std::move(opened.plan), std::move(device.value()), std::move(*weights), eo,
-                                              &notes, &monitor)
-                     : load::Executable::load(std::move(opened.plan), std::move(device.value()), nullptr, eo, &notes,
-                                              &monitor);
+  auto loaded =
+      weights
+          ? load::Executable::load(std::move(opened.plan), std::move(device), std::move(*weights), eo, &notes, &monitor)
+          : load::Executable::load(std::move(opened.plan), std::move(device), nullptr, eo, &notes, &monitor);
   if (progress != nullptr) progress->clear();
-  if (!exe.ok()) return exe.error();
+  KERN_ASSIGN_OR_RETURN(m.exe, std::move(loaded));
   if (settings.verbose)
     for (const auto& n : notes) spdlog::info("{}", n);
-  m.exe = std::move(exe.value());
   const load::LoadTimings& t = m.phases.executable;
   m.phases.total_ms = m.phases.plan_ms + m.phases.device_ms + m.phases.weights_open_ms + t.kernels_ms +
                       t.allocate_ms + t.weights_ms + t.stage_ms;

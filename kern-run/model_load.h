@@ -13,6 +13,7 @@
 #include "common/result.h"
 #include "kern-load/executable.h"
 #include "kern-load/plan_file.h"
+#include "kern-run/load_settings.h"
 #include "kern-run/progress.h"
 #include "kern-run/qwen3_contract.h"
 
@@ -28,21 +29,6 @@ struct OpenedPlan {
 /// Opens `path` and resolves the Qwen3 contract. Errors: PlanFile::open's
 /// (kIo, kManifest), resolve_qwen3_contract's (kManifest).
 Result<OpenedPlan> open_qwen3_plan(const std::string& path);
-
-/// Where and how to load.
-struct LoadSettings {
-  std::string device = "auto";  ///< auto | cpu | cuda
-  std::string weights_path;
-  std::string kernels_dir;  ///< empty: the plan's directory
-  uint64_t capacity = 0;    ///< state capacity in tokens
-  bool verbose = false;     ///< log load notes (unused tensors) at info level
-  // GPU path (kern-load graphs and random weights):
-  bool eager = false;  ///< --eager: no CUDA graphs (ExecutableOptions::graphs = false)
-  /// --random-weights SEED: fill the weights on the device (random_weights.h); no weights file is opened.
-  std::optional<uint64_t> random_weights_seed{};
-  /// --poison-workspace: NaN-fill the workspace arena before every program (cpu only).
-  bool poison_workspace = false;
-};
 
 /// Wall times of the load phases in milliseconds (steady clock).
 struct LoadPhases {

@@ -1,3 +1,4 @@
+// The one-line progress display on stderr (progress.h).
 #include "kern-run/progress.h"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Where kern-run's prompt comes from (prompt_input.h).
 #include "kern-run/prompt_input.h"
 #include "kern-run/stopwatch.h"
 
@@ -15,9 +16,8 @@ Result<std::string> read_prompt_text(const RunOptions& o) {
   // kern::read_stdin: capped; a closed stdin is a usage error (exit 2), not an empty prompt.
   if (o.prompt_file == "-") return read_stdin();
   if (!o.prompt_file.empty()) {
-    auto bytes = read_file(o.prompt_file);
-    if (!bytes.ok()) return bytes.error().with_context("--prompt-file");
-    return std::move(bytes.value());
+    KERN_ASSIGN_OR_RETURN(auto bytes, read_file(o.prompt_file), "--prompt-file");
+    return bytes;
   }
   if (isatty(STDIN_FILENO))
     return make_error(ErrorKind::kUsage,
@@ -31,14 +31,13 @@ Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer
     p.ids = *o.prompt_ids;
     return p;
   }
-  auto text = read_prompt_text(o);
-  if (!text.ok()) return text.error();
-  p.text = std::move(text.value());
+  KERN_ASSIGN_OR_RETURN(auto text, read_prompt_text(o));
+  p.text = std::move(text);
   p.templated_text = o.chat ? render_qwen3_chat({o.system, p.text, o.no_think}) : p.text;
   auto t0 = Clock::now();
   auto ids = tokenizer->encode(p.templated_text);
   p.tokenize_ms = ms_since(t0);
-  if (!ids.ok()) return ids.error().with_context("the prompt");
+  KERN_RETURN_IF_ERROR(ids, "the prompt");
   p.ids.assign(ids->begin(), ids->end());
   return p;
 }

@@ -1,3 +1,4 @@
+// The Qwen3 caller contract of a plan, resolved to indices (qwen3_contract.h).
 #include "kern-run/qwen3_contract.h"
 
 #include <cstdint>
@@ -110,9 +111,8 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
       {&c.logits, "logits", DType::bf16, {logit_rows, any}},
   };
   for (const Want& w : wants) {
-    auto i = find_buffer(plan, w.name, w.dtype, w.shape, c.tokens_symbol);
-    if (!i.ok()) return i.error();
-    *w.out = *i;
+    KERN_ASSIGN_OR_RETURN(auto i, find_buffer(plan, w.name, w.dtype, w.shape, c.tokens_symbol));
+    *w.out = i;
   }
   // The step inputs decode maintains on the device are carries (the decode
   // program writes the next step's values); the rest are caller inputs.
@@ -135,9 +135,9 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
   c.vocab = p.buffers()->Get(c.logits)->shape()->Get(1)->nodes()->Get(0)->operand();
   // Token ids index the embedding's rows: a vocabulary the logits and the
   // embedding disagree on would let a valid-looking id read past the table.
-  auto embed = find_buffer(plan, "model.embed_tokens.weight", DType::bf16, {any, any}, c.tokens_symbol);
-  if (!embed.ok()) return embed.error();
-  uint64_t rows = p.buffers()->Get(*embed)->shape()->Get(0)->nodes()->Get(0)->operand();
+  KERN_ASSIGN_OR_RETURN(auto embed,
+                        find_buffer(plan, "model.embed_tokens.weight", DType::bf16, {any, any}, c.tokens_symbol));
+  uint64_t rows = p.buffers()->Get(embed)->shape()->Get(0)->nodes()->Get(0)->operand();
   if (rows != c.vocab)
     return contract_error(plan, "buffer 'model.embed_tokens.weight' has " + std::to_string(rows) +
                                     " rows, the logits buffer " + std::to_string(c.vocab) + " columns");

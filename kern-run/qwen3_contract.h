@@ -4,6 +4,7 @@
 // looks up a name.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "common/result.h"
@@ -32,6 +33,11 @@ struct Qwen3Contract {
   uint32_t logits = 0;        ///< [tokens or R, vocab] workspace
   uint64_t block_table_pages = 0;  ///< max_pages (block_table's constant length)
   uint64_t vocab = 0;  ///< logits' last dimension = model.embed_tokens.weight's rows: valid ids are [0, vocab)
+
+  /// Tokens the block table can address: the most KV capacity (block_table_pages x kKvBlockTokens).
+  uint64_t table_tokens() const { return kKvBlockTokens * block_table_pages; }
+  /// The prefill chunk actually run for a requested `chunk`: at least 1, at most the `tokens` bound.
+  uint64_t clamp_chunk(uint64_t chunk) const { return std::max<uint64_t>(1, std::min(chunk, tokens_max)); }
 };
 
 /// Resolves the contract. Errors (kManifest), naming what is missing or

@@ -1,3 +1,4 @@
+// Drives one sequence through the Qwen3 caller contract (qwen3_driver.h).
 #include "kern-run/qwen3_driver.h"
 
 #include <algorithm>
@@ -18,7 +19,7 @@ std::string at(uint64_t pos) { return "decode at position " + std::to_string(pos
 }  // namespace
 
 Qwen3Driver::Qwen3Driver(load::Executable& exe, const Qwen3Contract& c, uint64_t chunk)
-    : exe_(exe), c_(c), chunk_(std::max<uint64_t>(1, std::min(chunk, c.tokens_max))) {
+    : exe_(exe), c_(c), chunk_(c.clamp_chunk(chunk)) {
   token_ids_.resize(chunk_);
   positions_.resize(chunk_);
   symbols_.assign(exe.plan().symbols()->size(), 0);
@@ -65,7 +66,7 @@ Result<uint64_t> Qwen3Driver::prefill(std::span<const int64_t> ids, uint64_t sta
     symbols_[c_.tokens_symbol] = len;
     if (s.ok()) s = exe_.run_program(c_.prefill, symbols_);
     if (s.ok() && after_chunk != nullptr) s = (*after_chunk)(len);
-    if (!s.ok()) return s.error().with_context("prefill chunk at position " + std::to_string(start + done));
+    KERN_RETURN_IF_ERROR(s, "prefill chunk at position " + std::to_string(start + done));
     ++chunks;
     if (progress != nullptr) (*progress)(done + len, ids.size());
   }
@@ -82,13 +83,11 @@ Status Qwen3Driver::run_decode_step(uint64_t index) {
 
 Status Qwen3Driver::time_step(uint64_t index, DecodeStepRecord& r) {
   if (!timed_) return {};
-  auto busy = exe_.device().mark_elapsed_ms(start_mark(index), end_mark(index));
-  if (!busy.ok()) return busy.error();
-  r.gpu_busy_ms = *busy;
+  KERN_ASSIGN_OR_RETURN(auto busy, exe_.device().mark_elapsed_ms(start_mark(index), end_mark(index)));
+  r.gpu_busy_ms = busy;
   if (last_timed_ != UINT64_MAX && last_timed_ + 1 == index) {
-    auto gap = exe_.device().mark_elapsed_ms(end_mark(last_timed_), start_mark(index));
-    if (!gap.ok()) return gap.error();
-    r.gpu_gap_ms = *gap;
+    KERN_ASSIGN_OR_RETURN(auto gap, exe_.device().mark_elapsed_ms(end_mark(last_timed_), start_mark(index)));
+    r.gpu_gap_ms = gap;
   }
   last_timed_ = index;
   return {};
@@ -110,7 +109,7 @@ Result<int64_t> Qwen3Driver::decode(int64_t token, uint64_t pos) {
   if (s.ok()) s = exe_.read_buffer(c_.next_token, std::span(reinterpret_cast<uint8_t*>(&next), sizeof next));
   DecodeStepRecord r;
   if (s.ok()) s = time_step(index, r);
-  if (!s.ok()) return s.error().with_context(at(pos));
+  KERN_RETURN_IF_ERROR(s, at(pos));
   const load::HostTraffic& after = exe_.traffic();
   r.launches = after.launches - before.launches;
   r.host_writes = after.host_writes - before.host_writes;
@@ -123,8 +122,7 @@ Status Qwen3Driver::start_decode(int64_t token, uint64_t pos) {
   queue_.clear();
   last_timed_ = UINT64_MAX;
   next_pos_ = pos;
-  Status s = write_inputs(&token, 1, pos);
-  if (!s.ok()) return s.error().with_context(at(pos));
+  KERN_RETURN_IF_ERROR(write_inputs(&token, 1, pos), at(pos));
   return {};
 }
 
@@ -136,7 +134,7 @@ Status Qwen3Driver::enqueue_decode() {
   Pending p{next_pos_, static_cast<uint32_t>(steps_ % load::kReadbackSlots), steps_, {}};
   Status s = run_decode_step(p.index);
   if (s.ok()) s = exe_.read_buffer_async(c_.next_token, p.slot, sizeof(int64_t));
-  if (!s.ok()) return s.error().with_context(at(p.pos));
+  KERN_RETURN_IF_ERROR(s, at(p.pos));
   const load::HostTraffic& after = exe_.traffic();
   p.record.launches = after.launches - before.launches;
   p.record.host_writes = after.host_writes - before.host_writes;
@@ -152,12 +150,11 @@ Result<int64_t> Qwen3Driver::next_decoded() {
   Pending p = queue_.front();
   queue_.pop_front();
   const uint64_t waits_before = exe_.traffic().host_waits;
-  auto bytes = exe_.wait_readback(p.slot);
-  if (!bytes.ok()) return bytes.error().with_context(at(p.pos));
+  KERN_ASSIGN_OR_RETURN(auto bytes, exe_.wait_readback(p.slot), at(p.pos));
   int64_t next = 0;
-  std::memcpy(&next, bytes->data(), sizeof next);
+  std::memcpy(&next, bytes.data(), sizeof next);
   p.record.host_waits += exe_.traffic().host_waits - waits_before;
-  if (Status s = time_step(p.index, p.record); !s.ok()) return s.error().with_context(at(p.pos));
+  KERN_RETURN_IF_ERROR(time_step(p.index, p.record), at(p.pos));
   records_.push_back(p.record);
   return check_token(next, p.pos);
 }
@@ -166,8 +163,7 @@ Status Qwen3Driver::discard_in_flight() {
   while (!queue_.empty()) {
     const Pending p = queue_.front();
     queue_.pop_front();
-    auto bytes = exe_.wait_readback(p.slot);
-    if (!bytes.ok()) return bytes.error().with_context(at(p.pos) + " (a discarded step)");
+    KERN_RETURN_IF_ERROR(exe_.wait_readback(p.slot), at(p.pos) + " (a discarded step)");
   }
   return {};
 }

@@ -1,3 +1,4 @@
+// kern-run's report of one generation, as text or JSON (report.h).
 #include "kern-run/report.h"
 #include "kern-run/spec_report.h"
 
@@ -123,14 +124,64 @@ std::string render_text(const GenerateResult& r, const ReportContext& ctx) {
   return out + "\n" + render_stats(r, ctx);
 }
 
+namespace {
+
+using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
+
+void write_number(JsonWriter& w, const char* key, double v) {
+  w.Key(key);
+  w.Double(v);
+}
+
+void write_u64(JsonWriter& w, const char* key, uint64_t v) {
+  w.Key(key);
+  w.Uint64(v);
+}
+
+/// "load_ms" (by phase), "weight_bytes" and "weight_bytes_in_place".
+void write_load(JsonWriter& w, const LoadPhases& l) {
+  w.Key("load_ms");
+  w.StartObject();
+  write_number(w, "plan", l.plan_ms);
+  write_number(w, "device", l.device_ms);
+  write_number(w, "weights_open", l.weights_open_ms);
+  write_number(w, "kernels", l.executable.kernels_ms);
+  write_number(w, "allocate", l.executable.allocate_ms);
+  write_number(w, "weights_upload", l.executable.weights_ms);
+  write_number(w, "stage", l.executable.stage_ms);
+  write_number(w, "total", l.total_ms);
+  w.EndObject();
+  write_u64(w, "weight_bytes", l.executable.weight_bytes);
+  write_u64(w, "weight_bytes_in_place", l.executable.weight_bytes_in_place);
+}
+
+/// "memory": bytes by class (docs/memory-plan.md) and the peak RSS.
+void write_memory(JsonWriter& w, const ReportContext& ctx) {
+  const PlanMemoryBytes& m = ctx.memory->bytes;
+  w.Key("memory");
+  w.StartObject();
+  write_u64(w, "weights", m.weights);
+  write_u64(w, "weights_in_place", ctx.load != nullptr ? ctx.load->executable.weight_bytes_in_place : 0);
+  write_u64(w, "states", m.states.value_or(0));
+  write_u64(w, "workspace", m.workspace);
+  write_u64(w, "scratch", m.scratch);
+  write_u64(w, "arena", m.arena);
+  write_u64(w, "arena_unplanned", m.arena_unplanned);
+  write_u64(w, "arena_peak_live", m.arena_peak_live);
+  w.Key("arena_planned");
+  w.Bool(m.arena_planned);
+  write_u64(w, "io", m.io);
+  write_u64(w, "total", m.total.value_or(0));
+  write_u64(w, "peak_rss", ctx.peak_rss_bytes);
+  w.EndObject();
+}
+
+}  // namespace
+
 std::string render_json(const GenerateResult& r, const ReportContext& ctx) {
   Speeds s = speeds(r, ctx.prompt_ids->size());
   rapidjson::StringBuffer sb;
-  rapidjson::Writer<rapidjson::StringBuffer> w(sb);
-  auto num = [&w](const char* key, double v) {
-    w.Key(key);
-    w.Double(v);
-  };
+  JsonWriter w(sb);
   w.StartObject();
   w.Key("generated_ids");
   w.StartArray();
@@ -146,63 +197,21 @@ std::string render_json(const GenerateResult& r, const ReportContext& ctx) {
   }
   w.Key("stop_reason");
   w.String(r.stopped ? "end_token" : "steps");
-  num("time_to_first_token_ms", r.prefill_ms);
-  num("prefill_ms", r.prefill_ms);
-  num("prefill_tokens_per_s", s.prefill_tok_s);
-  num("decode_ms_per_token", s.decode_ms_per_token);
-  num("decode_tokens_per_s", s.decode_tok_s);
-  w.Key("decode_steps");
-  w.Uint64(r.decode_steps);
+  write_number(w, "time_to_first_token_ms", r.prefill_ms);
+  write_number(w, "prefill_ms", r.prefill_ms);
+  write_number(w, "prefill_tokens_per_s", s.prefill_tok_s);
+  write_number(w, "decode_ms_per_token", s.decode_ms_per_token);
+  write_number(w, "decode_tokens_per_s", s.decode_tok_s);
+  write_u64(w, "decode_steps", r.decode_steps);
   write_decode_stats(w, r);
   if (r.spec) write_spec_json(w, *r.spec);
-  w.Key("chunk");
-  w.Uint64(r.chunk);
-  w.Key("capacity");
-  w.Uint64(ctx.capacity);
+  write_u64(w, "chunk", r.chunk);
+  write_u64(w, "capacity", ctx.capacity);
   w.Key("device");
   w.String(ctx.device.c_str(), static_cast<rapidjson::SizeType>(ctx.device.size()));
-  num("tokenize_ms", ctx.tokenize_ms);
-  if (ctx.load != nullptr) {
-    const LoadPhases& l = *ctx.load;
-    w.Key("load_ms");
-    w.StartObject();
-    num("plan", l.plan_ms);
-    num("device", l.device_ms);
-    num("weights_open", l.weights_open_ms);
-    num("kernels", l.executable.kernels_ms);
-    num("allocate", l.executable.allocate_ms);
-    num("weights_upload", l.executable.weights_ms);
-    num("stage", l.executable.stage_ms);
-    num("total", l.total_ms);
-    w.EndObject();
-    w.Key("weight_bytes");
-    w.Uint64(l.executable.weight_bytes);
-    w.Key("weight_bytes_in_place");
-    w.Uint64(l.executable.weight_bytes_in_place);
-  }
-  if (ctx.memory != nullptr) {
-    const PlanMemoryBytes& m = ctx.memory->bytes;
-    auto bytes = [&w](const char* key, uint64_t v) {
-      w.Key(key);
-      w.Uint64(v);
-    };
-    w.Key("memory");
-    w.StartObject();
-    bytes("weights", m.weights);
-    bytes("weights_in_place", ctx.load != nullptr ? ctx.load->executable.weight_bytes_in_place : 0);
-    bytes("states", m.states.value_or(0));
-    bytes("workspace", m.workspace);
-    bytes("scratch", m.scratch);
-    bytes("arena", m.arena);
-    bytes("arena_unplanned", m.arena_unplanned);
-    bytes("arena_peak_live", m.arena_peak_live);
-    w.Key("arena_planned");
-    w.Bool(m.arena_planned);
-    bytes("io", m.io);
-    bytes("total", m.total.value_or(0));
-    bytes("peak_rss", ctx.peak_rss_bytes);
-    w.EndObject();
-  }
+  write_number(w, "tokenize_ms", ctx.tokenize_ms);
+  if (ctx.load != nullptr) write_load(w, *ctx.load);
+  if (ctx.memory != nullptr) write_memory(w, ctx);
   w.EndObject();
   return sb.GetString();
 }

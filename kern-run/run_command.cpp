@@ -1,3 +1,4 @@
+// The kern-run command: load, generate, dump, report (run_command.h).
 #include "kern-run/run_command.h"
 
 #include <unistd.h>
@@ -34,45 +35,40 @@ struct ResolvedDump {
 Status write_dumps(load::Executable& exe, const std::vector<ResolvedDump>& dumps) {
   for (const auto& d : dumps) {
     // The buffer's size at its last use: the last program's symbol values.
-    auto size = exe.buffer_size_bytes(d.buffer, exe.last_symbol_values());
-    if (!size.ok()) return size.error().with_context("--dump-buffer " + d.name);
-    std::string bytes(*size, '\0');
+    KERN_ASSIGN_OR_RETURN(auto size, exe.buffer_size_bytes(d.buffer, exe.last_symbol_values()),
+                          "--dump-buffer " + d.name);
+    std::string bytes(size, '\0');
     Status s = exe.read_buffer(d.buffer, std::span(reinterpret_cast<uint8_t*>(bytes.data()), bytes.size()));
     if (s.ok()) s = write_file_atomic(d.path, bytes);
-    if (!s.ok()) return s.error().with_context("--dump-buffer " + d.name);
+    KERN_RETURN_IF_ERROR(s, "--dump-buffer " + d.name);
     spdlog::info("wrote buffer '{}' ({} B) to {}", d.name, bytes.size(), d.path);
   }
   return {};
 }
 
 Status run(const RunOptions& o) {
-  auto opened = open_qwen3_plan(o.plan_path);
-  if (!opened.ok()) return opened.error();
-  const Qwen3Contract c = opened->contract;
+  KERN_ASSIGN_OR_RETURN(auto opened, open_qwen3_plan(o.plan_path));
+  const Qwen3Contract c = opened.contract;
   std::optional<SpecContract> spec;
   if (o.spec) {
-    auto s = resolve_spec_contract(opened->plan, c);
-    if (!s.ok()) return s.error().with_context("--spec");
-    spec = *s;
+    KERN_ASSIGN_OR_RETURN(spec, resolve_spec_contract(opened.plan, c), "--spec");
   }
   std::vector<ResolvedDump> dumps;
   for (const auto& d : o.dumps) {
-    int i = opened->plan.find_buffer(d.buffer);
+    int i = opened.plan.find_buffer(d.buffer);
     if (i < 0)
       return make_error(ErrorKind::kUsage, "--dump-buffer: the plan has no buffer '" + d.buffer + "'");
     // An unwritable destination is found now, not after the whole run.
-    if (Status s = check_output_path(d.path); !s.ok()) return s.error().with_context("--dump-buffer " + d.buffer);
+    KERN_RETURN_IF_ERROR(check_output_path(d.path), "--dump-buffer " + d.buffer);
     dumps.push_back({static_cast<uint32_t>(i), d.buffer, d.path});
   }
   std::optional<tok::Tokenizer> tokenizer;
   if (!o.tokenizer_path.empty()) {
-    auto t = tok::Tokenizer::load(o.tokenizer_path);
-    if (!t.ok()) return t.error().with_context("--tokenizer");
-    tokenizer = std::move(t.value());
+    KERN_ASSIGN_OR_RETURN(auto t, tok::Tokenizer::load(o.tokenizer_path), "--tokenizer");
+    tokenizer = std::move(t);
   }
-  auto prompt = build_prompt(o, tokenizer ? &*tokenizer : nullptr);
-  if (!prompt.ok()) return prompt.error();
-  GenerateRequest req{prompt->ids, o.steps, o.chunk, o.capacity.value_or(default_capacity(c)), {}, nullptr};
+  KERN_ASSIGN_OR_RETURN(auto prompt, build_prompt(o, tokenizer ? &*tokenizer : nullptr));
+  GenerateRequest req{prompt.ids, o.steps, o.chunk, o.capacity.value_or(default_capacity(c)), {}, nullptr};
   req.stop_ids = stop_ids_for(o, tokenizer ? &*tokenizer : nullptr);
   // Dumped buffers must be those of the last generated id's step, not of a
   // discarded surplus step after a stop id: with stop ids, --dump-buffer
@@ -84,46 +80,40 @@ Status run(const RunOptions& o) {
     return o.prompt_ids ? s.error() : s.error().with_context("the tokenized prompt");
 
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
-  LoadSettings settings{o.device, o.weights_path, o.kernels_dir, req.capacity, o.verbose};
-  settings.eager = o.eager;                              // GPU path options
-  settings.random_weights_seed = o.random_weights_seed;
-  settings.poison_workspace = o.poison_workspace;
-  auto model = load_qwen3_model(std::move(opened.value()), settings, &progress);
-  if (!model.ok()) return model.error();
+  LoadSettings settings = o.load;
+  settings.capacity = req.capacity;
+  KERN_ASSIGN_OR_RETURN(auto model, load_qwen3_model(std::move(opened), settings, &progress));
 
   // Text streams to stdout as it is produced, unless --json wants stdout
   // for the one object.
   StreamPrinter printer(tokenizer ? &*tokenizer : nullptr, req.stop_ids, o.json ? nullptr : stdout, &progress);
   req.observer = &printer;
-  auto result = spec ? generate_spec(*model->exe, c, *spec, req) : generate(*model->exe, c, req);
+  auto generated = spec ? generate_spec(*model.exe, c, *spec, req) : generate(*model.exe, c, req);
   progress.clear();
-  if (!result.ok()) return result.error();
+  KERN_ASSIGN_OR_RETURN(auto result, std::move(generated));
   printer.finish();
   KERN_RETURN_IF_ERROR(printer.status());
-  KERN_RETURN_IF_ERROR(write_dumps(*model->exe, dumps));
-  ReportContext ctx{&req.prompt_ids, model->device_name, req.capacity, &model->phases,
-                    tokenizer ? &printer.text() : nullptr, prompt->tokenize_ms};
-  ctx.memory = &model->exe->memory();
+  KERN_RETURN_IF_ERROR(write_dumps(*model.exe, dumps));
+  ReportContext ctx{
+      &req.prompt_ids,   model.device_name, req.capacity, &model.phases, tokenizer ? &printer.text() : nullptr,
+      prompt.tokenize_ms};
+  ctx.memory = &model.exe->memory();
   ctx.peak_rss_bytes = peak_rss_bytes();
   if (o.json) {
-    write_stdout(render_json(result.value(), ctx) + "\n");
+    write_stdout(render_json(result, ctx) + "\n");
   } else if (tokenizer) {
-    std::cerr << render_stats(result.value(), ctx);
+    std::cerr << render_stats(result, ctx);
   } else {
-    write_stdout(render_text(result.value(), ctx));
+    write_stdout(render_text(result, ctx));
   }
   return flush_stdout();
 }
 
 }  // namespace
 
-int exit_code_for(const Error& e) { return e.kind == ErrorKind::kUsage || e.kind == ErrorKind::kIo ? 2 : 1; }
-
 int run_command(const RunOptions& options) {
   Status s = run(options);
-  if (s.ok()) return 0;
-  std::cerr << "kern-run: error: " << s.error().message << "\n";
-  return exit_code_for(s.error());
+  return s.ok() ? 0 : fail(s.error());
 }
 
 }  // namespace kern::run

@@ -1,3 +1,4 @@
+// Streams generated text to stdout as each token arrives (stream_output.h).
 #include "kern-run/stream_output.h"
 
 #include <algorithm>

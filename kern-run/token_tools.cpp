@@ -1,26 +1,21 @@
+// `kern-run tokenize` and `kern-run detokenize` (token_tools.h).
 #include "kern-run/token_tools.h"
 
 #include <cctype>
 #include <cstdint>
-#include <iostream>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
 #include "common/file_util.h"
+#include "kern-run/cli_errors.h"
 #include "kern-run/cli_options.h"
 #include "kern-run/prompt_input.h"
-#include "kern-run/run_command.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/tokenizer/tokenizer.h"
 
 namespace kern::run {
 namespace {
-
-int fail(const Error& e) {
-  std::cerr << "kern-run: error: " << e.message << "\n";
-  return exit_code_for(e);
-}
 
 /// Parses a CLI11 app; returns -1 to continue, else the exit code.
 int parse(CLI::App& app, int argc, char** argv) {

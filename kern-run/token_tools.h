@@ -24,7 +24,7 @@ Result<std::vector<int32_t>> check_decodable(const tok::Tokenizer& tokenizer, co
 /// `kern-run tokenize --tokenizer T (--prompt TEXT | --prompt-file F)`:
 /// argv[0] is "tokenize". --chat (with --system, --no-think) templates the
 /// text first. Exit codes: 0; 1 tokenizer.json content error; 2 usage or
-/// I/O error (run_command.h).
+/// I/O error (cli_errors.h).
 int run_tokenize(int argc, char** argv);
 
 /// `kern-run detokenize --tokenizer T (--ids 1,2,3 | --ids-file F)`: F

@@ -8,6 +8,7 @@
 
 #include "common/arena_check.h"
 #include "common/plan_checksum.h"
+#include "common/plan_enums.h"
 #include "common/plan_format.h"
 #include "common/sha256.h"
 #include "kern-verify/memory_planner.h"
@@ -17,15 +18,6 @@ namespace {
 
 namespace fb = flatbuffers;
 
-plan::DType to_plan(DType d) { return static_cast<plan::DType>(static_cast<uint8_t>(d)); }
-
-plan::Param to_plan(const ParamType& p) {
-  return plan::Param(static_cast<plan::ParamKind>(static_cast<uint8_t>(p.kind)),
-                     static_cast<plan::Access>(static_cast<uint8_t>(p.access)), to_plan(p.dtype));
-}
-
-plan::BufferClass to_plan(BufferClass c) { return static_cast<plan::BufferClass>(static_cast<uint8_t>(c)); }
-
 /// Little-endian bits of a literal as the param-sized value (upper bits zero).
 uint64_t literal_bits(ParamKind kind, int64_t int_value, float f32_value) {
   switch (kind) {
@@ -34,26 +26,6 @@ uint64_t literal_bits(ParamKind kind, int64_t int_value, float f32_value) {
     case ParamKind::kU8: return static_cast<uint8_t>(int_value);
     case ParamKind::kF32: return std::bit_cast<uint32_t>(f32_value);
     default: return static_cast<uint64_t>(int_value);
-  }
-}
-
-ParamKind literal_kind(StepArg::Kind k) {
-  switch (k) {
-    case StepArg::Kind::kI32: return ParamKind::kI32;
-    case StepArg::Kind::kU32: return ParamKind::kU32;
-    case StepArg::Kind::kI64: return ParamKind::kI64;
-    case StepArg::Kind::kF32: return ParamKind::kF32;
-    default: return ParamKind::kU8;
-  }
-}
-
-ParamKind literal_kind(Arg::Kind k) {
-  switch (k) {
-    case Arg::Kind::kI32: return ParamKind::kI32;
-    case Arg::Kind::kU32: return ParamKind::kU32;
-    case Arg::Kind::kI64: return ParamKind::kI64;
-    case Arg::Kind::kF32: return ParamKind::kF32;
-    default: return ParamKind::kU8;
   }
 }
 
@@ -241,7 +213,7 @@ class Lowerer {
       }
       default:
         return plan::CreateLaunchArg(b_, plan::ArgKind::literal, 0, 0,
-                                     literal_bits(literal_kind(a.kind), a.int_value, a.f32_value));
+                                     literal_bits(*literal_param_kind(a.kind), a.int_value, a.f32_value));
     }
   }
 
@@ -264,7 +236,7 @@ class Lowerer {
               break;
             default:
               args.push_back(plan::CreateLaunchArg(b_, plan::ArgKind::literal, 0, 0,
-                                                   literal_bits(literal_kind(a.kind), a.int_value, a.f32_value)));
+                                                   literal_bits(*literal_param_kind(a.kind), a.int_value, a.f32_value)));
               break;
           }
         }
@@ -296,16 +268,16 @@ class Lowerer {
 
 Result<std::string> lower(const VerifiedManifest& manifest, std::string_view manifest_bytes,
                           const LowerOptions& options) {
-  auto digest = sha256_bytes(manifest_bytes);
-  if (!digest.ok()) return digest.error().with_context("hashing the manifest");
-  std::string plan = Lowerer(manifest, options).run(digest.value());
+  KERN_ASSIGN_OR_RETURN(auto digest, sha256_bytes(manifest_bytes), "hashing the manifest");
+  std::string plan = Lowerer(manifest, options).run(digest);
   // The offsets the plan carries are proven by the independent checker
   // before anything is written (the loader proves them again).
   if (auto bad = check_plan_arena(*plan::GetPlan(plan.data())))
     return make_error(ErrorKind::kManifest, "internal error: the memory plan is unsound: " + *bad);
-  auto trailer = plan_trailer(std::span(reinterpret_cast<const uint8_t*>(plan.data()), plan.size()));
-  if (!trailer.ok()) return trailer.error().with_context("sealing the plan");
-  plan.append(reinterpret_cast<const char*>(trailer->data()), trailer->size());
+  KERN_ASSIGN_OR_RETURN(auto trailer,
+                        plan_trailer(std::span(reinterpret_cast<const uint8_t*>(plan.data()), plan.size())),
+                        "sealing the plan");
+  plan.append(reinterpret_cast<const char*>(trailer.data()), trailer.size());
   return plan;
 }
 

@@ -30,7 +30,6 @@
 
 #include "common/diagnostic.h"
 #include "common/file_util.h"
-#include "common/json_tree.h"
 #include "common/manifest_reader.h"
 #include "common/source.h"
 #include "kern-verify/catalogue.h"
@@ -157,7 +156,6 @@ int run_verify(const std::string& manifest_path, const std::optional<std::string
   kern::DiagnosticEngine diag;
   std::optional<kern::verify::VerifiedManifest> verified;
   if (auto manifest = kern::read_manifest(file, diag)) verified = kern::verify::verify(*manifest, diag, options);
-  kern::resolve_pointers(diag, file);  // the verifier's spans carry byte offsets only
   diag.sort_by_position();
   const bool has_errors = !verified || diag.has_errors();
   const bool denied = !has_errors && out.deny_warnings && diag.warning_count() > 0;

@@ -12,6 +12,7 @@
 
 #include "common/dtype.h"
 #include "common/plan_checksum.h"
+#include "common/plan_enums.h"
 #include "common/plan_format.h"
 #include "common/plan_memory.h"
 #include "common/sha256.h"
@@ -23,13 +24,8 @@ namespace fb = flatbuffers;
 
 std::string name_of(const fb::String* s) { return s ? s->str() : std::string("?"); }
 
-ParamType from_plan(const plan::Param& p) {
-  return ParamType{static_cast<ParamKind>(p.kind()), static_cast<Access>(p.access()),
-                   static_cast<DType>(p.dtype())};
-}
-
 std::string dtype_str(plan::DType d) {
-  return static_cast<uint8_t>(d) <= static_cast<uint8_t>(plan::DType::MAX) ? std::string(dtype_name(static_cast<DType>(d)))
+  return static_cast<uint8_t>(d) <= static_cast<uint8_t>(plan::DType::MAX) ? std::string(dtype_name(from_plan(d)))
                                                                            : "dtype#" + std::to_string(static_cast<int>(d));
 }
 

@@ -7,6 +7,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "common/json_tree.h"
 #include "kern-verify/catalogue.h"
 
 namespace kern::verify {
@@ -157,8 +158,9 @@ void result(Writer& w, const Diagnostic& d, const SourceFile& file) {
 
 }  // namespace
 
-std::string render_sarif(const std::vector<Diagnostic>& diags, const SourceFile& file,
+std::string render_sarif(const std::vector<Diagnostic>& unresolved, const SourceFile& file,
                          const std::string& tool_version) {
+  const std::vector<Diagnostic> diags = with_pointers(unresolved, file);
   rapidjson::StringBuffer buf;
   Writer w(buf);
   w.StartObject();

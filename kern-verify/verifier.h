@@ -85,8 +85,9 @@ class VerifiedManifest {
 
 /// Runs every rule of SPEC §4 over `manifest`, reporting each finding into
 /// `diag` (all of them, never stopping at the first; codes in codes.h).
-/// The findings' spans carry byte offsets; their JSON pointers are filled by
-/// resolve_pointers(diag, file) (common/json_tree.h).
+/// The findings' spans carry byte offsets; the renderers fill their JSON
+/// pointers (with_pointers, common/json_tree.h), and resolve_pointers(diag,
+/// file) fills them in `diag` for callers that read them.
 /// Returns the VerifiedManifest when no error was reported (warnings allowed;
 /// `--deny-warnings` is the caller's policy), nullopt otherwise.
 std::optional<VerifiedManifest> verify(const Manifest& manifest, DiagnosticEngine& diag,

@@ -15,8 +15,9 @@ namespace {
 // checks that it is consistent (references resolve, constant bounds are
 // ordered, `unit` goes with index_into). Nothing enforces it yet: domains are
 // not lowered into the plan, so kern-run does not check input values or
-// expression bounds against them. TODO: enforcing them needs a domain field in
-// the plan (schemas/plan.fbs) and a check on kern-run's input writes.
+// expression bounds against them (docs/manifest.md "Domains"); enforcing them
+// would need a domain field in the plan (schemas/plan.fbs) and a check on
+// kern-run's input writes.
 void check_domain(Context& ctx, const Buffer& b) {
   const Domain& d = *b.domain;
   const std::string subject = "buffers." + b.name + ".domain";

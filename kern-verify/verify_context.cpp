@@ -107,12 +107,23 @@ Context::Context(const Manifest& manifest, DiagnosticEngine& engine, const Verif
   }
 }
 
+namespace {
+/// Whether a finding of `code` gets the current argument's param note.
+bool about_the_param(Code code) {
+  return code != Code::kUnknownBuffer && code != Code::kUnknownState && code != Code::kUnknownSymbol;
+}
+}  // namespace
+
 Diagnostic& Context::error(Code code, std::string message, const SourceSpan& span) {
-  return diag.error(std::string(code_id(code)), std::move(message), span);
+  Diagnostic& d = diag.error(std::string(code_id(code)), std::move(message), span);
+  if (arg_param_note && about_the_param(code)) d.notes.push_back(*arg_param_note);
+  return d;
 }
 
 Diagnostic& Context::warning(Code code, std::string message, const SourceSpan& span) {
-  return diag.warning(std::string(code_id(code)), std::move(message), span);
+  Diagnostic& d = diag.warning(std::string(code_id(code)), std::move(message), span);
+  if (arg_param_note && about_the_param(code)) d.notes.push_back(*arg_param_note);
+  return d;
 }
 
 std::optional<uint32_t> Context::resolve_symbol(const std::string& name, const SourceSpan& span,

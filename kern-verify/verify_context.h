@@ -61,9 +61,15 @@ class Context {
   /// Work spent on "did you mean" suggestions so far (bounded; see add_help).
   size_t suggestion_work = 0;
 
-  /// Records an error / warning with the catalogue's code.
+  /// Records an error / warning with the catalogue's code, with
+  /// `arg_param_note` attached when one is set and the code is not an
+  /// unknown-name error (E0105/E0112/E0113: about the name, not the param).
   Diagnostic& error(Code code, std::string message, const SourceSpan& span);
   Diagnostic& warning(Code code, std::string message, const SourceSpan& span);
+
+  /// Set while one dispatch argument is checked against its kernel param
+  /// (rule 7): "param j of `k` is declared here", for every finding about it.
+  std::optional<DiagnosticNote> arg_param_note;
 
   /// Resolve a reference, marking it used; an unknown name is reported
   /// (E0105/E0111/E0112/E0113) at `span` with a closest-name help and nullopt

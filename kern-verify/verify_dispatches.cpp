@@ -18,21 +18,6 @@
 namespace kern::verify {
 namespace {
 
-bool literal_matches(Arg::Kind a, ParamKind p) {
-  switch (a) {
-    case Arg::Kind::kI32: return p == ParamKind::kI32;
-    case Arg::Kind::kU32: return p == ParamKind::kU32;
-    case Arg::Kind::kI64: return p == ParamKind::kI64;
-    case Arg::Kind::kF32: return p == ParamKind::kF32;
-    case Arg::Kind::kU8: return p == ParamKind::kU8;
-    default: return false;
-  }
-}
-
-bool is_literal(Arg::Kind a) {
-  return a != Arg::Kind::kBuf && a != Arg::Kind::kState && a != Arg::Kind::kSym && a != Arg::Kind::kExpr;
-}
-
 /// Resolves the names an arg mentions (no type checks). Returns the range of a
 /// sym/expr argument when it evaluated.
 std::optional<Range> resolve_arg(Context& ctx, const Arg& a, const std::string& subject) {
@@ -84,92 +69,105 @@ void check_offset(Context& ctx, const Arg& a, const ParamType& p, std::optional<
   }
 }
 
+constexpr const char* kScalarParamHelp = "a scalar param takes a literal, {\"sym\": ...} or {\"expr\": ...}";
+constexpr const char* kPointerParamHelp = "a pointer param takes {\"buf\": ...} or {\"state\": ...}";
+
+/// {"buf": ...} into param `p`: a pointer of the buffer's dtype, offset inside.
+void check_buffer_arg(Context& ctx, const Arg& a, const ParamType& p, size_t j, const std::string& subject) {
+  auto b = ctx.resolve_buffer(a.name, a.name_span, subject);
+  if (!b) return;
+  const Buffer& buf = ctx.m.buffers[*b];
+  if (p.is_scalar()) {
+    kind_error(ctx, a, p, j, subject, kScalarParamHelp);
+    return;
+  }
+  if (p.kind == ParamKind::kBuffer && buf.dtype != p.dtype) {
+    Diagnostic& d = ctx.error(Code::kDispatchDtypeMismatch,
+                              subject + ": buffer `" + buf.name + "` is " + std::string(dtype_name(buf.dtype)) +
+                                  " but param " + std::to_string(j) + " is `" + param_type_name(p) + "`",
+                              a.span);
+    d.label = "dtype differs";
+    // The buffer's declaration first, then the param's (arg_param_note).
+    d.notes.insert(d.notes.begin(), DiagnosticNote{"the buffer is declared here", buf.name_span, true});
+  }
+  const auto& bytes = ctx.buffer_bytes[*b];
+  check_offset(ctx, a, p, bytes ? std::optional<uint64_t>(bytes->min) : std::nullopt, "buffer", subject);
+}
+
+/// {"state": ...} into param `p`: an untyped pointer, offset inside a fixed-size state.
+void check_state_arg(Context& ctx, const Arg& a, const ParamType& p, size_t j, const std::string& subject) {
+  auto s = ctx.resolve_state(a.name, a.name_span, subject);
+  if (!s) return;
+  if (p.is_scalar()) {
+    kind_error(ctx, a, p, j, subject, kScalarParamHelp);
+    return;
+  }
+  if (p.kind == ParamKind::kBuffer) {
+    Diagnostic& d = ctx.error(Code::kStateIntoBuffer,
+                              subject + ": state `" + a.name + "` passed to param " + std::to_string(j) + " `" +
+                                  param_type_name(p) + "`",
+                              a.span);
+    d.label = "a state is untyped";
+    d.help = "declare the param as `" + std::string(p.access == Access::kIn    ? "in"
+                                                     : p.access == Access::kOut ? "out"
+                                                                                : "inout") +
+             " ptr`";
+    return;
+  }
+  const State& st = ctx.m.states[*s];
+  const bool fixed = st.bytes_fixed != 0 && st.bytes_per_token == 0;
+  check_offset(ctx, a, p, fixed ? std::optional<uint64_t>(st.bytes_fixed) : std::nullopt, "state", subject);
+}
+
+/// {"sym": ...} or {"expr": ...} into param `p`: an integer scalar whose
+/// range holds the value at the symbols' maxima.
+void check_symbolic_arg(Context& ctx, const Arg& a, const ParamType& p, size_t j, const std::string& subject) {
+  auto r = resolve_arg(ctx, a, subject);
+  if (p.is_pointer()) {
+    kind_error(ctx, a, p, j, subject, kPointerParamHelp);
+    return;
+  }
+  if (p.kind == ParamKind::kF32) {
+    Diagnostic& d = ctx.error(
+        Code::kF32FromSymbol,
+        subject + ": " + std::string(arg_kind_name(a.kind)) + " passed to f32 param " + std::to_string(j), a.span);
+    d.label = "symbols are integers";
+    d.help = "pass an f32 literal: {\"f32\": ...}";
+    return;
+  }
+  const ScalarRange limit = param_scalar_range(p.kind);
+  if (r && r->max > limit.max) {
+    Diagnostic& d = ctx.error(Code::kScalarRange,
+                              subject + ": " + std::string(arg_kind_name(a.kind)) + " ranges over [" +
+                                  std::to_string(r->min) + ", " + std::to_string(r->max) +
+                                  "] which does not fit param " + std::to_string(j) + " `" + param_type_name(p) +
+                                  "` (max " + std::to_string(limit.max) + ")",
+                              a.span);
+    d.label = "out of range at the symbols' maxima";
+  }
+}
+
+/// A typed literal into param `p`: a scalar of the same kind.
+void check_literal_arg(Context& ctx, const Arg& a, const ParamType& p, size_t j, const std::string& subject) {
+  if (p.is_pointer()) {
+    kind_error(ctx, a, p, j, subject, kPointerParamHelp);
+  } else if (literal_param_kind(a.kind) != p.kind) {
+    Diagnostic& d = ctx.error(Code::kLiteralKind,
+                              subject + ": " + std::string(arg_kind_name(a.kind)) + " passed to param " +
+                                  std::to_string(j) + " `" + param_type_name(p) + "`",
+                              a.span);
+    d.label = "kind differs";
+    d.help = "write it as {\"" + param_type_name(p) + "\": ...}";
+  }
+}
+
 void check_arg(Context& ctx, const Arg& a, const ParamType& p, size_t j, const std::string& subject) {
   switch (a.kind) {
-    case Arg::Kind::kBuf: {
-      auto b = ctx.resolve_buffer(a.name, a.name_span, subject);
-      if (!b) return;
-      const Buffer& buf = ctx.m.buffers[*b];
-      if (p.is_scalar()) {
-        kind_error(ctx, a, p, j, subject, "a scalar param takes a literal, {\"sym\": ...} or {\"expr\": ...}");
-        return;
-      }
-      if (p.kind == ParamKind::kBuffer && buf.dtype != p.dtype) {
-        Diagnostic& d = ctx.error(Code::kDispatchDtypeMismatch,
-                                  subject + ": buffer `" + buf.name + "` is " + std::string(dtype_name(buf.dtype)) +
-                                      " but param " + std::to_string(j) + " is `" + param_type_name(p) + "`",
-                                  a.span);
-        d.label = "dtype differs";
-        d.notes.push_back(DiagnosticNote{"the buffer is declared here", buf.name_span, true});
-      }
-      const auto& bytes = ctx.buffer_bytes[*b];
-      check_offset(ctx, a, p, bytes ? std::optional<uint64_t>(bytes->min) : std::nullopt, "buffer", subject);
-      return;
-    }
-    case Arg::Kind::kState: {
-      auto s = ctx.resolve_state(a.name, a.name_span, subject);
-      if (!s) return;
-      if (p.is_scalar()) {
-        kind_error(ctx, a, p, j, subject, "a scalar param takes a literal, {\"sym\": ...} or {\"expr\": ...}");
-        return;
-      }
-      if (p.kind == ParamKind::kBuffer) {
-        Diagnostic& d = ctx.error(Code::kStateIntoBuffer,
-                                  subject + ": state `" + a.name + "` passed to param " + std::to_string(j) + " `" +
-                                      param_type_name(p) + "`",
-                                  a.span);
-        d.label = "a state is untyped";
-        d.help = "declare the param as `" + std::string(p.access == Access::kIn    ? "in"
-                                                         : p.access == Access::kOut ? "out"
-                                                                                    : "inout") +
-                 " ptr`";
-        return;
-      }
-      const State& st = ctx.m.states[*s];
-      const bool fixed = st.bytes_fixed != 0 && st.bytes_per_token == 0;
-      check_offset(ctx, a, p, fixed ? std::optional<uint64_t>(st.bytes_fixed) : std::nullopt, "state", subject);
-      return;
-    }
+    case Arg::Kind::kBuf: check_buffer_arg(ctx, a, p, j, subject); return;
+    case Arg::Kind::kState: check_state_arg(ctx, a, p, j, subject); return;
     case Arg::Kind::kSym:
-    case Arg::Kind::kExpr: {
-      auto r = resolve_arg(ctx, a, subject);
-      if (p.is_pointer()) {
-        kind_error(ctx, a, p, j, subject, "a pointer param takes {\"buf\": ...} or {\"state\": ...}");
-        return;
-      }
-      if (p.kind == ParamKind::kF32) {
-        Diagnostic& d = ctx.error(Code::kF32FromSymbol,
-                                  subject + ": " + std::string(arg_kind_name(a.kind)) + " passed to f32 param " +
-                                      std::to_string(j),
-                                  a.span);
-        d.label = "symbols are integers";
-        d.help = "pass an f32 literal: {\"f32\": ...}";
-        return;
-      }
-      const ScalarRange limit = param_scalar_range(p.kind);
-      if (r && r->max > limit.max) {
-        Diagnostic& d = ctx.error(Code::kScalarRange,
-                                  subject + ": " + std::string(arg_kind_name(a.kind)) + " ranges over [" +
-                                      std::to_string(r->min) + ", " + std::to_string(r->max) +
-                                      "] which does not fit param " + std::to_string(j) + " `" +
-                                      param_type_name(p) + "` (max " + std::to_string(limit.max) + ")",
-                                  a.span);
-        d.label = "out of range at the symbols' maxima";
-      }
-      return;
-    }
-    default:
-      if (p.is_pointer()) {
-        kind_error(ctx, a, p, j, subject, "a pointer param takes {\"buf\": ...} or {\"state\": ...}");
-      } else if (!literal_matches(a.kind, p.kind)) {
-        Diagnostic& d = ctx.error(Code::kLiteralKind,
-                                  subject + ": " + std::string(arg_kind_name(a.kind)) + " passed to param " +
-                                      std::to_string(j) + " `" + param_type_name(p) + "`",
-                                  a.span);
-        d.label = "kind differs";
-        d.help = "write it as {\"" + param_type_name(p) + "\": ...}";
-      }
-      return;
+    case Arg::Kind::kExpr: check_symbolic_arg(ctx, a, p, j, subject); return;
+    default: check_literal_arg(ctx, a, p, j, subject); return;
   }
 }
 
@@ -198,20 +196,14 @@ void check_dispatches(Context& ctx) {
         const std::string arg_subject = subject + ".args[" + std::to_string(j) + "]";
         if (ok) {
           const Kernel& kernel = ctx.m.kernels[*k];
-          const size_t before = ctx.diag.diagnostics().size();
+          // Every finding about this argument points at the param it fills.
+          if (j < kernel.param_spans.size())
+            ctx.arg_param_note = DiagnosticNote{"param " + std::to_string(j) + " of `" + kernel.name +
+                                                    "` is declared here",
+                                                kernel.param_spans[j], true};
           check_arg(ctx, a, kernel.params[j], j, arg_subject);
-          // Point every finding about this argument at the param it fills.
-          auto& found = ctx.diag.mutable_diagnostics();
-          for (size_t i = before; i < found.size() && j < kernel.param_spans.size(); ++i) {
-            if (found[i].code == code_id(Code::kUnknownBuffer) || found[i].code == code_id(Code::kUnknownState) ||
-                found[i].code == code_id(Code::kUnknownSymbol)) {
-              continue;  // about the name, not the param
-            }
-            found[i].notes.push_back(DiagnosticNote{"param " + std::to_string(j) + " of `" + kernel.name +
-                                                        "` is declared here",
-                                                    kernel.param_spans[j], true});
-          }
-        } else if (!is_literal(a.kind)) {
+          ctx.arg_param_note.reset();
+        } else if (!literal_param_kind(a.kind)) {
           (void)resolve_arg(ctx, a, arg_subject);
         }
       }

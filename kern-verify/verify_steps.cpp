@@ -13,7 +13,7 @@
 #include <cctype>
 #include <map>
 
-#include "kern-verify/extern_ops.h"
+#include "common/extern_ops.h"
 #include "kern-verify/verify_rules.h"
 
 namespace kern::verify {
@@ -37,17 +37,6 @@ bool is_hex64(const std::string& s) {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-bool literal_matches(StepArg::Kind a, ParamKind p) {
-  switch (a) {
-    case StepArg::Kind::kI32: return p == ParamKind::kI32;
-    case StepArg::Kind::kU32: return p == ParamKind::kU32;
-    case StepArg::Kind::kI64: return p == ParamKind::kI64;
-    case StepArg::Kind::kF32: return p == ParamKind::kF32;
-    case StepArg::Kind::kU8: return p == ParamKind::kU8;
-    default: return false;
-  }
 }
 
 /// Whether interface param `iface` may be forwarded into step param `step`
@@ -132,16 +121,17 @@ void check_geometry(Context& ctx, const Step& step, const std::string& subject) 
     d.label = "every dimension must be >= 1";
   } else if (threads > kMaxBlockThreads) {
     Diagnostic& d = ctx.error(Code::kBlockTooManyThreads,
-                              subject + ": block has " + std::to_string(threads) +
-                                  " threads, over the limit of 1024",
+                              subject + ": block has " + std::to_string(threads) + " threads, over the limit of " +
+                                  std::to_string(kMaxBlockThreads),
                               step.block_span);
-    d.label = "x * y * z > 1024";
+    d.label = "x * y * z > " + std::to_string(kMaxBlockThreads);
   }
   if (step.block[2] > kMaxBlockZ) {
-    Diagnostic& d = ctx.error(Code::kBlockZTooLarge,
-                              subject + ": block z " + std::to_string(step.block[2]) + " exceeds the limit of 64",
-                              step.block_span);
-    d.label = "z > 64";
+    Diagnostic& d = ctx.error(
+        Code::kBlockZTooLarge,
+        subject + ": block z " + std::to_string(step.block[2]) + " exceeds the limit of " + std::to_string(kMaxBlockZ),
+        step.block_span);
+    d.label = "z > " + std::to_string(kMaxBlockZ);
   }
   static const char* kAxis[3] = {"x", "y", "z"};
   for (size_t a = 0; a < step.grid.size() && a < 3; ++a) {
@@ -169,8 +159,8 @@ void check_geometry(Context& ctx, const Step& step, const std::string& subject) 
     auto r = ctx.eval_range(*step.shared_mem, subject + ".shared_mem");
     if (r && r->max > kMaxDynamicSharedMem) {
       Diagnostic& d = ctx.error(Code::kSharedMemTooLarge,
-                                subject + ": shared_mem " + std::to_string(r->max) +
-                                    " B exceeds the opt-in limit 232448 B",
+                                subject + ": shared_mem " + std::to_string(r->max) + " B exceeds the opt-in limit " +
+                                    std::to_string(kMaxDynamicSharedMem) + " B",
                                 step.shared_mem->span);
       d.label = "at the symbols' maxima";
     }
@@ -178,26 +168,24 @@ void check_geometry(Context& ctx, const Step& step, const std::string& subject) 
 }
 
 void check_extern(Context& ctx, const Step& step, const std::string& subject) {
-  const ExternOp* op = find_extern_op(step.symbol);
+  const ExternOpInfo* op = find_extern_op(step.symbol);
   if (op == nullptr) {
     Diagnostic& d = ctx.error(Code::kExternUnknown, subject + ": unknown extern op `" + step.symbol + "`",
                               step.symbol_span);
     d.label = "not a runtime built-in";
     std::vector<std::string_view> known;
-    for (const ExternOp& o : extern_ops()) known.push_back(o.symbol);
+    for (const ExternOpInfo& o : kExternOps) known.push_back(o.symbol);
     if (auto best = closest_name(step.symbol, known)) {
       d.help = "a built-in with a similar name exists: `" + *best + "`";
     } else {
-      d.help = "known extern ops: extern:cublaslt_bf16_tn, extern:cublaslt_bf16_tn_acc";
+      d.help = "known extern ops: " + extern_op_list();
     }
-  } else if (step.params != op->params) {
-    std::string want;
-    for (const ParamType& p : op->params) want += (want.empty() ? "" : ", ") + param_type_name(p);
+  } else if (!extern_op_params_match(*op, step.params)) {
     Diagnostic& d = ctx.error(Code::kExternParams,
                               subject + ": params do not match the ABI of `" + step.symbol + "`",
                               step.params_span);
     d.label = "differs from the built-in";
-    d.help = "`" + step.symbol + "` takes [" + want + "]";
+    d.help = "`" + step.symbol + "` takes [" + extern_op_params_text(*op) + "]";
   }
   if (step.cubin) {
     Diagnostic& d = ctx.error(Code::kExternCubin,
@@ -205,6 +193,82 @@ void check_extern(Context& ctx, const Step& step, const std::string& subject) {
                               step.cubin_span);
     d.label = "built-ins are not loaded from a cubin";
     d.help = "remove `cubin` (and `sha256`)";
+  }
+}
+
+/// {"arg": i} into step param `p` (null when the counts differ): the index
+/// exists and the types may be forwarded. Returns false when the index does
+/// not resolve.
+bool check_forwarded_step_arg(Context& ctx, const Kernel& kernel, KernelFacts& facts, const StepArg& a,
+                              const ParamType* p, size_t j, const std::string& arg_subject) {
+  if (a.index >= kernel.params.size()) {
+    Diagnostic& d = ctx.error(Code::kInterfaceArgOutOfRange,
+                              arg_subject + ": interface arg " + std::to_string(a.index) +
+                                  " does not exist (the interface has " + std::to_string(kernel.params.size()) +
+                                  " params)",
+                              a.span);
+    d.label = "index out of range";
+    if (!kernel.params.empty()) d.help = "valid indices are 0.." + std::to_string(kernel.params.size() - 1);
+    return false;
+  }
+  const ParamType& iface = kernel.params[a.index];
+  if (p && !forward_compatible(iface, *p)) {
+    Diagnostic& d = ctx.error(Code::kStepArgType,
+                              arg_subject + ": interface arg " + std::to_string(a.index) + " is `" +
+                                  param_type_name(iface) + "` but step param " + std::to_string(j) + " is `" +
+                                  param_type_name(*p) + "`",
+                              a.span);
+    d.label = "incompatible types";
+    DiagnosticNote n{"the interface param is declared here",
+                     kernel.param_spans.size() > a.index ? kernel.param_spans[a.index] : kernel.params_span, true};
+    d.notes.push_back(n);
+    facts.wiring_poisoned = true;  // what this step writes is unclear: no E0134 cascade
+  }
+  return true;
+}
+
+/// A scratch into step param `p` (null when the counts differ): the scratch
+/// exists (marked used) and its dtype fits. Returns false when it does not
+/// resolve.
+bool check_scratch_step_arg(Context& ctx, const Kernel& kernel, KernelFacts& facts, const StepArg& a,
+                            const ParamType* p, const std::string& arg_subject) {
+  size_t s = 0;
+  while (s < kernel.scratch.size() && kernel.scratch[s].name != a.scratch) ++s;
+  if (s == kernel.scratch.size()) {
+    Diagnostic& d = ctx.error(Code::kUnknownScratch, arg_subject + ": unknown scratch `" + a.scratch + "`", a.span);
+    d.label = "not declared in impl.scratch";
+    std::vector<std::string_view> names;
+    for (const Scratch& sc : kernel.scratch) names.push_back(sc.name);
+    if (auto best = closest_name(a.scratch, names)) {
+      d.help = "a scratch with a similar name exists: `" + *best + "`";
+      for (size_t i = 0; i < names.size(); ++i) {
+        if (names[i] == *best) facts.scratch_used[i] = true;  // the typo meant it: no E0139
+      }
+    }
+    return false;
+  }
+  facts.scratch_used[s] = true;
+  const Scratch& sc = kernel.scratch[s];
+  if (p && !(p->kind == ParamKind::kPtr || (p->kind == ParamKind::kBuffer && p->dtype == sc.dtype))) {
+    Diagnostic& d = ctx.error(Code::kStepScratchType,
+                              arg_subject + ": scratch `" + sc.name + "` (" + std::string(dtype_name(sc.dtype)) +
+                                  ") passed to step param `" + param_type_name(*p) + "`",
+                              a.span);
+    d.label = "incompatible types";
+    d.help = "a scratch goes into `buffer<" + std::string(dtype_name(sc.dtype)) + ">` or `ptr`";
+  }
+  return true;
+}
+
+/// A literal into step param `p` (null when the counts differ): same scalar kind.
+void check_literal_step_arg(Context& ctx, const StepArg& a, const ParamType* p, const std::string& arg_subject) {
+  if (p && (p->is_pointer() || literal_param_kind(a.kind) != p->kind)) {
+    Diagnostic& d = ctx.error(Code::kStepLiteralKind,
+                              arg_subject + ": " + std::string(step_arg_kind_name(a.kind)) +
+                                  " passed to step param `" + param_type_name(*p) + "`",
+                              a.span);
+    d.label = "kind differs";
+    if (p->is_scalar()) d.help = "write the literal as {\"" + param_type_name(*p) + "\": ...}";
   }
 }
 
@@ -228,76 +292,13 @@ void check_args(Context& ctx, size_t k, size_t si) {
     const std::string arg_subject = subject + ".args[" + std::to_string(j) + "]";
     const ParamType* p = count_ok ? &step.params[j] : nullptr;
     switch (a.kind) {
-      case StepArg::Kind::kArg: {
-        if (a.index >= kernel.params.size()) {
-          Diagnostic& d = ctx.error(Code::kInterfaceArgOutOfRange,
-                                    arg_subject + ": interface arg " + std::to_string(a.index) +
-                                        " does not exist (the interface has " +
-                                        std::to_string(kernel.params.size()) + " params)",
-                                    a.span);
-          d.label = "index out of range";
-          if (!kernel.params.empty()) d.help = "valid indices are 0.." + std::to_string(kernel.params.size() - 1);
-          all_resolved = false;
-          break;
-        }
-        const ParamType& iface = kernel.params[a.index];
-        if (p && !forward_compatible(iface, *p)) {
-          Diagnostic& d = ctx.error(Code::kStepArgType,
-                                    arg_subject + ": interface arg " + std::to_string(a.index) + " is `" +
-                                        param_type_name(iface) + "` but step param " + std::to_string(j) +
-                                        " is `" + param_type_name(*p) + "`",
-                                    a.span);
-          d.label = "incompatible types";
-          DiagnosticNote n{"the interface param is declared here", kernel.param_spans.size() > a.index
-                                                                     ? kernel.param_spans[a.index]
-                                                                     : kernel.params_span,
-                           true};
-          d.notes.push_back(n);
-          facts.wiring_poisoned = true;  // what this step writes is unclear: no E0134 cascade
-        }
+      case StepArg::Kind::kArg:
+        all_resolved = check_forwarded_step_arg(ctx, kernel, facts, a, p, j, arg_subject) && all_resolved;
         break;
-      }
-      case StepArg::Kind::kScratch: {
-        size_t s = 0;
-        while (s < kernel.scratch.size() && kernel.scratch[s].name != a.scratch) ++s;
-        if (s == kernel.scratch.size()) {
-          Diagnostic& d = ctx.error(Code::kUnknownScratch,
-                                    arg_subject + ": unknown scratch `" + a.scratch + "`", a.span);
-          d.label = "not declared in impl.scratch";
-          std::vector<std::string_view> names;
-          for (const Scratch& sc : kernel.scratch) names.push_back(sc.name);
-          if (auto best = closest_name(a.scratch, names)) {
-            d.help = "a scratch with a similar name exists: `" + *best + "`";
-            for (size_t i = 0; i < names.size(); ++i) {
-              if (names[i] == *best) facts.scratch_used[i] = true;  // the typo meant it: no E0139
-            }
-          }
-          all_resolved = false;
-          break;
-        }
-        facts.scratch_used[s] = true;
-        const Scratch& sc = kernel.scratch[s];
-        if (p && !(p->kind == ParamKind::kPtr || (p->kind == ParamKind::kBuffer && p->dtype == sc.dtype))) {
-          Diagnostic& d = ctx.error(Code::kStepScratchType,
-                                    arg_subject + ": scratch `" + sc.name + "` (" +
-                                        std::string(dtype_name(sc.dtype)) + ") passed to step param `" +
-                                        param_type_name(*p) + "`",
-                                    a.span);
-          d.label = "incompatible types";
-          d.help = "a scratch goes into `buffer<" + std::string(dtype_name(sc.dtype)) + ">` or `ptr`";
-        }
+      case StepArg::Kind::kScratch:
+        all_resolved = check_scratch_step_arg(ctx, kernel, facts, a, p, arg_subject) && all_resolved;
         break;
-      }
-      default:
-        if (p && (p->is_pointer() || !literal_matches(a.kind, p->kind))) {
-          Diagnostic& d = ctx.error(Code::kStepLiteralKind,
-                                    arg_subject + ": " + std::string(step_arg_kind_name(a.kind)) +
-                                        " passed to step param `" + param_type_name(*p) + "`",
-                                    a.span);
-          d.label = "kind differs";
-          if (p->is_scalar()) d.help = "write the literal as {\"" + param_type_name(*p) + "\": ...}";
-        }
-        break;
+      default: check_literal_step_arg(ctx, a, p, arg_subject); break;
     }
   }
   if (!all_resolved) facts.wiring_poisoned = true;

@@ -124,9 +124,8 @@ Result<const CublasLt::Plan*> CublasLt::plan_for(int m, int n, int k, bool accum
 Status CublasLt::gemm_bf16_tn(CUstream stream, CUdeviceptr a, CUdeviceptr w, CUdeviceptr c, int m, int n, int k,
                               bool accumulate) {
   if (m <= 0 || n <= 0 || k <= 0) return Status::ok_status();  // empty product: nothing to write
-  auto plan = plan_for(m, n, k, accumulate);
-  if (!plan.ok()) return plan.error();
-  const Plan& p = *plan.value();
+  KERN_ASSIGN_OR_RETURN(auto plan, plan_for(m, n, k, accumulate));
+  const Plan& p = *plan;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   // Column-major operands: "A" = w, "B" = a (gemm_mapping.h).
   return check(api_->matmul(handle_, p.desc, &alpha, reinterpret_cast<const void*>(w), p.a,

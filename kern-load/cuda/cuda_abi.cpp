@@ -71,13 +71,12 @@ Result<std::string> read_kernel_file(const std::string& path) {
 Status check_kernel_file_sha256(const std::string& path, std::span<const uint8_t> bytes,
                                 std::span<const uint8_t* const> pins) {
   if (pins.empty()) return Status::ok_status();
-  auto digest = sha256_bytes(bytes);
-  if (!digest.ok()) return digest.error().with_context(path);
+  KERN_ASSIGN_OR_RETURN(auto digest, sha256_bytes(bytes), path);
   for (const uint8_t* pin : pins) {
-    if (std::equal(digest.value().begin(), digest.value().end(), pin)) continue;
+    if (std::equal(digest.begin(), digest.end(), pin)) continue;
     return make_error(ErrorKind::kKernel, path + ": sha256 mismatch: expected " +
                                               hex_encode(std::span<const uint8_t>(pin, 32)) + ", actual " +
-                                              hex_encode(digest.value()));
+                                              hex_encode(digest));
   }
   return Status::ok_status();
 }

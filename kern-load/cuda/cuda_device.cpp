@@ -3,35 +3,22 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-
-#include "common/sha256.h"
 
 namespace kern::load {
 
 Result<std::unique_ptr<Device>> make_cuda_device(const CudaDeviceOptions& options) {
-  auto d = cuda::CudaDevice::create(options);
-  if (!d.ok()) return d.error();
-  return std::unique_ptr<Device>(std::move(d.value()));
+  KERN_ASSIGN_OR_RETURN(auto d, cuda::CudaDevice::create(options));
+  return std::unique_ptr<Device>(std::move(d));
 }
 
 }  // namespace kern::load
 
 namespace kern::load::cuda {
 
-ExternOp parse_extern_op(std::string_view symbol) {
-  if (symbol == "extern:cublaslt_bf16_tn") return ExternOp::kGemmBf16Tn;
-  if (symbol == "extern:cublaslt_bf16_tn_acc") return ExternOp::kGemmBf16TnAcc;
-  return ExternOp::kNone;
-}
-
 Result<std::unique_ptr<CudaDevice>> CudaDevice::create(const CudaDeviceOptions& options) {
   std::unique_ptr<CudaDevice> d(new CudaDevice());
-  auto driver = Driver::load();
-  if (!driver.ok()) return driver.error();
-  d->driver_ = std::move(driver.value());
+  KERN_ASSIGN_OR_RETURN(auto driver, Driver::load());
+  d->driver_ = std::move(driver);
   const Driver& drv = *d->driver_;
   const DriverApi& a = drv.api();
   int count = 0;
@@ -210,16 +197,15 @@ Status CudaDevice::launch(uint32_t step, const LaunchDims& dims, void** kernel_p
   if (step >= steps_.size()) [[unlikely]]
     return make_error(ErrorKind::kKernel, "step " + std::to_string(step) + " was not loaded");
   StepFn& s = steps_[step];
-  if (s.op != ExternOp::kNone) {
+  if (s.op != ExternOpId::kNone) {
     // extern GEMM params (docs/kernels.md §10): a, w, c pointers then i32 m, n, k (ABI checked at load).
     uint64_t ptr[3];
     int32_t dim[3];
     for (int i = 0; i < 3; ++i) std::memcpy(&ptr[i], kernel_params[i], 8);
     for (int i = 0; i < 3; ++i) std::memcpy(&dim[i], kernel_params[3 + i], 4);
-    const Status st = cublaslt_->gemm_bf16_tn(stream_, ptr[0], ptr[1], ptr[2], dim[0], dim[1], dim[2],
-                                              s.op == ExternOp::kGemmBf16TnAcc);
-    if (!st.ok()) [[unlikely]]
-      return st.error().with_context("steps[" + std::to_string(step) + "] " + step_symbols_[step]);
+    KERN_RETURN_IF_ERROR(cublaslt_->gemm_bf16_tn(stream_, ptr[0], ptr[1], ptr[2], dim[0], dim[1], dim[2],
+                                                 s.op == ExternOpId::kGemmBf16TnAcc),
+                         "steps[" + std::to_string(step) + "] " + step_symbols_[step]);
     return Status::ok_status();
   }
   const DriverApi& a = driver_->api();

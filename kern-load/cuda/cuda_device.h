@@ -19,6 +19,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "common/extern_ops.h"
 #include "kern-load/cuda/cublaslt.h"
 #include "kern-load/cuda/cuda_abi.h"
 #include "kern-load/cuda/cuda_driver.h"
@@ -27,13 +28,6 @@
 #include "kern-load/device_precheck.h"
 
 namespace kern::load::cuda {
-
-/// The extern ops a step may name (SPEC §3).
-enum class ExternOp : uint8_t { kNone, kGemmBf16Tn, kGemmBf16TnAcc };
-
-/// Maps "extern:cublaslt_bf16_tn" / "extern:cublaslt_bf16_tn_acc" to its op;
-/// kNone for anything else (callers report unknown extern ops).
-ExternOp parse_extern_op(std::string_view symbol);
 
 /// The cuda Device. Created by make_cuda_device (device.h).
 class CudaDevice final : public Device {
@@ -80,7 +74,7 @@ class CudaDevice final : public Device {
   /// A step resolved by load_kernels.
   struct StepFn {
     CUfunction fn = nullptr;       ///< null for extern steps
-    ExternOp op = ExternOp::kNone;
+    ExternOpId op = ExternOpId::kNone;  ///< the built-in (common/extern_ops.h) for extern steps
     uint32_t max_dynamic_smem = 48 * 1024;  ///< attribute value already set (48 KB needs none)
     bool pdl = false;  ///< launch with PDL: the step's "pdl" flag on a device with cc >= 9.0
   };
@@ -105,6 +99,13 @@ class CudaDevice final : public Device {
   Status load_module(const std::string& dir, const std::string& file, std::string_view bytes,
                      const std::vector<const uint8_t*>& sha256s, Module& out);
   Result<std::vector<ParamSlot>> param_layout(CUfunction fn) const;
+  /// load_kernels, extern step `i`: its built-in and exact ABI (common/extern_ops.h);
+  /// loads cublasLt on first use.
+  Status bind_extern_step(const plan::Plan& p, uint32_t i);
+  /// load_kernels, kernel step `i`: its CUfunction in the loaded modules (only
+  /// its pinned file when it pins one), the instance whose parameter layout
+  /// matches the step's params, and PDL on a device of `cc_major` >= 9.
+  Status bind_kernel_step(const plan::Plan& p, uint32_t i, const std::vector<size_t>& module_of_pin, int cc_major);
   Status launch_error(uint32_t step, const char* call, CUresult r) const;
 
   std::unique_ptr<Driver> driver_;

@@ -25,10 +25,10 @@ Result<GraphHandle> CudaDevice::end_capture() {
   capturing_ = false;
   KERN_CU_CHECK(drv, a.cuStreamEndCapture(stream_, &graph));
   CUgraphExec exec = nullptr;
-  const CUresult r = a.cuGraphInstantiateWithFlags(&exec, graph, 0);
-  (void)a.cuGraphDestroy(graph);
-  if (r != CUDA_SUCCESS) return make_error(ErrorKind::kDevice, "cuGraphInstantiateWithFlags: " + drv.describe(r));
-  graphs_.push_back(exec);
+  const Status instantiated = drv.check(a.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
+  if (instantiated.ok()) graphs_.push_back(exec);  // owned from here: destroyed with the device
+  // The CUgraph is not needed once instantiated; a failure to free it is kept.
+  KERN_RETURN_IF_ERROR(join(instantiated, drv.check(a.cuGraphDestroy(graph), "cuGraphDestroy")));
   return reinterpret_cast<GraphHandle>(exec);
 }
 
@@ -67,11 +67,10 @@ Result<DeviceLimits> CudaDevice::limits() const {
                                                                      drv.describe(r));
     return static_cast<uint64_t>(std::max(v, 0));
   };
-#define KERN_ATTR(field, attr)               \
-  do {                                       \
-    auto v = get(attr, #attr);               \
-    if (!v.ok()) return v.error();           \
-    field = static_cast<decltype(field)>(*v); \
+#define KERN_ATTR(field, attr)                                 \
+  do {                                                         \
+    KERN_ASSIGN_OR_RETURN(uint64_t v, get(attr, #attr));       \
+    field = static_cast<decltype(field)>(v);                   \
   } while (0)
   KERN_ATTR(l.cc_major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   KERN_ATTR(l.cc_minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);

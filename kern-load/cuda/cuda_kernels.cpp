@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <map>
 
+#include "common/extern_ops.h"
+#include "common/plan_enums.h"
 #include "kern-load/cuda/cuda_device.h"
 #include "kern-load/plan_file.h"
 
@@ -17,13 +19,7 @@ namespace {
 
 std::vector<ParamType> declared_params(const plan::Step& step) {
   std::vector<ParamType> out;
-  for (const plan::Param* p : *step.params()) {
-    ParamType t;
-    t.kind = static_cast<ParamKind>(p->kind());
-    t.access = static_cast<Access>(p->access());
-    t.dtype = static_cast<DType>(p->dtype());
-    out.push_back(t);
-  }
+  for (const plan::Param* p : *step.params()) out.push_back(from_plan(*p));
   return out;
 }
 
@@ -59,15 +55,16 @@ Status CudaDevice::load_module(const std::string& dir, const std::string& file, 
   return Status::ok_status();
 }
 
-Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& kernels_dir) {
-  const plan::Plan& p = plan_file.plan();
-  const DriverApi& a = driver_->api();
-  KERN_CU_CHECK(*driver_, a.cuCtxSetCurrent(context_));
-  for (Module& m : modules_) (void)a.cuModuleUnload(m.module);
-  modules_.clear();
+namespace {
 
-  // Files: everything under the dir, plus what the plan pins (file -> its pin indices).
-  std::map<std::string, std::vector<int>> files;
+/// Kernel file name (relative to the kernels dir) -> the plan's pins of it.
+using KernelFiles = std::map<std::string, std::vector<int>>;
+
+/// Every kernel file under `kernels_dir`, plus every file the plan pins.
+/// Errors: the dir cannot be listed while the plan pins files (kIo); no file
+/// at all while some step needs one (kKernel).
+Result<KernelFiles> list_kernel_files(const plan::Plan& p, const std::string& kernels_dir) {
+  KernelFiles files;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(kernels_dir, ec))
     if (e.is_regular_file() && is_kernel_file(e.path())) files[e.path().filename().string()];
@@ -76,29 +73,50 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
   for (flatbuffers::uoffset_t i = 0; i < p.cubins()->size(); ++i)
     files[p.cubins()->Get(i)->path()->str()].push_back(int(i));
   const bool needs_files = std::any_of(p.steps()->begin(), p.steps()->end(), [](const plan::Step* st) {
-    return st->symbol()->string_view().rfind("extern:", 0) != 0;
+    return !is_extern_symbol(st->symbol()->string_view());
   });
   if (files.empty() && needs_files)
     return make_error(ErrorKind::kKernel, kernels_dir + ": no kernel files (.cubin/.fatbin) here; pass the directory "
                                                         "of the built fatbins with --kernels DIR (e.g. <build>/kernels)");
-  // Precheck (SPEC §6): every file's architectures and the plan's launch
-  // geometry against this device, all mismatches at once, before any load.
-  // Each file is read once (read_kernel_file: a FIFO or device is refused,
-  // never waited on); the same bytes are prechecked, sha256-checked and loaded.
-  std::map<std::string, std::string> contents;
+  return files;
+}
+
+/// Every file's bytes, read once (read_kernel_file: a FIFO or device is
+/// refused, never waited on), and the architectures of its images for the
+/// precheck; the same bytes are later sha256-checked and loaded.
+struct KernelFileContents {
+  std::map<std::string, std::string> bytes;  ///< file -> its bytes
   std::vector<KernelFileImages> images;
+};
+
+Result<KernelFileContents> read_kernel_files(const KernelFiles& files, const std::string& kernels_dir) {
+  KernelFileContents out;
   for (const auto& [file, pins] : files) {
     const std::string path = (std::filesystem::path(kernels_dir) / file).string();
-    auto bytes = read_kernel_file(path);
-    if (!bytes.ok()) return bytes.error();
-    const std::string& b = contents[file] = std::move(bytes.value());
-    auto im = kernel_file_images(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size()));
-    if (!im.ok()) return im.error();
-    images.push_back(KernelFileImages{file, std::move(im.value())});
+    KERN_ASSIGN_OR_RETURN(out.bytes[file], read_kernel_file(path));
+    const std::string& b = out.bytes[file];
+    KERN_ASSIGN_OR_RETURN(
+        auto im, kernel_file_images(path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size())));
+    out.images.push_back(KernelFileImages{file, std::move(im)});
   }
-  auto lim = limits();
-  if (!lim.ok()) return lim.error();
-  KERN_RETURN_IF_ERROR(check_plan_fits(p, images, *lim, name_));
+  return out;
+}
+
+}  // namespace
+
+Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& kernels_dir) {
+  const plan::Plan& p = plan_file.plan();
+  const DriverApi& a = driver_->api();
+  KERN_CU_CHECK(*driver_, a.cuCtxSetCurrent(context_));
+  for (Module& m : modules_) (void)a.cuModuleUnload(m.module);
+  modules_.clear();
+
+  KERN_ASSIGN_OR_RETURN(const KernelFiles files, list_kernel_files(p, kernels_dir));
+  // Precheck (SPEC §6): every file's architectures and the plan's launch
+  // geometry against this device, all mismatches at once, before any load.
+  KERN_ASSIGN_OR_RETURN(const KernelFileContents contents, read_kernel_files(files, kernels_dir));
+  KERN_ASSIGN_OR_RETURN(const DeviceLimits lim, limits());
+  KERN_RETURN_IF_ERROR(check_plan_fits(p, contents.images, lim, name_));
 
   std::vector<size_t> module_of_pin(p.cubins()->size(), 0);
   for (const auto& [file, pins] : files) {
@@ -109,7 +127,7 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
       module_of_pin[pin] = modules_.size();
     }
     Module m;
-    KERN_RETURN_IF_ERROR(load_module(kernels_dir, file, contents.at(file), digests, m));
+    KERN_RETURN_IF_ERROR(load_module(kernels_dir, file, contents.bytes.at(file), digests, m));
     modules_.push_back(m);
   }
 
@@ -117,50 +135,57 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
   step_symbols_.assign(p.steps()->size(), "");
   for (flatbuffers::uoffset_t i = 0; i < p.steps()->size(); ++i) {
     const plan::Step& step = *p.steps()->Get(i);
-    const std::string sym = step.symbol()->str();
-    const std::string where = "steps[" + std::to_string(i) + "] " + sym;
-    step_symbols_[i] = sym;
-    const std::vector<ParamType> declared = declared_params(step);
-    if (sym.rfind("extern:", 0) == 0) {
-      const ExternOp op = parse_extern_op(sym);
-      if (op == ExternOp::kNone) return make_error(ErrorKind::kKernel, where + ": unknown extern op");
-      const bool abi_ok = declared.size() == 6 && declared[0].is_pointer() && declared[1].is_pointer() &&
-                          declared[2].is_pointer() && declared[3].kind == ParamKind::kI32 &&
-                          declared[4].kind == ParamKind::kI32 && declared[5].kind == ParamKind::kI32;
-      if (!abi_ok)
-        return make_error(ErrorKind::kKernel, where + ": params must be (a, w, c buffers, i32 m, i32 n, i32 k)");
-      if (!cublaslt_) {
-        KERN_CU_CHECK(*driver_, a.cuMemAlloc(&workspace_, kWorkspaceBytes));
-        auto lt = CublasLt::load(workspace_, kWorkspaceBytes);
-        if (!lt.ok()) return lt.error().with_context(where);
-        cublaslt_ = std::move(lt.value());
-      }
-      steps_[i].op = op;
-      continue;
+    step_symbols_[i] = step.symbol()->str();
+    if (is_extern_symbol(step_symbols_[i])) {
+      KERN_RETURN_IF_ERROR(bind_extern_step(p, i));
+    } else {
+      KERN_RETURN_IF_ERROR(bind_kernel_step(p, i, module_of_pin, static_cast<int>(lim.cc_major)));
     }
-    std::vector<Instance> instances;
-    std::vector<CUfunction> fns;
-    for (size_t mi = 0; mi < modules_.size(); ++mi) {
-      if (step.cubin() >= 0 && module_of_pin[step.cubin()] != mi) continue;  // pinned: its file only
-      CUfunction fn = nullptr;
-      const CUresult r = a.cuModuleGetFunction(&fn, modules_[mi].module, sym.c_str());
-      if (r == CUDA_ERROR_NOT_FOUND) continue;
-      if (r != CUDA_SUCCESS)
-        return make_error(ErrorKind::kDevice, where + ": cuModuleGetFunction in " + modules_[mi].file + ": " +
-                                                  driver_->describe(r));
-      auto layout = param_layout(fn);
-      if (!layout.ok()) return layout.error().with_context(where + " in " + modules_[mi].file);
-      instances.push_back(Instance{modules_[mi].file, std::move(layout.value())});
-      fns.push_back(fn);
-    }
-    if (instances.empty() && step.cubin() >= 0)
-      return make_error(ErrorKind::kKernel, where + ": not found in its pinned file " +
-                                                p.cubins()->Get(step.cubin())->path()->str());
-    auto chosen = select_instance(sym, declared, instances);
-    if (!chosen.ok()) return chosen.error().with_context("steps[" + std::to_string(i) + "]");
-    steps_[i].fn = fns[chosen.value()];
-    steps_[i].pdl = use_pdl(step.pdl(), static_cast<int>(lim->cc_major));
   }
+  return Status::ok_status();
+}
+
+Status CudaDevice::bind_extern_step(const plan::Plan& p, uint32_t i) {
+  const std::string& sym = step_symbols_[i];
+  const std::string where = "steps[" + std::to_string(i) + "] " + sym;
+  const ExternOpInfo* op = find_extern_op(sym);
+  if (op == nullptr) return make_error(ErrorKind::kKernel, where + ": unknown extern op");
+  if (!extern_op_params_match(*op, declared_params(*p.steps()->Get(i))))  // the ABI launch() reads
+    return make_error(ErrorKind::kKernel, where + ": params must be [" + extern_op_params_text(*op) + "]");
+  if (!cublaslt_) {
+    KERN_CU_CHECK(*driver_, driver_->api().cuMemAlloc(&workspace_, kWorkspaceBytes));
+    KERN_ASSIGN_OR_RETURN(cublaslt_, CublasLt::load(workspace_, kWorkspaceBytes), where);
+  }
+  steps_[i].op = op->id;
+  return Status::ok_status();
+}
+
+Status CudaDevice::bind_kernel_step(const plan::Plan& p, uint32_t i, const std::vector<size_t>& module_of_pin,
+                                    int cc_major) {
+  const plan::Step& step = *p.steps()->Get(i);
+  const std::string& sym = step_symbols_[i];
+  const std::string where = "steps[" + std::to_string(i) + "] " + sym;
+  std::vector<Instance> instances;
+  std::vector<CUfunction> fns;
+  for (size_t mi = 0; mi < modules_.size(); ++mi) {
+    if (step.cubin() >= 0 && module_of_pin[step.cubin()] != mi) continue;  // pinned: its file only
+    CUfunction fn = nullptr;
+    const CUresult r = driver_->api().cuModuleGetFunction(&fn, modules_[mi].module, sym.c_str());
+    if (r == CUDA_ERROR_NOT_FOUND) continue;
+    if (r != CUDA_SUCCESS)
+      return make_error(ErrorKind::kDevice, where + ": cuModuleGetFunction in " + modules_[mi].file + ": " +
+                                                driver_->describe(r));
+    KERN_ASSIGN_OR_RETURN(auto layout, param_layout(fn), where + " in " + modules_[mi].file);
+    instances.push_back(Instance{modules_[mi].file, std::move(layout)});
+    fns.push_back(fn);
+  }
+  if (instances.empty() && step.cubin() >= 0)
+    return make_error(ErrorKind::kKernel,
+                      where + ": not found in its pinned file " + p.cubins()->Get(step.cubin())->path()->str());
+  KERN_ASSIGN_OR_RETURN(auto chosen, select_instance(sym, declared_params(step), instances),
+                        "steps[" + std::to_string(i) + "]");
+  steps_[i].fn = fns[chosen];
+  steps_[i].pdl = use_pdl(step.pdl(), cc_major);
   return Status::ok_status();
 }
 

@@ -60,11 +60,9 @@ Status parse_normalizer(const JsonContext& ctx, const Value& root, TokenizerMode
     model.normalizer = NormalizerKind::kNone;
     return Status::ok_status();
   }
-  auto type = type_of(ctx, *v, "/normalizer");
-  if (!type.ok()) return type.error();
-  if (*type != "NFC") {
-    return ctx.error("/normalizer/type",
-                     "unsupported normalizer \"" + *type + "\" (supported: \"NFC\" or null)");
+  KERN_ASSIGN_OR_RETURN(auto type, type_of(ctx, *v, "/normalizer"));
+  if (type != "NFC") {
+    return ctx.error("/normalizer/type", "unsupported normalizer \"" + type + "\" (supported: \"NFC\" or null)");
   }
   model.normalizer = NormalizerKind::kNfc;
   return Status::ok_status();
@@ -75,12 +73,11 @@ Status parse_pre_tokenizer(const JsonContext& ctx, const Value& root, TokenizerM
   const std::string byte_level_needed =
       "a ByteLevel pre-tokenizer is required (this library implements byte-level BPE only)";
   if (v == nullptr || v->IsNull()) return ctx.error("/pre_tokenizer", byte_level_needed);
-  auto type = type_of(ctx, *v, "/pre_tokenizer");
-  if (!type.ok()) return type.error();
-  if (*type == "ByteLevel") return check_byte_level(ctx, *v, "/pre_tokenizer");
-  if (*type != "Sequence") {
+  KERN_ASSIGN_OR_RETURN(auto type, type_of(ctx, *v, "/pre_tokenizer"));
+  if (type == "ByteLevel") return check_byte_level(ctx, *v, "/pre_tokenizer");
+  if (type != "Sequence") {
     return ctx.error("/pre_tokenizer/type",
-                     "unsupported pre-tokenizer \"" + *type + "\" (supported: Sequence, Split, ByteLevel)");
+                     "unsupported pre-tokenizer \"" + type + "\" (supported: Sequence, Split, ByteLevel)");
   }
   const Value* steps = JsonContext::member(*v, "pretokenizers");
   if (steps == nullptr || !steps->IsArray()) {
@@ -91,20 +88,18 @@ Status parse_pre_tokenizer(const JsonContext& ctx, const Value& root, TokenizerM
   for (rapidjson::SizeType i = 0; i < steps->Size(); ++i) {
     const std::string pointer = JsonContext::child("/pre_tokenizer/pretokenizers", i);
     const Value& step = (*steps)[i];
-    auto step_type = type_of(ctx, step, pointer);
-    if (!step_type.ok()) return step_type.error();
+    KERN_ASSIGN_OR_RETURN(auto step_type, type_of(ctx, step, pointer));
     if (byte_level_seen) {
-      return ctx.error(pointer, "ByteLevel must be the last pre-tokenizer step, found \"" +
-                                    *step_type + "\" after it");
+      return ctx.error(pointer, "ByteLevel must be the last pre-tokenizer step, found \"" + step_type + "\" after it");
     }
-    if (*step_type == "Split") {
+    if (step_type == "Split") {
       KERN_RETURN_IF_ERROR(parse_split(ctx, step, pointer, model));
-    } else if (*step_type == "ByteLevel") {
+    } else if (step_type == "ByteLevel") {
       KERN_RETURN_IF_ERROR(check_byte_level(ctx, step, pointer));
       byte_level_seen = true;
     } else {
       return ctx.error(JsonContext::child(pointer, "type"),
-                       "unsupported pre-tokenizer step \"" + *step_type + "\" (supported: Split, ByteLevel)");
+                       "unsupported pre-tokenizer step \"" + step_type + "\" (supported: Split, ByteLevel)");
     }
   }
   if (!byte_level_seen) return ctx.error("/pre_tokenizer/pretokenizers", byte_level_needed);
@@ -119,21 +114,19 @@ Status check_post_and_decoder(const JsonContext& ctx, const Value& root) {
     }
   }
   if (const Value* post = JsonContext::member(root, "post_processor"); post != nullptr && !post->IsNull()) {
-    auto type = type_of(ctx, *post, "/post_processor");
-    if (!type.ok()) return type.error();
-    if (*type != "ByteLevel") {
-      return ctx.error("/post_processor/type", "unsupported post-processor \"" + *type +
-                                                   "\" (supported: \"ByteLevel\" or null)");
+    KERN_ASSIGN_OR_RETURN(auto type, type_of(ctx, *post, "/post_processor"));
+    if (type != "ByteLevel") {
+      return ctx.error("/post_processor/type",
+                       "unsupported post-processor \"" + type + "\" (supported: \"ByteLevel\" or null)");
     }
   }
   const Value* decoder = JsonContext::member(root, "decoder");
   if (decoder == nullptr || decoder->IsNull()) {
     return ctx.error("/decoder", "a ByteLevel decoder is required, found none");
   }
-  auto type = type_of(ctx, *decoder, "/decoder");
-  if (!type.ok()) return type.error();
-  if (*type != "ByteLevel") {
-    return ctx.error("/decoder/type", "unsupported decoder \"" + *type + "\" (supported: \"ByteLevel\")");
+  KERN_ASSIGN_OR_RETURN(auto type, type_of(ctx, *decoder, "/decoder"));
+  if (type != "ByteLevel") {
+    return ctx.error("/decoder/type", "unsupported decoder \"" + type + "\" (supported: \"ByteLevel\")");
   }
   return Status::ok_status();
 }

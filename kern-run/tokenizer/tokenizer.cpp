@@ -13,15 +13,13 @@ namespace kern::tok {
 
 Result<Tokenizer> Tokenizer::load(const std::string& path) {
   // read_file refuses FIFOs and devices (/dev/zero) before reading and caps the size.
-  auto read = read_file(path);
-  if (!read.ok()) return read.error();
-  return from_json(std::move(read).value(), path);
+  KERN_ASSIGN_OR_RETURN(auto read, read_file(path));
+  return from_json(std::move(read), path);
 }
 
 Result<Tokenizer> Tokenizer::from_json(std::string json, std::string_view name) {
-  auto model = parse_tokenizer_json(json, name);
-  if (!model.ok()) return model.error();
-  return Tokenizer(std::move(model).value());
+  KERN_ASSIGN_OR_RETURN(auto model, parse_tokenizer_json(json, name));
+  return Tokenizer(std::move(model));
 }
 
 Result<std::vector<int32_t>> Tokenizer::encode(std::string_view text) const {

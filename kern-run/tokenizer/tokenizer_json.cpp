@@ -67,10 +67,9 @@ Result<std::vector<std::string_view>> parse_vocab(const JsonContext& ctx, const 
   size_t total = 0;
   int32_t max_id = -1;
   for (auto it = vocab->MemberBegin(); it != vocab->MemberEnd(); ++it) {
-    auto id = read_id(ctx, it->value, JsonContext::child("/model/vocab", view(it->name)));
-    if (!id.ok()) return id.error();
+    KERN_ASSIGN_OR_RETURN(auto id, read_id(ctx, it->value, JsonContext::child("/model/vocab", view(it->name))));
     total += it->name.GetStringLength();
-    max_id = std::max(max_id, *id);
+    max_id = std::max(max_id, id);
   }
   model.vocab_text.reserve(total);  // views below must not move
   model.vocab.reserve(vocab->MemberCount());
@@ -162,12 +161,11 @@ Status parse_added_tokens(const JsonContext& ctx, const Value& root, TokenizerMo
     const Value* content = JsonContext::member(t, "content");
     if (id == nullptr) return ctx.error(pointer, "missing member \"id\"");
     if (content == nullptr) return ctx.error(pointer, "missing member \"content\"");
-    auto parsed_id = read_id(ctx, *id, JsonContext::child(pointer, "id"));
-    if (!parsed_id.ok()) return parsed_id.error();
+    KERN_ASSIGN_OR_RETURN(auto parsed_id, read_id(ctx, *id, JsonContext::child(pointer, "id")));
     if (!content->IsString() || content->GetStringLength() == 0) {
       return ctx.expected(JsonContext::child(pointer, "content"), "a non-empty string", *content);
     }
-    token.id = *parsed_id;
+    token.id = parsed_id;
     token.content.assign(view(*content));
     for (auto [key, field] : {std::pair{"single_word", &token.single_word}, std::pair{"lstrip", &token.lstrip},
                               std::pair{"rstrip", &token.rstrip}, std::pair{"normalized", &token.normalized},
@@ -271,15 +269,12 @@ Result<std::shared_ptr<TokenizerModel>> parse_tokenizer_json(std::string_view js
   if (model_json == nullptr) return ctx.error("", "missing member \"model\"");
   if (!model_json->IsObject()) return ctx.expected("/model", "an object", *model_json);
   KERN_RETURN_IF_ERROR(check_model_options(ctx, *model_json));
-  auto vocab_by_id = parse_vocab(ctx, *model_json, *model);
-  if (!vocab_by_id.ok()) return vocab_by_id.error();
-  auto byte_ids = byte_ids_of(ctx, *model);
-  if (!byte_ids.ok()) return byte_ids.error();
-  auto merges = parse_merges(ctx, *model_json, *model);
-  if (!merges.ok()) return merges.error();
-  model->bpe = BpeModel(*byte_ids, std::move(merges).value());
+  KERN_ASSIGN_OR_RETURN(auto vocab_by_id, parse_vocab(ctx, *model_json, *model));
+  KERN_ASSIGN_OR_RETURN(auto byte_ids, byte_ids_of(ctx, *model));
+  KERN_ASSIGN_OR_RETURN(auto merges, parse_merges(ctx, *model_json, *model));
+  model->bpe = BpeModel(byte_ids, std::move(merges));
   KERN_RETURN_IF_ERROR(parse_added_tokens(ctx, doc, *model));
-  KERN_RETURN_IF_ERROR(build_tables(*model, *vocab_by_id));
+  KERN_RETURN_IF_ERROR(build_tables(*model, vocab_by_id));
   return model;
 }
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/bf16.h"
+#include "common/extern_ops.h"
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
 
@@ -30,8 +31,9 @@ namespace kern::cpu {
 
 namespace {
 
-constexpr const char* kGemm = "extern:cublaslt_bf16_tn";
-constexpr const char* kGemmAcc = "extern:cublaslt_bf16_tn_acc";
+// Their names come from the table; the literals behind them end in NUL.
+constexpr const char* kGemm = extern_op_symbol(ExternOpId::kGemmBf16Tn).data();
+constexpr const char* kGemmAcc = extern_op_symbol(ExternOpId::kGemmBf16TnAcc).data();
 constexpr int kLanes = 8;           // independent accumulators per dot product
 constexpr int64_t kPanelRows = 4;   // w rows widened and used together
 constexpr int64_t kRowTile = 16;    // a rows kept hot while a w panel is reused

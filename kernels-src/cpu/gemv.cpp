@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/bf16.h"
+#include "common/extern_ops.h"
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
 
@@ -174,62 +175,10 @@ void tile_argmax(const Problem& p, int64_t grid_x, float* val, int32_t* idx) {
   }
 }
 
-Status run_gemv(const CpuLaunch& l, const Variant& v) {
-  using namespace detail;
-  const char* kn = v.name;
-  const bool res = v.epi == Epi::kResidual;
-  const bool amax = v.epi == Epi::kArgmax;
-  // Param positions: a, [norm_weight], w, [residual], c, partial, counters,
-  // [argmax_val, argmax_idx], 6 i32, [eps].
-  const size_t ia = 0, inw = 1, iw = v.norm ? 2 : 1, ires = iw + 1, ic = iw + (res ? 2 : 1);
-  const size_t ipart = ic + 1, icnt = ic + 2, ival = ic + 3, iidx = ic + 4, im = ic + (amax ? 5 : 3);
-  KERN_RETURN_IF_ERROR(check_num_args(l, kn, im + 6 + (v.norm ? 1 : 0)));
-  Problem p;
-  p.v = &v;
-  KERN_RETURN_IF_ERROR(read_i32(l, kn, im, "m", 0, p.m));
-  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 1, "n", 0, p.n));
-  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 2, "k", 0, p.k));
-  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 3, "lda", 0, p.lda));
-  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 4, "ldc", 0, p.ldc));
-  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 5, "splits", 1, p.splits));
-  if (v.norm) KERN_RETURN_IF_ERROR(read_f32(l, kn, im + 6, "eps", true, p.eps));
-  if (p.m > kMaxM) {
-    return launch_error(kn, "param " + std::to_string(im) + " (m) is " + std::to_string(p.m) +
-                                "; must be <= 8 (prefill uses extern:cublaslt_bf16_tn)");
-  }
-  KERN_RETURN_IF_ERROR(check_at_least(kn, im + 3, "lda", p.lda, p.k, "k"));
-  KERN_RETURN_IF_ERROR(check_at_least(kn, im + 4, "ldc", p.ldc, p.n, "n"));
-  if (v.norm && p.k == 0 && p.m > 0 && p.n > 0) {
-    return launch_error(kn, "param " + std::to_string(im + 2) + " (k) is 0; the RMSNorm prologue needs k >= 1");
-  }
-  const bool out = p.m > 0 && p.n > 0;
-  const bool in = out && p.k > 0;
-  KERN_RETURN_IF_ERROR(read_ptr(l, kn, ia, "a", in, p.a));
-  if (v.norm) KERN_RETURN_IF_ERROR(read_ptr(l, kn, inw, "norm_weight", in, p.nw));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kn, iw, "w", in, p.w));
-  if (res) KERN_RETURN_IF_ERROR(read_ptr(l, kn, ires, "residual", out, p.residual));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kn, ic, "c", out, p.c));
-  int32_t* counters = nullptr;
-  KERN_RETURN_IF_ERROR(read_ptr(l, kn, ipart, "partial", out && p.splits > 1, p.partial));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kn, icnt, "counters", out && p.splits > 1, counters));
-  float* argmax_val = nullptr;
-  int32_t* argmax_idx = nullptr;
-  if (amax) {
-    KERN_RETURN_IF_ERROR(read_ptr(l, kn, ival, "argmax_val", out, argmax_val));
-    KERN_RETURN_IF_ERROR(read_ptr(l, kn, iidx, "argmax_idx", out, argmax_idx));
-  }
-  if (l.block[0] != kBlockThreads || l.block[1] != 1 || l.block[2] != 1) {
-    return launch_error(kn, "block is [" + std::to_string(l.block[0]) + ", " + std::to_string(l.block[1]) + ", " +
-                                std::to_string(l.block[2]) + "]; must be [128, 1, 1] (4 warps, 8 columns)");
-  }
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kn, 0, (p.n + kCols - 1) / kCols, "one block per 8 output columns"));
-  KERN_RETURN_IF_ERROR(check_grid_equals(l, kn, 1, im + 5, "splits", p.splits));
-  if (v.norm && l.shared_mem_bytes < static_cast<uint64_t>(p.m * p.k * 2)) {
-    return launch_error(kn, "shared_mem is " + std::to_string(l.shared_mem_bytes) + " B; must be >= m * k * 2 = " +
-                                std::to_string(p.m * p.k * 2) + " (the normalised a rows)");
-  }
-  if (!out) return Status::ok_status();
-
+/// Widens (or RMS-normalises) the a rows, then computes every output column,
+/// on up to kMaxThreads threads over column tiles when the work is large.
+void compute(Problem& p) {
+  const Variant& v = *p.v;
   p.a_f32.assign(static_cast<size_t>(p.m * p.k), 0.0f);
   for (int64_t i = 0; i < p.m; ++i) {
     float* row = p.a_f32.data() + i * p.k;
@@ -268,6 +217,66 @@ Status run_gemv(const CpuLaunch& l, const Variant& v) {
     compute_columns(p, b, e);
   }
   for (std::thread& th : pool) th.join();
+}
+
+Status run_gemv(const CpuLaunch& l, const Variant& v) {
+  using namespace detail;
+  const char* kn = v.name;
+  const bool res = v.epi == Epi::kResidual;
+  const bool amax = v.epi == Epi::kArgmax;
+  // Param positions: a, [norm_weight], w, [residual], c, partial, counters,
+  // [argmax_val, argmax_idx], 6 i32, [eps].
+  const size_t ia = 0, inw = 1, iw = v.norm ? 2 : 1, ires = iw + 1, ic = iw + (res ? 2 : 1);
+  const size_t ipart = ic + 1, icnt = ic + 2, ival = ic + 3, iidx = ic + 4, im = ic + (amax ? 5 : 3);
+  KERN_RETURN_IF_ERROR(check_num_args(l, kn, im + 6 + (v.norm ? 1 : 0)));
+  Problem p;
+  p.v = &v;
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im, "m", 0, p.m));
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 1, "n", 0, p.n));
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 2, "k", 0, p.k));
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 3, "lda", 0, p.lda));
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 4, "ldc", 0, p.ldc));
+  KERN_RETURN_IF_ERROR(read_i32(l, kn, im + 5, "splits", 1, p.splits));
+  if (v.norm) KERN_RETURN_IF_ERROR(read_f32(l, kn, im + 6, "eps", true, p.eps));
+  if (p.m > kMaxM) {
+    return launch_error(kn, "param " + std::to_string(im) + " (m) is " + std::to_string(p.m) +
+                                "; must be <= " + std::to_string(kMaxM) + " (prefill uses " +
+                                std::string(extern_op_symbol(ExternOpId::kGemmBf16Tn)) + ")");
+  }
+  KERN_RETURN_IF_ERROR(check_at_least(kn, im + 3, "lda", p.lda, p.k, "k"));
+  KERN_RETURN_IF_ERROR(check_at_least(kn, im + 4, "ldc", p.ldc, p.n, "n"));
+  if (v.norm && p.k == 0 && p.m > 0 && p.n > 0) {
+    return launch_error(kn, "param " + std::to_string(im + 2) + " (k) is 0; the RMSNorm prologue needs k >= 1");
+  }
+  const bool out = p.m > 0 && p.n > 0;
+  const bool in = out && p.k > 0;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, ia, "a", in, p.a));
+  if (v.norm) KERN_RETURN_IF_ERROR(read_ptr(l, kn, inw, "norm_weight", in, p.nw));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, iw, "w", in, p.w));
+  if (res) KERN_RETURN_IF_ERROR(read_ptr(l, kn, ires, "residual", out, p.residual));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, ic, "c", out, p.c));
+  int32_t* counters = nullptr;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, ipart, "partial", out && p.splits > 1, p.partial));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, icnt, "counters", out && p.splits > 1, counters));
+  float* argmax_val = nullptr;
+  int32_t* argmax_idx = nullptr;
+  if (amax) {
+    KERN_RETURN_IF_ERROR(read_ptr(l, kn, ival, "argmax_val", out, argmax_val));
+    KERN_RETURN_IF_ERROR(read_ptr(l, kn, iidx, "argmax_idx", out, argmax_idx));
+  }
+  if (l.block[0] != kBlockThreads || l.block[1] != 1 || l.block[2] != 1) {
+    return launch_error(kn, "block is [" + std::to_string(l.block[0]) + ", " + std::to_string(l.block[1]) + ", " +
+                                std::to_string(l.block[2]) + "]; must be [128, 1, 1] (4 warps, 8 columns)");
+  }
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kn, 0, (p.n + kCols - 1) / kCols, "one block per 8 output columns"));
+  KERN_RETURN_IF_ERROR(check_grid_equals(l, kn, 1, im + 5, "splits", p.splits));
+  if (v.norm && l.shared_mem_bytes < static_cast<uint64_t>(p.m * p.k * 2)) {
+    return launch_error(kn, "shared_mem is " + std::to_string(l.shared_mem_bytes) + " B; must be >= m * k * 2 = " +
+                                std::to_string(p.m * p.k * 2) + " (the normalised a rows)");
+  }
+  if (!out) return Status::ok_status();
+
+  compute(p);
   if (amax) tile_argmax(p, static_cast<int64_t>(l.grid[0]), argmax_val, argmax_idx);
   return Status::ok_status();
 }

@@ -41,85 +41,115 @@ void norm_rope_head(const uint16_t* x, const uint16_t* w, const float* cs, int64
 
 }  // namespace
 
-Status qk_norm_rope_cache_bf16(const CpuLaunch& l) {
-  using namespace detail;
-  KERN_RETURN_IF_ERROR(check_num_args(l, kName, 18));
+namespace {
+
+/// The launch's params, read and shape-checked.
+struct QkLaunch {
   int64_t tokens = 0, heads = 0, kv_heads = 0, d = 0, stride = 0, page_stride = 0;
   float eps = 0.0f;
-  KERN_RETURN_IF_ERROR(read_i32(l, kName, 10, "num_tokens", 0, tokens));
-  KERN_RETURN_IF_ERROR(read_i32(l, kName, 11, "num_heads", 0, heads));
-  KERN_RETURN_IF_ERROR(read_i32(l, kName, 12, "num_kv_heads", 0, kv_heads));
-  KERN_RETURN_IF_ERROR(read_i32(l, kName, 13, "head_dim", 0, d));
-  KERN_RETURN_IF_ERROR(read_i32(l, kName, 14, "qkv_stride", 0, stride));
-  KERN_RETURN_IF_ERROR(read_i64(l, kName, 15, "page_stride", 0, page_stride));
-  KERN_RETURN_IF_ERROR(read_f32(l, kName, 16, "eps", true, eps));
-  const bool neox = l.arg<uint8_t>(17) != 0;
-  if (d % 2 != 0 || d > kMaxHeadDim) {
-    return launch_error(kName, "param 13 (head_dim) is " + std::to_string(d) + "; must be even and <= 512");
-  }
-  const int64_t items = heads + 2 * kv_heads;
-  KERN_RETURN_IF_ERROR(check_at_least(kName, 14, "qkv_stride", stride, items * d, "(num_heads + 2 num_kv_heads) * head_dim"));
-  const bool work = tokens > 0 && items > 0 && d > 0;
-  if (work && kv_heads > 0) {
-    KERN_RETURN_IF_ERROR(check_at_least(kName, 15, "page_stride", page_stride, kv_layer_page_elems(kv_heads, d),
-                                        "16 * num_kv_heads * 2 * head_dim"));
-  }
+  bool neox = false;
+  bool work = false;  ///< something to compute
+  bool kv = false;    ///< k and v go to the cache
   const uint16_t *qkv = nullptr, *qw = nullptr, *kw = nullptr;
   const int64_t* positions = nullptr;
   const int64_t* slots = nullptr;
   const float *cos_sin = nullptr, *k_scale = nullptr, *v_scale = nullptr;
   uint16_t *q_out = nullptr, *cache = nullptr;
-  const bool kv = work && kv_heads > 0;
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 0, "qkv", work, qkv));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 1, "q_norm_weight", work && heads > 0, qw));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 2, "k_norm_weight", kv, kw));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 3, "positions", work, positions));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 4, "cos_sin_cache", work, cos_sin));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 5, "q_out", work && heads > 0, q_out));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 6, "kv_cache", kv, cache));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 7, "slot_mapping", work, slots));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 8, "k_scale", kv, k_scale));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 9, "v_scale", kv, v_scale));
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kName, 0, (items + 3) / 4, "one warp per head item, 4 per block"));
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kName, 1, tokens, "grid.y: one per token"));
-  if (l.block[0] != 128) {
-    return launch_error(kName, "block.x is " + std::to_string(l.block[0]) + "; must be 128 (4 warps)");
-  }
-  if (!work) return Status::ok_status();
-  for (int64_t t = 0; t < tokens; ++t) {  // every data-chosen access checked before the first write
-    if (positions[t] < 0) {
-      return data_error(kName, "positions[" + std::to_string(t) + "] is " + std::to_string(positions[t]) +
+};
+
+/// Every data-chosen access (positions into cos_sin_cache, slots into the
+/// KV cache) checked before the first write.
+Status check_data(const CpuLaunch& l, const QkLaunch& q) {
+  using namespace detail;
+  for (int64_t t = 0; t < q.tokens; ++t) {
+    if (q.positions[t] < 0) {
+      return data_error(kName, "positions[" + std::to_string(t) + "] is " + std::to_string(q.positions[t]) +
                                    "; must be >= 0");
     }
-    const uint64_t row_end = sat_mul(sat_add(static_cast<uint64_t>(positions[t]), 1), static_cast<uint64_t>(d));
+    const uint64_t row_end =
+        sat_mul(sat_add(static_cast<uint64_t>(q.positions[t]), 1), static_cast<uint64_t>(q.d));
     KERN_RETURN_IF_ERROR(check_data_extent(l, kName, 4, "cos_sin_cache", sat_mul(row_end, 4),
-                                           "positions[" + std::to_string(t) + "] = " + std::to_string(positions[t])));
-    const int64_t slot = slots[t];
-    if (slot < 0 || !kv) continue;
-    const uint64_t end = sat_add(sat_mul(static_cast<uint64_t>(slot / kPageSlots), static_cast<uint64_t>(page_stride)),
-                                 static_cast<uint64_t>(kv_slot_offset(slot % kPageSlots, kv_heads - 1, 0, kv_heads, d) +
-                                                       2 * d));
+                                           "positions[" + std::to_string(t) + "] = " + std::to_string(q.positions[t])));
+    const int64_t slot = q.slots[t];
+    if (slot < 0 || !q.kv) continue;
+    const uint64_t end =
+        sat_add(sat_mul(static_cast<uint64_t>(slot / kPageSlots), static_cast<uint64_t>(q.page_stride)),
+                static_cast<uint64_t>(kv_slot_offset(slot % kPageSlots, q.kv_heads - 1, 0, q.kv_heads, q.d) + 2 * q.d));
     KERN_RETURN_IF_ERROR(check_data_extent(l, kName, 6, "kv_cache", sat_mul(end, 2),
                                            "slot_mapping[" + std::to_string(t) + "] = " + std::to_string(slot)));
   }
+  return Status::ok_status();
+}
+
+/// q heads to q_out; k and v heads to their cache slots.
+void compute(const QkLaunch& q) {
+  using namespace detail;
+  const int64_t d = q.d;
   std::vector<float> head(static_cast<size_t>(d));
-  for (int64_t t = 0; t < tokens; ++t) {
-    const uint16_t* row = qkv + t * stride;
-    const float* cs = cos_sin + positions[t] * d;
-    for (int64_t h = 0; h < heads; ++h) {
-      norm_rope_head(row + h * d, qw, cs, d, eps, neox, head.data());
-      for (int64_t i = 0; i < d; ++i) q_out[(t * heads + h) * d + i] = f32_to_bf16(head[i]);
+  for (int64_t t = 0; t < q.tokens; ++t) {
+    const uint16_t* row = q.qkv + t * q.stride;
+    const float* cs = q.cos_sin + q.positions[t] * d;
+    for (int64_t h = 0; h < q.heads; ++h) {
+      norm_rope_head(row + h * d, q.qw, cs, d, q.eps, q.neox, head.data());
+      for (int64_t i = 0; i < d; ++i) q.q_out[(t * q.heads + h) * d + i] = f32_to_bf16(head[i]);
     }
-    const int64_t slot = slots[t];
-    if (slot < 0 || !kv) continue;  // vLLM's padding convention: skip the token
-    for (int64_t h = 0; h < kv_heads; ++h) {
-      uint16_t* dst = cache + kv_slot_offset(slot, h, page_stride, kv_heads, d);
-      norm_rope_head(row + (heads + h) * d, kw, cs, d, eps, neox, head.data());
-      for (int64_t i = 0; i < d; ++i) dst[i] = f32_to_bf16(head[i] / *k_scale);
-      const uint16_t* v = row + (heads + kv_heads + h) * d;
-      for (int64_t i = 0; i < d; ++i) dst[d + i] = f32_to_bf16(bf16_to_f32(v[i]) / *v_scale);
+    const int64_t slot = q.slots[t];
+    if (slot < 0 || !q.kv) continue;  // vLLM's padding convention: skip the token
+    for (int64_t h = 0; h < q.kv_heads; ++h) {
+      uint16_t* dst = q.cache + kv_slot_offset(slot, h, q.page_stride, q.kv_heads, d);
+      norm_rope_head(row + (q.heads + h) * d, q.kw, cs, d, q.eps, q.neox, head.data());
+      for (int64_t i = 0; i < d; ++i) dst[i] = f32_to_bf16(head[i] / *q.k_scale);
+      const uint16_t* v = row + (q.heads + q.kv_heads + h) * d;
+      for (int64_t i = 0; i < d; ++i) dst[d + i] = f32_to_bf16(bf16_to_f32(v[i]) / *q.v_scale);
     }
   }
+}
+
+}  // namespace
+
+Status qk_norm_rope_cache_bf16(const CpuLaunch& l) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(check_num_args(l, kName, 18));
+  QkLaunch q;
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 10, "num_tokens", 0, q.tokens));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 11, "num_heads", 0, q.heads));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 12, "num_kv_heads", 0, q.kv_heads));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 13, "head_dim", 0, q.d));
+  KERN_RETURN_IF_ERROR(read_i32(l, kName, 14, "qkv_stride", 0, q.stride));
+  KERN_RETURN_IF_ERROR(read_i64(l, kName, 15, "page_stride", 0, q.page_stride));
+  KERN_RETURN_IF_ERROR(read_f32(l, kName, 16, "eps", true, q.eps));
+  q.neox = l.arg<uint8_t>(17) != 0;
+  if (q.d % 2 != 0 || q.d > kMaxHeadDim) {
+    return launch_error(kName, "param 13 (head_dim) is " + std::to_string(q.d) + "; must be even and <= " +
+                                   std::to_string(kMaxHeadDim));
+  }
+  const int64_t items = q.heads + 2 * q.kv_heads;
+  KERN_RETURN_IF_ERROR(
+      check_at_least(kName, 14, "qkv_stride", q.stride, items * q.d, "(num_heads + 2 num_kv_heads) * head_dim"));
+  q.work = q.tokens > 0 && items > 0 && q.d > 0;
+  q.kv = q.work && q.kv_heads > 0;
+  if (q.kv) {
+    KERN_RETURN_IF_ERROR(check_at_least(kName, 15, "page_stride", q.page_stride, kv_layer_page_elems(q.kv_heads, q.d),
+                                        "16 * num_kv_heads * 2 * head_dim"));
+  }
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 0, "qkv", q.work, q.qkv));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 1, "q_norm_weight", q.work && q.heads > 0, q.qw));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 2, "k_norm_weight", q.kv, q.kw));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 3, "positions", q.work, q.positions));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 4, "cos_sin_cache", q.work, q.cos_sin));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 5, "q_out", q.work && q.heads > 0, q.q_out));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 6, "kv_cache", q.kv, q.cache));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 7, "slot_mapping", q.work, q.slots));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 8, "k_scale", q.kv, q.k_scale));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 9, "v_scale", q.kv, q.v_scale));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kName, 0, (items + 3) / 4, "one warp per head item, 4 per block"));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kName, 1, q.tokens, "grid.y: one per token"));
+  if (l.block[0] != 128) {
+    return launch_error(kName, "block.x is " + std::to_string(l.block[0]) + "; must be 128 (4 warps)");
+  }
+  if (!q.work) return Status::ok_status();
+  KERN_RETURN_IF_ERROR(check_data(l, q));
+  compute(q);
   return Status::ok_status();
 }
 

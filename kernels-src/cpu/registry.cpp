@@ -4,6 +4,7 @@
 #include <array>
 #include <utility>
 
+#include "common/extern_ops.h"
 #include "kernels-src/cpu/cpu_kernel.h"
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
@@ -50,8 +51,8 @@ constexpr std::array<Entry, 25> kRegistry = {{
     {"kern_qk_norm_rope_cache_bf16", {guarded<qk_norm_rope_cache_bf16>, qk_norm_rope_cache_bf16_extents}},
     {"kern_attention_decode_bf16", {guarded<attention_decode_bf16>, attention_decode_bf16_extents}},
     {"kern_decode_advance", {guarded<decode_advance>, decode_advance_extents}},
-    {"extern:cublaslt_bf16_tn", {guarded<gemm_bf16_tn>, gemm_bf16_tn_extents}},
-    {"extern:cublaslt_bf16_tn_acc", {guarded<gemm_bf16_tn_acc>, gemm_bf16_tn_extents}},
+    {extern_op_symbol(ExternOpId::kGemmBf16Tn), {guarded<gemm_bf16_tn>, gemm_bf16_tn_extents}},
+    {extern_op_symbol(ExternOpId::kGemmBf16TnAcc), {guarded<gemm_bf16_tn_acc>, gemm_bf16_tn_extents}},
 }};
 
 }  // namespace

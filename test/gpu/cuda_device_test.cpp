@@ -180,13 +180,6 @@ TEST_CASE("a transposed mapping would not reproduce the reference", "[cuda][gemm
   CHECK(ref != got);
 }
 
-TEST_CASE("extern op names map to the cublasLt gemms", "[cuda]") {
-  CHECK(parse_extern_op("extern:cublaslt_bf16_tn") == ExternOp::kGemmBf16Tn);
-  CHECK(parse_extern_op("extern:cublaslt_bf16_tn_acc") == ExternOp::kGemmBf16TnAcc);
-  CHECK(parse_extern_op("extern:cublaslt_bf16_nn") == ExternOp::kNone);
-  CHECK(parse_extern_op("kern_rmsnorm_bf16") == ExternOp::kNone);
-}
-
 TEST_CASE("loading a driver library that does not exist is a device error naming it", "[cuda]") {
   auto d = Driver::load("libkern-no-such-driver.so.1");
   REQUIRE_FALSE(d.ok());

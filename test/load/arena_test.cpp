@@ -9,6 +9,7 @@
 
 #include "kern-load/cpu_device.h"
 #include "kern-load/executable.h"
+#include "kern-load/memory_plan.h"
 #include "test/load/fake_kernels.h"
 #include "test/load/plan_builder.h"
 #include "test/load/test_files.h"
@@ -202,4 +203,15 @@ TEST_CASE("cpu allocations read as zero and honour alignments above a page", "[l
   CHECK(std::all_of(back.begin(), back.end(), [](uint8_t b) { return b == 0xFF; }));
   CHECK(cpu.free(*p).ok());
   CHECK_FALSE(cpu.free(*p).ok());
+}
+
+TEST_CASE("plan_memory reports an allocation total over u64 instead of wrapping", "[load][arena]") {
+  PlanDesc d = tiny_plan();
+  d.states[0].bytes_per_token = 0;
+  d.states[0].bytes_fixed = UINT64_MAX - 100;  // fits alone; rounding it up to 256 B does not
+  const std::vector<uint8_t> bytes = serialize(d);
+  auto m = load::plan_memory(*plan::GetPlan(bytes.data()), 16);
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.error().kind == ErrorKind::kManifest);
+  CHECK(m.error().message == "memory plan: the allocations' total at capacity 16 tokens overflows u64");
 }

@@ -1,0 +1,30 @@
+// Lookups over the extern-op table (extern_ops.h).
+#include "common/extern_ops.h"
+
+#include <algorithm>
+
+namespace kern {
+
+const ExternOpInfo* find_extern_op(std::string_view symbol) {
+  for (const ExternOpInfo& op : kExternOps)
+    if (op.symbol == symbol) return &op;
+  return nullptr;
+}
+
+std::string extern_op_list() {
+  std::string out;
+  for (const ExternOpInfo& op : kExternOps) out += (out.empty() ? "" : ", ") + std::string(op.symbol);
+  return out;
+}
+
+std::string extern_op_params_text(const ExternOpInfo& op) {
+  std::string out;
+  for (const ParamType& p : op.params) out += (out.empty() ? "" : ", ") + param_type_name(p);
+  return out;
+}
+
+bool extern_op_params_match(const ExternOpInfo& op, std::span<const ParamType> params) {
+  return std::equal(op.params.begin(), op.params.end(), params.begin(), params.end());
+}
+
+}  // namespace kern
