@@ -9,8 +9,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <deque>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,29 +18,11 @@
 #include "common/bf16.h"
 #include "common/extern_ops.h"
 #include "kernels-src/cpu/cpu_kernel.h"
+#include "test/kernels/arg_pack.h"
 
 namespace {
 
-/// A kernelParams array: 8-byte slots with stable addresses.
-class Params {
- public:
-  template <typename T>
-  Params& add(T value) {
-    slots_.emplace_back();
-    std::memcpy(slots_.back().bytes, &value, sizeof(T));
-    ptrs_.push_back(slots_.back().bytes);
-    return *this;
-  }
-  void* const* data() const { return ptrs_.data(); }
-  size_t size() const { return ptrs_.size(); }
-
- private:
-  struct Slot {
-    alignas(8) unsigned char bytes[8] = {};
-  };
-  std::deque<Slot> slots_;
-  std::vector<void*> ptrs_;
-};
+using kern::cpu::test::ArgPack;
 
 std::vector<uint16_t> random_bf16(std::mt19937& rng, size_t n) {
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
@@ -65,7 +45,7 @@ struct Times {
 };
 
 /// Median wall and CPU time in ms of `repeats` launches of `symbol` (after one warm-up).
-Times median_ms(const char* symbol, const Params& p, uint32_t gx, uint32_t gy, uint32_t bx, uint64_t smem,
+Times median_ms(const char* symbol, const ArgPack& p, uint32_t gx, uint32_t gy, uint32_t bx, uint64_t smem,
                  int repeats) {
   const kern::cpu::CpuKernel* k = kern::cpu::find_cpu_kernel(symbol);
   if (k == nullptr) {
@@ -111,7 +91,7 @@ void bench_gemm(const char* what, int64_t m, int64_t n, int64_t k, int repeats, 
   const auto a = random_bf16(rng, static_cast<size_t>(m * k));
   const auto w = random_bf16(rng, static_cast<size_t>(n * k));
   std::vector<uint16_t> c(static_cast<size_t>(m * n));
-  Params p;
+  ArgPack p;
   p.add(a.data()).add(w.data()).add(c.data()).add<int32_t>(static_cast<int32_t>(m));
   p.add<int32_t>(static_cast<int32_t>(n)).add<int32_t>(static_cast<int32_t>(k));
   row(what, m, n, k, median_ms(kern::extern_op_symbol(kern::ExternOpId::kGemmBf16Tn).data(), p, 1, 1, 1, 0, repeats));
@@ -123,7 +103,7 @@ void bench_gemv(const char* what, int64_t n, int64_t k, int repeats, std::mt1993
   std::vector<uint16_t> c(static_cast<size_t>(n));
   std::vector<float> partial(1);
   std::vector<int32_t> counters(1);
-  Params p;
+  ArgPack p;
   p.add(a.data()).add(w.data()).add(c.data()).add(partial.data()).add(counters.data());
   p.add<int32_t>(1).add<int32_t>(static_cast<int32_t>(n)).add<int32_t>(static_cast<int32_t>(k));
   p.add<int32_t>(static_cast<int32_t>(k)).add<int32_t>(static_cast<int32_t>(n)).add<int32_t>(1);

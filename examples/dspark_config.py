@@ -18,7 +18,7 @@ Standard library only.
 import json
 from dataclasses import dataclass
 
-from qwen3_config import ConfigError
+from qwen3_config import ConfigError, layer_tensors
 
 MAX_BLOCK = 8  # verify's rows: the fused decode gemvs take at most 8 (docs/kernels.md §11)
 FIELDS = ("draft_layers", "target_layer_ids", "block_size", "mask_token_id", "markov_dim")
@@ -90,16 +90,7 @@ def load_draft_config(path, target):
 def draft_layer_tensors(cfg, layer):
     """(name, dtype, shape) of draft layer `layer`: the target layer's tensors
     under `draft.layers.N.` (merged qkv_proj and gate_up_proj)."""
-    E, D, I = cfg.hidden, cfg.head_dim, cfg.intermediate
-    p = f"draft.layers.{layer}."
-    return [(p + "input_layernorm.weight", "BF16", [E]),
-            (p + "self_attn.qkv_proj.weight", "BF16", [cfg.qkv_rows, E]),
-            (p + "self_attn.q_norm.weight", "BF16", [D]),
-            (p + "self_attn.k_norm.weight", "BF16", [D]),
-            (p + "self_attn.o_proj.weight", "BF16", [E, cfg.heads * D]),
-            (p + "post_attention_layernorm.weight", "BF16", [E]),
-            (p + "mlp.gate_up_proj.weight", "BF16", [2 * I, E]),
-            (p + "mlp.down_proj.weight", "BF16", [E, I])]
+    return layer_tensors(cfg, f"draft.layers.{layer}.")
 
 
 def draft_tensors(cfg, draft):

@@ -140,18 +140,24 @@ def exported_tensors(cfg):
     """The exported layout (docs/qwen3-manifest.md, Weights) in file order as
     (name, safetensors dtype, shape). f32 tensors come first so that every
     tensor starts at a multiple of its element size in a hole-free file."""
-    E, D, I, V = cfg.hidden, cfg.head_dim, cfg.intermediate, cfg.vocab
+    E, D, V = cfg.hidden, cfg.head_dim, cfg.vocab
     out = [("rope.cos_sin_cache", "F32", [cfg.max_position, D]), ("k_scale", "F32", [1]), ("v_scale", "F32", [1]),
            ("model.embed_tokens.weight", "BF16", [V, E])]
     for layer in range(cfg.layers):
-        p = f"model.layers.{layer}."
-        out += [(p + "input_layernorm.weight", "BF16", [E]),
-                (p + "self_attn.qkv_proj.weight", "BF16", [cfg.qkv_rows, E]),
-                (p + "self_attn.q_norm.weight", "BF16", [D]),
-                (p + "self_attn.k_norm.weight", "BF16", [D]),
-                (p + "self_attn.o_proj.weight", "BF16", [E, cfg.heads * D]),
-                (p + "post_attention_layernorm.weight", "BF16", [E]),
-                (p + "mlp.gate_up_proj.weight", "BF16", [2 * I, E]),
-                (p + "mlp.down_proj.weight", "BF16", [E, I])]
+        out += layer_tensors(cfg, f"model.layers.{layer}.")
     out += [("model.norm.weight", "BF16", [E]), ("lm_head.weight", "BF16", [V, E])]
     return out
+
+
+def layer_tensors(cfg, prefix):
+    """(name, safetensors dtype, shape) of one decoder layer's tensors under
+    `prefix` (e.g. "model.layers.3."), with qkv_proj and gate_up_proj merged."""
+    E, D, I = cfg.hidden, cfg.head_dim, cfg.intermediate
+    return [(prefix + "input_layernorm.weight", "BF16", [E]),
+            (prefix + "self_attn.qkv_proj.weight", "BF16", [cfg.qkv_rows, E]),
+            (prefix + "self_attn.q_norm.weight", "BF16", [D]),
+            (prefix + "self_attn.k_norm.weight", "BF16", [D]),
+            (prefix + "self_attn.o_proj.weight", "BF16", [E, cfg.heads * D]),
+            (prefix + "post_attention_layernorm.weight", "BF16", [E]),
+            (prefix + "mlp.gate_up_proj.weight", "BF16", [2 * I, E]),
+            (prefix + "mlp.down_proj.weight", "BF16", [E, I])]

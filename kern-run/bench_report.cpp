@@ -3,20 +3,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
+#include "kern-run/number_text.h"
 #include "kern-run/spec_report.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
 namespace kern::run {
 namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
 
 /// A csv field: quoted (with doubled quotes) when it holds a comma, quote or newline.
 std::string csv_field(const std::string& s) {
@@ -141,8 +135,8 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
   out += "| test | t/s | median t/s | reps |\n| --- | ---: | ---: | ---: |\n";
   for (const BenchTest& t : tests) {
     Stats s = summarize(tokens_per_s(t));
-    out += "| " + t.name() + " | " + fmt("%.2f", s.mean) + " ± " + fmt("%.2f", s.sd) + " | " + fmt("%.2f", s.median) +
-           " | " + std::to_string(t.ms.size()) + " |\n";
+    out += "| " + t.name() + " | " + format_double("%.2f", s.mean) + " ± " + format_double("%.2f", s.sd) + " | " +
+           format_double("%.2f", s.median) + " | " + std::to_string(t.ms.size()) + " |\n";
   }
   bool any_tg = false;
   for (const BenchTest& t : tests) any_tg = any_tg || (t.n_gen > 0 && !t.spec);
@@ -152,8 +146,8 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
   for (const BenchTest& t : tests) {
     if (t.n_gen == 0 || t.spec) continue;  // speculative tests: their own table
     const DecodeStats& d = t.decode;
-    auto steady = [&d](double v) { return d.steady_steps > 0 ? fmt("%.2f", v) : std::string("-"); };
-    auto gpu = [&d](const char* f, double v) { return d.gpu_timed ? fmt(f, v) : std::string("-"); };
+    auto steady = [&d](double v) { return d.steady_steps > 0 ? format_double("%.2f", v) : std::string("-"); };
+    auto gpu = [&d](const char* f, double v) { return d.gpu_timed ? format_double(f, v) : std::string("-"); };
     out += "| " + t.name() + " | " + (t.sync ? "sync" : "async") + " | " + steady(d.launches_per_step) + " | " +
            steady(d.host_writes_per_step) + " | " + steady(d.host_waits_per_step) + " | " +
            gpu("%.4f", d.gpu_busy_ms_per_step) + " | " + gpu("%.4f", d.gpu_wall_ms_per_step) + " | " +
@@ -168,10 +162,10 @@ std::string render_bench_csv(const BenchInfo& info, const std::vector<BenchTest>
   for (const BenchTest& t : tests) {
     std::vector<double> ts = tokens_per_s(t);
     for (size_t i = 0; i < t.ms.size(); ++i)
-      out += csv_field(info.plan) + "," + info.plan_sha256 + "," + csv_field(info.device) + "," + csv_field(info.driver) +
-             "," + csv_field(info.build_commit) + "," + std::to_string(info.chunk) + "," + t.name() + "," +
-             std::to_string(t.n_prompt) + "," + std::to_string(t.n_gen) + "," + std::to_string(i) + "," +
-             fmt("%.6f", t.ms[i]) + "," + fmt("%.4f", ts[i]) + "\n";
+      out += csv_field(info.plan) + "," + info.plan_sha256 + "," + csv_field(info.device) + "," +
+             csv_field(info.driver) + "," + csv_field(info.build_commit) + "," + std::to_string(info.chunk) + "," +
+             t.name() + "," + std::to_string(t.n_prompt) + "," + std::to_string(t.n_gen) + "," + std::to_string(i) +
+             "," + format_double("%.6f", t.ms[i]) + "," + format_double("%.4f", ts[i]) + "\n";
   }
   return out;
 }

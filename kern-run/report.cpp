@@ -1,11 +1,10 @@
 // kern-run's report of one generation, as text or JSON (report.h).
 #include "kern-run/report.h"
-#include "kern-run/spec_report.h"
 
 #include <sys/resource.h>
 
-#include <cstdio>
-
+#include "kern-run/number_text.h"
+#include "kern-run/spec_report.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
@@ -26,24 +25,20 @@ Speeds speeds(const GenerateResult& r, size_t prompt_tokens) {
   return s;
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 /// The decode loop's steady-state line of render_stats.
 std::string decode_stats_line(const GenerateResult& r) {
   const DecodeStats& st = r.stats;
   std::string out = std::string("decode loop: ") + (r.sync ? "synchronous" : "asynchronous");
   if (!r.sync) out += " (lookahead " + std::to_string(kDecodeLookahead) + ")";
   if (st.steady_steps == 0) return out + "; too few steps for steady-state figures\n";
-  out += "; steady state over " + std::to_string(st.steady_steps) + " steps, per step: " +
-         fmt("%.2f", st.launches_per_step) + " launches, " + fmt("%.2f", st.host_writes_per_step) +
-         " host writes, " + fmt("%.2f", st.host_waits_per_step) + " host waits";
+  out += "; steady state over " + std::to_string(st.steady_steps) +
+         " steps, per step: " + format_double("%.2f", st.launches_per_step) + " launches, " +
+         format_double("%.2f", st.host_writes_per_step) + " host writes, " +
+         format_double("%.2f", st.host_waits_per_step) + " host waits";
   if (st.gpu_timed)
-    out += "; GPU busy " + fmt("%.4f", st.gpu_busy_ms_per_step) + " ms, wall " + fmt("%.4f", st.gpu_wall_ms_per_step) +
-           " ms, host gap " + fmt("%.1f", st.host_gap_us_per_step) + " us (max " + fmt("%.1f", st.host_gap_us_max) +
+    out += "; GPU busy " + format_double("%.4f", st.gpu_busy_ms_per_step) + " ms, wall " +
+           format_double("%.4f", st.gpu_wall_ms_per_step) + " ms, host gap " +
+           format_double("%.1f", st.host_gap_us_per_step) + " us (max " + format_double("%.1f", st.host_gap_us_max) +
            ")";
   return out + "\n";
 }
@@ -88,28 +83,30 @@ std::string render_stats(const GenerateResult& r, const ReportContext& ctx) {
   if (ctx.load != nullptr) {
     const LoadPhases& l = *ctx.load;
     const load::LoadTimings& e = l.executable;
-    out += "load: " + fmt("%.1f", l.total_ms) + " ms (plan " + fmt("%.1f", l.plan_ms) + ", device " +
-           fmt("%.1f", l.device_ms) + ", kernels " + fmt("%.1f", e.kernels_ms) + ", allocate " +
-           fmt("%.1f", e.allocate_ms) + ", weights upload " + fmt("%.1f", l.weights_open_ms + e.weights_ms) + " ms for " +
-           fmt("%.1f", static_cast<double>(e.weight_bytes) / 1e6) + " MB, stage " + fmt("%.1f", e.stage_ms) + ")\n";
+    out += "load: " + format_double("%.1f", l.total_ms) + " ms (plan " + format_double("%.1f", l.plan_ms) +
+           ", device " + format_double("%.1f", l.device_ms) + ", kernels " + format_double("%.1f", e.kernels_ms) +
+           ", allocate " + format_double("%.1f", e.allocate_ms) + ", weights upload " +
+           format_double("%.1f", l.weights_open_ms + e.weights_ms) + " ms for " +
+           format_double("%.1f", static_cast<double>(e.weight_bytes) / 1e6) + " MB, stage " +
+           format_double("%.1f", e.stage_ms) + ")\n";
     if (e.weight_bytes_in_place > 0)
-      out += "weights in place: " + fmt("%.1f", static_cast<double>(e.weight_bytes_in_place) / 1e6) +
+      out += "weights in place: " + format_double("%.1f", static_cast<double>(e.weight_bytes_in_place) / 1e6) +
              " MB read from the mapped file, not copied\n";
   }
   if (ctx.memory != nullptr) {
     const PlanMemoryBytes& m = ctx.memory->bytes;
-    auto mb = [](uint64_t b) { return fmt("%.1f", static_cast<double>(b) / 1e6); };
+    auto mb = [](uint64_t b) { return format_double("%.1f", static_cast<double>(b) / 1e6); };
     out += "memory: weights " + mb(m.weights) + " MB, states " + mb(m.states.value_or(0)) + " MB at capacity " +
            std::to_string(ctx.capacity) + ", workspace arena " + mb(m.arena) + " MB (" + mb(m.arena_unplanned) +
            " MB unplanned, " + mb(m.arena_peak_live) + " MB peak live), io " + mb(m.io) + " MB";
     if (ctx.peak_rss_bytes > 0) out += "; peak resident " + mb(ctx.peak_rss_bytes) + " MB";
     out += "\n";
   }
-  out += "prefill: " + std::to_string(ctx.prompt_ids->size()) + " tokens in " + fmt("%.3f", r.prefill_ms) + " ms (" +
-         fmt("%.1f", s.prefill_tok_s) + " tok/s, chunk " + std::to_string(r.chunk) + "); time to first token " +
-         fmt("%.3f", r.prefill_ms) + " ms\n";
-  out += "decode: " + std::to_string(r.decode_steps) + " steps, " + fmt("%.3f", s.decode_ms_per_token) + " ms/token (" +
-         fmt("%.1f", s.decode_tok_s) + " tok/s)\n";
+  out += "prefill: " + std::to_string(ctx.prompt_ids->size()) + " tokens in " + format_double("%.3f", r.prefill_ms) +
+         " ms (" + format_double("%.1f", s.prefill_tok_s) + " tok/s, chunk " + std::to_string(r.chunk) +
+         "); time to first token " + format_double("%.3f", r.prefill_ms) + " ms\n";
+  out += "decode: " + std::to_string(r.decode_steps) + " steps, " + format_double("%.3f", s.decode_ms_per_token) +
+         " ms/token (" + format_double("%.1f", s.decode_tok_s) + " tok/s)\n";
   out += decode_stats_line(r);
   if (r.spec) out += spec_stats_line(*r.spec);
   out += "generated " + std::to_string(r.generated_ids.size()) + " tokens, stopped by " +

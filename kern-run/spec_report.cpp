@@ -1,26 +1,16 @@
 // Text and JSON of a speculative generation's figures (spec_report.h).
 #include "kern-run/spec_report.h"
 
-#include <cstdio>
+#include "kern-run/number_text.h"
 
 namespace kern::run {
 
-namespace {
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-}  // namespace
-
 std::string spec_stats_line(const SpecStats& s) {
   std::string out = "speculative: " + std::to_string(s.rounds.size()) + " rounds of block " + std::to_string(s.block) +
-                    ", " + fmt("%.2f", s.tokens_per_round()) + " tokens/round, acceptance " +
-                    fmt("%.1f", 100.0 * s.acceptance_rate()) + "%, ms/round draft " + fmt("%.3f", s.mean_draft_ms()) +
-                    " verify " + fmt("%.3f", s.mean_verify_ms()) + " precompute " +
-                    fmt("%.3f", s.mean_precompute_ms());
+                    ", " + format_double("%.2f", s.tokens_per_round()) + " tokens/round, acceptance " +
+                    format_double("%.1f", 100.0 * s.acceptance_rate()) + "%, ms/round draft " +
+                    format_double("%.3f", s.mean_draft_ms()) + " verify " + format_double("%.3f", s.mean_verify_ms()) +
+                    " precompute " + format_double("%.3f", s.mean_precompute_ms());
   if (s.fallback_steps > 0)
     out += ", " + std::to_string(s.fallback_steps) + " plain steps after the capacity";
   return out + "\n";
@@ -71,10 +61,10 @@ std::string render_spec_md(const std::vector<BenchTest>& tests) {
       out = "\n| test | block | tokens/round | acceptance | draft ms | verify ms | precompute ms | ms/round |\n"
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
     const SpecStats& s = *t.spec;
-    out += "| " + t.name() + " | " + std::to_string(s.block) + " | " + fmt("%.2f", s.tokens_per_round()) + " | " +
-           fmt("%.1f", 100.0 * s.acceptance_rate()) + "% | " + fmt("%.3f", s.mean_draft_ms()) + " | " +
-           fmt("%.3f", s.mean_verify_ms()) + " | " + fmt("%.3f", s.mean_precompute_ms()) + " | " +
-           fmt("%.3f", s.mean_draft_ms() + s.mean_verify_ms() + s.mean_precompute_ms()) + " |\n";
+    out += "| " + t.name() + " | " + std::to_string(s.block) + " | " + format_double("%.2f", s.tokens_per_round()) + " | " +
+           format_double("%.1f", 100.0 * s.acceptance_rate()) + "% | " + format_double("%.3f", s.mean_draft_ms()) + " | " +
+           format_double("%.3f", s.mean_verify_ms()) + " | " + format_double("%.3f", s.mean_precompute_ms()) + " | " +
+           format_double("%.3f", s.mean_draft_ms() + s.mean_verify_ms() + s.mean_precompute_ms()) + " |\n";
   }
   return out;
 }

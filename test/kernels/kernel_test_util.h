@@ -20,13 +20,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/bf16.h"
 #include "kernels-src/cpu/cpu_kernel.h"
+#include "test/kernels/arg_pack.h"
 
 namespace kern::cpu::test {
 
@@ -36,35 +36,6 @@ inline constexpr double kU = 1.0 / 16777216.0;  // 2^-24
 /// bf16 bit pattern of a quiet NaN, used to poison memory a kernel must not
 /// read (a read turns the result into NaN) or must not write (checked bitwise).
 inline constexpr uint16_t kPoison = 0x7fc1;
-
-/// Builds a kernelParams array: each add() stores one value (8-byte slots,
-/// stable addresses) and records a pointer to it.
-class ArgPack {
- public:
-  template <typename T>
-  ArgPack& add(T value) {
-    static_assert(sizeof(T) <= 8);
-    slots_.emplace_back();
-    std::memcpy(slots_.back().bytes, &value, sizeof(T));
-    ptrs_.push_back(slots_.back().bytes);
-    return *this;
-  }
-  /// Replaces param i's value (same rules as add).
-  template <typename T>
-  ArgPack& set(size_t i, T value) {
-    std::memcpy(slots_[i].bytes, &value, sizeof(T));
-    return *this;
-  }
-  void* const* data() const { return ptrs_.data(); }
-  size_t size() const { return ptrs_.size(); }
-
- private:
-  struct Slot {
-    alignas(8) unsigned char bytes[8] = {};
-  };
-  std::deque<Slot> slots_;
-  std::vector<void*> ptrs_;
-};
 
 /// Runs the kernel registered for `symbol` with `args` and the given geometry.
 inline Status launch(std::string_view symbol, const ArgPack& args, uint32_t gx, uint32_t gy = 1,
