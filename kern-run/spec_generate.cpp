@@ -125,9 +125,8 @@ Result<GenerateResult> generate_spec(load::Executable& exe, const Qwen3Contract&
     return st;
   };
   auto t0 = Clock::now();
-  auto chunks = driver.prefill(std::span(r.prompt_ids).first(n - 1), 0, r.observer ? &progress : nullptr, &after_chunk);
-  if (!chunks.ok()) return chunks.error();
-  out.prefill_chunks = *chunks;
+  KERN_ASSIGN_OR_RETURN(out.prefill_chunks, driver.prefill(std::span(r.prompt_ids).first(n - 1), 0,
+                                                            r.observer ? &progress : nullptr, &after_chunk));
 
   bool done = false;
   Clock::time_point t_first, t_last;
@@ -141,9 +140,7 @@ Result<GenerateResult> generate_spec(load::Executable& exe, const Qwen3Contract&
     return r.observer->status();
   };
 
-  auto first = loop.first_token(r.prompt_ids.back(), n - 1);
-  if (!first.ok()) return first.error();
-  int64_t anchor = *first;
+  KERN_ASSIGN_OR_RETURN(int64_t anchor, loop.first_token(r.prompt_ids.back(), n - 1));
   KERN_RETURN_IF_ERROR(emit(anchor));
   out.prefill_ms = ms_since(t0);
   t_first = t_last;
@@ -153,10 +150,10 @@ Result<GenerateResult> generate_spec(load::Executable& exe, const Qwen3Contract&
     if (pos + s.block > r.capacity) {
       // The block would cross the capacity: plain decode for the rest.
       auto on_token = [&](int64_t id, uint64_t) { return emit(id); };
-      auto rest = decode_loop(driver, anchor, pos, r.steps - out.generated_ids.size(), r.stop_ids, r.sync, on_token);
-      if (!rest.ok()) return rest.error();
-      stats.fallback_steps = rest->ids.size();
-      out.surplus_steps = rest->surplus;
+      KERN_ASSIGN_OR_RETURN(auto rest, decode_loop(driver, anchor, pos, r.steps - out.generated_ids.size(),
+                                                   r.stop_ids, r.sync, on_token));
+      stats.fallback_steps = rest.ids.size();
+      out.surplus_steps = rest.surplus;
       break;
     }
     SpecRound round;
@@ -168,8 +165,7 @@ Result<GenerateResult> generate_spec(load::Executable& exe, const Qwen3Contract&
     }
     if (!done) {
       auto t = Clock::now();
-      if (Status st = loop.precompute(round.accepted + 1); !st.ok())
-        return st.error().with_context("draft_precompute at position " + std::to_string(pos));
+      KERN_RETURN_IF_ERROR(loop.precompute(round.accepted + 1), "draft_precompute at position " + std::to_string(pos));
       round.precompute_ms = ms_since(t);
     }
     anchor = pred[round.accepted];
