@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "kern-run/number_text.h"
+#include "kern-run/report.h"
 #include "kern-run/spec_report.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
@@ -22,24 +23,9 @@ std::string csv_field(const std::string& s) {
 
 /// A tg test's decode loop figures (the keys of kern-run --json).
 void write_decode(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchTest& t) {
-  const DecodeStats& d = t.decode;
-  auto num_or_null = [&w](const char* key, bool present, double v) {
-    w.Key(key);
-    if (present) w.Double(v);
-    else w.Null();
-  };
   w.Key("decode_mode");
   w.String(t.sync ? "sync" : "async");
-  w.Key("decode_steady_steps");
-  w.Uint64(d.steady_steps);
-  const bool steady = d.steady_steps > 0;
-  num_or_null("decode_launches_per_step", steady, d.launches_per_step);
-  num_or_null("decode_host_writes_per_step", steady, d.host_writes_per_step);
-  num_or_null("decode_host_waits_per_step", steady, d.host_waits_per_step);
-  num_or_null("decode_gpu_busy_ms_per_step", d.gpu_timed, d.gpu_busy_ms_per_step);
-  num_or_null("decode_gpu_wall_ms_per_step", d.gpu_timed, d.gpu_wall_ms_per_step);
-  num_or_null("decode_host_gap_us_per_step", d.gpu_timed, d.host_gap_us_per_step);
-  num_or_null("decode_host_gap_us_max", d.gpu_timed, d.host_gap_us_max);
+  write_decode_step_json(w, t.decode);
 }
 
 void write_test(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchInfo& info, const BenchTest& t) {

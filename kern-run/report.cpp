@@ -45,18 +45,23 @@ std::string decode_stats_line(const GenerateResult& r) {
 
 /// The decode loop's figures in render_json (docs/running.md): all keys in one place.
 void write_decode_stats(rapidjson::Writer<rapidjson::StringBuffer>& w, const GenerateResult& r) {
-  const DecodeStats& st = r.stats;
-  auto num_or_null = [&w](const char* key, bool present, double v) {
-    w.Key(key);
-    if (present) w.Double(v);
-    else w.Null();
-  };
   w.Key("decode_mode");
   w.String(r.sync ? "sync" : "async");
   w.Key("decode_lookahead");
   w.Uint64(r.sync ? 0 : kDecodeLookahead);
   w.Key("decode_surplus_steps");
   w.Uint64(r.surplus_steps);
+  write_decode_step_json(w, r.stats);
+}
+
+}  // namespace
+
+void write_decode_step_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const DecodeStats& st) {
+  auto num_or_null = [&w](const char* key, bool present, double v) {
+    w.Key(key);
+    if (present) w.Double(v);
+    else w.Null();
+  };
   w.Key("decode_steady_steps");
   w.Uint64(st.steady_steps);
   const bool steady = st.steady_steps > 0;
@@ -68,8 +73,6 @@ void write_decode_stats(rapidjson::Writer<rapidjson::StringBuffer>& w, const Gen
   num_or_null("decode_host_gap_us_per_step", st.gpu_timed, st.host_gap_us_per_step);
   num_or_null("decode_host_gap_us_max", st.gpu_timed, st.host_gap_us_max);
 }
-
-}  // namespace
 
 uint64_t peak_rss_bytes() {
   rusage u{};

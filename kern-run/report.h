@@ -6,8 +6,11 @@
 #include <string>
 #include <vector>
 
+#include "kern-run/decode_stats.h"
 #include "kern-run/generate.h"
 #include "kern-run/model_load.h"
+#include "rapidjson/stringbuffer.h"
+#include "rapidjson/writer.h"
 
 namespace kern::run {
 
@@ -23,6 +26,14 @@ struct ReportContext {
   const load::MemoryPlan* memory = nullptr;
   uint64_t peak_rss_bytes = 0;  ///< the process's peak resident memory (getrusage), 0 = unknown
 };
+
+/// Writes the decode loop's per-step keys shared by kern-run --json and
+/// kern-run bench --json (docs/running.md): `decode_steady_steps`, then
+/// `decode_launches_per_step`, `decode_host_writes_per_step`,
+/// `decode_host_waits_per_step` (null without steady steps) and the GPU
+/// timings `decode_gpu_busy_ms_per_step`, `decode_gpu_wall_ms_per_step`,
+/// `decode_host_gap_us_per_step`, `decode_host_gap_us_max` (null untimed).
+void write_decode_step_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const DecodeStats& st);
 
 /// The process's peak resident memory in bytes (getrusage ru_maxrss, KiB on
 /// Linux); 0 when unavailable.
