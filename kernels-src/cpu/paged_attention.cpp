@@ -218,26 +218,40 @@ void merge_splits(int64_t tokens, int64_t heads, int64_t D, int64_t splits, cons
   }
 }
 
+/// The params the split-KV launches share: the attention interface from
+/// param `s`, num_splits at `splits_at`, out f32 partial_o (param 7) and
+/// partial_ml (param 8), read only when there is work.
+struct SplitLaunch {
+  Attention a;
+  int64_t splits = 0;
+  float* part_o = nullptr;
+  float* part_ml = nullptr;
+  bool work = false;  ///< tokens, heads and head_dim all > 0
+};
+
+Status parse_split_launch(const CpuLaunch& l, const char* kname, size_t s, size_t splits_at, SplitLaunch& p) {
+  using namespace detail;
+  KERN_RETURN_IF_ERROR(parse_attention(l, kname, s, p.a));
+  KERN_RETURN_IF_ERROR(read_i32(l, kname, splits_at, "num_splits", 1, p.splits));
+  p.work = p.a.tokens > 0 && p.a.heads > 0 && p.a.head_dim > 0;
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 7, "partial_o", p.work, p.part_o));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kname, 8, "partial_ml", p.work, p.part_ml));
+  return Status::ok_status();
+}
+
 }  // namespace
 
 Status paged_attention_partial_bf16(const CpuLaunch& l) {
   using namespace detail;
   KERN_RETURN_IF_ERROR(check_num_args(l, kPartial, 16));
-  Attention a;
-  KERN_RETURN_IF_ERROR(parse_attention(l, kPartial, 9, a));
-  int64_t splits = 0;
-  KERN_RETURN_IF_ERROR(read_i32(l, kPartial, 15, "num_splits", 1, splits));
-  const bool work = a.tokens > 0 && a.heads > 0 && a.head_dim > 0;
-  float* part_o = nullptr;
-  float* part_ml = nullptr;
-  KERN_RETURN_IF_ERROR(read_ptr(l, kPartial, 7, "partial_o", work, part_o));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kPartial, 8, "partial_ml", work, part_ml));
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPartial, 0, a.heads, "one block per query head"));
-  KERN_RETURN_IF_ERROR(check_grid_equals(l, kPartial, 1, 15, "num_splits", splits));
-  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPartial, 2, a.tokens, "one block per query"));
-  if (!work) return Status::ok_status();
+  SplitLaunch p;
+  KERN_RETURN_IF_ERROR(parse_split_launch(l, kPartial, 9, 15, p));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPartial, 0, p.a.heads, "one block per query head"));
+  KERN_RETURN_IF_ERROR(check_grid_equals(l, kPartial, 1, 15, "num_splits", p.splits));
+  KERN_RETURN_IF_ERROR(check_grid_covers(l, kPartial, 2, p.a.tokens, "one block per query"));
+  if (!p.work) return Status::ok_status();
 
-  split_partials(a, splits, part_o, part_ml);
+  split_partials(p.a, p.splits, p.part_o, p.part_ml);
   return Status::ok_status();
 }
 
@@ -267,36 +281,34 @@ Status paged_attention_reduce_bf16(const CpuLaunch& l) {
 Status attention_decode_bf16(const CpuLaunch& l) {
   using namespace detail;
   KERN_RETURN_IF_ERROR(check_num_args(l, kDecode, 18));
-  Attention a;
-  KERN_RETURN_IF_ERROR(parse_attention(l, kDecode, 11, a));
-  int64_t splits = 0;
-  KERN_RETURN_IF_ERROR(read_i32(l, kDecode, 17, "num_splits", 1, splits));
-  const bool work = a.tokens > 0 && a.heads > 0 && a.head_dim > 0;
-  float* part_o = nullptr;
-  float* part_ml = nullptr;
+  SplitLaunch p;
+  KERN_RETURN_IF_ERROR(parse_split_launch(l, kDecode, 11, 17, p));
+  const Attention& a = p.a;
+  const bool work = p.work;
   int32_t* counters = nullptr;
   uint16_t* out = nullptr;
-  KERN_RETURN_IF_ERROR(read_ptr(l, kDecode, 7, "partial_o", work, part_o));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kDecode, 8, "partial_ml", work, part_ml));
   KERN_RETURN_IF_ERROR(read_ptr(l, kDecode, 9, "counters", work, counters));
   KERN_RETURN_IF_ERROR(read_ptr(l, kDecode, 10, "out", work, out));
   if (a.heads / a.kv_heads > kMaxGroup) {
     return launch_error(kDecode, "param 12 (num_heads) / param 13 (num_kv_heads) is " +
-                                     std::to_string(a.heads / a.kv_heads) + "; must be <= 8 query heads per kv head");
+                                     std::to_string(a.heads / a.kv_heads) + "; must be <= " + std::to_string(kMaxGroup) +
+                                     " query heads per kv head");
   }
   if (a.head_dim > kMaxHeadDim) {
-    return launch_error(kDecode, "param 14 (head_dim) is " + std::to_string(a.head_dim) + "; must be <= 512");
+    return launch_error(kDecode, "param 14 (head_dim) is " + std::to_string(a.head_dim) + "; must be <= " +
+                                     std::to_string(kMaxHeadDim));
   }
   if (a.tokens > kMaxDecodeRows) {
-    return launch_error(kDecode, "param 11 (num_tokens) is " + std::to_string(a.tokens) +
-                                     "; must be <= 8 (decode rows; prefill uses kern_paged_attention_prefill_bf16)");
+    return launch_error(kDecode, "param 11 (num_tokens) is " + std::to_string(a.tokens) + "; must be <= " +
+                                     std::to_string(kMaxDecodeRows) +
+                                     " (decode rows; prefill uses kern_paged_attention_prefill_bf16)");
   }
   KERN_RETURN_IF_ERROR(check_grid_covers(l, kDecode, 0, a.kv_heads, "one block per kv head"));
-  KERN_RETURN_IF_ERROR(check_grid_equals(l, kDecode, 1, 17, "num_splits", splits));
+  KERN_RETURN_IF_ERROR(check_grid_equals(l, kDecode, 1, 17, "num_splits", p.splits));
   KERN_RETURN_IF_ERROR(check_grid_covers(l, kDecode, 2, a.tokens, "one block per query"));
   if (!work) return Status::ok_status();
-  split_partials(a, splits, part_o, part_ml);
-  merge_splits(a.tokens, a.heads, a.head_dim, splits, part_o, part_ml, out);
+  split_partials(a, p.splits, p.part_o, p.part_ml);
+  merge_splits(a.tokens, a.heads, a.head_dim, p.splits, p.part_o, p.part_ml, out);
   return Status::ok_status();  // counters: the CUDA twin's, left at zero
 }
 
