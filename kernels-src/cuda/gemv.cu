@@ -127,28 +127,30 @@ __device__ __forceinline__ void epilogue(const Args& g, int i, int col, float v,
   }
 }
 
-template <bool kNorm, Epi kE>
-__device__ void gemv(const Args& g) {
-  constexpr int kR = kE == Epi::kSiluMul ? 4 : 2;  // w rows per warp
-  static_assert(kWarps * kR == (kE == Epi::kSiluMul ? 2 : 1) * kCols);
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ int last_block;
-  const int lane = threadIdx.x & 31;
-  const int warp = threadIdx.x >> 5;
-  const int c0 = blockIdx.x * kCols;
-  const int split = blockIdx.y;
-  if (c0 >= g.n || g.m <= 0 || g.m > kMaxM || g.splits < 1 || g.k < 0) return;
-  const int nt = min(kCols, g.n - c0);
-  const int w_rows_total = kE == Epi::kSiluMul ? 2 * g.n : g.n;
+/// w rows one warp owns: one per output column (2), or gate and up rows of
+/// two columns (4) for SiLU*mul; kWarps of them cover the kCols columns.
+template <Epi kE>
+constexpr int kRowsPerWarp = kE == Epi::kSiluMul ? 4 : 2;
 
-  // This split's groups [gb, ge) of 8 elements.
+/// A range [begin, end) of 8-element groups of the k axis.
+struct GroupRange {
+  int begin, end;
+};
+
+/// This split's groups of the ceil(k / 8) (ceil(groups / splits) each; empty past the end).
+__device__ __forceinline__ GroupRange split_groups(const Args& g, int split) {
   const int groups = (g.k + 7) >> 3;
   const int per_split = (groups + g.splits - 1) / g.splits;
   const int gb = min(groups, split * per_split);
-  const int ge = min(groups, gb + per_split);
+  return GroupRange{gb, min(groups, gb + per_split)};
+}
 
-  int wrow[kR];
-  bool live[kR];
+/// The w rows of this warp (wrow[r], a row index of w) and whether each
+/// feeds a column inside the tile (live[r]: column < nt = columns left).
+template <Epi kE>
+__device__ __forceinline__ void warp_w_rows(const Args& g, int warp, int c0, int nt, int (&wrow)[kRowsPerWarp<kE>],
+                                            bool (&live)[kRowsPerWarp<kE>]) {
+  constexpr int kR = kRowsPerWarp<kE>;
 #pragma unroll
   for (int r = 0; r < kR; ++r) {
     const int local = warp * kR + r;
@@ -157,177 +159,161 @@ __device__ void gemv(const Args& g) {
     live[r] = col < nt;
     wrow[r] = live[r] ? w_row_of<kE>(g.n, c0, local) : 0;
   }
+}
 
-  // PDL: weights are never written by a launch, so their first lines stream
-  // into L2 while the previous kernel finishes; a, residual, c, partial and
-  // counters are touched only after pdl_wait().
-  pdl_launch_dependents();
+/// Prefetches into L2 the first kUnroll 16-byte groups (gb + lane + 32 u)
+/// of each live w row of this lane, below ge.
+template <int kR>
+__device__ __forceinline__ void prefetch_w(const Args& g, const int (&wrow)[kR], const bool (&live)[kR], int lane,
+                                           int gb, int ge) {
 #pragma unroll
   for (int r = 0; r < kR; ++r)
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
       if (live[r] && gb + lane + 32 * u < ge)
         prefetch_l2(g.w + static_cast<int64_t>(wrow[r]) * g.k + 8 * (gb + lane + 32 * u));
-  pdl_wait();
+}
 
-  const __nv_bfloat16* a = g.a;
-  int lda = g.lda;
-  if constexpr (kNorm) {
-    __nv_bfloat16* sa = reinterpret_cast<__nv_bfloat16*>(smem_raw);
-    norm_prologue(g, sa);
-    a = sa;
-    lda = g.k;
-  }
-
-  float acc[kR][kMaxM];
+/// Loads wv[r][u] = the 16-byte group gr + 32 u (8 bf16 at element
+/// 8 (gr + 32 u)) of w row wrow[r] through the read-only path; zero when the
+/// row is not live. Order: row by row, kU groups each.
+template <int kR, int kU>
+__device__ __forceinline__ void load_w_groups(uint4 (&wv)[kR][kU], const Args& g, const int (&wrow)[kR],
+                                              const bool (&live)[kR], int gr) {
 #pragma unroll
   for (int r = 0; r < kR; ++r)
 #pragma unroll
-    for (int i = 0; i < kMaxM; ++i) acc[r][i] = 0.0f;
+    for (int u = 0; u < kU; ++u)
+      wv[r][u] = live[r] ? __ldg(reinterpret_cast<const uint4*>(g.w + static_cast<int64_t>(wrow[r]) * g.k +
+                                                                8 * (gr + 32 * u)))
+                         : make_uint4(0, 0, 0, 0);
+}
 
-  const bool vec = (g.k & 7) == 0 && (lda & 7) == 0 && aligned_to(a, 16) && aligned_to(g.w, 16);
-  if (vec) {
-    int gr = gb + lane;
-    // kUnroll groups per w row in flight, then consumed in group order.
-    for (; gr + 32 * (kUnroll - 1) < ge; gr += 32 * kUnroll) {
-      uint4 wv[kR][kUnroll];
+/// acc[r][i] += a[i, 8 (gr + 32 u) + 0..7] . (w group wv[r][u]) for every a
+/// row i < m (lda elements apart), element by element with fmaf.
+template <int kR, int kU>
+__device__ __forceinline__ void fma_group(float (&acc)[kR][kMaxM], const uint4 (&wv)[kR][kU], int u,
+                                          const __nv_bfloat16* a, int lda, const Args& g, int gr) {
 #pragma unroll
-      for (int r = 0; r < kR; ++r)
+  for (int i = 0; i < kMaxM; ++i) {
+    if (i >= g.m) break;
+    float x[8];
+    load8(a + static_cast<int64_t>(i) * lda + 8 * (gr + 32 * u), x);
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          wv[r][u] = live[r] ? __ldg(reinterpret_cast<const uint4*>(g.w + static_cast<int64_t>(wrow[r]) * g.k +
-                                                                    8 * (gr + 32 * u)))
-                             : make_uint4(0, 0, 0, 0);
+    for (int r = 0; r < kR; ++r) {
+      float wf[8];
+      unpack8(wv[r][u], wf);
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-#pragma unroll
-        for (int i = 0; i < kMaxM; ++i) {
-          if (i >= g.m) break;
-          float x[8];
-          load8(a + static_cast<int64_t>(i) * lda + 8 * (gr + 32 * u), x);
-#pragma unroll
-          for (int r = 0; r < kR; ++r) {
-            float wf[8];
-            unpack8(wv[r][u], wf);
-#pragma unroll
-            for (int e = 0; e < 8; ++e) acc[r][i] = fmaf(x[e], wf[e], acc[r][i]);
-          }
-        }
-      }
-    }
-    for (; gr < ge; gr += 32) {
-      uint4 wv[kR];
-#pragma unroll
-      for (int r = 0; r < kR; ++r)
-        wv[r] = live[r] ? __ldg(reinterpret_cast<const uint4*>(g.w + static_cast<int64_t>(wrow[r]) * g.k + 8 * gr))
-                        : make_uint4(0, 0, 0, 0);
-#pragma unroll
-      for (int i = 0; i < kMaxM; ++i) {
-        if (i >= g.m) break;
-        float x[8];
-        load8(a + static_cast<int64_t>(i) * lda + 8 * gr, x);
-#pragma unroll
-        for (int r = 0; r < kR; ++r) {
-          float wf[8];
-          unpack8(wv[r], wf);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) acc[r][i] = fmaf(x[e], wf[e], acc[r][i]);
-        }
-      }
-    }
-  } else {
-    for (int gr = gb + lane; gr < ge; gr += 32) {
-      for (int e = 0; e < 8; ++e) {
-        const int x0 = 8 * gr + e;
-        if (x0 >= g.k) break;
-#pragma unroll
-        for (int r = 0; r < kR; ++r) {
-          if (!live[r]) continue;
-          const float wf = bf16_to_f32(g.w[static_cast<int64_t>(wrow[r]) * g.k + x0]);
-#pragma unroll
-          for (int i = 0; i < kMaxM; ++i) {
-            if (i >= g.m) break;
-            acc[r][i] = fmaf(bf16_to_f32(a[static_cast<int64_t>(i) * lda + x0]), wf, acc[r][i]);
-          }
-        }
-      }
+      for (int e = 0; e < 8; ++e) acc[r][i] = fmaf(x[e], wf[e], acc[r][i]);
     }
   }
-#pragma unroll
-  for (int r = 0; r < kR; ++r)
-#pragma unroll
-    for (int i = 0; i < kMaxM; ++i) acc[r][i] = warp_sum(acc[r][i]);  // every lane: the same sum
+}
 
-  if (g.splits > 1) {
-    if (lane == 0) {
-#pragma unroll
-      for (int r = 0; r < kR; ++r)
-        if (live[r])
-#pragma unroll
-          for (int i = 0; i < kMaxM; ++i)
-            if (i < g.m) g.partial[(static_cast<int64_t>(split) * g.m + i) * w_rows_total + wrow[r]] = acc[r][i];
-    }
-    __threadfence();  // this block's partials are visible before its count
-    __syncthreads();
-    if (threadIdx.x == 0) last_block = atomicAdd(&g.counters[blockIdx.x], 1) == g.splits - 1;
-    __syncthreads();
-    if (!last_block) return;
-    __threadfence();  // read the other blocks' partials after seeing their counts
-    if (lane == 0) {
+/// Scalar path (any k, lda, alignment): this lane's groups gb + lane + 32 t
+/// below ge into acc in the same element order as the vector path, one bf16
+/// at a time, stopping at k.
+template <int kR>
+__device__ __forceinline__ void accumulate_scalar(float (&acc)[kR][kMaxM], const Args& g, const __nv_bfloat16* a,
+                                                  int lda, const int (&wrow)[kR], const bool (&live)[kR], int lane,
+                                                  int gb, int ge) {
+  for (int gr = gb + lane; gr < ge; gr += 32) {
+    for (int e = 0; e < 8; ++e) {
+      const int x0 = 8 * gr + e;
+      if (x0 >= g.k) break;
 #pragma unroll
       for (int r = 0; r < kR; ++r) {
         if (!live[r]) continue;
+        const float wf = bf16_to_f32(g.w[static_cast<int64_t>(wrow[r]) * g.k + x0]);
 #pragma unroll
         for (int i = 0; i < kMaxM; ++i) {
           if (i >= g.m) break;
-          const float* p = g.partial + static_cast<int64_t>(i) * w_rows_total + wrow[r];
-          const int64_t step = static_cast<int64_t>(g.m) * w_rows_total;
-          float s = __ldcg(p);
-          for (int sp = 1; sp < g.splits; ++sp) s += __ldcg(p + sp * step);
-          acc[r][i] = s;
+          acc[r][i] = fmaf(bf16_to_f32(a[static_cast<int64_t>(i) * lda + x0]), wf, acc[r][i]);
         }
       }
     }
-    if (threadIdx.x == 0) g.counters[blockIdx.x] = 0;  // ready for the next launch / replay
   }
-  if constexpr (kE == Epi::kArgmax) {
-    // Logits stored as bf16; the tile's best (value, column) per row, over
-    // the bf16 values the unfused argmax would read: greater value, then
-    // smaller column; NaN never wins; an all-NaN tile gives (-inf, INT_MAX).
-    __shared__ float best_v[kWarps][kMaxM];
-    __shared__ int best_i[kWarps][kMaxM];
-    if (lane == 0) {
+}
+
+/// splits > 1, lane 0 of each warp: this split's sums of the warp's live w
+/// rows to partial[split, i, wrow[r]] (f32, w_rows_total per a row i < m).
+template <int kR>
+__device__ __forceinline__ void store_partials(const Args& g, const float (&acc)[kR][kMaxM], const int (&wrow)[kR],
+                                               const bool (&live)[kR], int split, int w_rows_total) {
 #pragma unroll
-      for (int i = 0; i < kMaxM; ++i) {
-        if (i >= g.m) break;
-        float bv = -CUDART_INF_F;
-        int bi = INT_MAX;
+  for (int r = 0; r < kR; ++r)
+    if (live[r])
 #pragma unroll
-        for (int r = 0; r < kR; ++r) {
-          if (!live[r]) continue;
-          const int col = c0 + warp * kR + r;
-          epilogue<kE>(g, i, col, acc[r][i], 0.0f);
-          const float v = bf16_to_f32(f32_to_bf16(acc[r][i]));
-          if (v > bv || (v == bv && col < bi)) bv = v, bi = col;
-        }
-        best_v[warp][i] = bv;
-        best_i[warp][i] = bi;
-      }
+      for (int i = 0; i < kMaxM; ++i)
+        if (i < g.m) g.partial[(static_cast<int64_t>(split) * g.m + i) * w_rows_total + wrow[r]] = acc[r][i];
+}
+
+/// splits > 1, lane 0 of each warp in the tile's last block: acc[r][i] =
+/// the sum of partial[sp, i, wrow[r]] over splits sp = 0, 1, ... in order
+/// (read through L2: the other blocks wrote them).
+template <int kR>
+__device__ __forceinline__ void sum_partials(float (&acc)[kR][kMaxM], const Args& g, const int (&wrow)[kR],
+                                             const bool (&live)[kR], int w_rows_total) {
+#pragma unroll
+  for (int r = 0; r < kR; ++r) {
+    if (!live[r]) continue;
+#pragma unroll
+    for (int i = 0; i < kMaxM; ++i) {
+      if (i >= g.m) break;
+      const float* p = g.partial + static_cast<int64_t>(i) * w_rows_total + wrow[r];
+      const int64_t step = static_cast<int64_t>(g.m) * w_rows_total;
+      float s = __ldcg(p);
+      for (int sp = 1; sp < g.splits; ++sp) s += __ldcg(p + sp * step);
+      acc[r][i] = s;
     }
-    __syncthreads();
-    if (threadIdx.x < g.m) {
-      const int i = threadIdx.x;
+  }
+}
+
+/// kArgmax epilogue (whole block): stores the logits as bf16 and writes each
+/// a row's best (value, column) of the tile to argmax_val / argmax_idx
+/// [m, gridDim.x], over the bf16 values the unfused argmax would read:
+/// greater value, then smaller column; NaN never wins; an all-NaN tile gives
+/// (-inf, INT_MAX). best_v / best_i: the block's shared per-warp bests.
+template <int kR>
+__device__ __forceinline__ void argmax_epilogue(const Args& g, const float (&acc)[kR][kMaxM],
+                                                const bool (&live)[kR], int lane, int warp, int c0,
+                                                float (&best_v)[kWarps][kMaxM], int (&best_i)[kWarps][kMaxM]) {
+  if (lane == 0) {
+#pragma unroll
+    for (int i = 0; i < kMaxM; ++i) {
+      if (i >= g.m) break;
       float bv = -CUDART_INF_F;
       int bi = INT_MAX;
-      for (int w = 0; w < kWarps; ++w)
-        if (best_v[w][i] > bv || (best_v[w][i] == bv && best_i[w][i] < bi)) bv = best_v[w][i], bi = best_i[w][i];
-      const int64_t at = static_cast<int64_t>(i) * gridDim.x + blockIdx.x;
-      g.argmax_val[at] = bv;
-      g.argmax_idx[at] = bi;
+#pragma unroll
+      for (int r = 0; r < kR; ++r) {
+        if (!live[r]) continue;
+        const int col = c0 + warp * kR + r;
+        epilogue<Epi::kArgmax>(g, i, col, acc[r][i], 0.0f);
+        const float v = bf16_to_f32(f32_to_bf16(acc[r][i]));
+        if (v > bv || (v == bv && col < bi)) bv = v, bi = col;
+      }
+      best_v[warp][i] = bv;
+      best_i[warp][i] = bi;
     }
-    return;
   }
-  if (lane != 0) return;
+  __syncthreads();
+  if (threadIdx.x < g.m) {
+    const int i = threadIdx.x;
+    float bv = -CUDART_INF_F;
+    int bi = INT_MAX;
+    for (int w = 0; w < kWarps; ++w)
+      if (best_v[w][i] > bv || (best_v[w][i] == bv && best_i[w][i] < bi)) bv = best_v[w][i], bi = best_i[w][i];
+    const int64_t at = static_cast<int64_t>(i) * gridDim.x + blockIdx.x;
+    g.argmax_val[at] = bv;
+    g.argmax_idx[at] = bi;
+  }
+}
+
+/// The other epilogues (lane 0 of each warp): c[i, col] for this warp's live
+/// columns and every a row i < m; SiLU*mul pairs gate row h with up row h + 2.
+template <Epi kE>
+__device__ __forceinline__ void store_epilogue(const Args& g, const float (&acc)[kRowsPerWarp<kE>][kMaxM],
+                                               const bool (&live)[kRowsPerWarp<kE>], int warp, int c0) {
+  constexpr int kR = kRowsPerWarp<kE>;
   if constexpr (kE == Epi::kSiluMul) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -347,6 +333,107 @@ __device__ void gemv(const Args& g) {
   }
 }
 
+/// acc = 0 (every w row r, every a row slot i).
+template <int kR>
+__device__ __forceinline__ void zero_acc(float (&acc)[kR][kMaxM]) {
+#pragma unroll
+  for (int r = 0; r < kR; ++r)
+#pragma unroll
+    for (int i = 0; i < kMaxM; ++i) acc[r][i] = 0.0f;
+}
+
+/// acc[r][i] = the sum of the 32 lanes' acc[r][i] (xor butterfly 16, 8, 4,
+/// 2, 1): every lane gets the same sum.
+template <int kR>
+__device__ __forceinline__ void reduce_lanes(float (&acc)[kR][kMaxM]) {
+#pragma unroll
+  for (int r = 0; r < kR; ++r)
+#pragma unroll
+    for (int i = 0; i < kMaxM; ++i) acc[r][i] = warp_sum(acc[r][i]);
+}
+
+/// One block of the GEMV: column tile [c0, c0 + 8) = blockIdx.x * 8, split
+/// blockIdx.y; warp w owns kRowsPerWarp w rows, lane l their groups
+/// gb + l + 32 t (see the file comment for the reduction order).
+template <bool kNorm, Epi kE>
+__device__ void gemv(const Args& g) {
+  constexpr int kR = kRowsPerWarp<kE>;  // w rows per warp
+  static_assert(kWarps * kR == (kE == Epi::kSiluMul ? 2 : 1) * kCols);
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  __shared__ int last_block;
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int c0 = blockIdx.x * kCols;
+  const int split = blockIdx.y;
+  if (c0 >= g.n || g.m <= 0 || g.m > kMaxM || g.splits < 1 || g.k < 0) return;
+  const int nt = min(kCols, g.n - c0);
+  const int w_rows_total = kE == Epi::kSiluMul ? 2 * g.n : g.n;
+
+  const GroupRange range = split_groups(g, split);  // this split's groups [gb, ge)
+  const int gb = range.begin, ge = range.end;
+  int wrow[kR];
+  bool live[kR];
+  warp_w_rows<kE>(g, warp, c0, nt, wrow, live);
+
+  // PDL: weights are never written by a launch, so their first lines stream
+  // into L2 while the previous kernel finishes; a, residual, c, partial and
+  // counters are touched only after pdl_wait().
+  pdl_launch_dependents();
+  prefetch_w(g, wrow, live, lane, gb, ge);
+  pdl_wait();
+
+  const __nv_bfloat16* a = g.a;
+  int lda = g.lda;
+  if constexpr (kNorm) {
+    __nv_bfloat16* sa = reinterpret_cast<__nv_bfloat16*>(smem_raw);
+    norm_prologue(g, sa);
+    a = sa;
+    lda = g.k;
+  }
+
+  float acc[kR][kMaxM];
+  zero_acc(acc);
+  const bool vec = (g.k & 7) == 0 && (lda & 7) == 0 && aligned_to(a, 16) && aligned_to(g.w, 16);
+  if (vec) {
+    int gr = gb + lane;
+    // kUnroll groups per w row in flight, then consumed in group order.
+    for (; gr + 32 * (kUnroll - 1) < ge; gr += 32 * kUnroll) {
+      uint4 wv[kR][kUnroll];
+      load_w_groups(wv, g, wrow, live, gr);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) fma_group(acc, wv, u, a, lda, g, gr);
+    }
+    for (; gr < ge; gr += 32) {
+      uint4 wv[kR][1];
+      load_w_groups(wv, g, wrow, live, gr);
+      fma_group(acc, wv, 0, a, lda, g, gr);
+    }
+  } else {
+    accumulate_scalar(acc, g, a, lda, wrow, live, lane, gb, ge);
+  }
+  reduce_lanes(acc);  // every lane: the same sums
+
+  if (g.splits > 1) {
+    if (lane == 0) store_partials(g, acc, wrow, live, split, w_rows_total);
+    __threadfence();  // this block's partials are visible before its count
+    __syncthreads();
+    if (threadIdx.x == 0) last_block = atomicAdd(&g.counters[blockIdx.x], 1) == g.splits - 1;
+    __syncthreads();
+    if (!last_block) return;
+    __threadfence();  // read the other blocks' partials after seeing their counts
+    if (lane == 0) sum_partials(acc, g, wrow, live, w_rows_total);
+    if (threadIdx.x == 0) g.counters[blockIdx.x] = 0;  // ready for the next launch / replay
+  }
+  if constexpr (kE == Epi::kArgmax) {
+    __shared__ float best_v[kWarps][kMaxM];
+    __shared__ int best_i[kWarps][kMaxM];
+    argmax_epilogue(g, acc, live, lane, warp, c0, best_v, best_i);
+    return;
+  }
+  if (lane != 0) return;
+  store_epilogue<kE>(g, acc, live, warp, c0);
+}
+
 }  // namespace kern_gemv
 
 using namespace kern_gemv;
@@ -356,21 +443,33 @@ using namespace kern_gemv;
 // SiLU*mul), a m k 2 per block from L2, c 2 m n (x2 for acc / residual),
 // partial 8 splits m n when split.
 
+/// Defines entry point `name` with the plain ABI (a, w, c, partial,
+/// counters, m, n, k, lda, ldc, splits) running gemv<false, kE>.
+#define KERN_GEMV_PLAIN_ENTRY(name, kE)                                                                        \
+  extern "C" __global__ void __launch_bounds__(128) name(                                                      \
+      const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ w, __nv_bfloat16* c, float* partial,          \
+      int* counters, int m, int n, int k, int lda, int ldc, int splits) {                                      \
+    gemv<false, kE>(Args{a, nullptr, w, nullptr, c, partial, counters, nullptr, nullptr, m, n, k, lda, ldc,    \
+                         splits, 0.0f});                                                                       \
+  }
+
+/// Defines entry point `name` with the RMSNorm-prologue ABI (a,
+/// norm_weight, w, c, partial, counters, m, n, k, lda, ldc, splits, eps)
+/// running gemv<true, kE>.
+#define KERN_GEMV_RMSNORM_ENTRY(name, kE)                                                                      \
+  extern "C" __global__ void __launch_bounds__(128) name(                                                      \
+      const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ norm_weight,                                  \
+      const __nv_bfloat16* __restrict__ w, __nv_bfloat16* c, float* partial, int* counters, int m, int n,     \
+      int k, int lda, int ldc, int splits, float eps) {                                                        \
+    gemv<true, kE>(Args{a, norm_weight, w, nullptr, c, partial, counters, nullptr, nullptr, m, n, k, lda, ldc, \
+                        splits, eps});                                                                         \
+  }
+
 /// kern_gemv_bf16: c = bf16(a . w^T).
-extern "C" __global__ void __launch_bounds__(128) kern_gemv_bf16(
-    const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ w, __nv_bfloat16* c, float* partial, int* counters,
-    int m, int n, int k, int lda, int ldc, int splits) {
-  gemv<false, Epi::kStore>(Args{a, nullptr, w, nullptr, c, partial, counters, nullptr, nullptr,
-                       m, n, k, lda, ldc, splits, 0.0f});
-}
+KERN_GEMV_PLAIN_ENTRY(kern_gemv_bf16, Epi::kStore)
 
 /// kern_gemv_acc_bf16 (beta = 1): c = bf16(c + a . w^T).
-extern "C" __global__ void __launch_bounds__(128) kern_gemv_acc_bf16(
-    const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ w, __nv_bfloat16* c, float* partial, int* counters,
-    int m, int n, int k, int lda, int ldc, int splits) {
-  gemv<false, Epi::kAcc>(Args{a, nullptr, w, nullptr, c, partial, counters, nullptr, nullptr,
-                       m, n, k, lda, ldc, splits, 0.0f});
-}
+KERN_GEMV_PLAIN_ENTRY(kern_gemv_acc_bf16, Epi::kAcc)
 
 /// kern_gemv_residual_bf16: c = bf16(residual + a . w^T); c may alias residual.
 extern "C" __global__ void __launch_bounds__(128) kern_gemv_residual_bf16(
@@ -382,28 +481,13 @@ extern "C" __global__ void __launch_bounds__(128) kern_gemv_residual_bf16(
 
 /// kern_gemv_silu_mul_bf16: c[:, j] = bf16(silu(a . gate_j) * (a . up_j)),
 /// w [2n, k] = [gate; up] (row j and row n + j).
-extern "C" __global__ void __launch_bounds__(128) kern_gemv_silu_mul_bf16(
-    const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ w, __nv_bfloat16* c, float* partial, int* counters,
-    int m, int n, int k, int lda, int ldc, int splits) {
-  gemv<false, Epi::kSiluMul>(Args{a, nullptr, w, nullptr, c, partial, counters, nullptr, nullptr,
-                       m, n, k, lda, ldc, splits, 0.0f});
-}
+KERN_GEMV_PLAIN_ENTRY(kern_gemv_silu_mul_bf16, Epi::kSiluMul)
 
 /// kern_gemv_rmsnorm_bf16: c = bf16(bf16(rmsnorm(a) * norm_weight) . w^T).
-extern "C" __global__ void __launch_bounds__(128) kern_gemv_rmsnorm_bf16(
-    const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ norm_weight, const __nv_bfloat16* __restrict__ w,
-    __nv_bfloat16* c, float* partial, int* counters, int m, int n, int k, int lda, int ldc, int splits, float eps) {
-  gemv<true, Epi::kStore>(Args{a, norm_weight, w, nullptr, c, partial, counters, nullptr, nullptr,
-                       m, n, k, lda, ldc, splits, eps});
-}
+KERN_GEMV_RMSNORM_ENTRY(kern_gemv_rmsnorm_bf16, Epi::kStore)
 
 /// kern_gemv_rmsnorm_silu_mul_bf16: the SiLU*mul epilogue over the RMSNorm prologue.
-extern "C" __global__ void __launch_bounds__(128) kern_gemv_rmsnorm_silu_mul_bf16(
-    const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ norm_weight, const __nv_bfloat16* __restrict__ w,
-    __nv_bfloat16* c, float* partial, int* counters, int m, int n, int k, int lda, int ldc, int splits, float eps) {
-  gemv<true, Epi::kSiluMul>(Args{a, norm_weight, w, nullptr, c, partial, counters, nullptr, nullptr,
-                       m, n, k, lda, ldc, splits, eps});
-}
+KERN_GEMV_RMSNORM_ENTRY(kern_gemv_rmsnorm_silu_mul_bf16, Epi::kSiluMul)
 
 /// kern_gemv_rmsnorm_argmax_bf16: lm_head after the final norm with fused
 /// argmax partials. Params: a, norm_weight, w, out c (logits, bf16),
