@@ -67,6 +67,23 @@ struct MergeSmem {
   float o[kWarps][kMaxHeadDim];
 };
 
+/// The block merge of the kWarps warps' softmax states in smem.m / smem.l
+/// (read after the barrier that published them): M = max_w m_w, the
+/// weights wt[w] = exp(m_w - M) (all 0 when every warp's range was empty)
+/// and L = sum_w wt[w] l_w. Returns (M, L).
+__device__ __forceinline__ float2 merge_weights(const MergeSmem& smem, float (&wt)[kWarps]) {
+  float mm = -CUDART_INF_F;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) mm = fmaxf(mm, smem.m[w]);
+  float ll = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    wt[w] = mm == -CUDART_INF_F ? 0.0f : __expf(smem.m[w] - mm);
+    ll += wt[w] * smem.l[w];
+  }
+  return make_float2(mm, ll);
+}
+
 /// Attends query row `q` (head dims) to cache positions [begin, end) and
 /// leaves the block-merged unnormalised result in smem: returns (m, l) to
 /// every thread and o[d] in smem.o[0][d] (valid after the final barrier).
@@ -117,16 +134,8 @@ __device__ float2 attend_range(MergeSmem& smem, const __nv_bfloat16* __restrict_
     if (d < head_dim) smem.o[warp][d] = o[j];
   }
   __syncthreads();
-  float mm = -CUDART_INF_F;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) mm = fmaxf(mm, smem.m[w]);
   float wt[kWarps];
-  float ll = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    wt[w] = mm == -CUDART_INF_F ? 0.0f : __expf(smem.m[w] - mm);
-    ll += wt[w] * smem.l[w];
-  }
+  const float2 ml = merge_weights(smem, wt);
   // Each thread merges its own dims d = tid, tid + 128, ... in place; no
   // other thread reads those columns, so no barrier is needed before writing.
   for (int d = threadIdx.x; d < head_dim; d += blockDim.x) {
@@ -135,7 +144,7 @@ __device__ float2 attend_range(MergeSmem& smem, const __nv_bfloat16* __restrict_
     for (int w = 0; w < kWarps; ++w) acc += wt[w] * smem.o[w][d];
     smem.o[0][d] = acc;
   }
-  return make_float2(mm, ll);
+  return ml;
 }
 
 /// Geometry of one query: its causal length n_i (positions [0, n_i)).
@@ -201,6 +210,39 @@ __device__ void dispatch_head_dim(const AttnArgs& a, F&& f) {
 
 }  // namespace
 
+// A named namespace, not the anonymous one: a function declaring __shared__
+// variables in an anonymous namespace gets a path-dependent _INTERNAL_ name
+// in the PTX, which would make a fatbin carrying PTX (kernels_cuda_archs
+// compute_NN) depend on the build directory (see gemv.cu).
+namespace kern_paged_attention {
+
+/// The prefill and non-causal kernels (the attention interface params):
+/// block (h, i) = (blockIdx.x, blockIdx.y) attends query i to cache
+/// positions [0, n) and writes bf16(o / l) to out; n is the query's causal
+/// length when kCausal, else seq_lens[0] (a non-causal query's range does
+/// not depend on q_len: cu_seqlens_q is only the interface's).
+template <bool kCausal>
+__device__ __forceinline__ void prefill_attention(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kv_cache,
+    const int* __restrict__ block_table, const int* __restrict__ seq_lens,
+    const int* __restrict__ cu_seqlens_q, const float* __restrict__ k_scale,
+    const float* __restrict__ v_scale, __nv_bfloat16* __restrict__ out, int num_tokens, int num_heads,
+    int num_kv_heads, int head_dim, long long page_stride, float scale) {
+  const int h = blockIdx.x, i = blockIdx.y;
+  if (h >= num_heads || i >= num_tokens || num_kv_heads <= 0 || num_heads < num_kv_heads ||
+      head_dim <= 0)
+    return;
+  const int n = kCausal ? max(causal_len(seq_lens, cu_seqlens_q, i), 0) : max(seq_lens[0], 0);
+  const AttnArgs a{q, kv_cache, block_table, scale * *k_scale, *v_scale, num_heads, num_kv_heads,
+                   head_dim, page_stride};
+  __shared__ MergeSmem smem;  // one instance, shared by every head_dim specialisation
+  dispatch_head_dim(a, [&]<int kEpl, bool kContig>() {
+    prefill_body<kEpl, kContig>(smem, a, h, i, n, out);
+  });
+}
+
+}  // namespace kern_paged_attention
+
 /// kern_paged_attention_partial_bf16(in bf16 q[T, H*D], in ptr kv_cache, in i32 block_table,
 ///     in i32 seq_lens[1], in i32 cu_seqlens_q[2], in f32 k_scale[1], in f32 v_scale[1],
 ///     out f32 partial_o[T, H*S*D], out f32 partial_ml[T, H*S*2], i32 num_tokens,
@@ -263,28 +305,27 @@ extern "C" __global__ void __launch_bounds__(128) kern_paged_attention_reduce_bf
   }
 }
 
+/// Defines entry point `name` with the attention interface params (q,
+/// kv_cache, block_table, seq_lens, cu_seqlens_q, k_scale, v_scale, out,
+/// num_tokens, num_heads, num_kv_heads, head_dim, page_stride, scale)
+/// running kern_paged_attention::prefill_attention<kCausal>.
+#define KERN_PREFILL_ENTRY(name, kCausal)                                                                     \
+  extern "C" __global__ void __launch_bounds__(128) name(                                                     \
+      const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kv_cache,                       \
+      const int* __restrict__ block_table, const int* __restrict__ seq_lens,                                 \
+      const int* __restrict__ cu_seqlens_q, const float* __restrict__ k_scale,                               \
+      const float* __restrict__ v_scale, __nv_bfloat16* __restrict__ out, int num_tokens, int num_heads,     \
+      int num_kv_heads, int head_dim, long long page_stride, float scale) {                                  \
+    kern_paged_attention::prefill_attention<kCausal>(q, kv_cache, block_table, seq_lens, cu_seqlens_q, k_scale, \
+                                                     v_scale, out, num_tokens, num_heads, num_kv_heads, head_dim,  \
+                                                     page_stride, scale);                                         \
+  }
+
 /// kern_paged_attention_prefill_bf16(the attention interface params, docs/kernels.md §8)
 /// Launch: grid [H, T, 1], block [128, 1, 1]; block (h, i) attends over all
 /// n_i positions of query i. K/V rows are re-read per query and per query
 /// head of a group: from L2 after the first (4 D n_i bytes per block).
-extern "C" __global__ void __launch_bounds__(128) kern_paged_attention_prefill_bf16(
-    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kv_cache,
-    const int* __restrict__ block_table, const int* __restrict__ seq_lens,
-    const int* __restrict__ cu_seqlens_q, const float* __restrict__ k_scale,
-    const float* __restrict__ v_scale, __nv_bfloat16* __restrict__ out, int num_tokens, int num_heads,
-    int num_kv_heads, int head_dim, long long page_stride, float scale) {
-  const int h = blockIdx.x, i = blockIdx.y;
-  if (h >= num_heads || i >= num_tokens || num_kv_heads <= 0 || num_heads < num_kv_heads ||
-      head_dim <= 0)
-    return;
-  const int n = max(causal_len(seq_lens, cu_seqlens_q, i), 0);
-  const AttnArgs a{q, kv_cache, block_table, scale * *k_scale, *v_scale, num_heads, num_kv_heads,
-                   head_dim, page_stride};
-  __shared__ MergeSmem smem;  // one instance, shared by every head_dim specialisation
-  dispatch_head_dim(a, [&]<int kEpl, bool kContig>() {
-    prefill_body<kEpl, kContig>(smem, a, h, i, n, out);
-  });
-}
+KERN_PREFILL_ENTRY(kern_paged_attention_prefill_bf16, true)
 
 /// kern_paged_attention_noncausal_bf16(the attention interface params, docs/kernels.md §8)
 /// The DFlash draft's attention (docs/speculative.md): the prefill kernel
@@ -292,25 +333,7 @@ extern "C" __global__ void __launch_bounds__(128) kern_paged_attention_prefill_b
 /// context and the whole block), not causally.
 /// Launch: grid [H, T, 1], block [128, 1, 1]; bytes moved as the prefill
 /// kernel with n_i = seq_lens[0] for every query.
-extern "C" __global__ void __launch_bounds__(128) kern_paged_attention_noncausal_bf16(
-    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kv_cache,
-    const int* __restrict__ block_table, const int* __restrict__ seq_lens,
-    const int* __restrict__ cu_seqlens_q, const float* __restrict__ k_scale,
-    const float* __restrict__ v_scale, __nv_bfloat16* __restrict__ out, int num_tokens, int num_heads,
-    int num_kv_heads, int head_dim, long long page_stride, float scale) {
-  const int h = blockIdx.x, i = blockIdx.y;
-  if (h >= num_heads || i >= num_tokens || num_kv_heads <= 0 || num_heads < num_kv_heads ||
-      head_dim <= 0)
-    return;
-  (void)cu_seqlens_q;  // the interface's; a non-causal query's range does not depend on q_len
-  const int n = max(seq_lens[0], 0);
-  const AttnArgs a{q, kv_cache, block_table, scale * *k_scale, *v_scale, num_heads, num_kv_heads,
-                   head_dim, page_stride};
-  __shared__ MergeSmem smem;  // one instance, shared by every head_dim specialisation
-  dispatch_head_dim(a, [&]<int kEpl, bool kContig>() {
-    prefill_body<kEpl, kContig>(smem, a, h, i, n, out);
-  });
-}
+KERN_PREFILL_ENTRY(kern_paged_attention_noncausal_bf16, false)
 
 namespace {
 
@@ -382,16 +405,8 @@ __device__ void gqa_split_body(MergeSmem& smem, const int* pages, int page0, con
       if (d < a.head_dim) smem.o[warp][d] = o[g][j];
     }
     __syncthreads();
-    float mm = -CUDART_INF_F;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) mm = fmaxf(mm, smem.m[w]);
     float wt[kWarps];
-    float ll = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      wt[w] = mm == -CUDART_INF_F ? 0.0f : __expf(smem.m[w] - mm);
-      ll += wt[w] * smem.l[w];
-    }
+    const float2 ml = merge_weights(smem, wt);
     const int64_t part = (static_cast<int64_t>(i) * a.num_heads + h0 + g) * num_splits + s;
     for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) {
       float acc = 0.0f;
@@ -400,8 +415,8 @@ __device__ void gqa_split_body(MergeSmem& smem, const int* pages, int page0, con
       partial_o[part * a.head_dim + d] = acc;
     }
     if (threadIdx.x == 0) {
-      partial_ml[part * 2] = mm;
-      partial_ml[part * 2 + 1] = ll;
+      partial_ml[part * 2] = ml.x;
+      partial_ml[part * 2 + 1] = ml.y;
     }
   }
 }

@@ -32,13 +32,26 @@ __device__ __forceinline__ void load_row_vec(const __nv_bfloat16* x, __nv_bfloat
   }
 }
 
-__device__ __forceinline__ void store_norm_vec(__nv_bfloat16* y, const __nv_bfloat16* w, int v,
-                                               const float r[8], float inv) {
-  float wf[8], o[8];
-  load8_ro(w + 8 * v, wf);
+/// y[kN v, kN v + kN) = bf16(r * inv * w[same]) (f32 math): kN = 8 with
+/// 16-byte accesses (w through the read-only path) for rows, kN = 4 with
+/// 8-byte accesses for heads. Pointers aligned to 2 kN bytes; callers check.
+template <int kN>
+__device__ __forceinline__ void store_norm_vec(__nv_bfloat16* y, const __nv_bfloat16* w, int v, const float r[kN],
+                                               float inv) {
+  static_assert(kN == 8 || kN == 4);
+  float wf[kN], o[kN];
+  if constexpr (kN == 8) {
+    load8_ro(w + 8 * v, wf);
+  } else {
+    load4(w + 4 * v, wf);
+  }
 #pragma unroll
-  for (int j = 0; j < 8; ++j) o[j] = r[j] * inv * wf[j];
-  store8(y + 8 * v, o);
+  for (int j = 0; j < kN; ++j) o[j] = r[j] * inv * wf[j];
+  if constexpr (kN == 8) {
+    store8(y + 8 * v, o);
+  } else {
+    store4(y + 4 * v, o);
+  }
 }
 
 /// One row normalised by one block. Vector path when n % 8 == 0 and every
@@ -77,12 +90,12 @@ __device__ void norm_row(const __nv_bfloat16* x, __nv_bfloat16* residual, const 
 #pragma unroll
     for (int k = 0; k < kRowVecsPerThread; ++k) {
       const int v = tid + k * nthreads;
-      if (v < nvec) store_norm_vec(yv, wv, v, cache[k], inv);
+      if (v < nvec) store_norm_vec<8>(yv, wv, v, cache[k], inv);
     }
     for (int v = tid + kRowVecsPerThread * nthreads; v < nvec; v += nthreads) {
       float r[8];
       load8((kAdd ? rv : xv) + 8 * v, r);  // this thread's own residual store from pass 1
-      store_norm_vec(yv, wv, v, r, inv);
+      store_norm_vec<8>(yv, wv, v, r, inv);
     }
     return;
   }
@@ -137,15 +150,6 @@ namespace {
 
 constexpr int kHeadChunksPerLane = 4;  // 4 x 4 elements x 32 lanes: head_dim <= 512 cached
 
-__device__ __forceinline__ void store_head_chunk(__nv_bfloat16* y, const __nv_bfloat16* w, int c,
-                                                 const float r[4], float inv) {
-  float wf[4], o[4];
-  load4(w + 4 * c, wf);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) o[j] = r[j] * inv * wf[j];
-  store4(y + 4 * c, o);
-}
-
 }  // namespace
 
 /// kern_head_rmsnorm_bf16(in bf16 x, in bf16 weight[D], out bf16 y, i32 total_heads,
@@ -193,12 +197,12 @@ extern "C" __global__ void __launch_bounds__(128) kern_head_rmsnorm_bf16(
 #pragma unroll
     for (int k = 0; k < kHeadChunksPerLane; ++k) {
       const int c = lane + 32 * k;
-      if (c < nchunk) store_head_chunk(yv, wv, c, cache[k], inv);
+      if (c < nchunk) store_norm_vec<4>(yv, wv, c, cache[k], inv);
     }
     for (int c = lane + 32 * kHeadChunksPerLane; c < nchunk; c += 32) {
       float r[4];
       load4(xv + 4 * c, r);
-      store_head_chunk(yv, wv, c, r, inv);
+      store_norm_vec<4>(yv, wv, c, r, inv);
     }
     return;
   }

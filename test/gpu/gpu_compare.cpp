@@ -177,6 +177,93 @@ int run_cpu_only(const Options& opt) {
   return failed ? 1 : 0;
 }
 
+/// Bandwidth ceiling: one 1 GiB device-to-device copy timed 10 times, read
+/// + write bytes over the median time, in GB/s; 0 when it cannot be measured.
+double measure_copy_gbps(GpuSession& s) {
+  double copy_gbps = 0;
+  const uint64_t n = 1ull << 30;
+  auto a = s.alloc(n), b = s.alloc(n);
+  if (a.ok() && b.ok()) {
+    const auto& api = s.driver().api();
+    (void)api.cuMemsetD8Async(a.value(), 1, n, s.stream());
+    std::vector<float> t;
+    for (int i = 0; i < 10; ++i) {
+      auto ms = s.time_ms([&] { return s.driver().check(api.cuMemcpyDtoDAsync(b.value(), a.value(), n, s.stream()), "cuMemcpyDtoDAsync"); });
+      if (ms.ok()) t.push_back(ms.value());
+    }
+    if (!t.empty()) {
+      std::sort(t.begin(), t.end());
+      copy_gbps = 2.0 * n / (t[t.size() / 2] * 1e-3) / 1e9;
+    }
+  }
+  return copy_gbps;
+}
+
+/// One case's outcome: verdict "ok", "error" or "MISMATCH" with its detail,
+/// the largest error over the compared buffers, and for a benchmarked case
+/// that matched the median launch time (us) and bandwidth (GB/s); -1 when
+/// not measured.
+struct CaseResult {
+  std::string verdict = "ok", detail;
+  double max_err = 0, us = -1, gbps = -1;
+};
+
+/// Downloads every compared buffer of `c` (run on both sides) and compares
+/// it with the cpu reference's bytes, into r.
+void compare_outputs(GpuSession& s, const Case& c, const GpuCase& g, CaseResult& r) {
+  for (size_t bi = 0; bi < c.buffers.size(); ++bi) {
+    if (c.buffers[bi].compare == Compare::kNone) continue;
+    std::vector<uint8_t> got(c.buffers[bi].bytes.size());
+    Status d = s.download(got.data(), g.bufs[bi], got.size());
+    if (!d.ok()) { r.verdict = "error", r.detail = d.error().message; break; }
+    Mismatch m = compare(c.buffers[bi], got);
+    r.max_err = std::max(r.max_err, m.max_err);
+    if (m.bad) {
+      r.verdict = "MISMATCH";
+      r.detail += (r.detail.empty() ? "" : "; ") + std::to_string(m.bad) + "/" + std::to_string(m.checked) +
+                  " differ, first " + m.detail;
+    }
+  }
+}
+
+/// Times `reps` launches of the whole case (warm-up included) and puts the
+/// median (us) and the bandwidth it gives for c.bytes_moved (GB/s) in r.
+void bench_case(GpuSession& s, const Case& c, GpuCase& g, int reps, CaseResult& r) {
+  std::vector<float> t;
+  for (int rep = 0; rep < reps; ++rep) {  // warm-up included: median of reps
+    auto ms = s.time_ms([&] { return launch_all(s, c, g); });
+    if (ms.ok()) t.push_back(ms.value());
+  }
+  std::sort(t.begin(), t.end());
+  if (!t.empty()) r.us = t[t.size() / 2] * 1e3, r.gbps = c.bytes_moved / (r.us * 1e-6) / 1e9;
+}
+
+/// Runs `c` on the GPU (from its pristine, poisoned bytes) and on the cpu
+/// reference, compares the outputs, and benchmarks it when it matched and
+/// c.bench.
+CaseResult run_case(GpuSession& s, Case& c, const Options& opt) {
+  CaseResult r;
+  auto g = prepare_gpu(s, c, opt.kernels_dir);  // from the pristine (poisoned) bytes
+  Status st = g.ok() ? launch_all(s, c, g.value()) : Status(g.error());
+  if (st.ok()) st = s.synchronize();
+  if (st.ok()) st = run_cpu(c);
+  if (!st.ok()) {
+    r.verdict = "error", r.detail = st.error().message;
+  } else {
+    compare_outputs(s, c, g.value(), r);
+  }
+  if (r.verdict == "ok" && c.bench) bench_case(s, c, g.value(), opt.reps, r);
+  return r;
+}
+
+/// The case's object in the --json report.
+std::string case_json(const Case& c, const CaseResult& r) {
+  return "{\"name\": \"" + json_escape(c.name) + "\", \"verdict\": \"" + r.verdict + "\", \"detail\": \"" +
+         json_escape(r.detail) + "\", \"max_err\": " + std::to_string(r.max_err) +
+         ", \"bytes_moved\": " + std::to_string(c.bytes_moved) + ", \"us\": " + std::to_string(r.us) +
+         ", \"gbps\": " + std::to_string(r.gbps) + "}";
+}
+
 int run(const Options& opt) {
   if (opt.cpu_only) return run_cpu_only(opt);
   auto session = GpuSession::open();
@@ -186,25 +273,7 @@ int run(const Options& opt) {
   }
   GpuSession& s = *session.value();
   std::printf("device: %s\n", s.description().c_str());
-  // Bandwidth ceiling: one 1 GiB device-to-device copy (read + write bytes / time).
-  double copy_gbps = 0;
-  {
-    const uint64_t n = 1ull << 30;
-    auto a = s.alloc(n), b = s.alloc(n);
-    if (a.ok() && b.ok()) {
-      const auto& api = s.driver().api();
-      (void)api.cuMemsetD8Async(a.value(), 1, n, s.stream());
-      std::vector<float> t;
-      for (int i = 0; i < 10; ++i) {
-        auto ms = s.time_ms([&] { return s.driver().check(api.cuMemcpyDtoDAsync(b.value(), a.value(), n, s.stream()), "cuMemcpyDtoDAsync"); });
-        if (ms.ok()) t.push_back(ms.value());
-      }
-      if (!t.empty()) {
-        std::sort(t.begin(), t.end());
-        copy_gbps = 2.0 * n / (t[t.size() / 2] * 1e-3) / 1e9;
-      }
-    }
-  }
+  const double copy_gbps = measure_copy_gbps(s);
   std::vector<Case> cases = make_cases(opt.seed);
   int failed = 0;
   std::string json = "{\"device\": \"" + json_escape(s.description()) + "\", \"copy_gbps\": " +
@@ -212,51 +281,16 @@ int run(const Options& opt) {
   std::string table;
   for (size_t ci = 0; ci < cases.size(); ++ci) {
     Case& c = cases[ci];
-    auto g = prepare_gpu(s, c, opt.kernels_dir);  // from the pristine (poisoned) bytes
-    Status st = g.ok() ? launch_all(s, c, g.value()) : Status(g.error());
-    if (st.ok()) st = s.synchronize();
-    if (st.ok()) st = run_cpu(c);
-    std::string verdict = "ok", detail;
-    double max_err = 0;
-    if (!st.ok()) {
-      verdict = "error", detail = st.error().message;
-    } else {
-      for (size_t bi = 0; bi < c.buffers.size(); ++bi) {
-        if (c.buffers[bi].compare == Compare::kNone) continue;
-        std::vector<uint8_t> got(c.buffers[bi].bytes.size());
-        Status d = s.download(got.data(), g.value().bufs[bi], got.size());
-        if (!d.ok()) { verdict = "error", detail = d.error().message; break; }
-        Mismatch m = compare(c.buffers[bi], got);
-        max_err = std::max(max_err, m.max_err);
-        if (m.bad) {
-          verdict = "MISMATCH";
-          detail += (detail.empty() ? "" : "; ") + std::to_string(m.bad) + "/" + std::to_string(m.checked) +
-                    " differ, first " + m.detail;
-        }
-      }
-    }
-    double us = -1, gbps = -1;
-    if (verdict == "ok" && c.bench) {
-      std::vector<float> t;
-      for (int rep = 0; rep < opt.reps; ++rep) {  // warm-up included: median of reps
-        auto ms = s.time_ms([&] { return launch_all(s, c, g.value()); });
-        if (ms.ok()) t.push_back(ms.value());
-      }
-      std::sort(t.begin(), t.end());
-      if (!t.empty()) us = t[t.size() / 2] * 1e3, gbps = c.bytes_moved / (us * 1e-6) / 1e9;
-    }
-    if (verdict != "ok") ++failed;
-    std::printf("%-8s %-60s max_err %.3g %s\n", verdict.c_str(), c.name.c_str(), max_err, detail.c_str());
+    const CaseResult r = run_case(s, c, opt);
+    if (r.verdict != "ok") ++failed;
+    std::printf("%-8s %-60s max_err %.3g %s\n", r.verdict.c_str(), c.name.c_str(), r.max_err, r.detail.c_str());
     char row[200];
-    if (c.bench && us >= 0) {
-      std::snprintf(row, sizeof row, "%-60s %9.2f us %8.1f GB/s %5.1f%%\n", c.name.c_str(), us, gbps,
-                    copy_gbps > 0 ? 100.0 * gbps / copy_gbps : 0.0);
+    if (c.bench && r.us >= 0) {
+      std::snprintf(row, sizeof row, "%-60s %9.2f us %8.1f GB/s %5.1f%%\n", c.name.c_str(), r.us, r.gbps,
+                    copy_gbps > 0 ? 100.0 * r.gbps / copy_gbps : 0.0);
       table += row;
     }
-    json += std::string(ci ? ", " : "") + "{\"name\": \"" + json_escape(c.name) + "\", \"verdict\": \"" + verdict +
-            "\", \"detail\": \"" + json_escape(detail) + "\", \"max_err\": " + std::to_string(max_err) +
-            ", \"bytes_moved\": " + std::to_string(c.bytes_moved) + ", \"us\": " + std::to_string(us) +
-            ", \"gbps\": " + std::to_string(gbps) + "}";
+    json += std::string(ci ? ", " : "") + case_json(c, r);
   }
   json += "], \"failed\": " + std::to_string(failed) + "}\n";
   if (!opt.json_path.empty()) std::ofstream(opt.json_path) << json;

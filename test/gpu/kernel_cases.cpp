@@ -443,6 +443,32 @@ Case decode_advance(Rng& r, int t, int64_t p0, int pages) {
   return b.c;
 }
 
+/// The decode GEMV cases, in table order: Qwen3-4B shapes (m = 1 timed;
+/// m = 8 = speculative verify), then odd shapes: partial tiles, odd k
+/// (scalar order), strided rows at offsets, several splits.
+void add_gemv_cases(Rng& r, std::vector<Case>& cs) {
+  cs.push_back(gemv(r, Gemv::kNorm, 1, 6144, 2560, 1, 0, true));          // input_layernorm + qkv_proj
+  cs.push_back(gemv(r, Gemv::kAcc, 1, 2560, 4096, 4, 0, true));           // o_proj + residual (in place)
+  cs.push_back(gemv(r, Gemv::kNormSiluMul, 1, 9728, 2560, 1, 0, true));   // post norm + gate_up + silu*mul
+  cs.push_back(gemv(r, Gemv::kAcc, 1, 2560, 9728, 4, 0, true));           // down_proj + residual (in place)
+  // m = 8 at Qwen3-4B k with fewer columns (the cpu reference stays quick).
+  cs.push_back(gemv(r, Gemv::kNorm, 8, 1000, 2560, 1, 0, false));
+  cs.push_back(gemv(r, Gemv::kResidual, 8, 640, 4096, 4, 0, false));
+  cs.push_back(gemv(r, Gemv::kNormSiluMul, 8, 1216, 2560, 1, 0, false));
+  cs.push_back(gemv(r, Gemv::kAcc, 8, 320, 9728, 4, 0, false));
+  cs.push_back(gemv(r, Gemv::kNorm, 1, 151936, 2560, 1, 0, true));     // final norm + lm_head
+  cs.push_back(gemv(r, Gemv::kStore, 1, 2560, 2560, 2, 0, true));
+  cs.push_back(lm_head_argmax(r, 1, 151936, 2560, 1, true));
+  cs.push_back(lm_head_argmax(r, 8, 1001, 64, 2, false));
+  cs.push_back(lm_head_argmax(r, 3, 13, 37, 1, false));
+  for (const Gemv v : {Gemv::kStore, Gemv::kAcc, Gemv::kResidual, Gemv::kSiluMul, Gemv::kNorm, Gemv::kNormSiluMul}) {
+    cs.push_back(gemv(r, v, 1, 13, 37, 1, 3, false));
+    cs.push_back(gemv(r, v, 8, 13, 37, 3, 3, false));
+    cs.push_back(gemv(r, v, 8, 37, 1024, 5, 0, false));
+    cs.push_back(gemv(r, v, 3, 21, 1000, 2, 8, false));
+  }
+}
+
 }  // namespace
 
 std::vector<Case> make_cases(uint64_t seed) {
@@ -498,29 +524,7 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(qk_norm_rope_cache(r, 8, 32, 8, 128, 1.0f, true, false));
   cs.push_back(qk_norm_rope_cache(r, 3, 4, 2, 64, 0.7f, false, false));
   cs.push_back(qk_norm_rope_cache(r, 2, 3, 1, 10, 1.0f, true, false));  // D/2 odd
-  // Decode GEMVs at Qwen3-4B shapes (m = 1 timed; m = 8 = speculative
-  // verify), then odd shapes: partial tiles, odd k (scalar order), strided
-  // rows at offsets, several splits.
-  cs.push_back(gemv(r, Gemv::kNorm, 1, 6144, 2560, 1, 0, true));          // input_layernorm + qkv_proj
-  cs.push_back(gemv(r, Gemv::kAcc, 1, 2560, 4096, 4, 0, true));           // o_proj + residual (in place)
-  cs.push_back(gemv(r, Gemv::kNormSiluMul, 1, 9728, 2560, 1, 0, true));   // post norm + gate_up + silu*mul
-  cs.push_back(gemv(r, Gemv::kAcc, 1, 2560, 9728, 4, 0, true));           // down_proj + residual (in place)
-  // m = 8 at Qwen3-4B k with fewer columns (the cpu reference stays quick).
-  cs.push_back(gemv(r, Gemv::kNorm, 8, 1000, 2560, 1, 0, false));
-  cs.push_back(gemv(r, Gemv::kResidual, 8, 640, 4096, 4, 0, false));
-  cs.push_back(gemv(r, Gemv::kNormSiluMul, 8, 1216, 2560, 1, 0, false));
-  cs.push_back(gemv(r, Gemv::kAcc, 8, 320, 9728, 4, 0, false));
-  cs.push_back(gemv(r, Gemv::kNorm, 1, 151936, 2560, 1, 0, true));     // final norm + lm_head
-  cs.push_back(gemv(r, Gemv::kStore, 1, 2560, 2560, 2, 0, true));
-  cs.push_back(lm_head_argmax(r, 1, 151936, 2560, 1, true));
-  cs.push_back(lm_head_argmax(r, 8, 1001, 64, 2, false));
-  cs.push_back(lm_head_argmax(r, 3, 13, 37, 1, false));
-  for (const Gemv v : {Gemv::kStore, Gemv::kAcc, Gemv::kResidual, Gemv::kSiluMul, Gemv::kNorm, Gemv::kNormSiluMul}) {
-    cs.push_back(gemv(r, v, 1, 13, 37, 1, 3, false));
-    cs.push_back(gemv(r, v, 8, 13, 37, 3, 3, false));
-    cs.push_back(gemv(r, v, 8, 37, 1024, 5, 0, false));
-    cs.push_back(gemv(r, v, 3, 21, 1000, 2, 8, false));
-  }
+  add_gemv_cases(r, cs);
   cs.push_back(decode_advance(r, 1, 15, 8));   // crosses a page: slot through the table
   cs.push_back(decode_advance(r, 3, 40, 8));   // the last of 3 rows feeds row 0
   cs.push_back(decode_advance(r, 1, 127, 8));  // past the table: slot -1
