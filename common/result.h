@@ -3,6 +3,7 @@
 // No exception crosses the kern-load API; functions return these instead.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <variant>
@@ -78,6 +79,35 @@ inline Status join(Status first, const Status& second) {
   if (first.ok()) return second;
   return Error{first.error().kind, first.error().message + "; then: " + second.error().message};
 }
+
+/// Joins the failures of a cleanup loop (every allocation freed, every
+/// module unloaded) into one Status without letting a sticky device error
+/// repeated a thousand times make a thousand-part message: the first
+/// kShown failures are joined in order, the rest counted ("; and 12 more").
+class StatusJoin {
+ public:
+  static constexpr int kShown = 4;
+  /// Keeps `s` if it failed.
+  void add(const Status& s) {
+    if (s.ok()) return;
+    if (shown_ < kShown) {
+      status_ = join(std::move(status_), s);
+      ++shown_;
+    } else {
+      ++more_;
+    }
+  }
+  /// Every failure added so far, joined; ok when there was none.
+  Status status() const {
+    if (more_ == 0) return status_;
+    return Error{status_.error().kind, status_.error().message + "; and " + std::to_string(more_) + " more"};
+  }
+
+ private:
+  Status status_;
+  int shown_ = 0;
+  uint64_t more_ = 0;
+};
 
 namespace detail {
 /// The error a KERN_RETURN_IF_ERROR / KERN_ASSIGN_OR_RETURN returns.

@@ -54,7 +54,15 @@ struct ParamRegion {
 /// kKernel (kernel resolution: name the step symbol).
 class Device {
  public:
+  /// Destruction releases what close() would, dropping its failures
+  /// (a destructor cannot report them): call close() first to see them.
   virtual ~Device() = default;
+
+  /// Releases every resource the device holds (allocations, kernel modules,
+  /// streams, events, its context), joining every failure into the returned
+  /// Status (common/result.h join: the first leads). Idempotent; the device
+  /// must not be used afterwards. Executable::close() calls it.
+  virtual Status close() { return {}; }
 
   /// Short human name for logs and kern-run's report ("cpu", "cuda:0 NVIDIA H200").
   virtual std::string name() const = 0;
@@ -164,14 +172,17 @@ class Device {
   /// Stops recording and instantiates the graph (cuStreamEndCapture +
   /// cuGraphInstantiate). After an error the device is out of capture mode.
   virtual Result<GraphHandle> end_capture() { return make_error(ErrorKind::kDevice, name() + " has no graphs"); }
-  /// Ends a capture whose launches failed, discarding it; never fails.
-  virtual void abort_capture() {}
+  /// Ends a capture whose launches failed, discarding it. The device is out
+  /// of capture mode afterwards either way; an error says what could not be
+  /// ended or destroyed (the caller joins it to the launch failure).
+  virtual Status abort_capture() { return {}; }
   /// Enqueues a graph returned by end_capture (cuGraphLaunch).
   virtual Status launch_graph(GraphHandle /*graph*/) {
     return make_error(ErrorKind::kDevice, name() + " has no graphs");
   }
-  /// Destroys a graph returned by end_capture (after pending work); 0 is a no-op.
-  virtual void destroy_graph(GraphHandle /*graph*/) {}
+  /// Destroys a graph returned by end_capture (after pending work); 0 is a
+  /// no-op. Errors: the wait or the destroy failed (kDevice, naming the call).
+  virtual Status destroy_graph(GraphHandle /*graph*/) { return {}; }
 
  protected:
   /// A kDevice error for a slot index >= kReadbackSlots or a size above

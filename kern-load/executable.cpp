@@ -14,31 +14,41 @@ Executable::Executable(PlanFile plan, std::unique_ptr<Device> device)
     : plan_(std::move(plan)), device_(std::move(device)) {}
 
 Executable::~Executable() {
-  for (const CapturedGraph& g : graphs_.take_graphs()) device_->destroy_graph(g.handle);
-  // Cleanup failures cannot be reported from a destructor; the device keeps
-  // no state that would make a later free unsafe.
-  for (DevicePtr ptr : owned_) (void)device_->free(ptr);
+  // A destructor cannot fail: what close() could not release is a warning.
+  Status s = close();
+  if (!s.ok() && on_warning_) on_warning_(s.error().message);
+}
+
+Status Executable::close() {
+  if (closed_) return {};
+  closed_ = true;
+  StatusJoin failures;  // each release is tried whatever failed before it
+  for (const CapturedGraph& g : graphs_.take_graphs()) failures.add(device_->destroy_graph(g.handle));
+  for (DevicePtr ptr : owned_) failures.add(device_->free(ptr));
+  owned_.clear();
+  failures.add(device_->close());
+  KERN_RETURN_IF_ERROR(failures.status(), plan_.path() + ": releasing device resources");
+  return {};
 }
 
 Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_ptr<Device> device,
                                                      const Safetensors* weights, const ExecutableOptions& options,
-                                                     std::vector<std::string>* notes, const LoadMonitor* monitor) {
+                                                     const LoadMonitor* monitor) {
   std::unique_ptr<Executable> exe(new Executable(std::move(plan), std::move(device)));
-  return load_impl(std::move(exe), weights, false, options, notes, monitor);
+  return load_impl(std::move(exe), weights, false, options, monitor);
 }
 
 Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_ptr<Device> device,
                                                      Safetensors weights, const ExecutableOptions& options,
-                                                     std::vector<std::string>* notes, const LoadMonitor* monitor) {
+                                                     const LoadMonitor* monitor) {
   std::unique_ptr<Executable> exe(new Executable(std::move(plan), std::move(device)));
   exe->weights_ = std::move(weights);  // tensors' spans stay valid: the mapping does not move
   const Safetensors* w = &*exe->weights_;
-  return load_impl(std::move(exe), w, true, options, notes, monitor);
+  return load_impl(std::move(exe), w, true, options, monitor);
 }
 
 Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Executable> exe, const Safetensors* weights,
                                                           bool weights_in_place, const ExecutableOptions& options,
-                                                          std::vector<std::string>* notes,
                                                           const LoadMonitor* monitor) {
   const plan::Plan& p = exe->plan();
   const std::string& path = exe->plan_.path();
@@ -52,7 +62,7 @@ Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Execut
   gpo.enabled = options.graphs && exe->device_->supports_graphs();
   gpo.capture_after = options.graph_capture_after;
   exe->graphs_ = GraphPolicy(gpo);
-  exe->on_warning_ = options.on_warning;
+  if (monitor != nullptr) exe->on_warning_ = monitor->on_warning;
   exe->poison_ = options.poison_workspace;
   using Clock = std::chrono::steady_clock;
   LoadTimings timings;
@@ -98,9 +108,9 @@ Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Execut
       for (uint32_t i = 0; i < p.buffers()->size(); ++i)
         if (p.buffers()->Get(i)->class_() == plan::BufferClass::weight && exe->addr_.buffers[i] != 0)
           exe->device_->name_allocation(exe->addr_.buffers[i], "buffer '" + p.buffers()->Get(i)->name()->str() + "'");
-    if (notes != nullptr)
+    if (monitor != nullptr && monitor->on_note)
       for (const auto& name : bound.unused_tensors)
-        notes->push_back(weights->path() + ": tensor '" + name + "' is not used by the plan");
+        monitor->on_note(weights->path() + ": tensor '" + name + "' is not used by the plan");
   }
   for (uint32_t i = 0; i < p.programs()->size(); ++i) exe->staged_.push_back(stage_program(p, i, exe->addr_));
   exe->stage_regions();
@@ -279,10 +289,7 @@ Status Executable::launch_eager(uint32_t program) {
 Status Executable::capture_and_launch(uint32_t program, std::span<const uint64_t> symbol_values) {
   KERN_RETURN_IF_ERROR(device_->begin_capture());
   Status s = launch_eager(program);  // recorded, not run
-  if (!s.ok()) {
-    device_->abort_capture();
-    return s;
-  }
+  if (!s.ok()) return join(std::move(s), device_->abort_capture());
   KERN_ASSIGN_OR_RETURN(auto graph, device_->end_capture());
   graphs_.add(program, symbol_values, graph);
   ++graph_stats_.captures;

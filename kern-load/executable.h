@@ -67,8 +67,6 @@ struct ExecutableOptions {
   bool graphs = true;
   /// Eager runs of a (program, symbol values) key before it is captured.
   uint32_t graph_capture_after = 1;
-  /// Receives warnings (a failed graph capture falling back to eager); may be empty.
-  std::function<void(const std::string&)> on_warning{};
   /// Set: every weight buffer is filled with random_weights.h values of this
   /// seed (no file); `weights` must then be null.
   std::optional<uint64_t> random_weights_seed{};
@@ -79,14 +77,21 @@ struct ExecutableOptions {
   bool poison_workspace = false;
 };
 
-/// Optional instrumentation of Executable::load (kern-run's timings and
-/// progress display).
+/// Everything Executable::load and the Executable report besides errors,
+/// each through one member (kern-run: timings to its report, progress to its
+/// progress line, warnings and notes to its log). Every member may be empty.
 struct LoadMonitor {
   /// Out (borrowed, may be null): wall time of each load phase, filled by load.
   LoadTimings* timings = nullptr;
-  /// Called after each weight tensor is copied to the device (may be empty):
+  /// Called after each weight tensor is copied to the device:
   /// (bytes copied so far, total weight bytes). For progress display only.
   std::function<void(uint64_t, uint64_t)> on_weight_progress;
+  /// Warnings, for the Executable's whole life (it keeps a copy): a graph
+  /// failure falling back to eager, a cleanup failure at destruction.
+  std::function<void(const std::string&)> on_warning;
+  /// Informational lines at load: each tensor of the weights file the plan
+  /// does not use ("w.safetensors: tensor 'x' is not used by the plan").
+  std::function<void(const std::string&)> on_note;
 };
 
 /// A loaded, runnable plan. Not copyable or movable (staged pointers refer to
@@ -97,23 +102,29 @@ class Executable {
   /// options.capacity_tokens, allocate (the workspace arena, io buffers and
   /// states, zero-filled by the device), bind_weights (copies) from
   /// `weights` (may be null when the plan has no weight buffers), stage every
-  /// program. `notes` (may be null) receives informational lines (unused
-  /// tensors in the weights file). `monitor` (may be null) receives phase
-  /// timings and weight-upload progress. Errors name the failing stage and subject.
+  /// program. `monitor` (may be null) receives phase timings, weight-upload
+  /// progress, notes and warnings. Errors name the failing stage and subject.
   static Result<std::unique_ptr<Executable>> load(PlanFile plan, std::unique_ptr<Device> device,
                                                   const Safetensors* weights, const ExecutableOptions& options,
-                                                  std::vector<std::string>* notes,
                                                   const LoadMonitor* monitor = nullptr);
   /// As above, but the Executable takes the weights file and keeps it
   /// mapped: a device that reads host memory (cpu) uses every weight whose
   /// bytes are aligned to its element size in place, with no copy and no
   /// allocation (bind_weights `in_place`); the rest are copied.
   static Result<std::unique_ptr<Executable>> load(PlanFile plan, std::unique_ptr<Device> device, Safetensors weights,
-                                                  const ExecutableOptions& options, std::vector<std::string>* notes,
+                                                  const ExecutableOptions& options,
                                                   const LoadMonitor* monitor = nullptr);
+  /// Calls close(); a failure goes to LoadMonitor::on_warning.
   ~Executable();
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
+
+  /// Destroys the captured graphs, frees every allocation this Executable
+  /// made and closes the device (Device::close), joining every failure
+  /// (iree_status_join's shape: the first leads, each later one follows
+  /// "; then: "), with context "<plan>: releasing device resources".
+  /// Idempotent. Nothing may be run or read afterwards.
+  Status close();
 
   /// Runs program `program` (index into Plan.programs) with `symbol_values`
   /// (indexed like Plan.symbols). Errors: wrong value count; a value outside
@@ -177,7 +188,7 @@ class Executable {
   /// Both load overloads: `weights` is borrowed or points at weights_.
   static Result<std::unique_ptr<Executable>> load_impl(std::unique_ptr<Executable> exe, const Safetensors* weights,
                                                        bool weights_in_place, const ExecutableOptions& options,
-                                                       std::vector<std::string>* notes, const LoadMonitor* monitor);
+                                                       const LoadMonitor* monitor);
   /// Allocates the arena and every region outside it except weights.
   Status allocate_all();
   /// Allocates `size_bytes` for `what` and records it for freeing.
@@ -214,6 +225,7 @@ class Executable {
   /// traffic_.program_runs when each readback slot's copy was issued.
   std::array<uint64_t, kReadbackSlots> readback_after_run_{};
   std::function<void(const std::string&)> on_warning_;
+  bool closed_ = false;  ///< close() has run
 };
 
 }  // namespace kern::load

@@ -94,6 +94,26 @@ std::vector<BenchTest> bench_tests(const BenchPlan& plan) {
   return tests;
 }
 
+namespace {
+/// One repetition of a speculative test `t`: a 1-token prompt (`first_id`),
+/// then t.n_gen ids through the speculative round (spec_generate.h). A timed
+/// repetition adds its wall time to t.ms and its rounds to t.spec.
+Status run_spec_once(load::Executable& exe, const Qwen3Contract& c, const SpecContract& spec, const BenchPlan& plan,
+                     int64_t first_id, bool timed, BenchTest& t) {
+  GenerateRequest req{{first_id}, t.n_gen, plan.chunk, bench_capacity(plan) + spec.block, {}, nullptr};
+  auto t0 = Clock::now();
+  KERN_ASSIGN_OR_RETURN(const GenerateResult r, generate_spec(exe, c, spec, req), t.name());
+  if (!timed) return {};
+  t.ms.push_back(ms_since(t0));
+  t.spec->block = r.spec->block;
+  t.spec->rounds.insert(t.spec->rounds.end(), r.spec->rounds.begin(), r.spec->rounds.end());
+  t.spec->fallback_steps += r.spec->fallback_steps;
+  t.spec->prompt_precompute_ms += r.spec->prompt_precompute_ms;
+  return {};
+}
+
+}  // namespace
+
 Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan,
                                          const SpecContract* spec) {
   std::vector<BenchTest> tests = bench_tests(plan);
@@ -104,18 +124,9 @@ Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contr
   for (BenchTest& t : tests) {
     std::vector<DecodeStepRecord> records;  // the timed repetitions' decode steps
     for (uint64_t i = 0; i < plan.warmup + plan.reps; ++i) {
-      if (t.spec) {  // a 1-token prompt, then n_gen ids through the speculative round
+      if (t.spec) {
         if (spec == nullptr) return make_error(ErrorKind::kUsage, t.name() + ": the plan has no speculative contract");
-        GenerateRequest req{{ids[0]}, t.n_gen, plan.chunk, bench_capacity(plan) + spec->block, {}, nullptr};
-        auto t0 = Clock::now();
-        auto r = generate_spec(exe, c, *spec, req);
-        if (!r.ok()) return r.error().with_context(t.name());
-        if (i < plan.warmup) continue;
-        t.ms.push_back(ms_since(t0));
-        t.spec->block = r->spec->block;
-        t.spec->rounds.insert(t.spec->rounds.end(), r->spec->rounds.begin(), r->spec->rounds.end());
-        t.spec->fallback_steps += r->spec->fallback_steps;
-        t.spec->prompt_precompute_ms += r->spec->prompt_precompute_ms;
+        KERN_RETURN_IF_ERROR(run_spec_once(exe, c, *spec, plan, ids[0], i >= plan.warmup, t));
         continue;
       }
       driver.clear_records();

@@ -43,29 +43,27 @@ Result<LoadedModel> load_qwen3_model(OpenedPlan opened, const LoadSettings& sett
   eo.capacity_tokens = (settings.capacity + kKvBlockTokens - 1) / kKvBlockTokens * kKvBlockTokens;
   eo.graphs = !settings.eager;
   eo.random_weights_seed = settings.random_weights_seed;
-  eo.on_warning = [](const std::string& w) { spdlog::warn("{}", w); };
   std::string plan_path = opened.plan.path();
   std::filesystem::path kernels_dir = settings.kernels_dir.empty() ? std::filesystem::path(plan_path).parent_path()
                                                                    : std::filesystem::path(settings.kernels_dir);
   eo.kernels_dir = kernels_dir.empty() ? std::filesystem::current_path().string() : kernels_dir.string();
   load::LoadMonitor monitor;
   monitor.timings = &m.phases.executable;
+  monitor.on_warning = [](const std::string& w) { spdlog::warn("{}", w); };
+  monitor.on_note = [](const std::string& n) { spdlog::info("{}", n); };  // shown with --verbose
   if (progress != nullptr)
     monitor.on_weight_progress = [progress](uint64_t done, uint64_t total) {
       progress->update("weights upload", done >> 20, total >> 20, "MiB");
     };
-  std::vector<std::string> notes;
   eo.poison_workspace = settings.poison_workspace;
   // The Executable keeps the weights file mapped: the cpu device reads the
   // weights in place from it (no copy).
   auto loaded =
       weights
-          ? load::Executable::load(std::move(opened.plan), std::move(device), std::move(*weights), eo, &notes, &monitor)
-          : load::Executable::load(std::move(opened.plan), std::move(device), nullptr, eo, &notes, &monitor);
+          ? load::Executable::load(std::move(opened.plan), std::move(device), std::move(*weights), eo, &monitor)
+          : load::Executable::load(std::move(opened.plan), std::move(device), nullptr, eo, &monitor);
   if (progress != nullptr) progress->clear();
   KERN_ASSIGN_OR_RETURN(m.exe, std::move(loaded));
-  if (settings.verbose)
-    for (const auto& n : notes) spdlog::info("{}", n);
   const load::LoadTimings& t = m.phases.executable;
   m.phases.total_ms = m.phases.plan_ms + m.phases.device_ms + m.phases.weights_open_ms + t.kernels_ms +
                       t.allocate_ms + t.weights_ms + t.stage_ms;

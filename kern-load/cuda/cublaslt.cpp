@@ -70,16 +70,24 @@ Result<std::unique_ptr<CublasLt>> CublasLt::load(CUdeviceptr workspace, uint64_t
 }
 
 CublasLt::~CublasLt() {
+  (void)close();  // CudaDevice::close() calls it first and reports its failures
+  if (handle_lib_) dlclose(handle_lib_);
+}
+
+Status CublasLt::close() {
+  StatusJoin failures;
   if (api_) {
     for (auto& p : plans_) {
-      if (p->a) api_->layout_destroy(p->a);
-      if (p->b) api_->layout_destroy(p->b);
-      if (p->c) api_->layout_destroy(p->c);
-      if (p->desc) api_->desc_destroy(p->desc);
+      if (p->a) failures.add(check(api_->layout_destroy(p->a), "cublasLtMatrixLayoutDestroy"));
+      if (p->b) failures.add(check(api_->layout_destroy(p->b), "cublasLtMatrixLayoutDestroy"));
+      if (p->c) failures.add(check(api_->layout_destroy(p->c), "cublasLtMatrixLayoutDestroy"));
+      if (p->desc) failures.add(check(api_->desc_destroy(p->desc), "cublasLtMatmulDescDestroy"));
     }
-    if (handle_) api_->destroy(handle_);
+    if (handle_) failures.add(check(api_->destroy(handle_), "cublasLtDestroy"));
   }
-  if (handle_lib_) dlclose(handle_lib_);
+  plans_.clear();
+  handle_ = nullptr;
+  return failures.status();
 }
 
 Status CublasLt::check(cublasStatus_t s, const char* call) const {

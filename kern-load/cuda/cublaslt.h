@@ -26,7 +26,12 @@ class CublasLt {
   /// Errors (kDevice): library missing ("cublasLt (for the extern GEMMs) is not
   /// available: dlopen libcublasLt.so.13: ...", every path tried), symbol missing, create failure.
   static Result<std::unique_ptr<CublasLt>> load(CUdeviceptr workspace, uint64_t workspace_bytes);
+  /// Calls close(), dropping its failures, and dlcloses the library.
   ~CublasLt();
+  /// Destroys the cached plans and the handle, the failures joined
+  /// (StatusJoin), each naming its cublasLt call. Idempotent; no GEMM may
+  /// run afterwards.
+  Status close();
   CublasLt(const CublasLt&) = delete;
   /// What was dlopened: the soname (found by the loader) or the full path.
   const std::string& path() const { return path_; }

@@ -46,29 +46,44 @@ Result<std::unique_ptr<CudaDevice>> CudaDevice::create(const CudaDeviceOptions& 
 }
 
 CudaDevice::~CudaDevice() {
-  if (!driver_) return;
-  const DriverApi& a = driver_->api();
-  abort_capture();
-  if (stream_) (void)a.cuStreamSynchronize(stream_);
-  for (CUgraphExec g : graphs_) (void)a.cuGraphExecDestroy(g);
+  // A destructor cannot report: Executable::close() calls close() first and
+  // reports its failures; here they are only possible for a bare device.
+  (void)close();
+}
+
+Status CudaDevice::close() {
+  if (!driver_ || closed_) return {};
+  closed_ = true;
+  const Driver& drv = *driver_;
+  const DriverApi& a = drv.api();
+  StatusJoin failures;  // each release is tried whatever failed before it
+  auto keep = [&](CUresult r, const char* call) { failures.add(drv.check(r, call)); };
+  failures.add(abort_capture());
+  if (stream_) keep(a.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+  for (CUgraphExec g : graphs_) keep(a.cuGraphExecDestroy(g), "cuGraphExecDestroy");
+  graphs_.clear();
+  if (cublaslt_) failures.add(cublaslt_->close());
   cublaslt_.reset();
-  if (workspace_) (void)a.cuMemFree(workspace_);
-  for (auto& [aligned, base] : allocations_) (void)a.cuMemFree(base);
-  for (Module& m : modules_) (void)a.cuModuleUnload(m.module);
+  if (workspace_) keep(a.cuMemFree(workspace_), "cuMemFree (cublasLt workspace)");
+  for (auto& [aligned, base] : allocations_) keep(a.cuMemFree(base), "cuMemFree");
+  allocations_.clear();
+  for (Module& m : modules_) keep(a.cuModuleUnload(m.module), "cuModuleUnload");
+  modules_.clear();
   for (int i = 0; i < 2; ++i) {
-    if (staging_done_[i]) (void)a.cuEventDestroy(staging_done_[i]);
-    if (staging_[i]) (void)a.cuMemFreeHost(staging_[i]);
+    if (staging_done_[i]) keep(a.cuEventDestroy(staging_done_[i]), "cuEventDestroy");
+    if (staging_[i]) keep(a.cuMemFreeHost(staging_[i]), "cuMemFreeHost");
   }
   for (CUevent e : small_done_)
-    if (e) (void)a.cuEventDestroy(e);
+    if (e) keep(a.cuEventDestroy(e), "cuEventDestroy");
   for (CUevent e : readback_done_)
-    if (e) (void)a.cuEventDestroy(e);
+    if (e) keep(a.cuEventDestroy(e), "cuEventDestroy");
   for (CUevent e : marks_)
-    if (e) (void)a.cuEventDestroy(e);
-  if (small_) (void)a.cuMemFreeHost(small_);
-  if (readback_) (void)a.cuMemFreeHost(readback_);
-  if (stream_) (void)a.cuStreamDestroy(stream_);
-  if (context_) (void)a.cuDevicePrimaryCtxRelease(device_);
+    if (e) keep(a.cuEventDestroy(e), "cuEventDestroy");
+  if (small_) keep(a.cuMemFreeHost(small_), "cuMemFreeHost");
+  if (readback_) keep(a.cuMemFreeHost(readback_), "cuMemFreeHost");
+  if (stream_) keep(a.cuStreamDestroy(stream_), "cuStreamDestroy");
+  if (context_) keep(a.cuDevicePrimaryCtxRelease(device_), "cuDevicePrimaryCtxRelease");
+  return failures.status();
 }
 
 Result<DevicePtr> CudaDevice::allocate(uint64_t size_bytes, uint64_t align_bytes) {

@@ -36,7 +36,13 @@ class CudaDevice final : public Device {
   /// creates the stream and pinned staging. Errors (kDevice): no driver, no
   /// such device, any failing driver call (named).
   static Result<std::unique_ptr<CudaDevice>> create(const CudaDeviceOptions& options);
+  /// Calls close(), dropping its failures (nowhere to report them).
   ~CudaDevice() override;
+  /// Ends a capture, waits for the stream, destroys the graphs, cublasLt,
+  /// every allocation, module, pinned buffer, event and the stream, and
+  /// releases the primary context, each tried whatever failed before it;
+  /// the failures joined (StatusJoin), each naming its driver call.
+  Status close() override;
 
   std::string name() const override { return name_; }
   Result<DevicePtr> allocate(uint64_t size_bytes, uint64_t align_bytes) override;
@@ -63,9 +69,9 @@ class CudaDevice final : public Device {
   bool supports_graphs() const override { return true; }
   Status begin_capture() override;
   Result<GraphHandle> end_capture() override;
-  void abort_capture() override;
+  Status abort_capture() override;
   Status launch_graph(GraphHandle graph) override;
-  void destroy_graph(GraphHandle graph) override;
+  Status destroy_graph(GraphHandle graph) override;
 
   /// The device's limits for the precheck (cuDeviceGetAttribute, cuDriverGetVersion).
   Result<DeviceLimits> limits() const;
@@ -129,6 +135,7 @@ class CudaDevice final : public Device {
   std::unique_ptr<CublasLt> cublaslt_;
   std::vector<CUgraphExec> graphs_;  ///< instantiated graphs (destroyed with the device)
   bool capturing_ = false;
+  bool closed_ = false;  ///< close() has run
   std::string name_;
 };
 

@@ -32,12 +32,15 @@ Result<GraphHandle> CudaDevice::end_capture() {
   return reinterpret_cast<GraphHandle>(exec);
 }
 
-void CudaDevice::abort_capture() {
-  if (!capturing_) return;
+Status CudaDevice::abort_capture() {
+  if (!capturing_) return {};
   capturing_ = false;
+  const Driver& drv = *driver_;
   CUgraph graph = nullptr;
-  if (driver_->api().cuStreamEndCapture(stream_, &graph) == CUDA_SUCCESS && graph != nullptr)
-    (void)driver_->api().cuGraphDestroy(graph);
+  // A capture invalidated by a failed launch ends with an error and no graph.
+  KERN_CU_CHECK(drv, drv.api().cuStreamEndCapture(stream_, &graph));
+  if (graph != nullptr) KERN_CU_CHECK(drv, drv.api().cuGraphDestroy(graph));
+  return {};
 }
 
 Status CudaDevice::launch_graph(GraphHandle graph) {
@@ -47,13 +50,15 @@ Status CudaDevice::launch_graph(GraphHandle graph) {
   return Status::ok_status();
 }
 
-void CudaDevice::destroy_graph(GraphHandle graph) {
+Status CudaDevice::destroy_graph(GraphHandle graph) {
   auto exec = reinterpret_cast<CUgraphExec>(graph);
   auto it = std::find(graphs_.begin(), graphs_.end(), exec);
-  if (it == graphs_.end()) return;
-  (void)driver_->api().cuStreamSynchronize(stream_);
-  (void)driver_->api().cuGraphExecDestroy(exec);
+  if (it == graphs_.end()) return {};
   graphs_.erase(it);
+  const Driver& drv = *driver_;
+  // The graph may still be running: wait, then destroy it whatever the wait said.
+  return join(drv.check(drv.api().cuStreamSynchronize(stream_), "cuStreamSynchronize"),
+              drv.check(drv.api().cuGraphExecDestroy(exec), "cuGraphExecDestroy"));
 }
 
 Result<DeviceLimits> CudaDevice::limits() const {

@@ -108,8 +108,10 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
   const plan::Plan& p = plan_file.plan();
   const DriverApi& a = driver_->api();
   KERN_CU_CHECK(*driver_, a.cuCtxSetCurrent(context_));
-  for (Module& m : modules_) (void)a.cuModuleUnload(m.module);
+  StatusJoin unloaded;  // the modules of an earlier load_kernels
+  for (Module& m : modules_) unloaded.add(driver_->check(a.cuModuleUnload(m.module), "cuModuleUnload"));
   modules_.clear();
+  KERN_RETURN_IF_ERROR(unloaded.status(), "unloading the earlier kernels");
 
   KERN_ASSIGN_OR_RETURN(const KernelFiles files, list_kernel_files(p, kernels_dir));
   // Precheck (SPEC §6): every file's architectures and the plan's launch

@@ -81,5 +81,20 @@ TEST_CASE("join keeps the first failure and appends a later one", "[result]") {
   CHECK(both.error().message == "launch failed; then: free failed");
 }
 
+TEST_CASE("StatusJoin joins the first failures of a cleanup loop in order and counts the rest", "[result]") {
+  StatusJoin none;
+  none.add(Status{});
+  CHECK(none.status().ok());
+
+  StatusJoin all;
+  all.add(Status{});
+  for (int i = 0; i < StatusJoin::kShown + 3; ++i)
+    all.add(make_error(i == 0 ? ErrorKind::kDevice : ErrorKind::kIo, "cuMemFree " + std::to_string(i)));
+  const Status s = all.status();
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().kind == ErrorKind::kDevice);
+  CHECK(s.error().message == "cuMemFree 0; then: cuMemFree 1; then: cuMemFree 2; then: cuMemFree 3; and 3 more");
+}
+
 }  // namespace
 }  // namespace kern

@@ -65,7 +65,7 @@ Result<std::unique_ptr<Loaded>> load_owned(const PlanDesc& d, bool poison,
   load::LoadMonitor monitor;
   monitor.timings = &out->timings;
   if (!device) device = std::make_unique<load::CpuDevice>(&fake_kernel);
-  auto exe = load::Executable::load(std::move(plan.value()), std::move(device), std::move(w.value()), options, nullptr,
+  auto exe = load::Executable::load(std::move(plan.value()), std::move(device), std::move(w.value()), options,
                                     &monitor);
   if (!exe.ok()) return exe.error();
   out->exe = std::move(exe.value());

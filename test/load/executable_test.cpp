@@ -233,3 +233,25 @@ TEST_CASE("inputs and reads are bounds-checked against the buffer and inputs onl
   REQUIRE(size.ok());
   CHECK(*size == 24);
 }
+
+TEST_CASE("each weights-file tensor the plan does not use is one note through LoadMonitor::on_note", "[load][run]") {
+  TempDir dir;
+  std::string wpath = dir.file("w.safetensors");
+  write_bytes(wpath, safetensors_bytes(R"({"bias":{"dtype":"I64","shape":[4],"data_offsets":[0,32]},)"
+                                       R"("extra":{"dtype":"I64","shape":[1],"data_offsets":[32,40]}})",
+                                       i64_bytes({10, 20, 30, 40, 50})));
+  auto w = load::Safetensors::open(wpath);
+  REQUIRE(w.ok());
+  auto plan = load::PlanFile::from_bytes(serialize(tiny_plan()), "tiny.kplan");
+  REQUIRE(plan.ok());
+  std::vector<std::string> notes, warnings;
+  load::LoadMonitor monitor;
+  monitor.on_note = [&notes](const std::string& n) { notes.push_back(n); };
+  monitor.on_warning = [&warnings](const std::string& n) { warnings.push_back(n); };
+  auto exe = load::Executable::load(std::move(plan.value()), std::make_unique<RecordingDevice>(), &w.value(),
+                                    load::ExecutableOptions{16, ""}, &monitor);
+  REQUIRE(exe.ok());
+  CHECK(notes == std::vector<std::string>{wpath + ": tensor 'extra' is not used by the plan"});
+  exe.value().reset();
+  CHECK(warnings.empty());
+}

@@ -20,18 +20,30 @@ namespace {
 
 /// A cpu device with graphs: while capturing, launch() records (step, dims,
 /// kernelParams); a graph launch replays the records through the cpu kernels.
-/// Failures can be injected at begin_capture, end_capture or launch_graph.
+/// Failures can be injected at begin_capture, end_capture, launch_graph, a
+/// launch while capturing (then also at abort_capture), or at every cleanup
+/// call (destroy_graph, free, close).
 class FakeGraphDevice final : public load::Device {
  public:
   struct Counters {
-    int begin_calls = 0, end_calls = 0, abort_calls = 0, graph_launches = 0, eager_launches = 0, destroyed = 0;
+    int begin_calls = 0, end_calls = 0, abort_calls = 0, graph_launches = 0, eager_launches = 0, destroyed = 0,
+        closed = 0;
   };
-  enum class Fail { kNone, kBegin, kEnd, kLaunchGraph };
+  enum class Fail { kNone, kBegin, kEnd, kLaunchGraph, kRecord, kCleanup };
   explicit FakeGraphDevice(Fail fail = Fail::kNone) : fail_(fail) {}
 
   std::string name() const override { return "fake-graph"; }
   Result<load::DevicePtr> allocate(uint64_t s, uint64_t a) override { return inner_.allocate(s, a); }
-  Status free(load::DevicePtr p) override { return inner_.free(p); }
+  Status free(load::DevicePtr p) override {
+    KERN_RETURN_IF_ERROR(inner_.free(p));
+    if (fail_ == Fail::kCleanup) return make_error(ErrorKind::kDevice, "cuMemFree: injected");
+    return {};
+  }
+  Status close() override {
+    ++counters->closed;
+    if (fail_ == Fail::kCleanup) return make_error(ErrorKind::kDevice, "cuDevicePrimaryCtxRelease: injected");
+    return {};
+  }
   Status copy_to_device(load::DevicePtr d, const void* s, uint64_t n) override {
     if (capturing_) return make_error(ErrorKind::kDevice, "copy while capturing");
     return inner_.copy_to_device(d, s, n);
@@ -42,6 +54,7 @@ class FakeGraphDevice final : public load::Device {
   }
   Status launch(uint32_t step, const load::LaunchDims& dims, void** params) override {
     if (capturing_) {
+      if (fail_ == Fail::kRecord) return make_error(ErrorKind::kDevice, "launch while capturing: injected");
       recording_.push_back(Record{step, dims, params});
       return {};
     }
@@ -65,9 +78,11 @@ class FakeGraphDevice final : public load::Device {
     graphs_.push_back(recording_);
     return load::GraphHandle(graphs_.size());
   }
-  void abort_capture() override {
+  Status abort_capture() override {
     ++counters->abort_calls;
     capturing_ = false;
+    if (fail_ == Fail::kRecord) return make_error(ErrorKind::kDevice, "cuStreamEndCapture: injected");
+    return {};
   }
   Status launch_graph(load::GraphHandle g) override {
     if (fail_ == Fail::kLaunchGraph) return make_error(ErrorKind::kDevice, "cuGraphLaunch: injected");
@@ -75,7 +90,11 @@ class FakeGraphDevice final : public load::Device {
     for (const Record& r : graphs_.at(g - 1)) KERN_RETURN_IF_ERROR(inner_.launch(r.step, r.dims, r.params));
     return {};
   }
-  void destroy_graph(load::GraphHandle) override { ++counters->destroyed; }
+  Status destroy_graph(load::GraphHandle) override {
+    ++counters->destroyed;
+    if (fail_ == Fail::kCleanup) return make_error(ErrorKind::kDevice, "cuGraphExecDestroy: injected");
+    return {};
+  }
 
   std::shared_ptr<Counters> counters = std::make_shared<Counters>();
 
@@ -93,10 +112,10 @@ class FakeGraphDevice final : public load::Device {
 };
 
 struct Loaded {
+  std::vector<std::string> warnings;  // first: outlives exe, whose destructor may warn
   TempDir dir;
   std::unique_ptr<load::Safetensors> weights;
   std::unique_ptr<load::Executable> exe;
-  std::vector<std::string> warnings;
 };
 
 std::unique_ptr<Loaded> load_tiny(std::unique_ptr<load::Device> device, bool graphs = true) {
@@ -112,9 +131,10 @@ std::unique_ptr<Loaded> load_tiny(std::unique_ptr<load::Device> device, bool gra
   load::ExecutableOptions o;
   o.capacity_tokens = 16;
   o.graphs = graphs;
+  load::LoadMonitor monitor;
   auto* warnings = &out->warnings;
-  o.on_warning = [warnings](const std::string& w) { warnings->push_back(w); };
-  auto exe = load::Executable::load(std::move(plan.value()), std::move(device), out->weights.get(), o, nullptr);
+  monitor.on_warning = [warnings](const std::string& w) { warnings->push_back(w); };
+  auto exe = load::Executable::load(std::move(plan.value()), std::move(device), out->weights.get(), o, &monitor);
   REQUIRE(exe.ok());
   out->exe = std::move(exe.value());
   return out;
@@ -252,4 +272,57 @@ TEST_CASE("a failed capture or graph launch falls back to eager once, warns once
   CHECK(l->exe->graph_stats().fallbacks == 1);
   CHECK(l->exe->graph_stats().eager_runs == 4);
   CHECK_FALSE(l->exe->graphs_active());
+}
+
+TEST_CASE("a launch failing during capture is joined with the abort's failure in the one warning", "[load][graph]") {
+  auto dev = std::make_unique<FakeGraphDevice>(FakeGraphDevice::Fail::kRecord);
+  auto counters = dev->counters;
+  auto l = load_tiny(std::move(dev));
+  auto [out, kv] = run_tiny(*l->exe, 3);
+  CHECK(out == std::vector<int64_t>{1022, 1044, 1066, 1088, 1030});
+  CHECK(kv == std::vector<int64_t>{0, 3, 3, 3, 3, 3, 0});
+  CHECK(counters->abort_calls == 1);
+  REQUIRE(l->warnings.size() == 1);
+  CHECK_THAT(l->warnings[0], Contains("launch while capturing: injected; then: cuStreamEndCapture: injected"));
+}
+
+TEST_CASE("close() tries every release and joins their failures; a second close() is a no-op", "[load][graph]") {
+  auto dev = std::make_unique<FakeGraphDevice>(FakeGraphDevice::Fail::kCleanup);
+  auto counters = dev->counters;
+  auto l = load_tiny(std::move(dev));
+  run_tiny(*l->exe, 3);  // captures one graph
+  const Status s = l->exe->close();
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().kind == ErrorKind::kDevice);
+  // The graph, then the frees (StatusJoin shows 4 failures and counts the rest,
+  // among them the device's close).
+  CHECK_THAT(s.error().message, Contains("tiny.kplan: releasing device resources") &&
+                                    Contains("cuGraphExecDestroy: injected; then: cuMemFree: injected") &&
+                                    Contains(" more"));
+  CHECK(counters->destroyed == 1);
+  CHECK(counters->closed == 1);
+  CHECK(l->exe->close().ok());
+  l->exe.reset();
+  CHECK(counters->closed == 1);  // the destructor does not release twice
+  CHECK(l->warnings.empty());    // nor warn about what close() already returned
+}
+
+TEST_CASE("an Executable destroyed without close() reports its cleanup failures as one warning", "[load][graph]") {
+  auto l = load_tiny(std::make_unique<FakeGraphDevice>(FakeGraphDevice::Fail::kCleanup));
+  run_tiny(*l->exe, 1);
+  l->exe.reset();
+  REQUIRE(l->warnings.size() == 1);
+  CHECK_THAT(l->warnings[0], Contains("releasing device resources") && Contains("cuMemFree: injected"));
+}
+
+TEST_CASE("a clean close() releases everything once and returns ok", "[load][graph]") {
+  auto dev = std::make_unique<FakeGraphDevice>();
+  auto counters = dev->counters;
+  auto l = load_tiny(std::move(dev));
+  run_tiny(*l->exe, 3);
+  CHECK(l->exe->close().ok());
+  CHECK(counters->destroyed == 1);
+  CHECK(counters->closed == 1);
+  l->exe.reset();
+  CHECK(l->warnings.empty());
 }

@@ -195,7 +195,7 @@ TEST_CASE("loading reports each phase's time and the weight upload's progress up
   monitor.on_weight_progress = [&calls](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
   load::ExecutableOptions options;
   options.capacity_tokens = 256;
-  auto exe = load::Executable::load(std::move(plan.value()), load::make_cpu_device(), &w.value(), options, nullptr,
+  auto exe = load::Executable::load(std::move(plan.value()), load::make_cpu_device(), &w.value(), options,
                                     &monitor);
   REQUIRE(exe.ok());
   CHECK(timings.kernels_ms >= 0);
