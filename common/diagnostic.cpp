@@ -110,9 +110,9 @@ void render_snippet(std::string& out, const SourceFile& file, const SourceSpan& 
 
 }  // namespace
 
-Diagnostic& DiagnosticEngine::error(std::string code, std::string message, SourceSpan span) {
+Diagnostic& DiagnosticEngine::add(Severity severity, std::string code, std::string message, SourceSpan span) {
   Diagnostic d;
-  d.severity = Severity::kError;
+  d.severity = severity;
   d.code = std::move(code);
   d.message = std::move(message);
   d.span = std::move(span);
@@ -120,14 +120,12 @@ Diagnostic& DiagnosticEngine::error(std::string code, std::string message, Sourc
   return diagnostics_.back();
 }
 
+Diagnostic& DiagnosticEngine::error(std::string code, std::string message, SourceSpan span) {
+  return add(Severity::kError, std::move(code), std::move(message), std::move(span));
+}
+
 Diagnostic& DiagnosticEngine::warning(std::string code, std::string message, SourceSpan span) {
-  Diagnostic d;
-  d.severity = Severity::kWarning;
-  d.code = std::move(code);
-  d.message = std::move(message);
-  d.span = std::move(span);
-  diagnostics_.push_back(std::move(d));
-  return diagnostics_.back();
+  return add(Severity::kWarning, std::move(code), std::move(message), std::move(span));
 }
 
 size_t DiagnosticEngine::error_count() const {

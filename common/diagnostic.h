@@ -50,6 +50,7 @@ class DiagnosticEngine {
   void sort_by_position();
 
  private:
+  Diagnostic& add(Severity severity, std::string code, std::string message, SourceSpan span);
   std::vector<Diagnostic> diagnostics_;
 };
 

@@ -18,21 +18,17 @@ Expr Expr::symbol(std::string name) {
   return e;
 }
 
-Expr Expr::ceil_div(Expr lhs, uint64_t divisor) {
+Expr Expr::with_literal(Op op, Expr lhs, uint64_t literal) {
   Expr e;
-  e.op = Op::kCeilDiv;
-  e.value = divisor;
+  e.op = op;
+  e.value = literal;
   e.lhs = std::make_shared<Expr>(std::move(lhs));
   return e;
 }
 
-Expr Expr::mul(Expr lhs, uint64_t factor) {
-  Expr e;
-  e.op = Op::kMul;
-  e.value = factor;
-  e.lhs = std::make_shared<Expr>(std::move(lhs));
-  return e;
-}
+Expr Expr::ceil_div(Expr lhs, uint64_t divisor) { return with_literal(Op::kCeilDiv, std::move(lhs), divisor); }
+
+Expr Expr::mul(Expr lhs, uint64_t factor) { return with_literal(Op::kMul, std::move(lhs), factor); }
 
 std::string Expr::to_string() const {
   switch (op) {

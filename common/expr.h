@@ -32,6 +32,10 @@ struct Expr {
   static Expr mul(Expr lhs, uint64_t factor);
   /// Manifest-like text, e.g. "ceil_div(mul(tokens, 32), 4)".
   std::string to_string() const;
+
+ private:
+  /// A kCeilDiv or kMul node: `lhs` op `literal`.
+  static Expr with_literal(Op op, Expr lhs, uint64_t literal);
 };
 
 /// Checked u64 helpers shared by the verifier and the loader (nullopt on overflow).
