@@ -50,10 +50,12 @@ inline Status check_num_args(const CpuLaunch& l, const char* kernel, size_t expe
   return Status::ok_status();
 }
 
-/// Reads i32 param `index` named `name` into `out`; fails when it is below `min`.
-inline Status read_i32(const CpuLaunch& l, const char* kernel, size_t index, const char* name,
-                       int32_t min, int64_t& out) {
-  const int32_t v = l.arg<int32_t>(index);
+/// Reads integer param `index` named `name`, stored as `T` (the ABI's i32 or
+/// i64), into `out`; fails when it is below `min`.
+template <typename T>
+inline Status read_int(const CpuLaunch& l, const char* kernel, size_t index, const char* name, T min,
+                       int64_t& out) {
+  const T v = l.arg<T>(index);
   if (v < min) {
     return launch_error(kernel, "param " + std::to_string(index) + " (" + name + ") is " +
                                     std::to_string(v) + "; must be >= " + std::to_string(min));
@@ -62,16 +64,16 @@ inline Status read_i32(const CpuLaunch& l, const char* kernel, size_t index, con
   return Status::ok_status();
 }
 
+/// Reads i32 param `index` named `name` into `out`; fails when it is below `min`.
+inline Status read_i32(const CpuLaunch& l, const char* kernel, size_t index, const char* name,
+                       int32_t min, int64_t& out) {
+  return read_int<int32_t>(l, kernel, index, name, min, out);
+}
+
 /// Reads i64 param `index` named `name` into `out`; fails when it is below `min`.
 inline Status read_i64(const CpuLaunch& l, const char* kernel, size_t index, const char* name,
                        int64_t min, int64_t& out) {
-  const int64_t v = l.arg<int64_t>(index);
-  if (v < min) {
-    return launch_error(kernel, "param " + std::to_string(index) + " (" + name + ") is " +
-                                    std::to_string(v) + "; must be >= " + std::to_string(min));
-  }
-  out = v;
-  return Status::ok_status();
+  return read_int<int64_t>(l, kernel, index, name, min, out);
 }
 
 /// Reads f32 param `index` named `name` into `out`; fails when it is NaN or
