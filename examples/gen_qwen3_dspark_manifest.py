@@ -48,7 +48,7 @@ def spec_kernels(c, d):
     kernels = {
         "attention_noncausal": g.identity_kernel("kern_paged_attention_noncausal_bf16", g.ATTN_PARAMS,
                                                  [128, 1, 1], [H, TOK, 1]),
-        "gemm_acc": g.identity_kernel("extern:cublaslt_bf16_tn_acc", [g.BF16_IN, g.BF16_IN, g.BF16_INOUT, "i32",
+        "gemm_acc": g.identity_kernel(g.GEMM_ACC_SYMBOL, [g.BF16_IN, g.BF16_IN, g.BF16_INOUT, "i32",
                                                                       "i32", "i32"], [1, 1, 1], [1, 1, 1]),
         # One row of the Markov chain: the embedding and argmax kernels with
         # constant grids and scratch (the chain runs at tokens = block).

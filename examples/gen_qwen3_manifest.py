@@ -42,6 +42,10 @@ GEMV_FILL_BLOCKS = 264  # split-K until a gemv has this many blocks (2 per SM of
 GEMV_MAX_SPLITS = 8
 GEMV_MAX_ROWS = 8  # decode gemv rows (tokens) at most: decode is 1, speculative verify up to 8
 TOK = {"sym": "tokens"}
+# kern's built-in GEMMs (docs/kernels.md, kernel 10); every generator names them from here.
+EXTERN_PREFIX = "extern:"
+GEMM_SYMBOL = EXTERN_PREFIX + "cublaslt_bf16_tn"          # c = a . w^T
+GEMM_ACC_SYMBOL = EXTERN_PREFIX + "cublaslt_bf16_tn_acc"  # c += a . w^T
 
 
 def buf(name, offset=0):
@@ -147,7 +151,7 @@ def kernels(c):
             },
         },
         "gemm": identity_kernel(
-            "extern:cublaslt_bf16_tn", [BF16_IN, BF16_IN, BF16_OUT, "i32", "i32", "i32"],
+            GEMM_SYMBOL, [BF16_IN, BF16_IN, BF16_OUT, "i32", "i32", "i32"],
             [1, 1, 1], [1, 1, 1]),
         # The decode step advance: feeds the sampled token back and moves the
         # step counters on the device (docs/qwen3-manifest.md, "Who writes what").
@@ -542,7 +546,7 @@ def pin_kernels(doc, kernels_dir):
     for kernel in doc["kernels"].values():
         steps = kernel["impl"]["steps"]
         for i, s in enumerate(steps):
-            if s["symbol"].startswith("extern:"):
+            if s["symbol"].startswith(EXTERN_PREFIX):
                 continue
             name, digest = find_kernel_file(kernels_dir, s["symbol"])
             pinned = {"symbol": s["symbol"], "cubin": name, "sha256": digest}
