@@ -31,6 +31,12 @@ Status Executable::close() {
   return {};
 }
 
+Status Executable::check_open() const {
+  if (closed_) [[unlikely]]
+    return make_error(ErrorKind::kUsage, plan_.path() + ": the executable was closed; its device memory is released");
+  return {};
+}
+
 Result<std::unique_ptr<Executable>> Executable::load(PlanFile plan, std::unique_ptr<Device> device,
                                                      const Safetensors* weights, const ExecutableOptions& options,
                                                      const LoadMonitor* monitor) {
@@ -216,6 +222,7 @@ std::string Executable::launch_context(uint32_t program, size_t launch) const {
 }
 
 Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbol_values) {
+  KERN_RETURN_IF_ERROR(check_open());
   const plan::Plan& p = plan();
   if (program >= staged_.size())
     return make_error(ErrorKind::kUsage, "program index " + std::to_string(program) + " out of range (" +
@@ -303,6 +310,7 @@ void Executable::graph_failed(uint32_t program, const std::string& what, const E
 }
 
 Status Executable::write_input(uint32_t buffer, std::span<const uint8_t> bytes, uint64_t offset_bytes) {
+  KERN_RETURN_IF_ERROR(check_open());
   const plan::Plan& p = plan();
   if (buffer >= p.buffers()->size())
     return make_error(ErrorKind::kUsage, "buffer index " + std::to_string(buffer) + " out of range");
@@ -319,6 +327,7 @@ Status Executable::write_input(uint32_t buffer, std::span<const uint8_t> bytes, 
 }
 
 Status Executable::read_buffer(uint32_t buffer, std::span<uint8_t> out) {
+  KERN_RETURN_IF_ERROR(check_open());
   const plan::Plan& p = plan();
   if (buffer >= p.buffers()->size())
     return make_error(ErrorKind::kUsage, "buffer index " + std::to_string(buffer) + " out of range");
@@ -332,6 +341,7 @@ Status Executable::read_buffer(uint32_t buffer, std::span<uint8_t> out) {
 }
 
 Status Executable::read_buffer_async(uint32_t buffer, uint32_t slot, uint64_t bytes) {
+  KERN_RETURN_IF_ERROR(check_open());
   const plan::Plan& p = plan();
   if (buffer >= p.buffers()->size())
     return make_error(ErrorKind::kUsage, "buffer index " + std::to_string(buffer) + " out of range");
@@ -345,6 +355,7 @@ Status Executable::read_buffer_async(uint32_t buffer, uint32_t slot, uint64_t by
 }
 
 Result<std::span<const uint8_t>> Executable::wait_readback(uint32_t slot) {
+  KERN_RETURN_IF_ERROR(check_open());
   KERN_ASSIGN_OR_RETURN(auto bytes, device_->wait_read(slot));
   if (readback_after_run_[slot] == traffic_.program_runs) ++traffic_.host_waits;
   else ++traffic_.overlapped_waits;
@@ -352,6 +363,7 @@ Result<std::span<const uint8_t>> Executable::wait_readback(uint32_t slot) {
 }
 
 Status Executable::synchronize() {
+  KERN_RETURN_IF_ERROR(check_open());
   ++traffic_.host_waits;
   return device_->synchronize();
 }

@@ -123,7 +123,8 @@ class Executable {
   /// made and closes the device (Device::close), joining every failure
   /// (iree_status_join's shape: the first leads, each later one follows
   /// "; then: "), with context "<plan>: releasing device resources".
-  /// Idempotent. Nothing may be run or read afterwards.
+  /// Idempotent. Afterwards run_program, the writes, reads and
+  /// synchronize fail (kUsage) instead of touching released memory.
   Status close();
 
   /// Runs program `program` (index into Plan.programs) with `symbol_values`
@@ -189,6 +190,8 @@ class Executable {
   static Result<std::unique_ptr<Executable>> load_impl(std::unique_ptr<Executable> exe, const Safetensors* weights,
                                                        bool weights_in_place, const ExecutableOptions& options,
                                                        const LoadMonitor* monitor);
+  /// kUsage once close() has run.
+  Status check_open() const;
   /// Allocates the arena and every region outside it except weights.
   Status allocate_all();
   /// Allocates `size_bytes` for `what` and records it for freeing.

@@ -323,6 +323,16 @@ TEST_CASE("a clean close() releases everything once and returns ok", "[load][gra
   CHECK(l->exe->close().ok());
   CHECK(counters->destroyed == 1);
   CHECK(counters->closed == 1);
+  // A closed executable refuses work instead of touching released memory.
+  const uint64_t tokens[] = {5};
+  const Status run = l->exe->run_program(0, tokens);
+  REQUIRE_FALSE(run.ok());
+  CHECK(run.error().kind == ErrorKind::kUsage);
+  CHECK_THAT(run.error().message, Contains("tiny.kplan: the executable was closed"));
+  CHECK_FALSE(l->exe->write_input(0, i64_bytes({1})).ok());
+  std::vector<uint8_t> out(8);
+  CHECK_FALSE(l->exe->read_buffer(3, out).ok());
+  CHECK_FALSE(l->exe->synchronize().ok());
   l->exe.reset();
   CHECK(l->warnings.empty());
 }
