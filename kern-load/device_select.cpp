@@ -38,7 +38,9 @@ Result<int> probe_cuda_devices() {
       result = count;
     }
   }
-  dlclose(lib);
+  // Not dlclosed: libcuda is not meant to be unloaded once cuInit ran (its
+  // threads and exit handlers stay), and the cuda device opens the same
+  // library again (a second reference, not a second copy).
   return result;
 }
 

@@ -224,11 +224,11 @@ Status CudaDevice::launch(uint32_t step, const LaunchDims& dims, void** kernel_p
     return Status::ok_status();
   }
   const DriverApi& a = driver_->api();
-  if (dims.shared_mem_bytes > s.max_dynamic_smem) [[unlikely]] {  // > 48 KB needs the opt-in attribute
+  if (dims.shared_mem_bytes > *s.max_dynamic_smem) [[unlikely]] {  // above the limit: raise it (never lowered)
     const CUresult r = a.cuFuncSetAttribute(s.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                             static_cast<int>(dims.shared_mem_bytes));
     if (r != CUDA_SUCCESS) return launch_error(step, "cuFuncSetAttribute(max dynamic shared memory)", r);
-    s.max_dynamic_smem = dims.shared_mem_bytes;
+    *s.max_dynamic_smem = dims.shared_mem_bytes;
   }
   const CUresult r = launch_kernel(a, s.fn, dims, stream_, kernel_params, s.pdl);
   if (r != CUDA_SUCCESS) [[unlikely]]

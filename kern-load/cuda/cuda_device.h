@@ -81,7 +81,10 @@ class CudaDevice final : public Device {
   struct StepFn {
     CUfunction fn = nullptr;       ///< null for extern steps
     ExternOpId op = ExternOpId::kNone;  ///< the built-in (common/extern_ops.h) for extern steps
-    uint32_t max_dynamic_smem = 48 * 1024;  ///< attribute value already set (48 KB needs none)
+    /// The function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES as last
+    /// read or set, shared by every step launching the same CUfunction (the
+    /// attribute belongs to the function): points into fn_max_dynamic_smem_.
+    uint32_t* max_dynamic_smem = nullptr;
     bool pdl = false;  ///< launch with PDL: the step's "pdl" flag on a device with cc >= 9.0
   };
   /// A loaded kernel file.
@@ -130,6 +133,9 @@ class CudaDevice final : public Device {
   std::unordered_map<DevicePtr, CUdeviceptr> allocations_;  ///< aligned address -> cuMemAlloc base
   std::vector<Module> modules_;
   std::vector<StepFn> steps_;
+  /// Per CUfunction: its max dynamic shared memory attribute (StepFn::max_dynamic_smem
+  /// points here; unordered_map nodes do not move).
+  std::unordered_map<CUfunction, uint32_t> fn_max_dynamic_smem_;
   std::vector<std::string> step_symbols_;  ///< for error messages (cold path)
   CUdeviceptr workspace_ = 0;
   std::unique_ptr<CublasLt> cublaslt_;

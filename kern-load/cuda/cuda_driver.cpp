@@ -99,9 +99,9 @@ Result<std::unique_ptr<Driver>> Driver::load(const std::string& library) {
   return d;
 }
 
-Driver::~Driver() {
-  if (handle_ != nullptr) dlclose(handle_);
-}
+// The handle is never dlclosed: libcuda is not meant to be unloaded once
+// cuInit ran (its threads and exit handlers outlive the last call).
+Driver::~Driver() = default;
 
 std::string Driver::describe(CUresult r) const {
   const char* name = nullptr;

@@ -97,7 +97,7 @@ class Driver {
 
  private:
   Driver() = default;
-  void* handle_ = nullptr;  ///< owned dlopen handle
+  void* handle_ = nullptr;  ///< dlopen handle, kept open for the process (see ~Driver)
   std::string path_;        ///< what was dlopened (path())
   DriverApi api_;
   int version_ = 0;

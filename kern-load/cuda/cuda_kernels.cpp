@@ -134,6 +134,7 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
   }
 
   steps_.assign(p.steps()->size(), StepFn{});
+  fn_max_dynamic_smem_.clear();
   step_symbols_.assign(p.steps()->size(), "");
   for (flatbuffers::uoffset_t i = 0; i < p.steps()->size(); ++i) {
     const plan::Step& step = *p.steps()->Get(i);
@@ -188,6 +189,17 @@ Status CudaDevice::bind_kernel_step(const plan::Plan& p, uint32_t i, const std::
                         "steps[" + std::to_string(i) + "]");
   steps_[i].fn = fns[chosen];
   steps_[i].pdl = use_pdl(step.pdl(), cc_major);
+  // The default limit is 48 KiB minus the kernel's static shared memory
+  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cuda.h): read it rather
+  // than assume 48 KiB, once per function.
+  auto [it, inserted] = fn_max_dynamic_smem_.try_emplace(fns[chosen], 0);
+  if (inserted) {
+    int limit = 0;
+    KERN_CU_CHECK(*driver_, driver_->api().cuFuncGetAttribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                              fns[chosen]));
+    it->second = static_cast<uint32_t>(std::max(limit, 0));
+  }
+  steps_[i].max_dynamic_smem = &it->second;
   return Status::ok_status();
 }
 
