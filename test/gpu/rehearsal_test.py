@@ -110,6 +110,7 @@ def read_table(path):
 
 
 def write_table(directory, text):
+    os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "steps.txt")
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)
@@ -216,9 +217,9 @@ class RunShWithoutGpu(unittest.TestCase):
             self.assertEqual((p.returncode, names), (0, ["gpu", "a", "c"]), p.stdout)
             for bad, message in ((dict(KERN_GPU_STEPS="nosuch"), "KERN_GPU_STEPS: no step nosuch in"),
                                  (dict(KERN_GPU_STEPS="failed:" + os.path.join(tmp, "none.txt")), "no summary at"),
-                                 (dict(KERN_GPU_TABLE=write_table(os.path.join(tmp, "bin"), "gpu ten s_gpu\n")),
+                                 (dict(KERN_GPU_TABLE=write_table(os.path.join(tmp, "bad1"), "gpu ten s_gpu\n")),
                                   "steps.txt:1: expected NAME CAP_S FUNCTION [ARGS...], got: gpu ten s_gpu"),
-                                 (dict(KERN_GPU_TABLE=write_table(os.path.join(tmp, "bin"), "gpu 10 s_gpu\nx 5 s_none\n")),
+                                 (dict(KERN_GPU_TABLE=write_table(os.path.join(tmp, "bad2"), "gpu 10 s_gpu\nx 5 s_none\n")),
                                   "steps.txt:2: step x: no function or program s_none")):
                 with self.subTest(message):
                     out = os.path.join(tmp, "bad")
