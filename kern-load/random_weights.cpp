@@ -87,7 +87,7 @@ Result<uint64_t> fill_random_weights(const plan::Plan& p, uint64_t seed, Device&
   constexpr uint64_t kChunkBytes = 8ull << 20;
   // Counter mode makes chunks independent: up to 16 are generated at once,
   // one thread each, then copied in order (the host generates about 0.65 GB/s
-  // per core, so a Qwen3-4B's 8 GB costs about the copy, not 8 s).
+  // per core, so a Qwen3-4B's 8 GB costs about the copy, not 12 s).
   const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
   uint64_t total = 0;
   for (const auto* b : *p.buffers())
