@@ -250,6 +250,15 @@ class RunShWithoutGpu(unittest.TestCase):
             self.assertEqual((memcheck["name"], memcheck["status"]), ("memcheck", "skip"))
             self.assertEqual(memcheck["detail"], "skipped: compute-sanitizer refuses this machine: ========= Error: "
                                                  "Device not supported. Please refer to the documentation")
+            # A sanitizer without the --kernel-name filter: run again unfiltered, its summary is the detail.
+            with open(os.path.join(bindir, "compute-sanitizer"), "w", encoding="utf-8") as f:
+                f.write("#!/bin/sh\ncase \"$*\" in *--kernel-name*) echo \"Error: unrecognized option '--kernel-name'\"; "
+                        "exit 1 ;; esac\necho '========= ERROR SUMMARY: 0 errors'\n")
+            shutil.rmtree(out)
+            p, _ = run_sh(out, bundle, path_without_nvidia_smi(bindir), KERN_GPU_TABLE=table)
+            self.assertEqual(p.returncode, 0, p.stdout)
+            memcheck = self.check_out_dir(out)[1]["steps"][-1]
+            self.assertEqual((memcheck["status"], memcheck["detail"]), ("ok", "========= ERROR SUMMARY: 0 errors"))
 
     def test_no_nvidia_smi_stops_at_once_with_a_clear_summary(self):
         with tempfile.TemporaryDirectory() as tmp:

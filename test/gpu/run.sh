@@ -365,7 +365,8 @@ s_memcheck() {
              --prompt-ids 1,17,42,99,3,250,7 --steps 2 --eager --device cuda --kernels "$KERNELS")
   compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=kern_ "${run[@]}" > "$WORK/memcheck.txt" 2>&1
   local rc=$?
-  if [ $rc != 0 ] && grep -qiE "unrecognized option|unknown option|invalid option" "$WORK/memcheck.txt"; then
+  if [ $rc != 0 ] && grep -qiE "(unrecognized|unknown|invalid) (option|argument)|kernel-name" "$WORK/memcheck.txt" &&
+     ! grep -q "ERROR SUMMARY" "$WORK/memcheck.txt"; then
     echo "== this compute-sanitizer has no --kernel-name filter: every kernel instrumented"
     compute-sanitizer --tool memcheck --error-exitcode 9 "${run[@]}" > "$WORK/memcheck.txt" 2>&1
     rc=$?
