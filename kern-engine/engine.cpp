@@ -248,8 +248,7 @@ void Engine::emit(Sequence& s, int64_t id, TokenEvent& ev) {
     s.out.prefill_ms = ms_between(s.t0, s.t_last);
     s.t_first = s.t_last;
   }
-  const std::vector<int64_t>& stops = s.req.stop_ids;
-  s.out.stopped = std::find(stops.begin(), stops.end(), id) != stops.end();
+  s.out.stopped = is_stop_id(s.req.stop_ids, id);
   s.done = s.out.stopped || s.out.generated_ids.size() >= s.req.max_tokens;
 }
 

@@ -104,9 +104,7 @@ Status ModelRunner::time_step(uint64_t index, DecodeStepRecord& r) {
 }
 
 Result<int64_t> ModelRunner::check_token(int64_t next, uint64_t pos) const {
-  if (next < 0 || static_cast<uint64_t>(next) >= c_.vocab)
-    return make_error(ErrorKind::kDevice, at(pos) + ": next_token " + std::to_string(next) +
-                                              " is outside the vocabulary [0, " + std::to_string(c_.vocab) + ")");
+  KERN_RETURN_IF_ERROR(check_id(next, "next_token"), at(pos));
   return next;
 }
 

@@ -38,6 +38,13 @@ struct Request {
   bool speculative = false;
 };
 
+/// Whether `id` is one of `stop_ids` (generation ends after producing it).
+inline bool is_stop_id(std::span<const int64_t> stop_ids, int64_t id) {
+  for (int64_t s : stop_ids)
+    if (s == id) return true;
+  return false;
+}
+
 /// Checks that every id is a token of the vocabulary [0, vocab). Errors
 /// (kUsage): "<what> id X at index I is outside the vocabulary [0, V)".
 Status check_token_ids(std::span<const int64_t> ids, uint64_t vocab, const std::string& what);
