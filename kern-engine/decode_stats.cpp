@@ -1,4 +1,4 @@
-// Per-step host and device figures of kern-run's decode loop (decode_stats.h).
+// Per-step host and device figures of the engine's decode loop (decode_stats.h).
 #include "kern-engine/decode_stats.h"
 
 #include <algorithm>

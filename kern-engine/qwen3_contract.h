@@ -1,5 +1,5 @@
 // The Qwen3 caller contract of a plan (SPEC §7, docs/qwen3-manifest.md):
-// which programs, buffers and symbol kern-run drives, resolved to indices
+// which programs, buffers and symbol the engine drives, resolved to indices
 // once, with their dtypes and shapes checked, so the generation loop never
 // looks up a name.
 #pragma once
@@ -15,7 +15,7 @@ namespace kern::engine {
 /// KV cache page size in tokens (docs/kernels.md: paged, block size 16).
 inline constexpr uint64_t kKvBlockTokens = 16;
 
-/// Indices into the plan and the sizes kern-run needs.
+/// Indices into the plan and the sizes the engine needs.
 struct Qwen3Contract {
   uint32_t prefill = 0;  ///< Plan.programs index of `prefill`
   uint32_t decode = 0;   ///< Plan.programs index of `decode`
