@@ -1,6 +1,5 @@
 // `kern-run bench`: prompt processing and generation tests, llama-bench style (bench.h).
 #include "kern-run/bench.h"
-#include "kern-run/stopwatch.h"
 
 #include <unistd.h>
 
@@ -18,31 +17,45 @@
 #include "kern-run/cli_checks.h"
 #include "kern-run/cli_errors.h"
 #include "kern-run/cli_options.h"
-#include "kern-run/generate.h"
-#include "kern-run/model_load.h"
-#include "kern-run/qwen3_driver.h"
-#include "kern-run/spec_generate.h"
+#include "kern-engine/clock.h"
+#include "kern-engine/engine.h"
+#include "kern-engine/generate.h"
+#include "kern-engine/request.h"
+#include "kern-run/load_model.h"
+#include "kern-run/progress.h"
 #include "kern-run/stream_output.h"
 
 namespace kern::run {
 namespace {
 
 
-/// One timed run of `test`.
-Result<double> run_once(Qwen3Driver& driver, load::Executable& exe, const BenchTest& test,
-                        const std::vector<int64_t>& ids) {
-  KERN_RETURN_IF_ERROR(driver.write_block_table());
+using engine::Clock;
+
+/// One run of pp test `test`: `prefill` of its n_prompt ids from position 0
+/// through the model runner, then a device synchronize (cuda enqueues: wait
+/// for the last chunk). Returns the wall time.
+Result<double> run_prompt_once(engine::Model& model, const BenchTest& test, const BenchPlan& plan,
+                               const std::vector<int64_t>& ids) {
+  engine::ModelRunner& runner = model.runner();
+  KERN_RETURN_IF_ERROR(runner.write_block_table());
   auto t0 = Clock::now();
-  if (test.n_prompt > 0) {
-    KERN_RETURN_IF_ERROR(driver.prefill(std::span(ids).first(test.n_prompt), 0));
-    KERN_RETURN_IF_ERROR(exe.synchronize());  // cuda enqueues: wait for the last chunk
-  } else {
-    // The generation loop's decode (asynchronous or synchronous), no stop
-    // ids: every step's token is read back, like kern-run's.
-    KERN_RETURN_IF_ERROR(
-        decode_loop(driver, ids[0], 0, test.n_gen, {}, test.sync, [](int64_t, uint64_t) { return Status(); }));
-  }
-  return ms_since(t0);
+  KERN_RETURN_IF_ERROR(runner.prefill(std::span(ids).first(test.n_prompt), 0, model.contract().clamp_chunk(plan.chunk)));
+  KERN_RETURN_IF_ERROR(model.executable().synchronize());
+  return engine::ms_since(t0);
+}
+
+/// One run of tg test `test` through the engine: a 1-token prompt
+/// (`first_id`), then test.n_gen ids, no stop ids (every step's token is
+/// read back, like kern-run's); plain decode (asynchronous, or synchronous
+/// for tgN-sync) or speculative rounds (tgN-spec). Returns the wall time.
+Result<double> run_gen_once(engine::Engine& engine, const BenchTest& test, const BenchPlan& plan, int64_t first_id,
+                            engine::SequenceResult& result) {
+  engine::Request req{0, {first_id}, test.n_gen, {}, plan.chunk};
+  req.sync = test.sync && !test.spec;
+  req.speculative = test.spec.has_value();
+  auto t0 = Clock::now();
+  KERN_ASSIGN_OR_RETURN(result, engine::generate(engine, std::move(req)));
+  return engine::ms_since(t0);
 }
 
 /// The NVIDIA kernel driver's version from /proc/driver/nvidia/version
@@ -89,55 +102,36 @@ std::vector<BenchTest> bench_tests(const BenchPlan& plan) {
     if (g == 0) continue;
     if (plan.decode_async) tests.push_back({0, g, {}, {}, false});
     if (plan.decode_sync) tests.push_back({0, g, {}, {}, true});
-    if (plan.spec) tests.push_back({0, g, {}, {}, true, SpecStats{}});
+    if (plan.spec) tests.push_back({0, g, {}, {}, true, engine::SpecStats{}});
   }
   return tests;
 }
 
-namespace {
-/// One repetition of a speculative test `t`: a 1-token prompt (`first_id`),
-/// then t.n_gen ids through the speculative round (spec_generate.h). A timed
-/// repetition adds its wall time to t.ms and its rounds to t.spec.
-Status run_spec_once(load::Executable& exe, const Qwen3Contract& c, const SpecContract& spec, const BenchPlan& plan,
-                     int64_t first_id, bool timed, BenchTest& t) {
-  GenerateRequest req{{first_id}, t.n_gen, plan.chunk, bench_capacity(plan) + spec.block, {}, nullptr};
-  auto t0 = Clock::now();
-  KERN_ASSIGN_OR_RETURN(const GenerateResult r, generate_spec(exe, c, spec, req), t.name());
-  if (!timed) return {};
-  t.ms.push_back(ms_since(t0));
-  t.spec->block = r.spec->block;
-  t.spec->rounds.insert(t.spec->rounds.end(), r.spec->rounds.begin(), r.spec->rounds.end());
-  t.spec->fallback_steps += r.spec->fallback_steps;
-  t.spec->prompt_precompute_ms += r.spec->prompt_precompute_ms;
-  return {};
-}
-
-}  // namespace
-
-Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan,
-                                         const SpecContract* spec) {
+Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& plan) {
   std::vector<BenchTest> tests = bench_tests(plan);
   std::mt19937_64 rng(plan.seed);
   std::vector<int64_t> ids(bench_capacity(plan));
-  for (int64_t& id : ids) id = static_cast<int64_t>(rng() % c.vocab);
-  Qwen3Driver driver(exe, c, plan.chunk);
+  for (int64_t& id : ids) id = static_cast<int64_t>(rng() % model.contract().vocab);
+  engine::Engine engine(model);
   for (BenchTest& t : tests) {
-    std::vector<DecodeStepRecord> records;  // the timed repetitions' decode steps
+    if (t.spec && model.spec() == nullptr)
+      return make_error(ErrorKind::kUsage, t.name() + ": the plan has no speculative contract");
+    std::vector<engine::DecodeStepRecord> records;  // the timed repetitions' decode steps
     for (uint64_t i = 0; i < plan.warmup + plan.reps; ++i) {
+      engine::SequenceResult r;
+      auto ms = t.n_prompt > 0 ? run_prompt_once(model, t, plan, ids) : run_gen_once(engine, t, plan, ids[0], r);
+      KERN_RETURN_IF_ERROR(ms, t.name());
+      if (i < plan.warmup) continue;
+      t.ms.push_back(*ms);
       if (t.spec) {
-        if (spec == nullptr) return make_error(ErrorKind::kUsage, t.name() + ": the plan has no speculative contract");
-        KERN_RETURN_IF_ERROR(run_spec_once(exe, c, *spec, plan, ids[0], i >= plan.warmup, t));
+        t.spec->merge(*r.spec);
         continue;
       }
-      driver.clear_records();
-      KERN_ASSIGN_OR_RETURN(auto ms, run_once(driver, exe, t, ids), t.name());
-      if (i < plan.warmup) continue;
-      t.ms.push_back(ms);
       // Each repetition is one sequence with its own warm-up and drain steps.
-      auto steady = steady_part(driver.records());
+      auto steady = engine::steady_part(r.records);
       records.insert(records.end(), steady.begin(), steady.end());
     }
-    if (t.n_gen > 0) t.decode = average_decode(records);
+    if (t.n_gen > 0 && !t.spec) t.decode = engine::average_decode(records);
   }
   return tests;
 }
@@ -212,25 +206,21 @@ std::variant<BenchCommand, int> parse_bench_command(int argc, char** argv) {
 /// Loads the plan and runs the command's tests; prints the results (the
 /// table on stdout, or on stderr beside the csv/json on stdout).
 Status execute_bench(BenchCommand& cmd) {
-  KERN_ASSIGN_OR_RETURN(auto opened, open_qwen3_plan(cmd.plan_path));
-  const Qwen3Contract c = opened.contract;
-  std::optional<SpecContract> spec;
-  if (cmd.plan.spec) {
-    KERN_ASSIGN_OR_RETURN(spec, resolve_spec_contract(opened.plan, c), "--spec");
-  }
-  const uint64_t needed = bench_capacity(cmd.plan) + (spec ? spec->block : 0);
+  KERN_ASSIGN_OR_RETURN(auto opened, open_plan_for(cmd.plan_path, cmd.plan.spec));
+  const engine::Qwen3Contract c = opened.contract;
+  const uint64_t needed = bench_capacity(cmd.plan) + (opened.spec ? opened.spec->block : 0);
   if (needed > c.table_tokens())
     return make_error(ErrorKind::kUsage, "a test of " + std::to_string(needed) + " tokens exceeds the block table (" +
                                              std::to_string(c.table_tokens()) + " tokens)");
   // The capacity kern-run loads with by default (a plan's literal state
   // offsets may assume it), or more when a test needs it.
-  cmd.settings.capacity = std::max(needed, default_capacity(c));
+  const uint64_t capacity = std::max(needed, engine::default_capacity(c));
   KERN_ASSIGN_OR_RETURN(auto digest, sha256_file(cmd.plan_path));
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
-  KERN_ASSIGN_OR_RETURN(auto model, load_qwen3_model(std::move(opened), cmd.settings, &progress));
-  BenchInfo info{cmd.plan_path,  hex_encode(digest),          model.device_name, driver_version(model.device_name),
+  KERN_ASSIGN_OR_RETURN(auto model, load_model(std::move(opened), cmd.settings, capacity, &progress));
+  BenchInfo info{cmd.plan_path,  hex_encode(digest), model->device_name(), driver_version(model->device_name()),
                  kBuildCommit,   c.clamp_chunk(cmd.plan.chunk), cmd.plan.warmup};
-  KERN_ASSIGN_OR_RETURN(auto tests, run_bench(*model.exe, c, cmd.plan, spec ? &*spec : nullptr));
+  KERN_ASSIGN_OR_RETURN(auto tests, run_bench(*model, cmd.plan));
   std::string table = render_bench_md(info, tests);
   switch (cmd.format) {
     case BenchFormat::kMd: write_stdout(table); break;

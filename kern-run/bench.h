@@ -13,10 +13,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "kern-load/executable.h"
+#include "kern-engine/model.h"
 #include "kern-run/bench_report.h"
-#include "kern-run/qwen3_contract.h"
-#include "kern-run/spec_contract.h"
 
 namespace kern::run {
 
@@ -31,7 +29,7 @@ struct BenchPlan {
   bool decode_async = true;  ///< tg tests with the asynchronous decode loop (`--decode async|both`)
   bool decode_sync = false;  ///< tg tests with the synchronous one (`--decode sync|both`)
   /// `--spec`: per generation length also a speculative test (`tgN-spec`:
-  /// a 1-token prompt, then N ids through the caller's round, spec_generate.h).
+  /// a 1-token prompt, then N ids through the engine's speculative rounds, engine.h).
   bool spec = false;
 };
 
@@ -47,12 +45,11 @@ std::vector<BenchTest> bench_tests(const BenchPlan& plan);
 /// The capacity in tokens the tests need (the longest test, at least 1).
 uint64_t bench_capacity(const BenchPlan& plan);
 
-/// Runs every test on `exe` (loaded with at least bench_capacity tokens,
-/// plus a block for speculative tests). `spec` (null without --spec) is the
-/// plan's speculative contract. Errors from the executable get the test
-/// name as context ("pp512: ...").
-Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan,
-                                         const SpecContract* spec = nullptr);
+/// Runs every test on `model` (loaded with at least bench_capacity tokens,
+/// plus a block for speculative tests, which need the model's speculative
+/// contract). pp tests run the model runner's prefill; tg tests go through
+/// the engine (engine.h). Errors get the test name as context ("pp512: ...").
+Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& plan);
 
 /// `kern-run bench PLAN --weights W [-p 512] [-n 128] [-r 5] [-o md]`:
 /// argv[0] is "bench". Prints the chosen format on stdout (and the md table

@@ -76,6 +76,25 @@ std::string test_json(const BenchInfo& info, const BenchTest& t) {
   return sb.GetString();
 }
 
+/// The table of the speculative tests ("" when there are none): "\n| test |
+/// block | tokens/round | acceptance | draft ms | verify ms | precompute ms |
+/// ms/round |" and a row per test (means over its rounds).
+std::string render_spec_md(const std::vector<BenchTest>& tests) {
+  std::string out;
+  for (const BenchTest& t : tests) {
+    if (!t.spec) continue;
+    if (out.empty())
+      out = "\n| test | block | tokens/round | acceptance | draft ms | verify ms | precompute ms | ms/round |\n"
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    const engine::SpecStats& s = *t.spec;
+    out += "| " + t.name() + " | " + std::to_string(s.block) + " | " + format_double("%.2f", s.tokens_per_round()) + " | " +
+           format_double("%.1f", 100.0 * s.acceptance_rate()) + "% | " + format_double("%.3f", s.mean_draft_ms()) + " | " +
+           format_double("%.3f", s.mean_verify_ms()) + " | " + format_double("%.3f", s.mean_precompute_ms()) + " | " +
+           format_double("%.3f", s.mean_draft_ms() + s.mean_verify_ms() + s.mean_precompute_ms()) + " |\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string BenchTest::name() const {
@@ -131,7 +150,7 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
          "GPU wall ms/step | host gap us/step |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const BenchTest& t : tests) {
     if (t.n_gen == 0 || t.spec) continue;  // speculative tests: their own table
-    const DecodeStats& d = t.decode;
+    const engine::DecodeStats& d = t.decode;
     auto steady = [&d](double v) { return d.steady_steps > 0 ? format_double("%.2f", v) : std::string("-"); };
     auto gpu = [&d](const char* f, double v) { return d.gpu_timed ? format_double(f, v) : std::string("-"); };
     out += "| " + t.name() + " | " + (t.sync ? "sync" : "async") + " | " + steady(d.launches_per_step) + " | " +

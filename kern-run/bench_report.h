@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "common/result.h"
-#include "kern-run/decode_stats.h"
-#include "kern-run/spec_stats.h"
+#include "kern-engine/decode_stats.h"
+#include "kern-engine/spec_stats.h"
 
 namespace kern::run {
 
@@ -23,13 +23,13 @@ struct BenchTest {
   std::vector<double> ms;  ///< one per repetition (warm-up excluded)
   /// tg tests: the decode loop's steady-state figures over the timed
   /// repetitions (each repetition's steady_part, decode_stats.h).
-  DecodeStats decode{};
+  engine::DecodeStats decode{};
   /// tg tests: the synchronous decode loop (kern-run --sync) ran, not the
   /// asynchronous one.
   bool sync = false;
   /// tg tests of `kern-run bench --spec`: speculative generation
-  /// (spec_generate.h); the rounds of every timed repetition. Else empty.
-  std::optional<SpecStats> spec{};
+  /// (the engine's speculative mode); the rounds of every timed repetition. Else empty.
+  std::optional<engine::SpecStats> spec{};
 
   /// "pp512", "tg128" (asynchronous decode), "tg128-sync" or "tg128-spec".
   std::string name() const;

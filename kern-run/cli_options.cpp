@@ -110,7 +110,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   app.add_option("--chunk", o.chunk, "prefill chunk in tokens (clamped to the tokens bound)")
       ->capture_default_str()
       ->check(count_check(1));
-  auto* cap = app.add_option("--capacity", capacity, "KV capacity in tokens (default min(4096, 16 x block table pages))")
+  auto* cap = app.add_option("--capacity", capacity, "KV capacity in tokens (default min(4096, 16 x block table pages, the RoPE table's rows))")
                   ->check(count_check(1));
   app.add_flag("--json", o.json, "print exactly one JSON object on stdout (ids, text, timings)");
   app.add_flag("-v,--verbose", o.load.verbose, "log load notes (unused weights ...) to stderr");

@@ -38,12 +38,12 @@ struct RunOptions {
   bool ignore_eos = false;                 ///< --ignore-eos: do not stop at end tokens
   uint64_t steps = 128;
   uint64_t chunk = 512;
-  std::optional<uint64_t> capacity;  ///< tokens; default min(4096, 16 x block table pages)
+  std::optional<uint64_t> capacity;  ///< tokens; default min(4096, 16 x block table pages, RoPE rows) (engine::default_capacity)
   bool json = false;
   std::vector<DumpRequest> dumps;
-  bool sync = false;  ///< --sync: the synchronous decode loop (generate.h)
+  bool sync = false;  ///< --sync: the synchronous decode loop (model_runner.h)
   std::vector<int64_t> stop_ids;  ///< --stop-ids: more ids that end generation (besides the tokenizer's end tokens)
-  bool spec = false;  ///< --spec: speculative decoding with the plan's DSpark draft (spec_generate.h)
+  bool spec = false;  ///< --spec: speculative decoding with the plan's DSpark draft (engine.h)
 };
 
 /// The load options `kern-run` and `kern-run bench` share: --weights,

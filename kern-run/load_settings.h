@@ -1,6 +1,6 @@
 // Where and how kern-run loads a plan: the options `kern-run` and `kern-run
 // bench` share, parsed once (cli_options.h, add_load_options) and read by
-// load_qwen3_model (model_load.h).
+// load_model (load_model.h).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +14,6 @@ struct LoadSettings {
   std::string device = "auto";  ///< auto | cpu | cuda
   std::string weights_path;
   std::string kernels_dir;  ///< empty: the plan's directory
-  uint64_t capacity = 0;    ///< state capacity in tokens (set by the command: --capacity or the default)
   bool verbose = false;     ///< log load notes (unused tensors) at info level
   // GPU path (kern-load graphs and random weights):
   bool eager = false;  ///< --eager: no CUDA graphs (ExecutableOptions::graphs = false)

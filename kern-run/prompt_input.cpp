@@ -1,6 +1,6 @@
 // Where kern-run's prompt comes from (prompt_input.h).
 #include "kern-run/prompt_input.h"
-#include "kern-run/stopwatch.h"
+#include "kern-engine/clock.h"
 
 #include <unistd.h>
 
@@ -34,9 +34,9 @@ Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer
   KERN_ASSIGN_OR_RETURN(auto text, read_prompt_text(o));
   p.text = std::move(text);
   p.templated_text = o.chat ? render_qwen3_chat({o.system, p.text, o.no_think}) : p.text;
-  auto t0 = Clock::now();
+  auto t0 = engine::Clock::now();
   auto ids = tokenizer->encode(p.templated_text);
-  p.tokenize_ms = ms_since(t0);
+  p.tokenize_ms = engine::ms_since(t0);
   KERN_RETURN_IF_ERROR(ids, "the prompt");
   p.ids.assign(ids->begin(), ids->end());
   return p;

@@ -15,7 +15,7 @@ struct Speeds {
   double prefill_tok_s = 0, decode_ms_per_token = 0, decode_tok_s = 0;
 };
 
-Speeds speeds(const GenerateResult& r, size_t prompt_tokens) {
+Speeds speeds(const engine::SequenceResult& r, size_t prompt_tokens) {
   Speeds s;
   if (r.prefill_ms > 0) s.prefill_tok_s = static_cast<double>(prompt_tokens) * 1000.0 / r.prefill_ms;
   if (r.decode_steps > 0) {
@@ -26,10 +26,10 @@ Speeds speeds(const GenerateResult& r, size_t prompt_tokens) {
 }
 
 /// The decode loop's steady-state line of render_stats.
-std::string decode_stats_line(const GenerateResult& r) {
-  const DecodeStats& st = r.stats;
+std::string decode_stats_line(const engine::SequenceResult& r) {
+  const engine::DecodeStats& st = r.stats;
   std::string out = std::string("decode loop: ") + (r.sync ? "synchronous" : "asynchronous");
-  if (!r.sync) out += " (lookahead " + std::to_string(kDecodeLookahead) + ")";
+  if (!r.sync) out += " (lookahead " + std::to_string(engine::kDecodeLookahead) + ")";
   if (st.steady_steps == 0) return out + "; too few steps for steady-state figures\n";
   out += "; steady state over " + std::to_string(st.steady_steps) +
          " steps, per step: " + format_double("%.2f", st.launches_per_step) + " launches, " +
@@ -44,11 +44,11 @@ std::string decode_stats_line(const GenerateResult& r) {
 }
 
 /// The decode loop's figures in render_json (docs/running.md): all keys in one place.
-void write_decode_stats(rapidjson::Writer<rapidjson::StringBuffer>& w, const GenerateResult& r) {
+void write_decode_stats(rapidjson::Writer<rapidjson::StringBuffer>& w, const engine::SequenceResult& r) {
   w.Key("decode_mode");
   w.String(r.sync ? "sync" : "async");
   w.Key("decode_lookahead");
-  w.Uint64(r.sync ? 0 : kDecodeLookahead);
+  w.Uint64(r.sync ? 0 : engine::kDecodeLookahead);
   w.Key("decode_surplus_steps");
   w.Uint64(r.surplus_steps);
   write_decode_step_json(w, r.stats);
@@ -56,7 +56,7 @@ void write_decode_stats(rapidjson::Writer<rapidjson::StringBuffer>& w, const Gen
 
 }  // namespace
 
-void write_decode_step_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const DecodeStats& st) {
+void write_decode_step_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const engine::DecodeStats& st) {
   auto num_or_null = [&w](const char* key, bool present, double v) {
     w.Key(key);
     if (present) w.Double(v);
@@ -80,11 +80,11 @@ uint64_t peak_rss_bytes() {
   return static_cast<uint64_t>(u.ru_maxrss) * 1024;
 }
 
-std::string render_stats(const GenerateResult& r, const ReportContext& ctx) {
+std::string render_stats(const engine::SequenceResult& r, const ReportContext& ctx) {
   Speeds s = speeds(r, ctx.prompt_ids->size());
   std::string out;
   if (ctx.load != nullptr) {
-    const LoadPhases& l = *ctx.load;
+    const engine::LoadPhases& l = *ctx.load;
     const load::LoadTimings& e = l.executable;
     out += "load: " + format_double("%.1f", l.total_ms) + " ms (plan " + format_double("%.1f", l.plan_ms) +
            ", device " + format_double("%.1f", l.device_ms) + ", kernels " + format_double("%.1f", e.kernels_ms) +
@@ -118,7 +118,7 @@ std::string render_stats(const GenerateResult& r, const ReportContext& ctx) {
   return out;
 }
 
-std::string render_text(const GenerateResult& r, const ReportContext& ctx) {
+std::string render_text(const engine::SequenceResult& r, const ReportContext& ctx) {
   std::string out = "generated ids:";
   for (size_t i = 0; i < r.generated_ids.size(); ++i) out += (i ? ", " : " ") + std::to_string(r.generated_ids[i]);
   return out + "\n" + render_stats(r, ctx);
@@ -139,7 +139,7 @@ void write_u64(JsonWriter& w, const char* key, uint64_t v) {
 }
 
 /// "load_ms" (by phase), "weight_bytes" and "weight_bytes_in_place".
-void write_load(JsonWriter& w, const LoadPhases& l) {
+void write_load(JsonWriter& w, const engine::LoadPhases& l) {
   w.Key("load_ms");
   w.StartObject();
   write_number(w, "plan", l.plan_ms);
@@ -178,7 +178,7 @@ void write_memory(JsonWriter& w, const ReportContext& ctx) {
 
 }  // namespace
 
-std::string render_json(const GenerateResult& r, const ReportContext& ctx) {
+std::string render_json(const engine::SequenceResult& r, const ReportContext& ctx) {
   Speeds s = speeds(r, ctx.prompt_ids->size());
   rapidjson::StringBuffer sb;
   JsonWriter w(sb);

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "kern-run/decode_stats.h"
-#include "kern-run/generate.h"
-#include "kern-run/model_load.h"
+#include "kern-engine/decode_stats.h"
+#include "kern-engine/generate.h"
+#include "kern-engine/model.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
@@ -19,7 +19,7 @@ struct ReportContext {
   const std::vector<int64_t>* prompt_ids = nullptr;
   std::string device;
   uint64_t capacity = 0;
-  const LoadPhases* load = nullptr;  ///< may be null: no load line / object
+  const engine::LoadPhases* load = nullptr;  ///< may be null: no load line / object
   const std::string* text = nullptr;  ///< generated text; null without a tokenizer
   double tokenize_ms = 0;             ///< prompt encode time (text prompts)
   /// The loaded plan's memory (bytes by class, arena); may be null: no memory line / object.
@@ -33,7 +33,7 @@ struct ReportContext {
 /// `decode_host_waits_per_step` (null without steady steps) and the GPU
 /// timings `decode_gpu_busy_ms_per_step`, `decode_gpu_wall_ms_per_step`,
 /// `decode_host_gap_us_per_step`, `decode_host_gap_us_max` (null untimed).
-void write_decode_step_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const DecodeStats& st);
+void write_decode_step_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const engine::DecodeStats& st);
 
 /// The process's peak resident memory in bytes (getrusage ru_maxrss, KiB on
 /// Linux); 0 when unavailable.
@@ -42,10 +42,10 @@ uint64_t peak_rss_bytes();
 /// Statistics lines: load phases, memory by class, prompt/generated counts
 /// and why generation ended, time to first token, prefill tok/s, decode
 /// ms/token and tok/s.
-std::string render_stats(const GenerateResult& r, const ReportContext& ctx);
+std::string render_stats(const engine::SequenceResult& r, const ReportContext& ctx);
 
 /// "generated ids: a, b, c" then render_stats (the ids run's stdout).
-std::string render_text(const GenerateResult& r, const ReportContext& ctx);
+std::string render_text(const engine::SequenceResult& r, const ReportContext& ctx);
 
 /// One JSON object (no trailing newline) with `generated_ids`, `prompt_ids`,
 /// `text` (when a tokenizer was given), `stop_reason` ("end_token" or
@@ -64,6 +64,6 @@ std::string render_text(const GenerateResult& r, const ReportContext& ctx);
 /// arena_unplanned, arena_peak_live, arena_planned, io, total,
 /// peak_rss} in bytes (docs/memory-plan.md); with --spec, the `spec` object
 /// of spec_report.h (after the decode figures). Speeds are 0 when nothing was timed.
-std::string render_json(const GenerateResult& r, const ReportContext& ctx);
+std::string render_json(const engine::SequenceResult& r, const ReportContext& ctx);
 
 }  // namespace kern::run

@@ -8,15 +8,14 @@
 #include <optional>
 
 #include "common/file_util.h"
+#include "kern-engine/engine.h"
+#include "kern-engine/generate.h"
+#include "kern-engine/request.h"
 #include "kern-load/executable.h"
-#include "kern-run/generate.h"
-#include "kern-run/model_load.h"
+#include "kern-run/load_model.h"
 #include "kern-run/progress.h"
 #include "kern-run/prompt_input.h"
-#include "kern-run/qwen3_contract.h"
 #include "kern-run/report.h"
-#include "kern-run/spec_contract.h"
-#include "kern-run/spec_generate.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/tokenizer/tokenizer.h"
 #include "spdlog/spdlog.h"
@@ -47,12 +46,8 @@ Status write_dumps(load::Executable& exe, const std::vector<ResolvedDump>& dumps
 }
 
 Status run(const RunOptions& o) {
-  KERN_ASSIGN_OR_RETURN(auto opened, open_qwen3_plan(o.plan_path));
-  const Qwen3Contract c = opened.contract;
-  std::optional<SpecContract> spec;
-  if (o.spec) {
-    KERN_ASSIGN_OR_RETURN(spec, resolve_spec_contract(opened.plan, c), "--spec");
-  }
+  KERN_ASSIGN_OR_RETURN(auto opened, open_plan_for(o.plan_path, o.spec));
+  const engine::Qwen3Contract c = opened.contract;
   std::vector<ResolvedDump> dumps;
   for (const auto& d : o.dumps) {
     int i = opened.plan.find_buffer(d.buffer);
@@ -68,36 +63,42 @@ Status run(const RunOptions& o) {
     tokenizer = std::move(t);
   }
   KERN_ASSIGN_OR_RETURN(auto prompt, build_prompt(o, tokenizer ? &*tokenizer : nullptr));
-  GenerateRequest req{prompt.ids, o.steps, o.chunk, o.capacity.value_or(default_capacity(c)), {}, nullptr};
-  req.stop_ids = stop_ids_for(o, tokenizer ? &*tokenizer : nullptr);
+  // The one capacity every check and the load use (Model::capacity).
+  const uint64_t capacity = o.capacity.value_or(engine::default_capacity(c));
+  KERN_RETURN_IF_ERROR(engine::check_capacity(c, capacity), "--capacity");
+  KERN_RETURN_IF_ERROR(engine::check_token_ids(o.stop_ids, c.vocab, "stop"), "--stop-ids");
+  engine::Request req{0, prompt.ids, o.steps, stop_ids_for(o, tokenizer ? &*tokenizer : nullptr), o.chunk};
+  // A tokenizer's end token beyond a smaller embedding can never be generated.
+  std::erase_if(req.stop_ids, [&c](int64_t id) { return id < 0 || static_cast<uint64_t>(id) >= c.vocab; });
+  req.speculative = o.spec;
   // Dumped buffers must be those of the last generated id's step, not of a
   // discarded surplus step after a stop id: with stop ids, --dump-buffer
   // runs the synchronous loop (without, no step is issued past --steps).
   req.sync = o.sync || (!dumps.empty() && !req.stop_ids.empty());
   // Every id, from any source, is checked against the embedding before the
   // device or the weights are touched.
-  if (Status s = check_request(c, req); !s.ok())
+  if (req.prompt_ids.empty())
+    return make_error(ErrorKind::kUsage,
+                      "the prompt is empty: give a prompt (--prompt, --prompt-file, stdin or --prompt-ids)");
+  if (Status s = engine::check_request(c, capacity, req); !s.ok())
     return o.prompt_ids ? s.error() : s.error().with_context("the tokenized prompt");
 
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
-  LoadSettings settings = o.load;
-  settings.capacity = req.capacity;
-  KERN_ASSIGN_OR_RETURN(auto model, load_qwen3_model(std::move(opened), settings, &progress));
+  KERN_ASSIGN_OR_RETURN(auto model, load_model(std::move(opened), o.load, capacity, &progress));
+  engine::Engine engine(*model);
 
   // Text streams to stdout as it is produced, unless --json wants stdout
   // for the one object.
   StreamPrinter printer(tokenizer ? &*tokenizer : nullptr, req.stop_ids, o.json ? nullptr : stdout, &progress);
-  req.observer = &printer;
-  auto generated = spec ? generate_spec(*model.exe, c, *spec, req) : generate(*model.exe, c, req);
+  auto generated = engine::generate(engine, req, &printer);
   progress.clear();
   KERN_ASSIGN_OR_RETURN(auto result, std::move(generated));
   printer.finish();
   KERN_RETURN_IF_ERROR(printer.status());
-  KERN_RETURN_IF_ERROR(write_dumps(*model.exe, dumps));
-  ReportContext ctx{
-      &req.prompt_ids,   model.device_name, req.capacity, &model.phases, tokenizer ? &printer.text() : nullptr,
-      prompt.tokenize_ms};
-  ctx.memory = &model.exe->memory();
+  KERN_RETURN_IF_ERROR(write_dumps(model->executable(), dumps));
+  ReportContext ctx{&req.prompt_ids,  model->device_name(), model->capacity(), &model->phases(),
+                    tokenizer ? &printer.text() : nullptr, prompt.tokenize_ms};
+  ctx.memory = &model->executable().memory();
   ctx.peak_rss_bytes = peak_rss_bytes();
   if (o.json) {
     write_stdout(render_json(result, ctx) + "\n");

@@ -5,7 +5,7 @@
 
 namespace kern::run {
 
-std::string spec_stats_line(const SpecStats& s) {
+std::string spec_stats_line(const engine::SpecStats& s) {
   std::string out = "speculative: " + std::to_string(s.rounds.size()) + " rounds of block " + std::to_string(s.block) +
                     ", " + format_double("%.2f", s.tokens_per_round()) + " tokens/round, acceptance " +
                     format_double("%.1f", 100.0 * s.acceptance_rate()) + "%, ms/round draft " +
@@ -16,7 +16,7 @@ std::string spec_stats_line(const SpecStats& s) {
   return out + "\n";
 }
 
-void write_spec_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const SpecStats& s) {
+void write_spec_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const engine::SpecStats& s) {
   w.Key("spec");
   w.StartObject();
   w.Key("block");
@@ -29,11 +29,11 @@ void write_spec_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const SpecSt
   w.Double(s.acceptance_rate());
   w.Key("accepted_per_round");
   w.StartArray();
-  for (const SpecRound& r : s.rounds) w.Uint64(r.accepted);
+  for (const engine::SpecRound& r : s.rounds) w.Uint64(r.accepted);
   w.EndArray();
   w.Key("emitted_per_round");
   w.StartArray();
-  for (const SpecRound& r : s.rounds) w.Uint64(r.emitted);
+  for (const engine::SpecRound& r : s.rounds) w.Uint64(r.emitted);
   w.EndArray();
   w.Key("ms_per_round");
   w.StartObject();
@@ -51,22 +51,6 @@ void write_spec_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const SpecSt
   w.Key("fallback_steps");
   w.Uint64(s.fallback_steps);
   w.EndObject();
-}
-
-std::string render_spec_md(const std::vector<BenchTest>& tests) {
-  std::string out;
-  for (const BenchTest& t : tests) {
-    if (!t.spec) continue;
-    if (out.empty())
-      out = "\n| test | block | tokens/round | acceptance | draft ms | verify ms | precompute ms | ms/round |\n"
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-    const SpecStats& s = *t.spec;
-    out += "| " + t.name() + " | " + std::to_string(s.block) + " | " + format_double("%.2f", s.tokens_per_round()) + " | " +
-           format_double("%.1f", 100.0 * s.acceptance_rate()) + "% | " + format_double("%.3f", s.mean_draft_ms()) + " | " +
-           format_double("%.3f", s.mean_verify_ms()) + " | " + format_double("%.3f", s.mean_precompute_ms()) + " | " +
-           format_double("%.3f", s.mean_draft_ms() + s.mean_verify_ms() + s.mean_precompute_ms()) + " |\n";
-  }
-  return out;
 }
 
 }  // namespace kern::run

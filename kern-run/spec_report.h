@@ -5,9 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kern-run/bench_report.h"
-
-#include "kern-run/spec_stats.h"
+#include "kern-engine/spec_stats.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
@@ -15,18 +13,13 @@ namespace kern::run {
 
 /// "speculative: R rounds of block B, T tokens/round, acceptance A%, ms/round
 /// draft D verify V precompute P[, F plain steps after the capacity]\n".
-std::string spec_stats_line(const SpecStats& s);
+std::string spec_stats_line(const engine::SpecStats& s);
 
 /// Writes key "spec" and its object: `block`, `rounds`, `tokens_per_round`
 /// (mean of accepted + 1), `acceptance_rate` (accepted / drafted),
 /// `accepted_per_round` and `emitted_per_round` (arrays, one entry per
 /// round), `ms_per_round` {draft, verify, precompute, total} (means),
 /// `prompt_precompute_ms`, `fallback_steps`.
-void write_spec_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const SpecStats& s);
-
-/// kern-run bench's table of its speculative tests ("" when there are
-/// none): "\n| test | block | tokens/round | acceptance | draft ms | verify ms |
-/// precompute ms | ms/round |" and a row per test (means over its rounds).
-std::string render_spec_md(const std::vector<BenchTest>& tests);
+void write_spec_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const engine::SpecStats& s);
 
 }  // namespace kern::run

@@ -1,7 +1,8 @@
 // Streams generated text to stdout as each token arrives (stream_output.h).
 #include "kern-run/stream_output.h"
 
-#include <algorithm>
+#include "kern-engine/request.h"
+
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -35,7 +36,7 @@ void StreamPrinter::set_error(int err) {
 
 void StreamPrinter::on_token(int64_t id) {
   if (progress_ != nullptr) progress_->clear();
-  if (!decoder_ || std::find(stop_ids_.begin(), stop_ids_.end(), id) != stop_ids_.end()) return;
+  if (!decoder_ || engine::is_stop_id(stop_ids_, id)) return;
   // Generated ids are < vocab (checked by the driver); ids without a token
   // (the embedding's padding rows past the tokenizer's vocabulary) decode to
   // nothing, as HF's decode skips them.

@@ -12,7 +12,7 @@
 
 #include "common/result.h"
 
-#include "kern-run/generate.h"
+#include "kern-engine/generate.h"
 #include "kern-run/progress.h"
 #include "kern-run/tokenizer/tokenizer.h"
 
@@ -20,7 +20,7 @@ namespace kern::run {
 
 /// Streams text and collects it. Stop ids (end tokens) are not printed or
 /// collected: they end the text.
-class StreamPrinter : public GenerateObserver {
+class StreamPrinter : public engine::GenerateObserver {
  public:
   /// `tokenizer` null: no text (ids only). `text_out` (borrowed) null:
   /// collect without printing (--json). `progress` (borrowed) may be null.

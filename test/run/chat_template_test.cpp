@@ -5,7 +5,7 @@
 
 #include "kern-run/chat_template.h"
 #include "kern-run/prompt_input.h"
-#include "test/run/tiny_model.h"
+#include "test/engine/tiny_model.h"
 
 using namespace kern;
 

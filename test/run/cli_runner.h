@@ -10,7 +10,7 @@
 #include <string>
 
 #include "test/load/test_files.h"
-#include "test/run/tiny_model.h"
+#include "test/engine/tiny_model.h"
 
 namespace kern::test {
 

@@ -185,6 +185,35 @@ TEST_CASE("kern-run rejects a token id outside the vocabulary and an empty promp
   CHECK(x.err == "kern-run: error: --prompt-ids: 'x' is not an integer token id\n");
 }
 
+TEST_CASE("kern-run rejects --stop-ids outside the vocabulary (issue 22 item 16)", "[run][cli]") {
+  for (const char* bad : {"-1", "256", "99999999999"}) {
+    INFO("--stop-ids " << bad);
+    CliResult r = kern_run(tiny_args(std::string("--prompt-ids 1,2 --steps 2 --stop-ids 5,") + bad));
+    CHECK(r.rc == 2);
+    CHECK(r.err == std::string("kern-run: error: --stop-ids: stop id ") + bad +
+                       " at index 1 is outside the vocabulary [0, 256)\n");
+    CHECK(r.out.empty());
+  }
+  CliResult ok = kern_run(tiny_args("--prompt-ids 1,2 --steps 2 --stop-ids 0,255"));
+  CHECK(ok.rc == 0);
+}
+
+TEST_CASE("kern-run bounds the capacity by the RoPE table: max_position_embeddings 17 (issue 22 item 3)",
+          "[run][cli]") {
+  const std::string base = env_path("KERN_ROPE17_PLAN") + " --random-weights 1 --device cpu --prompt-ids 1,2";
+  // The default capacity is 17 (not the block table's 32): 2 + 15 fits, 2 + 16 does not.
+  CliResult fits = kern_run(base + " --steps 15 --json");
+  CHECK(fits.rc == 0);
+  CHECK_THAT(fits.out, Contains("\"capacity\":17"));
+  CliResult past = kern_run(base + " --steps 16");
+  CHECK(past.rc == 2);
+  CHECK(past.err == "kern-run: error: prompt (2 tokens) + steps (16) = 18 tokens exceeds the capacity 17 tokens\n");
+  CliResult big = kern_run(base + " --steps 1 --capacity 32");
+  CHECK(big.rc == 2);
+  CHECK(big.err == "kern-run: error: --capacity: capacity 32 tokens exceeds the RoPE table (17 positions: "
+                   "rope.cos_sin_cache rows, the model's max_position_embeddings)\n");
+}
+
 TEST_CASE("kern-run rejects an unknown --device", "[run][cli]") {
   CliResult r = kern_run(env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
                          " --device gpu --prompt-ids 1 --steps 1");

@@ -232,6 +232,19 @@ class Spec(unittest.TestCase):
         self.assertNotIn("decode_mode", tests["tg13-spec"])
         self.assertIn("| tg13-spec | 4 | 4.00 | 100.0% |", proc.stderr)  # the md table on stderr
 
+    def test_bench_plain_tests_after_spec_tests_get_their_own_inputs(self):
+        """Issue 22 item 2: with -n 8,8 --spec the plain tg8 after tg8-spec
+        reused the rounds' cu_seqlens_q = [0, 4] ("cu_seqlens_q is [0, 4];
+        must be [0, num_tokens = 1]", exit 2)."""
+        for mode in ("async", "sync", "both"):
+            proc = subprocess.run([KERN_RUN, "bench", PLAN, "--weights", self.base, "--device", "cpu", "-p", "4",
+                                   "-n", "8,8", "-r", "1", "--warmup", "0", "--spec", "--decode", mode, "-o", "json"],
+                                  capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            names = [t["test"] for t in json.loads(proc.stdout)]
+            plain = {"async": ["tg8"], "sync": ["tg8-sync"], "both": ["tg8", "tg8-sync"]}[mode]
+            self.assertEqual(names, ["pp4"] + (plain + ["tg8-spec"]) * 2)
+
     def test_a_plain_manifest_is_refused_with_spec_and_bad_stop_ids_are_usage_errors(self):
         plain_plan = os.path.join(os.path.dirname(PLAN), "tiny-qwen3.kplan")
         proc = subprocess.run([KERN_RUN, plain_plan, "--weights", os.path.join(ROOT, "examples", "tiny-qwen3.safetensors"),

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "kern-run/stream_output.h"
-#include "test/run/tiny_model.h"
+#include "test/engine/tiny_model.h"
 
 using namespace kern;
 

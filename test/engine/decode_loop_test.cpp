@@ -10,9 +10,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kern-run/generate.h"
-#include "kern-run/qwen3_driver.h"
-#include "test/run/tiny_model.h"
+#include "kern-engine/model_runner.h"
+#include "test/engine/tiny_model.h"
 
 using namespace kern;
 using namespace kern::test;
@@ -57,37 +56,20 @@ class CountingDevice final : public load::Device {
 /// The tiny model on a CountingDevice.
 struct CountedModel {
   std::shared_ptr<CountingDevice::Counts> counts = std::make_shared<CountingDevice::Counts>();
-  std::unique_ptr<load::Safetensors> weights;
-  std::unique_ptr<load::Executable> exe;
-  run::Qwen3Contract contract;
+  TinyModel tiny;
 };
 
 CountedModel load_counted(uint64_t capacity) {
   CountedModel m;
-  auto plan = load::PlanFile::open(env_path("KERN_TINY_PLAN"));
-  REQUIRE(plan.ok());
-  auto c = run::resolve_qwen3_contract(plan.value());
-  REQUIRE(c.ok());
-  m.contract = c.value();
-  auto w = load::Safetensors::open(env_path("KERN_TINY_WEIGHTS"));
-  REQUIRE(w.ok());
-  m.weights = std::make_unique<load::Safetensors>(std::move(w.value()));
-  load::ExecutableOptions options;
-  options.capacity_tokens = capacity;
-  auto exe = load::Executable::load(std::move(plan.value()), std::make_unique<CountingDevice>(m.counts),
-                                    m.weights.get(), options, nullptr);
-  if (!exe.ok()) FAIL(exe.error().message);
-  m.exe = std::move(exe.value());
+  m.tiny = load_tiny_model(capacity, std::make_unique<CountingDevice>(m.counts));
   return m;
 }
 
 /// Generates on a fresh tiny model (capacity `capacity`, 0 = default).
-run::GenerateResult gen(const std::vector<int64_t>& prompt, uint64_t steps, uint64_t chunk, bool sync,
-                        std::vector<int64_t> stop_ids = {}, uint64_t capacity = 0) {
+engine::SequenceResult gen(const std::vector<int64_t>& prompt, uint64_t steps, uint64_t chunk, bool sync,
+                           std::vector<int64_t> stop_ids = {}, uint64_t capacity = 0) {
   TinyModel m = load_tiny_model(capacity);
-  run::GenerateRequest r{prompt, steps, chunk, m.capacity, std::move(stop_ids), nullptr};
-  r.sync = sync;
-  auto out = run::generate(*m.exe, m.contract, r);
+  auto out = run_generate(*m.model, request(prompt, steps, chunk, std::move(stop_ids), sync));
   if (!out.ok()) FAIL(out.error().message);
   return out.value();
 }
@@ -133,7 +115,7 @@ TEST_CASE("asynchronous decode stops on a stop id inside the surplus window and 
     CHECK(async.stopped);
     CHECK(async.generated_ids == sync.generated_ids);
     CHECK(async.generated_ids == std::vector<int64_t>(full.begin(), full.begin() + static_cast<long>(k) + 1));
-    CHECK(async.surplus_steps == run::kDecodeLookahead - 1);
+    CHECK(async.surplus_steps == engine::kDecodeLookahead - 1);
     CHECK(sync.surplus_steps == 0);
   }
 }
@@ -161,46 +143,47 @@ TEST_CASE("asynchronous decode up to the capacity gives the synchronous ids", "[
 
 TEST_CASE("a decode step writes nothing from the host and waits for nothing in steady state",
           "[run][decode_loop]") {
-  CountedModel m = load_counted(256);
-  const run::Qwen3Contract& c = m.contract;
-  run::Qwen3Driver driver(*m.exe, c, 8);
+  CountedModel cm = load_counted(256);
+  TinyModel& m = cm.tiny;
+  const engine::Qwen3Contract& c = m.contract;
+  engine::ModelRunner& driver = m.model->runner();
   REQUIRE(driver.write_block_table().ok());
-  auto chunks = driver.prefill(std::span(kPrompt).first(kPrompt.size() - 1), 0);
+  auto chunks = driver.prefill(std::span(kPrompt).first(kPrompt.size() - 1), 0, 8);
   REQUIRE(chunks.ok());
   REQUIRE(driver.start_decode(kPrompt.back(), kPrompt.size() - 1).ok());
-  const uint64_t writes_after_start = m.counts->to_device;
+  const uint64_t writes_after_start = cm.counts->to_device;
   const uint64_t launches_per_run = m.exe->staged(c.decode).launches.size();
   // Enqueue one step ahead, then: enqueue k + 1, take k.
   REQUIRE(driver.enqueue_decode().ok());
   for (int k = 0; k < 8; ++k) {
-    const uint64_t launches = m.counts->launches;
+    const uint64_t launches = cm.counts->launches;
     REQUIRE(driver.enqueue_decode().ok());
-    CHECK(m.counts->launches - launches == launches_per_run);
+    CHECK(cm.counts->launches - launches == launches_per_run);
     auto id = driver.next_decoded();
     REQUIRE(id.ok());
     CHECK(driver.in_flight() == 1);
   }
   REQUIRE(driver.discard_in_flight().ok());
-  CHECK(m.counts->to_device == writes_after_start);  // no host -> device copy after the first step's inputs
+  CHECK(cm.counts->to_device == writes_after_start);  // no host -> device copy after the first step's inputs
   REQUIRE(driver.records().size() == 8);
-  for (const run::DecodeStepRecord& r : driver.records()) {
+  for (const engine::DecodeStepRecord& r : driver.records()) {
     CHECK(r.host_writes == 0);
     CHECK(r.host_waits == 0);  // the next step was always queued behind the awaited token
     CHECK(r.launches == launches_per_run);
     CHECK(r.gpu_busy_ms < 0);  // the cpu device has no timers
   }
   // The same figures through generate's report fields.
-  run::GenerateRequest req{kPrompt, 10, 8, 256, {}, nullptr};
-  auto r = run::generate(*m.exe, c, req);
+  engine::Request req = request(kPrompt, 10, 8);
+  auto r = run_generate(*m.model, req);
   REQUIRE(r.ok());
-  CHECK(r->stats.steady_steps == 10 - run::kDecodeWarmupSteps - run::kDecodeDrainSteps);
+  CHECK(r->stats.steady_steps == 10 - engine::kDecodeWarmupSteps - engine::kDecodeDrainSteps);
   CHECK(r->stats.host_writes_per_step == 0);
   CHECK(r->stats.host_waits_per_step == 0);
   CHECK(r->stats.launches_per_step == static_cast<double>(launches_per_run));
   CHECK_FALSE(r->stats.gpu_timed);
   // The synchronous loop writes the 4 step inputs and waits once per step: the test has teeth.
   req.sync = true;
-  auto s = run::generate(*m.exe, c, req);
+  auto s = run_generate(*m.model, req);
   REQUIRE(s.ok());
   CHECK(s->generated_ids == r->generated_ids);
   CHECK(s->stats.host_writes_per_step == 4);
@@ -209,10 +192,10 @@ TEST_CASE("a decode step writes nothing from the host and waits for nothing in s
 
 TEST_CASE("the decode program leaves the next step's inputs in its carries", "[run][decode_loop]") {
   TinyModel m = load_tiny_model(256);
-  const run::Qwen3Contract& c = m.contract;
-  run::Qwen3Driver driver(*m.exe, c, 512);
+  const engine::Qwen3Contract& c = m.contract;
+  engine::ModelRunner& driver = m.model->runner();
   REQUIRE(driver.write_block_table().ok());
-  REQUIRE(driver.prefill(std::span(kPrompt).first(kPrompt.size() - 1), 0).ok());
+  REQUIRE(driver.prefill(std::span(kPrompt).first(kPrompt.size() - 1), 0, 512).ok());
   const uint64_t pos = kPrompt.size() - 1;  // 21
   REQUIRE(driver.start_decode(kPrompt.back(), pos).ok());
   for (uint64_t k = 0; k < 3; ++k) {
@@ -230,12 +213,11 @@ TEST_CASE("the decode program leaves the next step's inputs in its carries", "[r
 TEST_CASE("surplus steps after a stop change nothing a later generation sees", "[run][decode_loop]") {
   const auto full = gen(kPrompt, 10, 512, true).generated_ids;
   TinyModel m = load_tiny_model();
-  run::GenerateRequest stop{kPrompt, 10, 512, m.capacity, {full[2]}, nullptr};
-  auto first = run::generate(*m.exe, m.contract, stop);
+  auto first = run_generate(*m.model, request(kPrompt, 10, 512, {full[2]}));
   REQUIRE(first.ok());
   CHECK(first->surplus_steps == 1);
   // Same executable, next sequence: the surplus step's KV slot and carries are rewritten.
-  auto again = run::generate(*m.exe, m.contract, {kPrompt, 10, 512, m.capacity, {}, nullptr});
+  auto again = run_generate(*m.model, request(kPrompt, 10, 512));
   REQUIRE(again.ok());
   CHECK(again->generated_ids == full);
 }
@@ -243,7 +225,7 @@ TEST_CASE("surplus steps after a stop change nothing a later generation sees", "
 TEST_CASE("asynchronous readback: slots, sizes and the wait count", "[run][decode_loop]") {
   TinyModel m = load_tiny_model(64);
   load::Executable& exe = *m.exe;
-  const run::Qwen3Contract& c = m.contract;
+  const engine::Qwen3Contract& c = m.contract;
   const int32_t cu[2] = {0, 7};
   REQUIRE(exe.write_input(c.cu_seqlens_q, std::span(reinterpret_cast<const uint8_t*>(cu), 8)).ok());
   REQUIRE(exe.read_buffer_async(c.cu_seqlens_q, 3, 8).ok());

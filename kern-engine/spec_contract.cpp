@@ -1,8 +1,8 @@
-#include "kern-run/spec_contract.h"
+#include "kern-engine/spec_contract.h"
 
 #include <string>
 
-namespace kern::run {
+namespace kern::engine {
 
 namespace {
 
@@ -76,4 +76,4 @@ Result<SpecContract> resolve_spec_contract(const load::PlanFile& plan, const Qwe
   return s;
 }
 
-}  // namespace kern::run
+}  // namespace kern::engine

@@ -5,7 +5,7 @@
 
 #include <functional>
 
-#include "kern-run/qwen3_contract.h"
+#include "kern-engine/qwen3_contract.h"
 #include "test/load/plan_builder.h"
 
 using namespace kern;
@@ -35,10 +35,10 @@ PlanDesc contract_plan() {
   return d;
 }
 
-Result<run::Qwen3Contract> resolve(const PlanDesc& d) {
+Result<engine::Qwen3Contract> resolve(const PlanDesc& d) {
   auto plan = load::PlanFile::from_bytes(serialize(d), "q.kplan");
   if (!plan.ok()) FAIL(plan.error().message);
-  return run::resolve_qwen3_contract(plan.value());
+  return engine::resolve_qwen3_contract(plan.value());
 }
 
 }  // namespace

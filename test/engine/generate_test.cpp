@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "test/run/tiny_model.h"
+#include "test/engine/tiny_model.h"
 
 using namespace kern;
 using namespace kern::test;
@@ -17,7 +17,7 @@ const std::vector<int64_t> kPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12
 
 std::vector<int64_t> generate_ids(const std::vector<int64_t>& prompt, uint64_t steps, uint64_t chunk) {
   TinyModel m = load_tiny_model();
-  auto r = run::generate(*m.exe, m.contract, {prompt, steps, chunk, m.capacity, {}, nullptr});
+  auto r = run_generate(*m.model, request(prompt, steps, chunk));
   if (!r.ok()) FAIL(r.error().message);
   CHECK(r->generated_ids.size() == steps);
   return r->generated_ids;
@@ -27,7 +27,7 @@ std::vector<int64_t> generate_ids(const std::vector<int64_t>& prompt, uint64_t s
 /// the reference that chunked prefill must reproduce.
 std::vector<int64_t> decode_only_ids(const std::vector<int64_t>& prompt, uint64_t steps) {
   TinyModel m = load_tiny_model();
-  const run::Qwen3Contract& c = m.contract;
+  const engine::Qwen3Contract& c = m.contract;
   load::Executable& exe = *m.exe;
   std::vector<int32_t> table(c.block_table_pages);
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
@@ -90,7 +90,7 @@ TEST_CASE("the prompt's early tokens reach the generated ids through the KV cach
 
 TEST_CASE("a one-token prompt skips prefill and decodes directly", "[run][generate]") {
   TinyModel m = load_tiny_model();
-  auto r = run::generate(*m.exe, m.contract, {{100}, 3, 512, m.capacity, {}, nullptr});
+  auto r = run_generate(*m.model, request({100}, 3));
   REQUIRE(r.ok());
   CHECK(r->prefill_chunks == 0);
   CHECK(r->decode_steps == 2);
@@ -100,7 +100,7 @@ TEST_CASE("a one-token prompt skips prefill and decodes directly", "[run][genera
 TEST_CASE("the chunk is clamped to the tokens bound and counts prefill runs", "[run][generate]") {
   TinyModel m = load_tiny_model();
   std::vector<int64_t> prompt(600, 7);
-  auto r = run::generate(*m.exe, m.contract, {prompt, 1, 10000, m.capacity, {}, nullptr});
+  auto r = run_generate(*m.model, request(prompt, 1, 10000));
   REQUIRE(r.ok());
   CHECK(r->chunk == 512);
   CHECK(r->prefill_chunks == 2);  // 599 tokens: 512 + 87
@@ -108,33 +108,56 @@ TEST_CASE("the chunk is clamped to the tokens bound and counts prefill runs", "[
 
 TEST_CASE("generation requests are checked before anything runs", "[run][generate]") {
   TinyModel m = load_tiny_model(64);
-  const run::Qwen3Contract& c = m.contract;
-  auto err = [&](run::GenerateRequest r) {
-    Status s = run::check_request(c, r);
+  const engine::Qwen3Contract& c = m.contract;
+  auto err = [&](engine::Request r, uint64_t capacity = 64) {
+    Status s = engine::check_request(c, capacity, r);
     REQUIRE_FALSE(s.ok());
     CHECK(s.error().kind == ErrorKind::kUsage);
     return s.error().message;
   };
-  CHECK(err({{}, 1, 4, 64, {}, nullptr}) == "the prompt is empty: give a prompt (--prompt, --prompt-file, stdin or --prompt-ids)");
-  CHECK(err({{1}, 0, 4, 64, {}, nullptr}) == "--steps must be at least 1");
-  CHECK(err({{1}, 1, 0, 64, {}, nullptr}) == "--chunk must be at least 1");
-  CHECK(err({{1, 256}, 1, 4, 64, {}, nullptr}) ==
+  CHECK(err(request({}, 1, 4)) == "the prompt is empty");
+  CHECK(err(request({1}, 0, 4)) == "the number of ids to generate must be at least 1");
+  CHECK(err(request({1}, 1, 0)) == "the prefill chunk must be at least 1 token");
+  CHECK(err(request({1, 256}, 1, 4)) ==
         "prompt id 256 at index 1 is outside the vocabulary [0, 256) (the embedding's rows)");
-  CHECK(err({{-1}, 1, 4, 64, {}, nullptr}) ==
+  CHECK(err(request({-1}, 1, 4)) ==
         "prompt id -1 at index 0 is outside the vocabulary [0, 256) (the embedding's rows)");
-  CHECK(err({std::vector<int64_t>(60, 1), 5, 4, 64, {}, nullptr}) ==
+  CHECK(err(request(std::vector<int64_t>(60, 1), 5, 4)) ==
         "prompt (60 tokens) + steps (5) = 65 tokens exceeds the capacity 64 tokens");
-  CHECK(err({{1}, 1, 4, 1040, {}, nullptr}) == "capacity 1040 tokens exceeds the block table (64 pages x 16 = 1024 tokens)");
-  CHECK(run::check_request(c, {std::vector<int64_t>(60, 1), 4, 4, 64, {}, nullptr}).ok());
+  CHECK(engine::check_request(c, 64, request(std::vector<int64_t>(60, 1), 4, 4)).ok());
+  // The capacity itself is checked once, by the Model (check_capacity).
+  Status cap = engine::check_capacity(c, 1040);
+  REQUIRE_FALSE(cap.ok());
+  CHECK(cap.error().message == "capacity 1040 tokens exceeds the block table (64 pages x 16 = 1024 tokens)");
+  CHECK(engine::check_capacity(c, 0).error().message == "the capacity must be at least 1 token");
+  CHECK(engine::check_capacity(c, 1024).ok());
+}
+
+TEST_CASE("stop ids outside the vocabulary are refused (issue 22 item 16)", "[run][generate]") {
+  TinyModel m = load_tiny_model(64);
+  const engine::Qwen3Contract& c = m.contract;
+  for (int64_t bad : {int64_t{-1}, int64_t{256}, int64_t{99999999999}}) {
+    INFO("stop id " << bad);
+    Status s = engine::check_request(c, 64, request({1, 2}, 4, 4, {7, bad}));
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().kind == ErrorKind::kUsage);
+    CHECK(s.error().message ==
+          "stop id " + std::to_string(bad) + " at index 1 is outside the vocabulary [0, 256)");
+    // The engine refuses the request before anything runs.
+    engine::Engine e(*m.model);
+    CHECK_FALSE(e.add_request(request({1, 2}, 4, 4, {bad})).ok());
+    CHECK(e.idle());
+  }
+  CHECK(engine::check_request(c, 64, request({1, 2}, 4, 4, {0, 255})).ok());
 }
 
 TEST_CASE("a step count near 2^64 exceeds the capacity instead of wrapping around", "[run][generate]") {
   TinyModel m = load_tiny_model(64);
   // 5 + (2^64 - 4) wraps to 1 <= 64 in u64: check_request must not pass it.
-  Status s = run::check_request(m.contract, {{1, 2, 3, 4, 5}, UINT64_MAX - 3, 4, 64, {}, nullptr});
+  Status s = engine::check_request(m.contract, 64, request({1, 2, 3, 4, 5}, UINT64_MAX - 3, 4));
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().message == "prompt (5 tokens) + steps (18446744073709551612) exceeds the capacity 64 tokens");
-  Status all = run::check_request(m.contract, {{1}, UINT64_MAX, 4, 64, {}, nullptr});
+  Status all = engine::check_request(m.contract, 64, request({1}, UINT64_MAX, 4));
   REQUIRE_FALSE(all.ok());
   CHECK(all.error().message == "prompt (1 tokens) + steps (18446744073709551615) exceeds the capacity 64 tokens");
 }
@@ -142,7 +165,7 @@ TEST_CASE("a step count near 2^64 exceeds the capacity instead of wrapping aroun
 namespace {
 
 /// Records what generate reports as it happens.
-struct Recorder : run::GenerateObserver {
+struct Recorder : engine::GenerateObserver {
   std::vector<int64_t> tokens;
   std::vector<std::pair<uint64_t, uint64_t>> prefill;
   void on_prefill_progress(uint64_t done, uint64_t total) override { prefill.emplace_back(done, total); }
@@ -154,7 +177,7 @@ struct Recorder : run::GenerateObserver {
 TEST_CASE("the observer sees prefill progress per chunk and every generated id as it is produced", "[run][generate]") {
   TinyModel m = load_tiny_model();
   Recorder rec;
-  auto r = run::generate(*m.exe, m.contract, {kPrompt, 7, 8, m.capacity, {}, &rec});
+  auto r = run_generate(*m.model, request(kPrompt, 7, 8), &rec);
   REQUIRE(r.ok());
   CHECK(rec.tokens == r->generated_ids);
   // 21 prompt tokens before the last: chunks of 8, 8, 5.
@@ -169,13 +192,16 @@ TEST_CASE("generation stops right after a stop id and keeps it as the last id", 
   while (std::find(full.begin(), full.begin() + static_cast<long>(k), full[k]) != full.begin() + static_cast<long>(k)) ++k;
   REQUIRE(k < full.size() - 1);
   TinyModel m = load_tiny_model();
-  auto r = run::generate(*m.exe, m.contract, {kPrompt, 10, 512, m.capacity, {999999, full[k]}, nullptr});
+  // A stop id that never occurs must not stop it (ids must be in the vocabulary).
+  int64_t unused = 0;
+  while (std::find(full.begin(), full.end(), unused) != full.end()) ++unused;
+  auto r = run_generate(*m.model, request(kPrompt, 10, 512, {unused, full[k]}));
   REQUIRE(r.ok());
   CHECK(r->stopped);
   CHECK(r->generated_ids == std::vector<int64_t>(full.begin(), full.begin() + static_cast<long>(k) + 1));
   CHECK(r->decode_steps == k);
   // Without stop ids, --steps ends it.
-  auto all = run::generate(*m.exe, m.contract, {kPrompt, 10, 512, m.capacity, {}, nullptr});
+  auto all = run_generate(*m.model, request(kPrompt, 10, 512));
   REQUIRE(all.ok());
   CHECK_FALSE(all->stopped);
   CHECK(all->generated_ids == full);

@@ -1,12 +1,12 @@
 // Figures of a speculative generation (SPEC §8, docs/speculative.md): one
 // record per round (draft -> verify -> accept -> precompute), plain data
-// shared by the round loop (spec_generate.h) and the reports.
+// shared by the round (engine.h) and the reports.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-namespace kern::run {
+namespace kern::engine {
 
 /// One round. Times are host wall milliseconds (steady clock) of each phase
 /// including its input writes and readback (so on a GPU they include the
@@ -26,6 +26,10 @@ struct SpecStats {
   uint64_t fallback_steps = 0;     ///< plain decode steps after a block would have crossed the capacity
   double prompt_precompute_ms = 0; ///< draft_precompute of the prompt rows (inside time to first token)
 
+  /// Adds another generation's rounds, fallback steps and precompute time
+  /// (kern-run bench sums its timed repetitions); `block` becomes other's.
+  void merge(const SpecStats& other);
+
   /// Mean of accepted + 1 over the rounds (the verify's yield; 0 without rounds).
   double tokens_per_round() const;
   /// Accepted drafted tokens / drafted tokens (block - 1 per round; 0 without rounds).
@@ -36,4 +40,4 @@ struct SpecStats {
   double mean_precompute_ms() const;
 };
 
-}  // namespace kern::run
+}  // namespace kern::engine

@@ -1,12 +1,12 @@
 // The Qwen3 caller contract of a plan, resolved to indices (qwen3_contract.h).
-#include "kern-run/qwen3_contract.h"
+#include "kern-engine/qwen3_contract.h"
 
 #include <cstdint>
 #include <string>
 
 #include "kern-load/plan_expr.h"
 
-namespace kern::run {
+namespace kern::engine {
 
 namespace {
 
@@ -141,7 +141,15 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
   if (rows != c.vocab)
     return contract_error(plan, "buffer 'model.embed_tokens.weight' has " + std::to_string(rows) +
                                     " rows, the logits buffer " + std::to_string(c.vocab) + " columns");
+  // The RoPE table bounds the positions a sequence may reach (its rows are
+  // max_position_embeddings); a plan without one (another position scheme)
+  // has no such bound.
+  if (plan.find_buffer("rope.cos_sin_cache") >= 0) {
+    KERN_ASSIGN_OR_RETURN(auto rope,
+                          find_buffer(plan, "rope.cos_sin_cache", DType::f32, {any, any}, c.tokens_symbol));
+    c.rope_positions = p.buffers()->Get(rope)->shape()->Get(0)->nodes()->Get(0)->operand();
+  }
   return c;
 }
 
-}  // namespace kern::run
+}  // namespace kern::engine

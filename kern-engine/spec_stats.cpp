@@ -1,7 +1,7 @@
 // SpecStats' summary figures (spec_stats.h).
-#include "kern-run/spec_stats.h"
+#include "kern-engine/spec_stats.h"
 
-namespace kern::run {
+namespace kern::engine {
 
 namespace {
 
@@ -14,6 +14,13 @@ double mean_over(const std::vector<SpecRound>& rounds, F value) {
 }
 
 }  // namespace
+
+void SpecStats::merge(const SpecStats& other) {
+  block = other.block;
+  rounds.insert(rounds.end(), other.rounds.begin(), other.rounds.end());
+  fallback_steps += other.fallback_steps;
+  prompt_precompute_ms += other.prompt_precompute_ms;
+}
 
 double SpecStats::tokens_per_round() const {
   return mean_over(rounds, [](const SpecRound& r) { return static_cast<double>(r.accepted + 1); });
@@ -32,4 +39,4 @@ double SpecStats::mean_precompute_ms() const {
   return mean_over(rounds, [](const SpecRound& r) { return r.precompute_ms; });
 }
 
-}  // namespace kern::run
+}  // namespace kern::engine

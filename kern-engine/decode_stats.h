@@ -1,13 +1,13 @@
-// Per-step figures of kern-run's decode loop (docs/runtime.md, "Asynchronous
+// Per-step figures of the engine's decode loop (docs/runtime.md, "Asynchronous
 // decode"): what each decode step cost the host and the device, and their
-// steady-state averages. Plain data: filled by Qwen3Driver (qwen3_driver.h),
+// steady-state averages. Plain data: filled by the ModelRunner (model_runner.h),
 // printed by the run report and the benchmark.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
-namespace kern::run {
+namespace kern::engine {
 
 /// Decode steps excluded from the steady state: the first run of the decode
 /// program (eager, warms cublasLt) and the second (captured into a graph).
@@ -54,4 +54,4 @@ std::span<const DecodeStepRecord> steady_part(std::span<const DecodeStepRecord> 
 /// concatenated); steady_steps = their number.
 DecodeStats average_decode(std::span<const DecodeStepRecord> steady);
 
-}  // namespace kern::run
+}  // namespace kern::engine

@@ -8,9 +8,9 @@
 
 #include "common/result.h"
 #include "kern-load/plan_file.h"
-#include "kern-run/qwen3_contract.h"
+#include "kern-engine/qwen3_contract.h"
 
-namespace kern::run {
+namespace kern::engine {
 
 /// Indices into the plan and the values of its meta.spec.
 struct SpecContract {
@@ -31,4 +31,4 @@ struct SpecContract {
 /// [2, tokens max] or a mask token outside [0, vocab).
 Result<SpecContract> resolve_spec_contract(const load::PlanFile& plan, const Qwen3Contract& c);
 
-}  // namespace kern::run
+}  // namespace kern::engine

@@ -1,9 +1,9 @@
-// Per-step host and device figures of kern-run's decode loop (decode_stats.h).
-#include "kern-run/decode_stats.h"
+// Per-step host and device figures of the engine's decode loop (decode_stats.h).
+#include "kern-engine/decode_stats.h"
 
 #include <algorithm>
 
-namespace kern::run {
+namespace kern::engine {
 
 std::span<const DecodeStepRecord> steady_part(std::span<const DecodeStepRecord> sequence) {
   if (sequence.size() <= kDecodeWarmupSteps + kDecodeDrainSteps) return {};
@@ -41,4 +41,4 @@ DecodeStats average_decode(std::span<const DecodeStepRecord> steady) {
   return st;
 }
 
-}  // namespace kern::run
+}  // namespace kern::engine

@@ -1,5 +1,5 @@
 // The Qwen3 caller contract of a plan (SPEC §7, docs/qwen3-manifest.md):
-// which programs, buffers and symbol kern-run drives, resolved to indices
+// which programs, buffers and symbol the engine drives, resolved to indices
 // once, with their dtypes and shapes checked, so the generation loop never
 // looks up a name.
 #pragma once
@@ -10,12 +10,12 @@
 #include "common/result.h"
 #include "kern-load/plan_file.h"
 
-namespace kern::run {
+namespace kern::engine {
 
 /// KV cache page size in tokens (docs/kernels.md: paged, block size 16).
 inline constexpr uint64_t kKvBlockTokens = 16;
 
-/// Indices into the plan and the sizes kern-run needs.
+/// Indices into the plan and the sizes the engine needs.
 struct Qwen3Contract {
   uint32_t prefill = 0;  ///< Plan.programs index of `prefill`
   uint32_t decode = 0;   ///< Plan.programs index of `decode`
@@ -33,9 +33,18 @@ struct Qwen3Contract {
   uint32_t logits = 0;        ///< [tokens or R, vocab] workspace
   uint64_t block_table_pages = 0;  ///< max_pages (block_table's constant length)
   uint64_t vocab = 0;  ///< logits' last dimension = model.embed_tokens.weight's rows: valid ids are [0, vocab)
+  /// Rows of the RoPE table `rope.cos_sin_cache` (f32 [max_position_embeddings, D]): positions
+  /// [0, rope_positions) have a rotation; 0 when the plan has no such buffer (no bound).
+  uint64_t rope_positions = 0;
 
   /// Tokens the block table can address: the most KV capacity (block_table_pages x kKvBlockTokens).
   uint64_t table_tokens() const { return kKvBlockTokens * block_table_pages; }
+  /// The most KV capacity a sequence can use: the block table's tokens, and
+  /// no more positions than the RoPE table has rows (a position past them
+  /// would read beyond the cos/sin cache).
+  uint64_t max_capacity() const {
+    return rope_positions == 0 ? table_tokens() : std::min(table_tokens(), rope_positions);
+  }
   /// The prefill chunk actually run for a requested `chunk`: at least 1, at most the `tokens` bound.
   uint64_t clamp_chunk(uint64_t chunk) const { return std::max<uint64_t>(1, std::min(chunk, tokens_max)); }
 };
@@ -45,7 +54,7 @@ struct Qwen3Contract {
 /// with the wrong dtype or shape ("buffer 'seq_lens' has dtype i64, the qwen3
 /// contract needs i32"); an embedding whose rows differ from the logits'
 /// columns; no `tokens` symbol or any other symbol (kern-run
-/// cannot choose its value).
+/// cannot choose its value); a `rope.cos_sin_cache` that is not f32 [N, D].
 Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan);
 
-}  // namespace kern::run
+}  // namespace kern::engine

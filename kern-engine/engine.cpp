@@ -1,0 +1,278 @@
+// The step-driven generation engine at one sequence (engine.h).
+#include "kern-engine/engine.h"
+
+#include <algorithm>
+#include <span>
+#include <string>
+
+namespace kern::engine {
+
+/// The running (or aborted) request and the state its steps carry.
+struct Engine::Sequence {
+  enum class Phase { kAdmit, kPrefill, kFirst, kDecode, kRound };
+  Request req;
+  Phase phase = Phase::kAdmit;
+  uint64_t chunk = 0;
+  uint64_t prefilled = 0;  ///< prompt tokens (of n - 1) prefilled
+  SequenceResult out;
+  Clock::time_point t0, t_first, t_last;
+  bool done = false;  ///< a stop id or max_tokens ids
+  // The decode loop (plain decode, or a speculative sequence's fallback).
+  int64_t token = 0;     ///< sync: the input token of the next step; speculative: the anchor
+  uint64_t pos = 0;      ///< its position (decode loop: of the loop's first step)
+  uint64_t loop_steps = 0;  ///< ids the decode loop may take
+  uint64_t loop_taken = 0;  ///< ids it took
+  uint64_t issued = 0;      ///< asynchronous: steps it issued
+  bool fallback = false;    ///< speculative: plain decode after the capacity
+};
+
+Engine::Engine(Model& model, NowFn now)
+    : model_(model), runner_(model.runner()), now_(clock_or_default(std::move(now))) {}
+
+Engine::~Engine() {
+  // Steps still queued for a sequence that never finished must land before
+  // the runner (the Model's) serves another engine.
+  if (runner_.in_flight() > 0) (void)runner_.discard_in_flight();
+}
+
+Status Engine::add_request(Request r) {
+  auto usage = [](const std::string& m) { return make_error(ErrorKind::kUsage, m); };
+  KERN_RETURN_IF_ERROR(check_request(model_.contract(), model_.capacity(), r));
+  if (r.speculative && model_.spec() == nullptr)
+    return usage("speculative decoding needs a model loaded with its speculative contract");
+  auto same = [&r](const Request& o) { return o.id == r.id; };
+  if (std::any_of(waiting_.begin(), waiting_.end(), same) || (running_ && running_->req.id == r.id))
+    return usage("request " + std::to_string(r.id) + " is already queued");
+  waiting_.push_back(std::move(r));
+  return {};
+}
+
+void Engine::abort(RequestId id) {
+  auto it = std::find_if(waiting_.begin(), waiting_.end(), [id](const Request& r) { return r.id == id; });
+  if (it != waiting_.end()) {
+    // Never started: nothing to drain; reported by the next step.
+    TokenEvent ev;
+    ev.id = id;
+    ev.finished = FinishReason::kAborted;
+    aborted_waiting_.push_back(std::move(ev));
+    waiting_.erase(it);
+    return;
+  }
+  if (running_ && running_->req.id == id && !aborted_) {
+    aborted_ = std::move(running_);
+    aborted_drained_ = false;
+  }
+}
+
+bool Engine::idle() const {
+  return waiting_.empty() && !running_ && !aborted_ && aborted_waiting_.empty() && runner_.in_flight() == 0;
+}
+
+Status Engine::drain() {
+  if (aborted_ && !aborted_drained_) {
+    aborted_drain_ = runner_.discard_in_flight();
+    aborted_drained_ = true;
+    return aborted_drain_;
+  }
+  return {};
+}
+
+std::optional<TokenEvent> Engine::retire_aborted() {
+  if (!aborted_) return std::nullopt;
+  (void)drain();
+  const Status drained = aborted_drain_;
+  TokenEvent ev;
+  ev.id = aborted_->req.id;
+  ev.finished = FinishReason::kAborted;
+  if (!drained.ok()) ev.error = drained.error();
+  aborted_.reset();
+  aborted_drained_ = false;
+  aborted_drain_ = {};
+  return ev;
+}
+
+Result<std::vector<TokenEvent>> Engine::step() {
+  std::vector<TokenEvent> events;
+  if (auto ev = retire_aborted()) events.push_back(std::move(*ev));
+  for (TokenEvent& ev : aborted_waiting_) events.push_back(std::move(ev));
+  aborted_waiting_.clear();
+  if (!events.empty()) return events;
+  if (!running_) {
+    if (waiting_.empty()) return events;
+    running_ = std::make_unique<Sequence>();
+    running_->req = std::move(waiting_.front());
+    waiting_.pop_front();
+  }
+  TokenEvent ev;
+  ev.id = running_->req.id;
+  Status s = advance(*running_, ev);
+  if (!s.ok() || running_->done) finish(std::move(s), ev);
+  events.push_back(std::move(ev));
+  return events;
+}
+
+Status Engine::advance(Sequence& s, TokenEvent& ev) {
+  switch (s.phase) {
+    case Sequence::Phase::kAdmit: {
+      const Request& r = s.req;
+      s.chunk = model_.contract().clamp_chunk(r.chunk);
+      s.out.chunk = s.chunk;
+      s.out.sync = r.sync;  // speculative: the fallback's loop; rounds always read their ids back
+      if (r.speculative) {
+        s.out.spec = SpecStats{};
+        s.out.spec->block = model_.spec()->block;
+      }
+      runner_.clear_records();
+      KERN_RETURN_IF_ERROR(runner_.write_block_table());
+      s.t0 = now_();
+      s.phase = r.prompt_ids.size() > 1 ? Sequence::Phase::kPrefill : Sequence::Phase::kFirst;
+      return advance(s, ev);
+    }
+    case Sequence::Phase::kPrefill: return step_prefill(s, ev);
+    case Sequence::Phase::kFirst: return step_first(s, ev);
+    case Sequence::Phase::kDecode: return step_decode(s, ev);
+    case Sequence::Phase::kRound: return step_round(s, ev);
+  }
+  return {};
+}
+
+Status Engine::step_prefill(Sequence& s, TokenEvent& ev) {
+  // Chunked prefill of the first n - 1 tokens (fills the KV cache only), one
+  // chunk per step; a speculative sequence's chunks also go through
+  // draft_precompute (their positions and slots are still in place).
+  const uint64_t total = s.req.prompt_ids.size() - 1;
+  const uint64_t len = std::min(s.chunk, total - s.prefilled);
+  std::function<Status(uint64_t)> precompute = [&](uint64_t rows) {
+    auto t = now_();
+    Status st = runner_.spec_precompute(rows);
+    s.out.spec->prompt_precompute_ms += ms_between(t, now_());
+    return st;
+  };
+  KERN_ASSIGN_OR_RETURN(auto chunks, runner_.prefill(std::span(s.req.prompt_ids).subspan(s.prefilled, len), s.prefilled,
+                                                     s.chunk, nullptr, s.req.speculative ? &precompute : nullptr));
+  s.out.prefill_chunks += chunks;
+  s.prefilled += len;
+  ev.prefilled = s.prefilled;
+  ev.prefill_total = total;
+  if (s.prefilled == total) s.phase = Sequence::Phase::kFirst;
+  return {};
+}
+
+Status Engine::step_first(Sequence& s, TokenEvent& ev) {
+  const uint64_t n = s.req.prompt_ids.size();
+  const int64_t last = s.req.prompt_ids.back();
+  if (s.req.speculative) {
+    KERN_ASSIGN_OR_RETURN(s.token, runner_.spec_first_token(last, n - 1));
+    emit(s, s.token, ev);
+    s.pos = n;  // the anchor's position: the target's KV and the draft's context hold [0, pos)
+    s.phase = Sequence::Phase::kRound;
+    return {};
+  }
+  // Decode: the last prompt token (the first generated id), then each generated id.
+  s.token = last;
+  s.pos = n - 1;
+  s.loop_steps = s.req.max_tokens;
+  if (!s.req.sync) KERN_RETURN_IF_ERROR(runner_.start_decode(last, n - 1));
+  s.phase = Sequence::Phase::kDecode;
+  return step_decode(s, ev);
+}
+
+Status Engine::step_decode(Sequence& s, TokenEvent& ev) {
+  int64_t next = 0;
+  if (s.req.sync) {
+    KERN_ASSIGN_OR_RETURN(next, runner_.decode(s.token, s.pos + s.loop_taken));
+    s.token = next;
+  } else {
+    // Keep kDecodeLookahead steps queued (step k + 1 is issued before step
+    // k's token is read); never issue a step beyond the loop's ids, so no
+    // step writes KV past pos + loop_steps - 1.
+    while (s.issued < s.loop_steps && runner_.in_flight() < kDecodeLookahead) {
+      KERN_RETURN_IF_ERROR(runner_.enqueue_decode());
+      ++s.issued;
+    }
+    KERN_ASSIGN_OR_RETURN(next, runner_.next_decoded());
+  }
+  ++s.loop_taken;
+  if (s.fallback) s.out.spec->fallback_steps = s.loop_taken;
+  emit(s, next, ev);
+  return {};
+}
+
+Status Engine::step_round(Sequence& s, TokenEvent& ev) {
+  const SpecContract& spec = *model_.spec();
+  if (s.pos + spec.block > model_.capacity()) {
+    // The block would cross the capacity: plain decode for the rest.
+    s.fallback = true;
+    s.loop_steps = s.req.max_tokens - s.out.generated_ids.size();
+    s.loop_taken = 0;
+    s.issued = 0;
+    if (!s.req.sync) KERN_RETURN_IF_ERROR(runner_.start_decode(s.token, s.pos));
+    s.phase = Sequence::Phase::kDecode;
+    return step_decode(s, ev);
+  }
+  // Draft -> verify -> accept the longest prefix where prediction[i] ==
+  // drafted[i], plus the target's own next id (prediction[accepted]).
+  SpecRound round;
+  auto t0 = now_();
+  KERN_RETURN_IF_ERROR(runner_.spec_draft(s.token, s.pos));
+  auto t1 = now_();
+  round.draft_ms = ms_between(t0, t1);
+  KERN_RETURN_IF_ERROR(runner_.spec_verify(s.pos));
+  round.verify_ms = ms_between(t1, now_());
+  const std::vector<int64_t>& rows = runner_.rows();
+  const std::vector<int64_t>& pred = runner_.predictions();
+  uint64_t k = 0;
+  while (k + 1 < spec.block && pred[k] == rows[k + 1]) ++k;
+  round.accepted = k;
+  for (uint64_t i = 0; i <= round.accepted && !s.done; ++i) {
+    emit(s, pred[i], ev);
+    ++round.emitted;
+  }
+  if (!s.done) {
+    auto t = now_();
+    Status st = runner_.spec_precompute(round.accepted + 1);
+    if (!st.ok()) return st.error().with_context("draft_precompute at position " + std::to_string(s.pos));
+    round.precompute_ms = ms_between(t, now_());
+  }
+  s.token = pred[round.accepted];
+  s.pos += round.accepted + 1;
+  s.out.spec->rounds.push_back(round);
+  return {};
+}
+
+void Engine::emit(Sequence& s, int64_t id, TokenEvent& ev) {
+  s.t_last = now_();
+  s.out.generated_ids.push_back(id);
+  ev.ids.push_back(id);
+  if (s.out.generated_ids.size() == 1) {
+    s.out.prefill_ms = ms_between(s.t0, s.t_last);
+    s.t_first = s.t_last;
+  }
+  s.out.stopped = is_stop_id(s.req.stop_ids, id);
+  s.done = s.out.stopped || s.out.generated_ids.size() >= s.req.max_tokens;
+}
+
+void Engine::finish(Status failure, TokenEvent& ev) {
+  Sequence& s = *running_;
+  SequenceResult& out = s.out;
+  out.surplus_steps = runner_.in_flight();
+  // The surplus steps wrote only beyond the sequence: let them finish (the
+  // executable is idle afterwards) and drop their tokens. After a failure
+  // the same drain runs, and its own failure is joined, not dropped.
+  Status drained = runner_.discard_in_flight();
+  Status st = join(std::move(failure), drained);
+  if (!st.ok()) {
+    ev.finished = FinishReason::kError;
+    ev.error = st.error();
+  } else {
+    out.decode_steps = out.generated_ids.size() - 1;
+    out.decode_ms = out.decode_steps > 0 ? ms_between(s.t_first, s.t_last) : 0.0;
+    out.records = runner_.records();
+    out.stats = average_decode(steady_part(out.records));
+    ev.finished = out.stopped ? FinishReason::kStop : FinishReason::kLength;
+    ev.result = std::make_shared<const SequenceResult>(std::move(out));
+  }
+  running_.reset();
+}
+
+}  // namespace kern::engine

@@ -1,0 +1,144 @@
+// The generation engine (docs/design.md, "The engine"): a single-threaded,
+// step-driven core in token ids. Requests are added, each step() does one
+// unit of work for the running sequence and returns the token events it
+// produced; a request can be aborted at any point. At one sequence (batch
+// size 1): requests run one after another in the order added (FIFO); the
+// next is admitted once the running one finished and its queued steps were
+// drained.
+//
+// A plain sequence: chunked prefill of the first n-1 prompt tokens through
+// `prefill` (one chunk per step), the last prompt token through `decode`
+// (the first generated id), then one id per step until max_tokens ids or a
+// stop id. Asynchronous decode keeps kDecodeLookahead steps queued; steps
+// queued past the end are drained (and counted as surplus) in the step that
+// finishes the sequence. A speculative sequence (SPEC §8, docs/speculative.md)
+// prefills with draft_precompute after each chunk, takes its first id from
+// decode_spec, then runs one round per step (draft -> verify -> accept the
+// longest matching prefix plus the target's own next id -> precompute); a
+// round whose block would cross the capacity falls back to plain decode
+// steps for the rest. Both share emit, timing and stop handling.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "common/result.h"
+#include "kern-engine/clock.h"
+#include "kern-engine/decode_stats.h"
+#include "kern-engine/model.h"
+#include "kern-engine/request.h"
+#include "kern-engine/spec_stats.h"
+
+namespace kern::engine {
+
+/// Why a sequence ended.
+enum class FinishReason {
+  kStop,     ///< it produced a stop id (kept as its last id)
+  kLength,   ///< max_tokens ids
+  kAborted,  ///< Engine::abort
+  kError,    ///< a failure (TokenEvent::error)
+};
+
+/// What one finished sequence did. Prefill time covers the prefill chunks
+/// and the first generated id (time to the first id); decode time covers
+/// the remaining ids (until the last one is taken; surplus steps of the
+/// asynchronous loop are drained afterwards, untimed).
+struct SequenceResult {
+  std::vector<int64_t> generated_ids;
+  bool stopped = false;        ///< ended on a stop id (else after max_tokens ids)
+  uint64_t chunk = 0;          ///< prefill chunk actually used
+  uint64_t prefill_chunks = 0; ///< prefill program runs
+  double prefill_ms = 0;
+  double decode_ms = 0;        ///< total over decode_steps
+  uint64_t decode_steps = 0;   ///< generated ids - 1
+  bool sync = false;           ///< the synchronous loop ran
+  uint64_t surplus_steps = 0;  ///< asynchronous steps run after the end and discarded
+  DecodeStats stats;           ///< steady-state figures per decode step
+  /// Every decode step's record, in order (kern-run bench concatenates the
+  /// steady_part of several sequences).
+  std::vector<DecodeStepRecord> records;
+  std::optional<SpecStats> spec;  ///< speculative rounds (Request::speculative); else empty
+};
+
+/// What a step produced for one request.
+struct TokenEvent {
+  RequestId id = 0;
+  std::vector<int64_t> ids;  ///< ids generated in this step, in order (a final stop id included)
+  /// Prefill progress after a chunk ran in this step: prompt tokens
+  /// prefilled so far, of prefill_total (the prompt's n - 1 tokens).
+  std::optional<uint64_t> prefilled;
+  uint64_t prefill_total = 0;
+  std::optional<FinishReason> finished;  ///< set in the request's last event
+  std::optional<Error> error;            ///< with FinishReason::kError
+  /// With `finished` (not kAborted): the whole sequence's result.
+  std::shared_ptr<const SequenceResult> result;
+};
+
+/// The engine. Borrows the Model (it must outlive the engine); one engine
+/// per Model, on one thread (Device and Executable are single-threaded).
+class Engine {
+ public:
+  /// `now` (may be empty: Clock::now) is read for every timing.
+  explicit Engine(Model& model, NowFn now = {});
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  /// Queues a request after checking it (check_request against the Model's
+  /// contract and capacity). Errors (kUsage): check_request's; an id already
+  /// waiting or running; speculative on a Model without a SpecContract.
+  Status add_request(Request r);
+
+  /// Ends request `id`: a waiting one is removed, a running one stops; its
+  /// queued steps are drained in the next step() (or drain()), which
+  /// reports it with FinishReason::kAborted. An unknown id is ignored.
+  void abort(RequestId id);
+
+  /// Does one unit of work: drains aborted sequences, admits the next
+  /// request when none runs, runs one prefill chunk, one decode step or one
+  /// speculative round. A failure of a request ends that request (its event
+  /// has FinishReason::kError and the error, its queued steps drained and
+  /// any drain failure joined); the engine stays usable. Nothing to do:
+  /// an empty list.
+  Result<std::vector<TokenEvent>> step();
+
+  /// No request waiting or running and nothing queued on the device.
+  bool idle() const;
+
+  /// Drains the queued steps of aborted sequences now (their events are
+  /// returned by the next step()). Errors: the drain's waits, joined.
+  Status drain();
+
+  /// The Model the engine runs on.
+  Model& model() { return model_; }
+
+ private:
+  struct Sequence;
+  /// One unit of work of the running sequence; fills `ev`.
+  Status advance(Sequence& s, TokenEvent& ev);
+  Status step_prefill(Sequence& s, TokenEvent& ev);
+  Status step_first(Sequence& s, TokenEvent& ev);
+  Status step_decode(Sequence& s, TokenEvent& ev);
+  Status step_round(Sequence& s, TokenEvent& ev);
+  /// Takes generated id `id`: timing, stop and length.
+  void emit(Sequence& s, int64_t id, TokenEvent& ev);
+  /// Ends the running sequence: drains, fills the result, and the event.
+  void finish(Status failure, TokenEvent& ev);
+  /// Drains the aborted sequence, if any, into an event.
+  std::optional<TokenEvent> retire_aborted();
+
+  Model& model_;
+  ModelRunner& runner_;
+  NowFn now_;
+  std::deque<Request> waiting_;
+  std::unique_ptr<Sequence> running_;
+  std::unique_ptr<Sequence> aborted_;  ///< stopped while running; reported by the next step
+  Status aborted_drain_;              ///< the outcome of draining aborted_'s queued steps
+  bool aborted_drained_ = false;      ///< drain() ran for aborted_
+  std::vector<TokenEvent> aborted_waiting_;  ///< aborted before they ran; reported by the next step
+};
+
+}  // namespace kern::engine

@@ -1,0 +1,96 @@
+// Opening and loading a Qwen3 model, timed by phase (model.h).
+#include "kern-engine/model.h"
+
+#include <filesystem>
+
+#include "kern-engine/clock.h"
+#include "kern-engine/request.h"
+#include "kern-load/safetensors.h"
+
+namespace kern::engine {
+
+Result<ModelPlan> open_model_plan(const std::string& path, bool speculative) {
+  auto t0 = Clock::now();
+  KERN_ASSIGN_OR_RETURN(auto plan, load::PlanFile::open(path));
+  KERN_ASSIGN_OR_RETURN(auto contract, resolve_qwen3_contract(plan));
+  std::optional<SpecContract> spec;
+  if (speculative) {
+    KERN_ASSIGN_OR_RETURN(spec, resolve_spec_contract(plan, contract), "speculative decoding");
+  }
+  return ModelPlan{std::move(plan), contract, spec, ms_since(t0)};
+}
+
+Model::Model(std::unique_ptr<load::Executable> exe, const Qwen3Contract& c, std::optional<SpecContract> spec,
+             uint64_t capacity)
+    : exe_(std::move(exe)), contract_(c), spec_(spec), capacity_(capacity) {
+  runner_ = std::make_unique<ModelRunner>(*exe_, contract_, spec_ ? &*spec_ : nullptr);
+}
+
+Result<std::unique_ptr<Model>> Model::adopt(std::unique_ptr<load::Executable> exe, bool speculative,
+                                            std::optional<uint64_t> capacity, std::string device_name) {
+  KERN_ASSIGN_OR_RETURN(auto c, resolve_qwen3_contract(exe->plan_file()));
+  std::optional<SpecContract> spec;
+  if (speculative) {
+    KERN_ASSIGN_OR_RETURN(spec, resolve_spec_contract(exe->plan_file(), c), "speculative decoding");
+  }
+  const uint64_t cap = capacity.value_or(default_capacity(c));
+  KERN_RETURN_IF_ERROR(check_capacity(c, cap));
+  std::unique_ptr<Model> m(new Model(std::move(exe), c, spec, cap));
+  m->device_name_ = device_name.empty() ? m->exe_->device().name() : std::move(device_name);
+  return m;
+}
+
+Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& config, const LoadObserver* observer) {
+  const uint64_t capacity = config.capacity.value_or(default_capacity(plan.contract));
+  KERN_RETURN_IF_ERROR(check_capacity(plan.contract, capacity));
+  LoadPhases phases;
+  phases.plan_ms = plan.open_ms;
+  auto t0 = Clock::now();
+  std::string note;
+  KERN_ASSIGN_OR_RETURN(auto device, load::select_device(config.device, &note));
+  if (!note.empty() && observer != nullptr && observer->on_warning) observer->on_warning(note);
+  const std::string device_name = device->name();
+  phases.device_ms = ms_since(t0);
+  t0 = Clock::now();
+  std::optional<load::Safetensors> weights;  // none with random weights
+  if (!config.random_weights_seed) {
+    KERN_ASSIGN_OR_RETURN(auto opened_weights, load::Safetensors::open(config.weights_path));
+    weights = std::move(opened_weights);
+  }
+  phases.weights_open_ms = ms_since(t0);
+
+  load::ExecutableOptions eo;
+  // The KV cache is paged (kKvBlockTokens per page): a capacity inside a page
+  // still addresses the whole page, so the state holds whole pages; requests
+  // are checked against the capacity itself (Model::capacity).
+  eo.capacity_tokens = (capacity + kKvBlockTokens - 1) / kKvBlockTokens * kKvBlockTokens;
+  eo.graphs = config.graphs;
+  eo.random_weights_seed = config.random_weights_seed;
+  const std::string plan_path = plan.plan.path();
+  std::filesystem::path kernels_dir = config.kernels_dir.empty() ? std::filesystem::path(plan_path).parent_path()
+                                                                 : std::filesystem::path(config.kernels_dir);
+  eo.kernels_dir = kernels_dir.empty() ? std::filesystem::current_path().string() : kernels_dir.string();
+  eo.poison_workspace = config.poison_workspace;
+  load::LoadMonitor monitor;
+  monitor.timings = &phases.executable;
+  if (observer != nullptr) {
+    monitor.on_warning = observer->on_warning;
+    monitor.on_note = observer->on_note;
+    monitor.on_weight_progress = observer->on_weight_progress;
+  }
+  // The Executable keeps the weights file mapped: the cpu device reads the
+  // weights in place from it (no copy).
+  auto loaded = weights ? load::Executable::load(std::move(plan.plan), std::move(device), std::move(*weights), eo,
+                                                 &monitor)
+                        : load::Executable::load(std::move(plan.plan), std::move(device), nullptr, eo, &monitor);
+  KERN_ASSIGN_OR_RETURN(auto exe, std::move(loaded));
+  std::unique_ptr<Model> m(new Model(std::move(exe), plan.contract, plan.spec, capacity));
+  m->device_name_ = device_name;
+  const load::LoadTimings& t = phases.executable;
+  phases.total_ms = phases.plan_ms + phases.device_ms + phases.weights_open_ms + t.kernels_ms + t.allocate_ms +
+                    t.weights_ms + t.stage_ms;
+  m->phases_ = phases;
+  return m;
+}
+
+}  // namespace kern::engine

@@ -1,0 +1,167 @@
+// The engine's model runner: drives one sequence through the Qwen3 caller
+// contract (SPEC §7, docs/qwen3-manifest.md) and the speculative programs
+// (SPEC §8): chunked prefill through `prefill`, one token at a time through
+// `decode`, a DSpark round through `draft` / `verify` / `draft_precompute`.
+// Batch size 1 with an identity block table, so a token's KV slot is its
+// position. It is the only code that writes contract buffers, and the single
+// owner of the readback slots, the timing marks and the device-side input
+// cache (cu_seqlens_q): one runner per Executable (the Model's), so no other
+// writer can leave an input stale behind the cache's back.
+//
+// Decode runs in one of two modes (docs/runtime.md, "Asynchronous decode"):
+// - asynchronous (default): the caller writes the first step's inputs once;
+//   every decode step then feeds its sampled token and counters to the next
+//   on the device (the manifest's `advance` dispatch), so a step is one
+//   program run plus an asynchronous 8-byte readback into a pinned slot. Up
+//   to kDecodeLookahead steps are queued ahead of the token being read;
+//   surplus steps after a stop are discarded (they write only beyond the
+//   sequence).
+// - synchronous (`--sync`): each step writes its 4 inputs from the host and
+//   reads its token back before the next step is issued (the reference loop).
+// It does not check token ids or capacity: the engine checks requests first
+// (check_request, request.h); the executable checks symbol bounds.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "common/result.h"
+#include "kern-engine/decode_stats.h"
+#include "kern-engine/qwen3_contract.h"
+#include "kern-engine/spec_contract.h"
+#include "kern-load/executable.h"
+
+namespace kern::engine {
+
+/// Decode steps queued on the device ahead of the token being read
+/// (asynchronous mode): step k + 1 is enqueued before step k's token is read.
+inline constexpr uint64_t kDecodeLookahead = 2;
+// The steps after the last one issued wait with nothing queued behind them.
+static_assert(kDecodeDrainSteps == kDecodeLookahead - 1, "the drain is the lookahead's tail");
+
+/// Borrowed executable and contracts (they must outlive the runner).
+class ModelRunner {
+ public:
+  /// `spec` (may be null) enables the speculative programs.
+  ModelRunner(load::Executable& exe, const Qwen3Contract& c, const SpecContract* spec = nullptr);
+
+  const Qwen3Contract& contract() const { return c_; }
+  /// The speculative contract, or null.
+  const SpecContract* spec() const { return spec_; }
+
+  /// Writes the identity block table [0, 1, ..., pages - 1]. Call once
+  /// before the first prefill or decode of a sequence.
+  Status write_block_table();
+
+  /// Runs `prefill` over `ids` at positions [start, start + ids.size()) in
+  /// chunks of `chunk` tokens (>= 1; the caller clamps it to the tokens
+  /// bound): fills the KV cache only. `progress` (may be null) is called
+  /// after each chunk with (tokens done, ids.size()). Errors from the
+  /// executable get "prefill chunk at position P" as context. Returns the
+  /// number of chunks run. Issues work without waiting for it.
+  /// `after_chunk` (may be null) runs after each chunk's prefill with the
+  /// chunk's length, its inputs still in place; an error it returns ends
+  /// prefill.
+  Result<uint64_t> prefill(std::span<const int64_t> ids, uint64_t start, uint64_t chunk,
+                           const std::function<void(uint64_t, uint64_t)>* progress = nullptr,
+                           const std::function<Status(uint64_t)>* after_chunk = nullptr);
+
+  /// Writes token_ids/positions/slot_mapping for `n` tokens from position
+  /// `pos` (positions pos .. pos + n - 1, slot = position), seq_lens =
+  /// pos + n and cu_seqlens_q = [0, n] (only when it differs from the last
+  /// cu_seqlens_q this runner wrote: the runner is the buffer's only writer).
+  /// Any n >= 1 (the staging grows).
+  Status write_inputs(const int64_t* ids, uint64_t n, uint64_t pos);
+
+  /// Synchronous step: writes token_ids/positions/slot_mapping/seq_lens for
+  /// `token` at `pos`, runs `decode` and reads `next_token` (8 bytes; waits
+  /// for the device). Errors get "decode at position P" as context; a
+  /// next_token outside [0, vocab) is an error (kDevice).
+  Result<int64_t> decode(int64_t token, uint64_t pos);
+
+  /// Asynchronous decode, step 1: writes the first step's inputs (`token` at
+  /// `pos`, seq_lens = pos + 1, cu_seqlens_q = [0, 1]) — the only host
+  /// writes of the whole decode. Errors (kUsage) when steps are still in
+  /// flight (discard_in_flight them first).
+  Status start_decode(int64_t token, uint64_t pos);
+  /// Enqueues the next decode step and its token's readback; no host write,
+  /// no wait. At most kReadbackSlots steps may be in flight (kUsage error).
+  Status enqueue_decode();
+  /// Waits for the oldest enqueued step's token and returns it (errors as
+  /// decode(); "no decode step in flight" is kUsage). The step leaves the
+  /// queue only once its wait succeeded, so a failed wait leaves it for
+  /// discard_in_flight to drain.
+  Result<int64_t> next_decoded();
+  /// Steps enqueued whose token has not been taken.
+  uint64_t in_flight() const { return queue_.size(); }
+  /// Waits for every step in flight and drops their tokens (surplus steps,
+  /// or the rest after an error). Waits on every step even when one wait
+  /// fails; the queue is empty afterwards; the failures are joined.
+  Status discard_in_flight();
+
+  /// Speculative decoding (SPEC §8; needs spec()): the last prompt token at
+  /// `pos` through decode_spec, then its row's draft_precompute. Returns the
+  /// first generated id. Errors get "decode_spec at position P" as context.
+  Result<int64_t> spec_first_token(int64_t token, uint64_t pos);
+  /// draft_precompute over the `rows` rows whose inputs are in place.
+  Status spec_precompute(uint64_t rows);
+  /// The draft of a round from `anchor` at `pos`: writes the block's inputs
+  /// (anchor + block - 1 mask rows, positions pos .., seq_lens = pos +
+  /// block), runs `draft` and reads the block - 1 drafted ids into
+  /// rows()[1 ..]. Errors get "draft at position P" as context; a drafted
+  /// id outside [0, vocab) is an error (kDevice).
+  Status spec_draft(int64_t anchor, uint64_t pos);
+  /// The verify of the round spec_draft set up: token_ids = rows() (the rest
+  /// of the inputs stay), runs `verify` and reads the block's predictions
+  /// (predictions()). Errors get "verify at position P" as context.
+  Status spec_verify(uint64_t pos);
+  /// Anchor + drafted ids of the last spec_draft (block entries).
+  const std::vector<int64_t>& rows() const { return rows_; }
+  /// Predictions of the last spec_verify (block ids; prediction i follows row i).
+  const std::vector<int64_t>& predictions() const { return pred_; }
+
+  /// One record per decode step taken (decode() or next_decoded()) since
+  /// the last clear_records(), in order.
+  const std::vector<DecodeStepRecord>& records() const { return records_; }
+  void clear_records() { records_.clear(); }
+
+ private:
+  /// A step enqueued by enqueue_decode and not yet taken.
+  struct Pending {
+    uint64_t pos;      ///< position of the step's input token
+    uint32_t slot;     ///< readback slot
+    uint64_t index;    ///< step counter (timing marks)
+    DecodeStepRecord record;
+  };
+  /// Runs decode between two timing marks of step `index` (when timed).
+  Status run_decode_step(uint64_t index);
+  /// Fills `r`'s GPU times of step `index` (when timed); its end is complete.
+  Status time_step(uint64_t index, DecodeStepRecord& r);
+  /// Checks a token read back at `pos`.
+  Result<int64_t> check_token(int64_t next, uint64_t pos) const;
+  /// An id read from `buffer` outside [0, vocab) is kDevice.
+  Status check_id(int64_t id, const char* buffer) const;
+  /// Runs program `program` with tokens = `tokens`.
+  Status run(uint32_t program, uint64_t tokens);
+
+  load::Executable& exe_;
+  const Qwen3Contract& c_;
+  const SpecContract* spec_;
+  std::vector<int64_t> token_ids_, positions_;  ///< staging (grown on demand)
+  std::vector<uint64_t> symbols_;               ///< indexed like Plan.symbols
+  std::optional<int32_t> cu_seqlens_n_;         ///< cu_seqlens_q[1] last written (none: unknown)
+  bool timed_ = false;                          ///< the device has timing marks
+  uint64_t steps_ = 0;                          ///< decode steps issued (both modes)
+  uint64_t last_timed_ = UINT64_MAX;            ///< index of the last step whose end mark is valid
+  uint64_t next_pos_ = 0;                       ///< asynchronous: position of the next step's token
+  std::deque<Pending> queue_;
+  std::vector<DecodeStepRecord> records_;
+  std::vector<int64_t> rows_;  ///< speculative: anchor + drafted ids (block)
+  std::vector<int64_t> pred_;  ///< speculative: verify's predictions (block)
+};
+
+}  // namespace kern::engine

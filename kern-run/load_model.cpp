@@ -1,0 +1,42 @@
+// kern-run's model opening and loading over the engine (load_model.h).
+#include "kern-run/load_model.h"
+
+#include "spdlog/spdlog.h"
+
+namespace kern::run {
+
+Result<engine::ModelPlan> open_plan_for(const std::string& path, bool spec) {
+  KERN_ASSIGN_OR_RETURN(auto opened, engine::open_model_plan(path));
+  if (spec) {
+    KERN_ASSIGN_OR_RETURN(opened.spec, engine::resolve_spec_contract(opened.plan, opened.contract), "--spec");
+  }
+  return opened;
+}
+
+Result<std::unique_ptr<engine::Model>> load_model(engine::ModelPlan plan, const LoadSettings& settings,
+                                                  uint64_t capacity, ProgressLine* progress) {
+  engine::ModelConfig config;
+  KERN_ASSIGN_OR_RETURN(config.device, load::parse_device_choice(settings.device), "--device");
+  config.weights_path = settings.weights_path;
+  config.kernels_dir = settings.kernels_dir;
+  config.capacity = capacity;
+  config.graphs = !settings.eager;
+  config.random_weights_seed = settings.random_weights_seed;
+  config.poison_workspace = settings.poison_workspace;
+  engine::LoadObserver observer;
+  observer.on_warning = [](const std::string& w) { spdlog::warn("{}", w); };
+  observer.on_note = [](const std::string& n) { spdlog::info("{}", n); };  // shown with --verbose
+  if (progress != nullptr)
+    observer.on_weight_progress = [progress](uint64_t done, uint64_t total) {
+      progress->update("weights upload", done >> 20, total >> 20, "MiB");
+    };
+  const std::string plan_path = plan.plan.path();
+  auto loaded = engine::Model::load(std::move(plan), config, &observer);
+  if (progress != nullptr) progress->clear();
+  KERN_ASSIGN_OR_RETURN(auto model, std::move(loaded));
+  spdlog::info("loaded {} on {}: {} B of device memory, capacity {} tokens", plan_path, model->device_name(),
+               model->executable().memory().total_bytes, model->capacity());
+  return model;
+}
+
+}  // namespace kern::run
