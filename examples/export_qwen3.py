@@ -211,7 +211,9 @@ def main(argv):
         ap.error("--draft and --draft-config go together")
     if args.markov and not args.draft:
         ap.error("--markov needs --draft")
-    check_output_path(args.output)  # before reading a checkpoint of gigabytes
+    check_output_path(args.output,  # before reading a checkpoint of gigabytes, or writing into it
+                      inputs=[("draft config", args.draft_config), ("markov file", args.markov)],
+                      input_dirs=[("checkpoint", args.checkpoint), ("draft checkpoint", args.draft)])
     try:
         export(args.checkpoint, args.output, args.draft, args.draft_config, args.markov)
     except (ValueError, KeyError) as e:  # a malformed index or safetensors header

@@ -230,7 +230,7 @@ def main(argv):
     args = ap.parse_args(argv)
     if not 1 <= args.tokens_max <= g.I32_MAX:
         ap.error(f"--tokens-max must be from 1 to {g.I32_MAX}")
-    check_output_path(args.output)
+    check_output_path(args.output, inputs=[("config", args.config), ("draft config", args.draft)])
     c = load_config(args.config)
     d = load_draft_config(args.draft, c)
     if args.tokens_max < d.block:

@@ -568,7 +568,7 @@ def main(argv):
     args = ap.parse_args(argv)
     if not 1 <= args.tokens_max <= I32_MAX:
         ap.error(f"--tokens-max must be from 1 to {I32_MAX}")
-    check_output_path(args.output)
+    check_output_path(args.output, inputs=[("config", args.config)])
     c = load_config(args.config)
     check_i32_ranges(c, args.tokens_max, args.config)
     doc = manifest(c, args.tokens_max, args.model or default_label(c), fused=args.kernels == "fused")

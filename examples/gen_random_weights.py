@@ -117,7 +117,7 @@ def main(argv):
     args = ap.parse_args(argv)
     if not 0 <= args.seed < 2**64:
         ap.error("--seed must be in [0, 2^64)")
-    check_output_path(args.output)  # before minutes of work
+    check_output_path(args.output, inputs=[("config", args.config), ("draft config", args.draft)])  # before minutes of work
     cfg = load_config(args.config)
     draft = load_draft_config(args.draft, cfg) if args.draft else None
     st.write(args.output, specs(cfg, args.seed, draft),

@@ -47,7 +47,9 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
   phases.plan_ms = plan.open_ms;
   auto t0 = Clock::now();
   std::string note;
-  KERN_ASSIGN_OR_RETURN(auto device, load::select_device(config.device, &note));
+  load::CudaDeviceOptions cuda_options;
+  cuda_options.pdl = config.pdl;
+  KERN_ASSIGN_OR_RETURN(auto device, load::select_device(config.device, &note, cuda_options));
   if (!note.empty() && observer != nullptr && observer->on_warning) observer->on_warning(note);
   const std::string device_name = device->name();
   phases.device_ms = ms_since(t0);

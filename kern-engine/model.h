@@ -56,6 +56,7 @@ struct ModelConfig {
   /// KV capacity in tokens (check_capacity); none: default_capacity.
   std::optional<uint64_t> capacity;
   bool graphs = true;  ///< ExecutableOptions::graphs
+  bool pdl = true;     ///< CudaDeviceOptions::pdl: false launches "pdl" steps plainly (--no-pdl)
   /// Fill the weights on the device with this seed (random_weights.h); no weights file is opened.
   std::optional<uint64_t> random_weights_seed;
   /// NaN-fill the workspace arena before every program (cpu only).

@@ -11,26 +11,34 @@
 #include <utility>
 
 #include "common/file_util.h"
+#include "kern-load/mapping_guard.h"
 
 namespace kern::load {
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
+      guard_slot_(std::exchange(other.guard_slot_, -1)),
       path_(std::move(other.path_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
-    if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
+    unmap();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    guard_slot_ = std::exchange(other.guard_slot_, -1);
     path_ = std::move(other.path_);
   }
   return *this;
 }
 
-MappedFile::~MappedFile() {
+MappedFile::~MappedFile() { unmap(); }
+
+void MappedFile::unmap() {
+  unguard_mapping(std::exchange(guard_slot_, -1));
   if (data_ != nullptr) munmap(const_cast<uint8_t*>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
@@ -62,6 +70,9 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
       return e;
     }
     file.data_ = static_cast<const uint8_t*>(p);
+    // The file shrinking under us (truncated, or `cp` over it) would make a
+    // read of the mapping a SIGBUS: guarded, it becomes an error naming it.
+    file.guard_slot_ = guard_mapping(file.data_, file.size_, path);
   }
   ::close(fd);  // the mapping stays valid after close
   return file;

@@ -1,6 +1,8 @@
-// A read-only memory mapping of a whole file (plan files, safetensors).
-// The mapping is private and never written; an empty file maps to an empty
-// span. Does not interpret the bytes: callers validate them.
+// A read-only memory mapping of a whole file (safetensors weights). The
+// mapping is private and never written; an empty file maps to an empty span.
+// Does not interpret the bytes: callers validate them. A file that shrinks
+// while mapped is reported and ends the process (mapping_guard.h); one
+// rewritten in place at the same size shows its new bytes (docs/runtime.md).
 #pragma once
 
 #include <cstddef>
@@ -22,7 +24,7 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   ~MappedFile();
 
-  /// Maps `path` read-only. Errors (kind kIo): open/fstat/mmap failures
+  /// Maps `path` read-only and guards the mapping (guard_mapping). Errors (kind kIo): open/fstat/mmap failures
   /// (naming the path and strerror) and non-regular files ("PATH: is a FIFO,
   /// not a regular file"), refused before anything blocks or is read (the
   /// open is O_NONBLOCK).
@@ -33,8 +35,11 @@ class MappedFile {
   const std::string& path() const { return path_; }
 
  private:
+  void unmap();
+
   const uint8_t* data_ = nullptr;  ///< mmap base; null for an empty file
   size_t size_ = 0;                ///< file size in bytes
+  int guard_slot_ = -1;            ///< guard_mapping's slot, -1: unguarded
   std::string path_;
 };
 

@@ -1,8 +1,9 @@
-// A .kplan file opened for loading: mapped, identified, verified (plan_file.h).
+// A .kplan file opened for loading: read, identified, verified (plan_file.h).
 #include "kern-load/plan_file.h"
 
 #include <cstring>
 
+#include "common/file_util.h"
 #include "common/plan_checksum.h"
 #include "flatbuffers/flatbuffers.h"
 #include "kern-load/plan_validate.h"
@@ -37,9 +38,12 @@ int find_named(const Vec* v, std::string_view name) {
 }  // namespace
 
 Result<PlanFile> PlanFile::open(const std::string& path) {
-  KERN_ASSIGN_OR_RETURN(auto mapped, MappedFile::open(path));
+  // Read, not mapped: a plan rewritten or truncated while kern-run runs must
+  // not change (or SIGBUS) the replay. A plan is small (the Qwen3-4B one is
+  // 242 KB); the bound is the FlatBuffers buffer limit checked below.
+  KERN_ASSIGN_OR_RETURN(auto bytes, read_file(path, FLATBUFFERS_MAX_BUFFER_SIZE));
   PlanFile file;
-  file.mapped_ = std::move(mapped);
+  file.owned_.assign(bytes.begin(), bytes.end());
   file.path_ = path;
   return check(std::move(file));
 }
@@ -51,10 +55,7 @@ Result<PlanFile> PlanFile::from_bytes(std::span<const uint8_t> bytes, const std:
   return check(std::move(file));
 }
 
-std::span<const uint8_t> PlanFile::bytes() const {
-  if (!owned_.empty()) return {owned_.data(), owned_.size()};
-  return mapped_.bytes();
-}
+std::span<const uint8_t> PlanFile::bytes() const { return {owned_.data(), owned_.size()}; }
 
 Result<PlanFile> PlanFile::check(PlanFile file) {
   std::span<const uint8_t> b = file.bytes();

@@ -1,5 +1,6 @@
-// A .kplan file opened for loading (SPEC §5): the bytes are mmapped (or owned,
-// for in-memory plans); the "KPLN" identifier and kPlanFormatVersion are
+// A .kplan file opened for loading (SPEC §5): the bytes are read into memory
+// (never mapped: a plan replaced or truncated under a running kern-run
+// changes nothing, docs/runtime.md "Files that change"); the "KPLN" identifier and kPlanFormatVersion are
 // checked first (the version from a shallow check of the root table), then
 // the whole buffer by the FlatBuffers Verifier, then cross-checked by validate_plan
 // (plan_validate.h) before anything else reads them. After open() succeeds
@@ -17,14 +18,14 @@
 
 #include "common/plan_format.h"
 #include "common/result.h"
-#include "kern-load/mapped_file.h"
 
 namespace kern::load {
 
 /// A verified and validated plan. Move-only; plan() stays valid while it lives.
 class PlanFile {
  public:
-  /// Maps `path` read-only and validates it. Errors: kIo (cannot open/map),
+  /// Reads `path` (read_file: a regular file, at most
+  /// FLATBUFFERS_MAX_BUFFER_SIZE) and validates it. Errors: kIo (cannot read),
   /// kManifest (not a kplan, wrong version, Verifier failure, bad index ...),
   /// each message starting with the path.
   static Result<PlanFile> open(const std::string& path);
@@ -50,9 +51,8 @@ class PlanFile {
  private:
   static Result<PlanFile> check(PlanFile file);
 
-  MappedFile mapped_;             ///< owner of the bytes for open()
-  std::vector<uint8_t> owned_;    ///< owner of the bytes for from_bytes()
-  const plan::Plan* plan_ = nullptr;  ///< borrowed from mapped_ or owned_
+  std::vector<uint8_t> owned_;        ///< the plan's bytes (operator new: aligned for every scalar)
+  const plan::Plan* plan_ = nullptr;  ///< borrowed from owned_
   std::string path_;
 };
 

@@ -21,6 +21,7 @@ Result<std::unique_ptr<engine::Model>> load_model(engine::ModelPlan plan, const 
   config.kernels_dir = settings.kernels_dir;
   config.capacity = capacity;
   config.graphs = !settings.eager;
+  config.pdl = !settings.no_pdl;
   config.random_weights_seed = settings.random_weights_seed;
   config.poison_workspace = settings.poison_workspace;
   engine::LoadObserver observer;

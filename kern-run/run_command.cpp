@@ -12,6 +12,7 @@
 #include "kern-engine/generate.h"
 #include "kern-engine/request.h"
 #include "kern-load/executable.h"
+#include "kern-run/dump_paths.h"
 #include "kern-run/load_model.h"
 #include "kern-run/progress.h"
 #include "kern-run/prompt_input.h"
@@ -53,10 +54,9 @@ Status run(const RunOptions& o) {
     int i = opened.plan.find_buffer(d.buffer);
     if (i < 0)
       return make_error(ErrorKind::kUsage, "--dump-buffer: the plan has no buffer '" + d.buffer + "'");
-    // An unwritable destination is found now, not after the whole run.
-    KERN_RETURN_IF_ERROR(check_output_path(d.path), "--dump-buffer " + d.buffer);
     dumps.push_back({static_cast<uint32_t>(i), d.buffer, d.path});
   }
+  KERN_RETURN_IF_ERROR(check_dump_paths(o));
   std::optional<tok::Tokenizer> tokenizer;
   if (!o.tokenizer_path.empty()) {
     KERN_ASSIGN_OR_RETURN(auto t, tok::Tokenizer::load(o.tokenizer_path), "--tokenizer");

@@ -13,7 +13,6 @@
 // unwritable -o, a failed write to stdout), or a bad plan file.
 // Human diagnostics go to stderr; the json and sarif formats go to stdout
 // (they are the command's output); --dump and --explain print to stdout.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -142,9 +141,7 @@ int run_verify(const std::string& manifest_path, const std::optional<std::string
   if (out_path) {  // report an unwritable -o before any work, not after it
     // The same file under another spelling ("./m.json", a hard link, a
     // symlink) is caught by device and inode, not by comparing names.
-    struct stat in_st {}, out_st {};
-    if (::stat(manifest_path.c_str(), &in_st) == 0 && ::stat(out_path->c_str(), &out_st) == 0 &&
-        in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino)
+    if (kern::same_file(manifest_path, *out_path))
       return fail_usage("-o " + *out_path + " is the input manifest " + manifest_path +
                         "; refusing to overwrite it with the plan (choose another output path)");
     auto writable = kern::check_output_path(*out_path);

@@ -49,8 +49,8 @@ Result<std::unique_ptr<CublasLt>> CublasLt::load(CUdeviceptr workspace, uint64_t
     }
     lt->path_ = library;
   } else {
-    auto opened = open_cuda_library({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
-                                    cuda_library_dirs(LibrarySearchEnv::from_process()));
+    auto opened = search_cuda_library({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+                                      LibrarySearchEnv::from_process());
     if (!opened.ok())
       return make_error(ErrorKind::kDevice,
                         "cublasLt (for the extern GEMMs) is not available: " + opened.error().message +

@@ -7,6 +7,7 @@
 // python3 on PATH (and $VIRTUAL_ENV), never by running Python.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,10 @@ struct LibrarySearchEnv {
   /// Prefixes whose lib/python3*/{site,dist}-packages are globbed besides the
   /// ones derived from PATH (default /usr/local and /usr).
   std::vector<std::string> python_prefixes = {"/usr/local", "/usr"};
+  /// When set, incremented once per file-system probe of the search (a
+  /// directory listed, a file or directory examined), so tests bound the
+  /// work by counting it, never by timing it.
+  uint64_t* probe_count = nullptr;
 
   /// CUDA_HOME/CUDA_PATH, PATH and VIRTUAL_ENV of this process.
   static LibrarySearchEnv from_process();
@@ -38,7 +43,9 @@ struct LibrarySearchEnv {
 /// (sorted) of each Python prefix: `$VIRTUAL_ENV`, the parent of each PATH
 /// directory holding a `python3*` executable, then `env.python_prefixes`.
 /// Toolkit directories are listed whether or not they exist (the error
-/// names them); wheel directories only when they exist.
+/// names them); wheel directories only when they exist. Each distinct PATH
+/// directory is listed once and each prefix globbed once, however often
+/// they repeat.
 std::vector<std::string> cuda_library_dirs(const LibrarySearchEnv& env);
 
 /// A library opened by `open_cuda_library`.
@@ -54,7 +61,12 @@ struct OpenedLibrary {
 /// <path> failed: ...") and the directories that held none of the sonames
 /// ("; no <sonames> in <dirs>"), so a user sees exactly what was tried.
 Result<OpenedLibrary> open_cuda_library(const std::vector<std::string>& sonames,
-                                        const std::vector<std::string>& dirs);
+                                        const std::vector<std::string>& dirs, uint64_t* probe_count = nullptr);
+
+/// open_cuda_library(sonames, cuda_library_dirs(env)), except that when the
+/// loader alone opens the first (newest) soname nothing is scanned: no
+/// directory of PATH, the toolkit or the wheels is examined.
+Result<OpenedLibrary> search_cuda_library(const std::vector<std::string>& sonames, const LibrarySearchEnv& env);
 
 /// The driver's directories besides the toolkit's, searched before the wheels':
 /// containers mount it under /usr/local/nvidia; distributions install it in

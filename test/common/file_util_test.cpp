@@ -1,6 +1,7 @@
 // read_file, read_stdin and write_file_atomic on a scratch directory: exact
 // bytes, refusals of FIFOs/devices/oversized files, temporary files removed
-// on EFBIG and on SIGTERM.
+// on EFBIG and on every terminating signal, outputs that are written through
+// (FIFOs without a reader, descriptors, symlinks) and same_file.
 #include <catch2/catch.hpp>
 
 #include <cerrno>
@@ -265,23 +266,141 @@ TEST_CASE("write_file_atomic past ulimit -f fails with EFBIG and leaves no tempo
   fs::remove_all(dir);
 }
 
-TEST_CASE("SIGTERM during write_file_atomic removes the temporary file and still kills", "[file]") {
-  fs::path dir = scratch_dir("sigterm");
-  bool signalled = false;
-  for (int attempt = 0; attempt < 5 && !signalled; ++attempt) {
-    const int status = child_write(dir, size_t{256} << 20, [] {}, nullptr, [&](pid_t pid) {
-      // Wait for the temporary to appear, then terminate the writer.
+/// Kills a child writing 256 MiB with `sig` once its temporary file exists;
+/// returns whether the signal killed it (false: it finished first, 5 times).
+bool kill_during_write(const fs::path& dir, int sig) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    // The child starts as a tool does, with `sig` at its default (Catch2's
+    // fatal-signal handlers would otherwise stay in charge of it).
+    const int status = child_write(dir, size_t{256} << 20, [sig] { ::signal(sig, SIG_DFL); }, nullptr, [&](pid_t pid) {
+      // Wait for the temporary to appear, then signal the writer.
       for (int i = 0; i < 20000; ++i) {
         if (entries(dir) > 0) break;
         ::usleep(100);
       }
-      ::kill(pid, SIGTERM);
+      ::kill(pid, sig);
     });
-    signalled = WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM;
-    if (!signalled) fs::remove_all(dir), fs::create_directories(dir);  // it finished first: again
+    if (WIFSIGNALED(status) && WTERMSIG(status) == sig) return true;
+    fs::remove_all(dir), fs::create_directories(dir);  // it finished first: again
   }
-  REQUIRE(signalled);
-  CHECK(entries(dir) == 0);
+  return false;
+}
+
+TEST_CASE("every terminating signal during write_file_atomic removes the temporary file and still kills", "[file]") {
+  // SIGALRM (timeout(1) --signal, alarm), SIGUSR1/2, SIGXCPU (ulimit -t),
+  // SIGPIPE and SIGQUIT used to leave out.kplan.tmp.* behind.
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGALRM, SIGUSR1, SIGUSR2, SIGXCPU, SIGPIPE, SIGVTALRM}) {
+    INFO("signal " << sig << " (" << strsignal(sig) << ")");
+    fs::path dir = scratch_dir("signal");
+    REQUIRE(kill_during_write(dir, sig));
+    CHECK(entries(dir) == 0);
+    fs::remove_all(dir);
+  }
+}
+
+TEST_CASE("a signal the process ignores (nohup's SIGHUP) stays ignored while write_file_atomic writes", "[file]") {
+  fs::path dir = scratch_dir("nohup");
+  const int status = child_write(
+      dir, size_t{64} << 20, [] { ::signal(SIGHUP, SIG_IGN); }, nullptr,
+      [&](pid_t pid) {
+        for (int i = 0; i < 20000 && entries(dir) == 0; ++i) ::usleep(100);
+        ::kill(pid, SIGHUP);
+      });
+  REQUIRE(WIFEXITED(status));  // the write went on
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(fs::file_size(dir / "out.kplan") == size_t{64} << 20);
+  CHECK(entries(dir) == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic into a FIFO with no reader fails at once instead of waiting", "[file]") {
+  fs::path dir = scratch_dir("fifo_no_reader");
+  const std::string path = (dir / "out.fifo").string();
+  REQUIRE(::mkfifo(path.c_str(), 0600) == 0);
+  // In a child bounded by alarm(2): the old open(2) waited forever.
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::alarm(30);
+    const Status s = write_file_atomic(path, "plan");
+    const bool want = !s.ok() && s.error().kind == ErrorKind::kIo &&
+                      s.error().message == path + ": is a FIFO with no reader; nothing written (start the reader first)";
+    ::_exit(want ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));  // not killed by the alarm
+  CHECK(WEXITSTATUS(status) == 0);
+  struct stat st {};
+  REQUIRE(::lstat(path.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(entries(dir) == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an output naming one of the process's descriptors is written to it, never renamed over", "[file]") {
+  // What /dev/stdout is: a link into /proc/self/fd. Here a link of our own,
+  // to a descriptor open on a regular file (stdout redirected to a file),
+  // so a regression replaces this link and not the system's /dev/stdout.
+  fs::path dir = scratch_dir("fd_link");
+  const std::string real = (dir / "stdout.txt").string(), link = (dir / "stdout").string();
+  const int fd = ::open(real.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::write(fd, "text;", 5) == 5);  // what the tool printed before
+  REQUIRE(::symlink(("/proc/self/fd/" + std::to_string(fd)).c_str(), link.c_str()) == 0);
+  CHECK(check_output_path(link).ok());
+  CHECK_FALSE(output_is_replaced(link));
+  Status s = write_file_atomic(link, "plan");
+  INFO((s.ok() ? "" : s.error().message));
+  CHECK(s.ok());
+  CHECK(write_file_atomic("/dev/fd/" + std::to_string(fd), "+more").ok());
+  ::close(fd);
+  struct stat st {};
+  REQUIRE(::lstat(link.c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+  auto text = read_file(real);
+  REQUIRE(text.ok());
+  CHECK(*text == "text;plan+more");  // at the descriptor's position, nothing overwritten
+  CHECK(entries(dir) == 2);
+  Status closed = write_file_atomic("/dev/fd/" + std::to_string(fd), "x");
+  REQUIRE_FALSE(closed.ok());
+  CHECK(closed.error().message == "/dev/fd/" + std::to_string(fd) + ": cannot write to file descriptor " +
+                                      std::to_string(fd) + ": Bad file descriptor");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("write_file_atomic through a symlink to a regular file replaces the target and keeps the link", "[file]") {
+  fs::path dir = scratch_dir("symlink");
+  fs::create_directories(dir / "plans");
+  REQUIRE(write_file_atomic((dir / "plans" / "real.kplan").string(), "old").ok());
+  fs::create_symlink("plans/real.kplan", dir / "out.kplan");
+  REQUIRE(write_file_atomic((dir / "out.kplan").string(), "new").ok());
+  CHECK(fs::is_symlink(dir / "out.kplan"));
+  auto text = read_file((dir / "plans" / "real.kplan").string());
+  REQUIRE(text.ok());
+  CHECK(*text == "new");
+  CHECK(entries(dir / "plans") == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("same_file sees one file under any spelling, existing or not", "[file]") {
+  fs::path dir = scratch_dir("same");
+  const std::string a = (dir / "a.json").string();
+  REQUIRE(write_file_atomic(a, "{}").ok());
+  fs::create_symlink("a.json", dir / "link.json");
+  fs::create_hard_link(dir / "a.json", dir / "hard.json");
+  CHECK(same_file(a, (dir / "." / "a.json").string()));
+  CHECK(same_file(a, (dir / "link.json").string()));
+  CHECK(same_file(a, (dir / "hard.json").string()));
+  CHECK_FALSE(same_file(a, (dir / "b.json").string()));
+  // Not there yet: the same directory and name.
+  CHECK(same_file((dir / "new.bin").string(), (dir / "." / "new.bin").string()));
+  CHECK_FALSE(same_file((dir / "new.bin").string(), (dir / "other.bin").string()));
+  CHECK_FALSE(same_file((dir / "no" / "x").string(), (dir / "no" / "x").string()));  // cannot be examined
+  CHECK(output_is_replaced(a));
+  CHECK(output_is_replaced((dir / "new.bin").string()));
+  CHECK_FALSE(output_is_replaced("/dev/null"));
+  CHECK_FALSE(output_is_replaced("/dev/stdout"));
   fs::remove_all(dir);
 }
 

@@ -7,7 +7,9 @@ traceback, with exit 2 for usage and I/O errors and 1 for bad content
 (examples/tool_io.py); they write outputs atomically (an interrupted run
 leaves no partial file, a failed run leaves an old output as it was), write
 into devices in place, and refuse configs whose values overflow the
-manifest's i32 parameters.
+manifest's i32 parameters; never write over their inputs; remove their
+temporary file on every terminating signal; write FIFOs (without waiting for
+a reader) and descriptors (/dev/stdout) through instead of renaming over them.
 """
 
 import json
@@ -228,6 +230,126 @@ class AtomicOutput(unittest.TestCase):
             self.assertEqual(json.loads(data)["symbols"]["tokens"], {"min": 1, "max": 64})
             self.assertTrue(os.path.exists(fifo) and not os.path.isfile(fifo))
             self.assertEqual(os.listdir(tmp), ["m.fifo"])
+
+
+def copy(src, dst):
+    with open(src, "rb") as a, open(dst, "wb") as b:
+        b.write(a.read())
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class OutputsAreNotInputs(unittest.TestCase):
+    """-o naming a tool's own input (any spelling) is refused before any
+    work: exit 2, one line, the input unchanged (export_qwen3 writing into its
+    checkpoint: weights_test.py)."""
+
+    def check_refused(self, proc, name, *needles):
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertNotIn("Traceback", proc.stderr)
+        line = proc.stderr.strip()
+        self.assertEqual(len(line.split("\n")), 1, proc.stderr)
+        self.assertTrue(line.startswith(name + ": "), line)
+        for needle in needles:
+            self.assertIn(needle, line)
+
+    def test_a_generator_refuses_to_write_over_its_config_in_any_spelling(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            config = os.path.join(tmp, "c.json")
+            draft = os.path.join(tmp, "d.json")
+            copy(example("tiny-qwen3.config.json"), config)
+            copy(example("tiny-qwen3-dspark.config.json"), draft)
+            os.symlink("c.json", os.path.join(tmp, "link.json"))
+            before = (read(config), read(draft))
+            cases = [("gen_qwen3_manifest", [config], config, "config"),
+                     ("gen_qwen3_manifest", [config], os.path.join(tmp, ".", "c.json"), "config"),
+                     ("gen_qwen3_manifest", [config], os.path.join(tmp, "link.json"), "config"),
+                     ("gen_qwen3_dspark_manifest", [config, draft], config, "config"),
+                     ("gen_qwen3_dspark_manifest", [config, draft], draft, "draft config"),
+                     ("gen_random_weights", [config], config, "config"),
+                     ("gen_random_weights", [config, "--draft", draft], draft, "draft config")]
+            for name, args, out, what in cases:
+                with self.subTest(name=name, out=out):
+                    proc = tool(name, *args, "-o", out)
+                    self.check_refused(proc, name, f"{out}: is the input {what} ", "refusing to overwrite it")
+            self.assertEqual((read(config), read(draft)), before)
+            self.assertTrue(os.path.islink(os.path.join(tmp, "link.json")))
+            self.assertEqual(sorted(os.listdir(tmp)), ["c.json", "d.json", "link.json"])
+
+
+class SignalsAndSpecialOutputs(unittest.TestCase):
+    def start_slow_weights(self, tmp):
+        """gen_random_weights writing ~1 GB into tmp/out/w.safetensors over an
+        old file; returns (process, out_dir, out) once its temporary has data."""
+        cfg = tiny_config()
+        cfg["vocab_size"] = 4_000_000  # minutes of work: signalled long before
+        config = os.path.join(tmp, "config.json")
+        with open(config, "w", encoding="utf-8") as f:
+            json.dump(cfg, f)
+        out_dir = os.path.join(tmp, "out")
+        os.mkdir(out_dir)
+        out = os.path.join(out_dir, "w.safetensors")
+        with open(out, "wb") as f:
+            f.write(b"old weights")
+        proc = subprocess.Popen(["/usr/bin/python3", example("gen_random_weights.py"), config, "-o", out],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and proc.poll() is None:
+            names = [n for n in os.listdir(out_dir) if n != "w.safetensors"]
+            if names and os.path.getsize(os.path.join(out_dir, names[0])) > 0:
+                break
+            time.sleep(0.05)
+        names = [n for n in os.listdir(out_dir) if n != "w.safetensors"]
+        self.assertEqual(len(names), 1, "no temporary file appeared")
+        self.assertTrue(names[0].startswith("w.safetensors.tmp."), names)
+        return proc, out_dir, out
+
+    def test_a_terminating_signal_removes_the_temporary_file_and_still_kills(self):
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGALRM, signal.SIGUSR1, signal.SIGQUIT):
+            with self.subTest(signal=sig.name), tempfile.TemporaryDirectory() as tmp:
+                proc, out_dir, out = self.start_slow_weights(tmp)
+                proc.send_signal(sig)
+                proc.communicate(timeout=60)
+                self.assertEqual(proc.returncode, -sig)  # died of the signal, as without the cleanup
+                self.assertEqual(os.listdir(out_dir), ["w.safetensors"])
+                self.assertEqual(read(out), b"old weights")
+
+    def test_a_fifo_output_with_no_reader_is_an_error_at_once(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            fifo = os.path.join(tmp, "m.fifo")
+            os.mkfifo(fifo)
+            # The timeout bounds the old behaviour: open(2) waiting forever.
+            proc = subprocess.run(["/usr/bin/python3", example("gen_qwen3_manifest.py"),
+                                   example("tiny-qwen3.config.json"), "-o", fifo],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertEqual(proc.stderr, f"gen_qwen3_manifest: {fifo}: is a FIFO with no reader; nothing "
+                                          "written (start the reader first)\n")
+            self.assertEqual(os.listdir(tmp), ["m.fifo"])
+
+    def test_an_output_naming_a_descriptor_is_written_to_it_and_the_link_stays(self):
+        # A link into /proc/self/fd, as /dev/stdout is (the real one must not
+        # be put at risk): with stdout a regular file, os.replace used to
+        # replace the link with a file.
+        with tempfile.TemporaryDirectory() as tmp:
+            link = os.path.join(tmp, "stdout")
+            os.symlink("/proc/self/fd/1", link)
+            captured = os.path.join(tmp, "captured.json")
+            with open(captured, "wb") as f:
+                f.write(b"before;")
+                f.flush()
+                proc = subprocess.run(["/usr/bin/python3", example("gen_qwen3_manifest.py"),
+                                       example("tiny-qwen3.config.json"), "-o", link, "--tokens-max", "64"],
+                                      stdout=f, stderr=subprocess.PIPE, text=True)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertTrue(os.path.islink(link))
+            data = read(captured)
+            self.assertTrue(data.startswith(b"before;"), data[:40])
+            self.assertEqual(json.loads(data[len(b"before;"):])["symbols"]["tokens"], {"min": 1, "max": 64})
+            self.assertEqual(sorted(os.listdir(tmp)), ["captured.json", "stdout"])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ checked-in tiny weights are reproduced byte for byte, the file is a
 well-formed hole-free safetensors whose tensors are exactly the manifest's
 weight buffers, the rope cache and scales hold the documented values, and
 exporting a HF checkpoint (single file or sharded with an index) made from
-those weights reproduces them.
+those weights reproduces them, and an export into its own checkpoint is refused.
 """
 
 import json
@@ -214,6 +214,30 @@ class Exporter(unittest.TestCase):
             proc = tool("export_qwen3.py", ckpt, "-o", os.path.join(tmp, "out.safetensors"))
             self.assertEqual(proc.returncode, 1)
             self.assertIn("model.norm.weight is F16", proc.stderr)
+
+    def test_an_output_inside_the_checkpoint_is_refused_and_the_checkpoint_kept(self):
+        # `export_qwen3.py CKPT -o CKPT/model.safetensors` used to replace the
+        # checkpoint's weights with the export.
+        with tempfile.TemporaryDirectory() as tmp:
+            ckpt = os.path.join(tmp, "ckpt")
+            os.makedirs(os.path.join(ckpt, "sub"))
+            with open(example("tiny-qwen3.config.json"), "rb") as a, open(os.path.join(ckpt, "config.json"), "wb") as b:
+                b.write(a.read())
+            with st.SafetensorsFile(example("tiny-qwen3.safetensors")) as f:
+                write_file(st, os.path.join(ckpt, "model.safetensors"), hf_tensors(st, f, CFG, False))
+            with open(os.path.join(ckpt, "model.safetensors"), "rb") as f:
+                before = f.read()
+            for out in (os.path.join(ckpt, "model.safetensors"), os.path.join(ckpt, ".", "new.safetensors"),
+                        os.path.join(ckpt, "sub", "..", "sub", "x.safetensors")):
+                with self.subTest(out=out):
+                    proc = tool("export_qwen3.py", ckpt, "-o", out)
+                    self.assertEqual(proc.returncode, 2, proc.stderr)
+                    self.assertEqual(proc.stderr, f"export_qwen3: {out}: is inside the input checkpoint {ckpt}; "
+                                                  "refusing to write there (choose a path outside it)\n")
+            with open(os.path.join(ckpt, "model.safetensors"), "rb") as f:
+                self.assertEqual(f.read(), before)
+            self.assertEqual(sorted(os.listdir(ckpt)), ["config.json", "model.safetensors", "sub"])
+            self.assertEqual(os.listdir(os.path.join(ckpt, "sub")), [])
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ flags=(-std=c++20 -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,addre
        -I"$root" -I"$out" -DKERN_FUZZ=1)
 lib_sources=("$root"/common/*.cpp)
 for f in "$root"/kern-verify/*.cpp; do [ "$(basename "$f")" = main.cpp ] || lib_sources+=("$f"); done
-lib_sources+=("$root"/kern-load/{mapped_file,plan_expr,plan_validate,plan_file,safetensors}.cpp)
+lib_sources+=("$root"/kern-load/{mapped_file,mapping_guard,plan_expr,plan_validate,plan_file,safetensors}.cpp)
 lib_sources+=("$root"/kern-run/tokenizer/*.cpp)
 targets=(manifest_fuzz plan_fuzz safetensors_fuzz tokenizer_fuzz)
 

@@ -5,6 +5,8 @@
 #include <dlfcn.h>
 
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +17,7 @@ namespace fs = std::filesystem;
 using kern::load::cuda::cuda_library_dirs;
 using kern::load::cuda::LibrarySearchEnv;
 using kern::load::cuda::open_cuda_library;
+using kern::load::cuda::search_cuda_library;
 
 namespace {
 
@@ -132,4 +135,50 @@ TEST_CASE("when nothing loads, the error lists every attempt and every directory
   CHECK(bad < plain);
   CHECK(m.find("; no libkern-none.so.13, libkern-none.so in " + empty.string()) != std::string::npos);
   CHECK(m.find(", " + broken.string()) == std::string::npos);  // it held a candidate: not "absent"
+}
+
+TEST_CASE("a PATH of 14,000 entries costs its distinct directories, not a rescan per entry", "[cuda][libsearch]") {
+  // Counted in file-system probes (directories listed, files examined),
+  // never timed. The old search listed /usr/bin-like directories and globbed
+  // their prefix once per PATH entry: 14,000 entries took 22 s.
+  TempTree t;
+  t.file("venv/bin/python3", "#!/bin/sh\n", true);
+  for (int i = 0; i < 50; ++i) t.file("venv/bin/tool" + std::to_string(i), "#!/bin/sh\n", true);
+  t.dir("venv/lib/python3.12/site-packages/nvidia/cublas/lib");
+  t.dir("other/bin");
+  const std::string venv_bin = (t.root / "venv/bin").string(), other_bin = (t.root / "other/bin").string();
+  auto probes_for = [&](const std::string& path) {
+    LibrarySearchEnv env;
+    env.path = path;
+    env.python_prefixes = {};
+    uint64_t probes = 0;
+    env.probe_count = &probes;
+    const auto dirs = cuda_library_dirs(env);
+    CHECK(std::count(dirs.begin(), dirs.end(),
+                     (t.root / "venv/lib/python3.12/site-packages/nvidia/cublas/lib").string()) == 1);
+    return probes;
+  };
+  const uint64_t once = probes_for(venv_bin + ":" + other_bin);
+  std::string long_path;
+  for (int i = 0; i < 7000; ++i) long_path += venv_bin + ":" + other_bin + ":";
+  CHECK(once > 0);
+  CHECK(probes_for(long_path) == once);
+}
+
+TEST_CASE("a library the loader opens by its newest soname costs no directory probe", "[cuda][libsearch]") {
+  TempTree t;
+  t.file("venv/bin/python3", "#!/bin/sh\n", true);
+  LibrarySearchEnv env;
+  env.path = (t.root / "venv/bin").string();
+  uint64_t probes = 0;
+  env.probe_count = &probes;
+  auto lib = search_cuda_library({"libc.so.6"}, env);  // in every loader cache
+  REQUIRE(lib.ok());
+  CHECK(lib.value().path == "libc.so.6");
+  CHECK(probes == 0);
+  dlclose(lib.value().handle);
+  // A soname the loader lacks: the search runs, and is counted.
+  auto none = search_cuda_library({"libkern-none-at-all.so.1"}, env);
+  CHECK_FALSE(none.ok());
+  CHECK(probes > 0);
 }

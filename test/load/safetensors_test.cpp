@@ -1,7 +1,13 @@
 // The safetensors reader: a good file, and each malformed-header case.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
 
 #include "kern-load/safetensors.h"
 #include "test/load/test_files.h"
@@ -151,4 +157,39 @@ TEST_CASE("a FIFO or a device as the weights file is refused at once, not waited
   auto zero = load::Safetensors::open("/dev/zero");
   REQUIRE_FALSE(zero.ok());
   CHECK(zero.error().message == "/dev/zero: is a character device, not a regular file");
+}
+
+TEST_CASE("weights truncated while mapped: a read is an error naming the file, exit 2, not SIGBUS",
+          "[load][safetensors]") {
+  TempDir dir;
+  const std::string path = dir.file("w.safetensors"), err = dir.file("stderr");
+  // 64 KiB of tensor data: the pages past the cut are gone after truncate(2).
+  const std::string header = R"({"w":{"dtype":"BF16","shape":[32768],"data_offsets":[0,65536]}})";
+  write_bytes(path, safetensors_bytes(header, data_of(65536)));
+  auto r = load::Safetensors::open(path);
+  REQUIRE(r.ok());
+  const auto* w = r->find("w");
+  REQUIRE(w != nullptr);
+  const size_t offset = 40000;  // into the tensor data: pages past the cut
+  REQUIRE(::truncate(path.c_str(), 4096) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd, STDERR_FILENO);
+    volatile uint8_t sink = w->data[40000];  // the cpu device reads weights like this, in place
+    (void)sink;
+    ::_exit(0);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));  // not killed by SIGBUS
+  CHECK(WEXITSTATUS(status) == 2);
+  std::ifstream f(err);
+  std::string line;
+  std::getline(f, line);
+  const size_t header_bytes = 8 + header.size();
+  CHECK(line == std::string(program_invocation_short_name) + ": error: " + path +
+                    ": the file was truncated while in use (offset " + std::to_string(header_bytes + offset) +
+                    " B is past its end now); stopped (replace a file in use with mv, never cp over it)");
 }

@@ -34,15 +34,16 @@ inline std::string shell_quote(const std::string& s) {
 }
 
 /// Runs kern-run with `args` (already shell-safe); stdin is `stdin_text`
-/// (from a file), or /dev/null when empty.
-inline CliResult kern_run(const std::string& args, const std::string& stdin_text = "") {
+/// (from a file), or /dev/null when empty. `prefix` goes before the binary
+/// (e.g. "timeout 60 " to bound a run that could block).
+inline CliResult kern_run(const std::string& args, const std::string& stdin_text = "", const std::string& prefix = "") {
   TempDir dir;
   std::string in = "/dev/null";
   if (!stdin_text.empty()) {
     in = dir.file("in");
     std::ofstream(in, std::ios::binary) << stdin_text;
   }
-  std::string cmd = env_path("KERN_RUN") + " " + args + " <" + in + " >" + dir.file("out") + " 2>" + dir.file("err");
+  std::string cmd = prefix + env_path("KERN_RUN") + " " + args + " <" + in + " >" + dir.file("out") + " 2>" + dir.file("err");
   int status = std::system(cmd.c_str());
   CliResult r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

@@ -4,8 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kern-load/device_select.h"
 #include "kern-run/cli_checks.h"
@@ -498,4 +501,94 @@ TEST_CASE("kern-run --capacity inside a KV page decodes up to it: the state hold
   CliResult over = kern_run(tiny_args("--prompt-ids 1,2,3 --steps 23 --capacity 25"));
   CHECK(over.rc == 2);
   CHECK_THAT(over.err, Contains("= 26 tokens exceeds the capacity 25 tokens"));
+}
+
+namespace {
+
+/// A copy of `from` at `to` (the inputs the tests below must not lose).
+void copy_file(const std::string& from, const std::string& to) {
+  std::ofstream(to, std::ios::binary) << slurp(from);
+}
+
+}  // namespace
+
+TEST_CASE("kern-run --dump-buffer refuses to overwrite an input: the plan, the weights, the tokenizer", "[run][cli]") {
+  TempDir dir;
+  const std::string plan = dir.file("p.kplan"), weights = dir.file("w.safetensors"), tok = dir.file("tok.json");
+  copy_file(env_path("KERN_TINY_PLAN"), plan);
+  copy_file(env_path("KERN_TINY_WEIGHTS"), weights);
+  std::ofstream(tok) << "{}";
+  const std::string plan_bytes = slurp(plan), weight_bytes = slurp(weights);
+  const std::string base = plan + " --weights " + weights + " --device cpu --prompt-ids 5,6 --steps 1 ";
+  struct Case {
+    std::string dump, what, input;
+  };
+  // Another spelling of the same file (./, a symlink) is the same file.
+  REQUIRE(::symlink(weights.c_str(), dir.file("link.safetensors").c_str()) == 0);
+  for (const Case& c : {Case{plan, "plan", plan}, Case{dir.file("./w.safetensors"), "weights file", weights},
+                        Case{dir.file("link.safetensors"), "weights file", weights}}) {
+    CliResult r = kern_run(base + "--dump-buffer logits=" + c.dump);
+    INFO(r.err);
+    CHECK(r.rc == 2);
+    CHECK(r.err == "kern-run: error: --dump-buffer logits=" + c.dump + " is the " + c.what + " " + c.input +
+                       "; refusing to overwrite an input (choose another path)\n");
+  }
+  CliResult t = kern_run(base + "--tokenizer " + tok + " --dump-buffer next_token=" + tok);
+  CHECK(t.rc == 2);
+  CHECK_THAT(t.err, Contains("is the tokenizer " + tok + "; refusing to overwrite an input"));
+  CHECK(slurp(plan) == plan_bytes);
+  CHECK(slurp(weights) == weight_bytes);
+  CHECK(slurp(tok) == "{}");
+  struct stat st {};
+  REQUIRE(::lstat(dir.file("link.safetensors").c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+}
+
+TEST_CASE("kern-run refuses two --dump-buffer flags naming the same file, allows two through /dev/null", "[run][cli]") {
+  TempDir dir;
+  const std::string out = dir.file("x.bin");
+  CliResult r = kern_run(tiny_args("--prompt-ids 5,6 --steps 1 --dump-buffer logits=" + out +
+                                   " --dump-buffer next_token=" + dir.file("./x.bin")));
+  CHECK(r.rc == 2);
+  CHECK(r.err == "kern-run: error: --dump-buffer next_token=" + dir.file("./x.bin") +
+                     " names the same file as --dump-buffer logits=" + out +
+                     "; the second would replace the first (give each its own file)\n");
+  CHECK_FALSE(std::filesystem::exists(out));
+  CliResult ok = kern_run(tiny_args("--prompt-ids 5,6 --steps 1 --dump-buffer logits=/dev/null "
+                                    "--dump-buffer next_token=/dev/null"));
+  INFO(ok.err);
+  CHECK(ok.rc == 0);
+}
+
+TEST_CASE("kern-run --dump-buffer into a FIFO with no reader is an error at once, exit 2", "[run][cli]") {
+  TempDir dir;
+  const std::string fifo = dir.file("dump.fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // timeout bounds the old behaviour (open(2) waiting forever for a reader).
+  CliResult r = kern_run(tiny_args("--prompt-ids 5,6 --steps 1 --dump-buffer next_token=" + fifo), "", "timeout 60 ");
+  CHECK(r.rc == 2);
+  CHECK(r.err == "kern-run: error: --dump-buffer next_token: " + fifo +
+                     ": is a FIFO with no reader; nothing written (start the reader first)\n");
+}
+
+TEST_CASE("kern-run --dump-buffer through a link to /proc/self/fd/1 writes to stdout, the link stays", "[run][cli]") {
+  // As /dev/stdout is (the test must not touch the real one): with stdout a
+  // regular file, renaming over the link used to replace it with a file.
+  TempDir dir;
+  const std::string link = dir.file("stdout-link");
+  REQUIRE(::symlink("/proc/self/fd/1", link.c_str()) == 0);
+  CliResult r = kern_run(tiny_args("--prompt-ids 5,6,7 --steps 2 --dump-buffer next_token=" + link));
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  struct stat st {};
+  REQUIRE(::lstat(link.c_str(), &st) == 0);
+  CHECK(S_ISLNK(st.st_mode));
+  // The dump is written before the report: 8 bytes of the last id, then the text.
+  REQUIRE(r.out.size() > 8);
+  int64_t id = 0;
+  std::memcpy(&id, r.out.data(), 8);
+  const std::string text = r.out.substr(8);
+  CHECK_THAT(text, StartsWith("generated ids: "));
+  const std::string first_line = text.substr(0, text.find('\n'));
+  CHECK(first_line.substr(first_line.size() - std::to_string(id).size()) == std::to_string(id));
 }

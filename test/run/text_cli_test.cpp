@@ -14,6 +14,11 @@
 
 #include <fstream>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace kern;
 using namespace kern::test;
 using Catch::Matchers::Contains;
@@ -261,4 +266,53 @@ TEST_CASE("detokenize with stdin closed is a usage error (exit 2), and /dev/zero
   CliResult tokenizer = kern_run("tokenize --tokenizer /dev/zero --prompt hi");
   CHECK(tokenizer.rc == 2);
   CHECK(tokenizer.err.find("/dev/zero: is a character device, not a regular file") != std::string::npos);
+}
+
+TEST_CASE("weights truncated under a running kern-run: one error line naming the file, exit 2, no SIGBUS",
+          "[run][text]") {
+  // The everyday `cp new.safetensors w.safetensors` over weights in use
+  // truncates them first. kern-run streams text, so its first byte on the
+  // pipe says generation is under way; it is stopped there (SIGSTOP), the
+  // file is truncated, and it goes on: the next weight read faults.
+  TempDir dir;
+  const std::string weights = dir.file("w.safetensors"), err = dir.file("err");
+  std::ofstream(weights, std::ios::binary) << slurp(env_path("KERN_TEXTVOCAB_WEIGHTS"));
+  const std::string plan = env_path("KERN_TEXTVOCAB_PLAN"), tokenizer = env_path("KERN_QWEN3_TOKENIZER_JSON");
+  const std::string kern_run_path = env_path("KERN_RUN");
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    const int e = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(e, STDERR_FILENO);
+    ::close(out[0]);
+    // 1000 steps: far more than the step taken between the first byte and SIGSTOP.
+    const char* argv[] = {kern_run_path.c_str(), plan.c_str(), "--weights", weights.c_str(), "--device", "cpu",
+                          "--tokenizer", tokenizer.c_str(), "--prompt", "hello", "--steps", "1000", "--ignore-eos",
+                          nullptr};
+    ::execv(argv[0], const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  char byte = 0;
+  const ssize_t n = ::read(out[0], &byte, 1);
+  ::kill(pid, SIGSTOP);
+  REQUIRE(n == 1);
+  REQUIRE(::truncate(weights.c_str(), 0) == 0);
+  ::kill(pid, SIGCONT);
+  // Drain stdout so a full pipe cannot hold the child.
+  char buf[4096];
+  while (::read(out[0], buf, sizeof buf) > 0) {
+  }
+  ::close(out[0]);
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  const std::string message = slurp(err);
+  INFO(message);
+  REQUIRE(WIFEXITED(status));  // not killed by SIGBUS
+  CHECK(WEXITSTATUS(status) == 2);
+  CHECK_THAT(message, StartsWith("kern-run: error: " + weights + ": the file was truncated while in use (offset "));
+  CHECK_THAT(message, Contains(" B is past its end now); stopped (replace a file in use with mv, never cp over it)\n"));
 }

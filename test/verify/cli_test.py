@@ -2,7 +2,8 @@
 """The kern-verify command line: exit codes (0 ok, 1 manifest errors, 2 usage
 or I/O), the plan is written only on success, --dump, --deny-warnings,
 --color, --explain, --message-format json|sarif, --workspace-warn-bytes, an
-empty or unwritable -o, and write errors on stdout (/dev/full).
+empty or unwritable -o, a FIFO -o without a reader, -o through a link to a
+descriptor (/dev/stdout), and write errors on stdout (/dev/full).
 
 usage: cli_test.py KERN_VERIFY BASE_MANIFEST_JSON
 """
@@ -224,6 +225,26 @@ with tempfile.TemporaryDirectory() as tmp:
             rc, err = None, "timed out (blocked in open)"
         check(f"a FIFO for {' '.join(a for a in args if a != fifo) or 'the manifest'} is refused, not waited on",
               rc == 2 and "is a FIFO, not a regular file" in err, f"rc={rc}\n{err}")
+    out_fifo = os.path.join(tmp, "out.fifo")
+    os.mkfifo(out_fifo)
+    try:
+        rc, out, err = run(m, "-o", out_fifo)
+    except subprocess.TimeoutExpired:
+        rc, err = None, "timed out (blocked in open waiting for a reader)"
+    check("-o a FIFO with no reader is exit 2 at once, naming it, not a wait",
+          rc == 2 and err == f"error: {out_fifo}: is a FIFO with no reader; nothing written (start the reader "
+                             "first)\n", f"rc={rc}\n{err}")
+    # A link into /proc/self/fd, as /dev/stdout is (not the real one): with
+    # stdout a regular file, the plan used to be renamed over the link.
+    link = os.path.join(tmp, "stdout-link")
+    os.symlink("/proc/self/fd/1", link)
+    captured = os.path.join(tmp, "captured.kplan")
+    with open(captured, "wb") as f:
+        p = subprocess.run([EXE, m, "-o", link], stdout=f, stderr=subprocess.PIPE, text=True, timeout=60)
+    with open(captured, "rb") as f:
+        plan = f.read()
+    check("-o a link to /proc/self/fd/1 writes the plan to stdout and the link stays",
+          p.returncode == 0 and os.path.islink(link) and plan[4:8] == b"KPLN", f"rc={p.returncode}\n{p.stderr}")
     big = os.path.join(tmp, "big.kplan")
     with open(big, "wb") as f:
         f.truncate(3 << 30)  # sparse
