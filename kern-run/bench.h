@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -50,9 +51,11 @@ uint64_t bench_capacity(const BenchPlan& plan);
 /// Runs every test on `exe` (loaded with at least bench_capacity tokens,
 /// plus a block for speculative tests). `spec` (null without --spec) is the
 /// plan's speculative contract. Errors from the executable get the test
-/// name as context ("pp512: ...").
+/// name as context ("pp512: ..."). `on_test_done`, when set, is called with
+/// each test as soon as its repetitions are done (bench prints its row then).
 Result<std::vector<BenchTest>> run_bench(load::Executable& exe, const Qwen3Contract& c, const BenchPlan& plan,
-                                         const SpecContract* spec = nullptr);
+                                         const SpecContract* spec = nullptr,
+                                         const std::function<void(const BenchTest&)>& on_test_done = {});
 
 /// `kern-run bench PLAN --weights W [-p 512] [-n 128] [-r 5] [-o md]`:
 /// argv[0] is "bench". Prints the chosen format on stdout (and the md table

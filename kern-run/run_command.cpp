@@ -19,6 +19,7 @@
 #include "kern-run/spec_generate.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/tokenizer/tokenizer.h"
+#include "kern-run/weights_hint.h"
 #include "spdlog/spdlog.h"
 
 namespace kern::run {
@@ -82,7 +83,9 @@ Status run(const RunOptions& o) {
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
   LoadSettings settings = o.load;
   settings.capacity = req.capacity;
-  KERN_ASSIGN_OR_RETURN(auto model, load_qwen3_model(std::move(opened), settings, &progress));
+  auto loaded = load_qwen3_model(std::move(opened), settings, &progress);
+  if (!loaded.ok()) return with_weights_next_step(loaded.error(), o.plan_path, settings.weights_path);
+  auto model = std::move(loaded.value());
 
   // Text streams to stdout as it is produced, unless --json wants stdout
   // for the one object.

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kern-run/bench.h"
 #include "kern-run/generate.h"
 #include "kern-run/qwen3_driver.h"
 #include "test/run/tiny_model.h"
@@ -263,4 +264,23 @@ TEST_CASE("asynchronous readback: slots, sizes and the wait count", "[run][decod
   auto wide = exe.read_buffer_async(c.logits, 0, load::kReadbackSlotBytes + 1);
   REQUIRE_FALSE(wide.ok());
   CHECK(wide.error().message == "readback of 257 B exceeds a slot's 256 B");
+}
+
+TEST_CASE("run_bench hands each test to the caller as soon as its repetitions are done", "[run][bench][progress]") {
+  // kern-run bench prints each row from this callback (issue 25): every
+  // test arrives once, in order, with all its timed repetitions.
+  TinyModel m = load_tiny_model();
+  run::BenchPlan plan;
+  plan.prompt_lengths = {8, 4};
+  plan.gen_lengths = {4};
+  plan.reps = 2;
+  plan.warmup = 1;
+  plan.chunk = 4;
+  std::vector<std::string> seen;
+  auto tests = run::run_bench(*m.exe, m.contract, plan, nullptr, [&](const run::BenchTest& t) {
+    CHECK(t.ms.size() == 2);
+    seen.push_back(t.name());
+  });
+  REQUIRE(tests.ok());
+  CHECK(seen == std::vector<std::string>{"pp8", "pp4", "tg4"});
 }
