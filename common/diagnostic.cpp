@@ -3,6 +3,7 @@
 // the caret under the source line is aligned by UTF-8 characters so it sits
 // under the right text on a terminal even after multi-byte characters.
 #include "common/diagnostic.h"
+#include "common/version.h"
 
 #include <algorithm>
 #include <string_view>
@@ -269,6 +270,9 @@ std::string render_json_summary(const std::vector<Diagnostic>& diags, const Sour
   w.Uint64(diags.size() - errors);
   w.Key("success");
   w.Bool(success);
+  w.Key("kern");  // the build that checked the file (common/version.h)
+  const std::string version = version_json();
+  w.RawValue(version.data(), version.size(), rapidjson::kObjectType);
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize()) + "\n";
 }

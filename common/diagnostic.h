@@ -71,7 +71,8 @@ std::string render_human(const std::vector<Diagnostic>& diags, const SourceFile&
 std::string render_json(const std::vector<Diagnostic>& diags, const SourceFile& file);
 
 /// The final line of the JSON message format: `{"type": "summary", "file":
-/// ..., "errors": N, "warnings": N, "success": true|false}` and a newline.
+/// ..., "errors": N, "warnings": N, "success": true|false, "kern": {the
+/// version_json() object of common/version.h}}` and a newline.
 /// `success` is the caller's verdict (false also when warnings are denied).
 std::string render_json_summary(const std::vector<Diagnostic>& diags, const SourceFile& file, bool success);
 

@@ -37,6 +37,7 @@ import struct
 import sys
 
 import safetensors_io as st
+from progress import Progress
 from dspark_config import draft_tensors, load_draft_config
 from qwen3_config import ConfigError, exported_tensors, load_config, rope_cache_bytes
 from tool_io import ContentError, check_output_path, run
@@ -192,7 +193,11 @@ def export(directory, output, draft_dir=None, draft_config=None, markov_file=Non
                 opened.append(Checkpoint.single_file(markov_file))
                 markov = opened[-1]
             out += draft_specs(cfg, draft, opened[1], markov)
-        st.write(output, out, FORMAT_METADATA)
+        bar = Progress("export_qwen3", output, sum(s.size_bytes for s in out))
+        try:
+            st.write(output, out, FORMAT_METADATA, progress=bar.update)
+        finally:
+            bar.clear()
     finally:
         for ckpt in opened:
             ckpt.close()

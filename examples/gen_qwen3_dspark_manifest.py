@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gen_qwen3_dspark_manifest.py CONFIG.json DRAFT.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR]
+"""gen_qwen3_dspark_manifest.py CONFIG.json DRAFT.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR | --unpinned]
 
 Writes a speculative-decoding kern manifest (SPEC §8, docs/speculative.md):
 the target Qwen3 of CONFIG.json (HF config) plus a DSpark draft (a DFlash
@@ -25,7 +25,8 @@ Each tap is one GEMM with a column block of DFlash's `fc` placed where the
 tapped layer's output is complete (the first plain, the others accumulating,
 beta = 1): no concat buffer. Tap convention: the layer's OUTPUT (DFlash's
 `hidden_states[layer_id + 1]`). Output is deterministic (json_out.py);
---kernels-dir pins steps as gen_qwen3_manifest.py does.
+--kernels-dir, its default (the repository's build/kernels when it exists)
+and --unpinned work as in gen_qwen3_manifest.py.
 
 Exit status: 0 on success, 1 on a bad config, 2 on bad usage or a file that
 cannot be read or written.
@@ -225,7 +226,7 @@ def main(argv):
     ap.add_argument("draft", help="DSpark draft config (examples/dspark_config.py)")
     ap.add_argument("-o", "--output", required=True, help="manifest to write")
     ap.add_argument("--tokens-max", type=int, default=512, help="upper bound of the `tokens` symbol (default 512)")
-    ap.add_argument("--kernels-dir", help="directory of built kernel files to pin steps to (cubin + sha256)")
+    g.add_pin_options(ap)
     ap.add_argument("--model", help="meta.model label (default: derived from the geometry)")
     args = ap.parse_args(argv)
     if not 1 <= args.tokens_max <= g.I32_MAX:
@@ -239,8 +240,9 @@ def main(argv):
     label = args.model or (g.default_label(c) + f" + dspark L={d.layers} block={d.block}")
     doc = manifest(c, d, args.tokens_max, label)
     g.check_i32_literals(doc, args.config)
-    if args.kernels_dir:
-        g.pin_kernels(doc, args.kernels_dir)
+    kernels_dir = g.resolve_kernels_dir(args, "gen_qwen3_dspark_manifest")
+    if kernels_dir:
+        g.pin_kernels(doc, kernels_dir)
     text = dumps(doc)
     write_atomic(args.output, lambda f: f.write(text), binary=False)
     return 0

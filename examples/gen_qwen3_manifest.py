@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gen_qwen3_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR] [--kernels fused|unfused]
+"""gen_qwen3_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kernels fused|unfused]
 
 Writes a kern manifest v2 (SPEC §3) for a Hugging Face Qwen3 config.json:
 exactly the buffers, kernels (docs/kernels.md ABIs) and programs `prefill` /
@@ -14,7 +14,10 @@ order this file inserts them, 2-space indent, one trailing newline
 its symbol and writes that file's sha256 (SPEC §3 `cubin` + `sha256`). A file
 named `<symbol>.cubin` / `<symbol>.fatbin` wins; otherwise the one `.cubin` /
 `.fatbin` whose bytes contain the symbol name (uncompressed ELF string table).
-Without it, steps carry no pin and the runtime searches every loaded module.
+Without it, the generator pins to `build/kernels` of the repository it runs
+from when that directory exists (the build stages the CUDA fatbins there),
+and otherwise says on stderr where it looked; `--unpinned` writes no pins
+(the runtime then searches every loaded module, and kern-verify warns W0001).
 
 Config values the manifest passes as i32 kernel parameters (vocab_size,
 hidden_size, ...) must fit in an i32; a config that breaks this is refused.
@@ -554,13 +557,41 @@ def pin_kernels(doc, kernels_dir):
             steps[i] = pinned
 
 
+# The build's staged CUDA fatbins beside this file's repository (kernels-src/cuda/meson.build).
+DEFAULT_KERNELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build", "kernels")
+
+
+def add_pin_options(ap):
+    """--kernels-dir DIR and --unpinned, shared by the manifest generators."""
+    pins = ap.add_mutually_exclusive_group()
+    pins.add_argument("--kernels-dir", help="directory of built kernel files to pin steps to (cubin + sha256); "
+                                            f"default: {DEFAULT_KERNELS_DIR} when it exists")
+    pins.add_argument("--unpinned", action="store_true", help="write no cubin/sha256 pins")
+
+
+def resolve_kernels_dir(args, tool):
+    """The directory to pin steps to, or None: --kernels-dir, else the
+    repository's build/kernels when it exists (else a note on stderr saying
+    where the generator looked), nothing with --unpinned."""
+    if args.unpinned:
+        return None
+    if args.kernels_dir:
+        return args.kernels_dir
+    if os.path.isdir(DEFAULT_KERNELS_DIR):
+        return DEFAULT_KERNELS_DIR
+    print(f"{tool}: note: steps not pinned: no --kernels-dir, and {DEFAULT_KERNELS_DIR} does not exist "
+          "(build kern with nvcc to stage the fatbins there, or pass --kernels-dir DIR; --unpinned says this is "
+          "intended)", file=sys.stderr)
+    return None
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("config", help="HF Qwen3 config.json")
     ap.add_argument("-o", "--output", required=True, help="manifest to write")
     ap.add_argument("--tokens-max", type=int, default=512, help="upper bound of the `tokens` symbol (default 512)")
-    ap.add_argument("--kernels-dir", help="directory of built kernel files to pin steps to (cubin + sha256)")
+    add_pin_options(ap)
     ap.add_argument("--model", help="meta.model label (default: derived from the geometry)")
     ap.add_argument("--kernels", choices=("fused", "unfused"), default="fused",
                     help="decode kernel set: fused (default; docs/kernels.md §11-13) or unfused (the original 12 "
@@ -573,8 +604,9 @@ def main(argv):
     check_i32_ranges(c, args.tokens_max, args.config)
     doc = manifest(c, args.tokens_max, args.model or default_label(c), fused=args.kernels == "fused")
     check_i32_literals(doc, args.config)
-    if args.kernels_dir:
-        pin_kernels(doc, args.kernels_dir)
+    kernels_dir = resolve_kernels_dir(args, "gen_qwen3_manifest")
+    if kernels_dir:
+        pin_kernels(doc, kernels_dir)
     text = dumps(doc)
     write_atomic(args.output, lambda f: f.write(text), binary=False)
     return 0

@@ -26,6 +26,7 @@ Qwen3-0.6B (0.75 G values with the materialised lm_head) takes ~4 minutes,
 Qwen3-4B (4.4 G values, 8.8 GB) ~25 minutes. Writes are streamed in 2 MiB
 pieces, so memory stays small for any size, into a temporary file renamed
 over the output at the end: an interrupted run leaves no partial file.
+On a terminal, stderr shows the bytes written (examples/progress.py).
 
 Exit status: 0 on success, 1 on a bad config, 2 on bad usage or a file that
 cannot be read or written (examples/tool_io.py).
@@ -40,6 +41,7 @@ from array import array
 
 import safetensors_io as st
 from dspark_config import draft_tensors, load_draft_config
+from progress import Progress
 from qwen3_config import exported_tensors, load_config, rope_cache_bytes
 from tool_io import check_output_path, run
 
@@ -120,8 +122,14 @@ def main(argv):
     check_output_path(args.output, inputs=[("config", args.config), ("draft config", args.draft)])  # before minutes of work
     cfg = load_config(args.config)
     draft = load_draft_config(args.draft, cfg) if args.draft else None
-    st.write(args.output, specs(cfg, args.seed, draft),
-             {"format": "kern-qwen3-exported", "generator": "gen_random_weights.py", "seed": str(args.seed)})
+    tensors = specs(cfg, args.seed, draft)
+    bar = Progress("gen_random_weights", args.output, sum(s.size_bytes for s in tensors))
+    try:
+        st.write(args.output, tensors,
+                 {"format": "kern-qwen3-exported", "generator": "gen_random_weights.py", "seed": str(args.seed)},
+                 progress=bar.update)
+    finally:
+        bar.clear()
     return 0
 
 

@@ -62,7 +62,7 @@ def load_config(path):
     """Parses `path` (a HF Qwen3 config.json). Raises ConfigError, its
     message starting with `path`, on a file that is not UTF-8 JSON with an
     object at the top, or a config that is not Qwen3-shaped (wrong
-    model_type, rope scaling, attention bias, an activation other than silu,
+    model_type, rope scaling, sliding-window attention, attention bias, an activation other than silu,
     heads not divisible by kv heads); OSError when it cannot be read."""
     with open(path, "rb") as f:
         raw = f.read()
@@ -88,6 +88,9 @@ def parse_config(cfg):
         raise ConfigError(f"config.model_type: expected \"qwen3\", found {cfg.get('model_type')!r}")
     if cfg.get("rope_scaling") not in (None, {}):
         raise ConfigError("config.rope_scaling: rope scaling is not supported (plain neox rope only)")
+    if cfg.get("use_sliding_window", False):
+        raise ConfigError("config.use_sliding_window: sliding-window attention is not supported (every layer "
+                          "attends to the whole context)")
     if cfg.get("attention_bias", False):
         raise ConfigError("config.attention_bias: true is not supported (the exported layout has no biases)")
     if cfg.get("hidden_act", "silu") != "silu":

@@ -61,20 +61,26 @@ def header_bytes(specs, metadata=None):
     return struct.pack("<Q", len(text)) + text
 
 
-def write(path, specs, metadata=None):
+def write(path, specs, metadata=None, progress=None):
     """Streams `specs` into `path` atomically (tool_io.write_atomic: an
-    interrupted or failed write leaves no partial file). Raises
+    interrupted or failed write leaves no partial file). `progress`, when
+    given, is called with the tensor bytes written so far after each chunk
+    (of sum(s.size_bytes) in all; examples/progress.py). Raises
     SafetensorsError when a tensor's chunks do not add up to its declared
     size, OSError when `path` cannot be written."""
     def write_to(f):
         f.write(header_bytes(specs, metadata))
+        done = 0
         for s in specs:
             written = 0
             for chunk in s.chunks():
                 f.write(chunk)
                 written += len(chunk)
+                if progress is not None:
+                    progress(done + written)
             if written != s.size_bytes:
                 raise SafetensorsError(f"{s.name}: wrote {written} bytes, declared {s.size_bytes} bytes")
+            done += written
 
     write_atomic(path, write_to)
 

@@ -1,3 +1,4 @@
+// Resolving and checking the speculative caller contract of a plan (spec_contract.h).
 #include "kern-engine/spec_contract.h"
 
 #include <string>

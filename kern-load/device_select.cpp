@@ -53,15 +53,20 @@ Result<std::unique_ptr<Device>> select_device(DeviceChoice choice, std::string* 
     if (*count < 1) return make_error(ErrorKind::kDevice, "the CUDA driver reports no devices");
     return make_cuda_device(cuda_options);
   }
+  // The note is one short line: the reason in a few words (the library
+  // search's full story is what --device cuda prints) and how to silence it.
   std::string why;
   if (count.ok() && *count >= 1) {
     auto cuda = make_cuda_device(cuda_options);
     if (cuda.ok()) return cuda;
-    why = cuda.error().message;
+    why = "the CUDA device failed to start (--device cuda says why)";
+  } else if (count.ok()) {
+    why = "the CUDA driver reports no devices";
   } else {
-    why = count.ok() ? std::string("the CUDA driver reports no devices") : count.error().message;
+    why = count.error().message.starts_with("no CUDA driver") ? "no CUDA driver" : count.error().message;
   }
-  if (note != nullptr) *note = "no usable CUDA device (" + why + "); using the cpu reference device";
+  if (note != nullptr)
+    *note = why + "; using the cpu reference device (--device cpu skips this note)";
   return make_cpu_device();
 }
 

@@ -28,7 +28,8 @@ Result<int> probe_cuda_devices();
 /// Creates the device for `choice`. kAuto picks cuda when probe_cuda_devices
 /// reports >= 1 device and the cuda device can be created, else cpu, and
 /// writes the reason for falling back to
-/// `*note` ("no CUDA device (...); using the cpu reference device"); kCuda
+/// `*note`, one short line ("no CUDA driver; using the cpu reference device
+/// (--device cpu skips this note)"); kCuda
 /// without a driver or device is an error; kCpu is make_cpu_device().
 /// `cuda` configures the cuda device when one is created.
 Result<std::unique_ptr<Device>> select_device(DeviceChoice choice, std::string* note,

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/file_util.h"
+#include "common/file_kind.h"
 #include "common/plan_checksum.h"
 #include "flatbuffers/flatbuffers.h"
 #include "kern-load/plan_validate.h"
@@ -60,12 +61,15 @@ std::span<const uint8_t> PlanFile::bytes() const { return {owned_.data(), owned_
 Result<PlanFile> PlanFile::check(PlanFile file) {
   std::span<const uint8_t> b = file.bytes();
   auto bad = [&](const std::string& what) { return make_error(ErrorKind::kManifest, file.path_ + ": " + what); };
-  // Identifier first: a clear message for "this is not a plan at all".
+  // Identifier first: a clear message for "this is not a plan at all",
+  // with the next step when the file is a manifest or weights instead.
+  const std::string next_step = not_a_plan_next_step(sniff_file_kind(b), file.path_);
+  auto not_a_plan = [&](const std::string& what) { return bad(next_step.empty() ? what : what + "; " + next_step); };
   if (b.size() < 8)
-    return bad("not a kplan file: " + std::to_string(b.size()) + " B is shorter than the 8-byte header");
+    return not_a_plan("not a kplan file: " + std::to_string(b.size()) + " B is shorter than the 8-byte header");
   if (std::memcmp(b.data() + 4, kPlanFileIdentifier, 4) != 0)
-    return bad("not a kplan file: file identifier '" + printable(b.data() + 4, 4) + "', expected '" +
-               kPlanFileIdentifier + "'");
+    return not_a_plan("not a kplan file: file identifier '" + printable(b.data() + 4, 4) + "', expected '" +
+                      kPlanFileIdentifier + "'");
   if (b.size() > FLATBUFFERS_MAX_BUFFER_SIZE) return bad("file of " + std::to_string(b.size()) + " B is too large");
   // A finished FlatBuffers buffer is padded to its minimum alignment (at
   // least the 4-byte uoffset_t); any other size is a truncated or padded file,

@@ -13,7 +13,7 @@
 
 #include "CLI/CLI.hpp"
 #include "common/sha256.h"
-#include "kern-run/build_info.h"
+#include "common/build_info.h"
 #include "kern-run/cli_checks.h"
 #include "kern-run/cli_errors.h"
 #include "kern-run/cli_options.h"
@@ -24,6 +24,7 @@
 #include "kern-run/load_model.h"
 #include "kern-run/progress.h"
 #include "kern-run/stream_output.h"
+#include "kern-run/weights_hint.h"
 
 namespace kern::run {
 namespace {
@@ -107,7 +108,8 @@ std::vector<BenchTest> bench_tests(const BenchPlan& plan) {
   return tests;
 }
 
-Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& plan) {
+Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& plan,
+                                         const std::function<void(const BenchTest&)>& on_test_done) {
   std::vector<BenchTest> tests = bench_tests(plan);
   std::mt19937_64 rng(plan.seed);
   std::vector<int64_t> ids(bench_capacity(plan));
@@ -132,6 +134,7 @@ Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& 
       records.insert(records.end(), steady.begin(), steady.end());
     }
     if (t.n_gen > 0 && !t.spec) t.decode = engine::average_decode(records);
+    if (on_test_done) on_test_done(t);
   }
   return tests;
 }
@@ -155,7 +158,8 @@ std::variant<BenchCommand, int> parse_bench_command(int argc, char** argv) {
   BenchPlan& plan = cmd.plan;
   CLI::App app{"kern-run bench: prompt processing (pp) and text generation (tg) speed, like llama-bench",
                "kern-run bench"};
-  app.add_option("plan", cmd.plan_path, "the .kplan written by kern-verify")->required();
+  app.add_option("plan", cmd.plan_path, "the .kplan written by kern-verify, or a model folder (examples/convert_hf.py)")
+      ->required();
   LoadOptionsParser load(app, cmd.settings);
   app.add_option("--decode", decode_text,
                  "tg tests' decode loop: async, sync (host writes and waits every step, as kern-run --sync) "
@@ -182,7 +186,7 @@ std::variant<BenchCommand, int> parse_bench_command(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  if (Status s = load.finish(); !s.ok()) return fail(s.error());
+  if (Status s = load.finish(cmd.plan_path); !s.ok()) return fail(s.error());
   auto format = parse_bench_format(format_text);
   if (!format.ok()) return fail(format.error());
   cmd.format = *format;
@@ -217,18 +221,37 @@ Status execute_bench(BenchCommand& cmd) {
   const uint64_t capacity = std::max(needed, engine::default_capacity(c));
   KERN_ASSIGN_OR_RETURN(auto digest, sha256_file(cmd.plan_path));
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
-  KERN_ASSIGN_OR_RETURN(auto model, load_model(std::move(opened), cmd.settings, capacity, &progress));
-  BenchInfo info{cmd.plan_path,  hex_encode(digest), model->device_name(), driver_version(model->device_name()),
+  auto loaded = load_model(std::move(opened), cmd.settings, capacity, &progress);
+  if (!loaded.ok()) return with_weights_next_step(loaded.error(), cmd.plan_path, cmd.settings.weights_path);
+  auto model = std::move(loaded.value());
+  BenchInfo info{cmd.plan_path,  hex_encode(digest),          model->device_name(), driver_version(model->device_name()),
                  kBuildCommit,   c.clamp_chunk(cmd.plan.chunk), cmd.plan.warmup};
-  KERN_ASSIGN_OR_RETURN(auto tests, run_bench(*model, cmd.plan));
-  std::string table = render_bench_md(info, tests);
-  switch (cmd.format) {
-    case BenchFormat::kMd: write_stdout(table); break;
-    case BenchFormat::kCsv: write_stdout(render_bench_csv(info, tests)); break;
-    case BenchFormat::kJson: write_stdout(render_bench_json(info, tests)); break;
-    case BenchFormat::kJsonl: write_stdout(render_bench_jsonl(info, tests)); break;
-  }
-  if (cmd.format != BenchFormat::kMd) std::cerr << table;
+  // The header at once and each test's row as it finishes (as llama-bench
+  // prints): the table on stdout, or on stderr beside the machine format on
+  // stdout; csv and jsonl stream their rows too, json (one array) is
+  // printed whole at the end so that a failed test leaves no broken array.
+  const bool md = cmd.format == BenchFormat::kMd;
+  auto out = [](const std::string& text) {
+    write_stdout(text);
+    (void)flush_stdout();  // a failure is latched and reported when the command ends
+  };
+  auto table = [&](const std::string& text) {
+    if (md) {
+      out(text);
+    } else {
+      std::cerr << text << std::flush;
+    }
+  };
+  table(render_bench_md_head(info));
+  if (cmd.format == BenchFormat::kCsv) out(render_bench_csv_head());
+  auto on_test_done = [&](const BenchTest& t) {
+    table(render_bench_md_row(t));
+    if (cmd.format == BenchFormat::kCsv) out(render_bench_csv_rows(info, t));
+    if (cmd.format == BenchFormat::kJsonl) out(render_bench_jsonl_row(info, t));
+  };
+  KERN_ASSIGN_OR_RETURN(auto tests, run_bench(*model, cmd.plan, on_test_done));
+  if (cmd.format == BenchFormat::kJson) out(render_bench_json(info, tests));
+  table(render_bench_md_tail(tests));
   return {};
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,7 +50,10 @@ uint64_t bench_capacity(const BenchPlan& plan);
 /// plus a block for speculative tests, which need the model's speculative
 /// contract). pp tests run the model runner's prefill; tg tests go through
 /// the engine (engine.h). Errors get the test name as context ("pp512: ...").
-Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& plan);
+/// `on_test_done`, when set, is called with each test as soon as its
+/// repetitions are done (bench prints its row then).
+Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& plan,
+                                         const std::function<void(const BenchTest&)>& on_test_done = {});
 
 /// `kern-run bench PLAN --weights W [-p 512] [-n 128] [-r 5] [-o md]`:
 /// argv[0] is "bench". Prints the chosen format on stdout (and the md table

@@ -133,21 +133,25 @@ Result<BenchFormat> parse_bench_format(const std::string& s) {
   return make_error(ErrorKind::kUsage, "-o: unknown format '" + s + "' (expected md, csv, json or jsonl)");
 }
 
-std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>& tests) {
-  std::string out = "plan: " + info.plan + " (sha256 " + info.plan_sha256 + ")\n" + "device: " + info.device +
-                    ", driver " + info.driver + ", build " + info.build_commit + ", chunk " +
-                    std::to_string(info.chunk) + "\n\n";
-  out += "| test | t/s | median t/s | reps |\n| --- | ---: | ---: | ---: |\n";
-  for (const BenchTest& t : tests) {
-    Stats s = summarize(tokens_per_s(t));
-    out += "| " + t.name() + " | " + format_double("%.2f", s.mean) + " ± " + format_double("%.2f", s.sd) + " | " +
-           format_double("%.2f", s.median) + " | " + std::to_string(t.ms.size()) + " |\n";
-  }
+std::string render_bench_md_head(const BenchInfo& info) {
+  return "plan: " + info.plan + " (sha256 " + info.plan_sha256 + ")\n" + "device: " + info.device + ", driver " +
+         info.driver + ", build " + info.build_commit + ", chunk " + std::to_string(info.chunk) + "\n\n" +
+         "| test | t/s | median t/s | reps |\n| --- | ---: | ---: | ---: |\n";
+}
+
+std::string render_bench_md_row(const BenchTest& t) {
+  Stats s = summarize(tokens_per_s(t));
+  return "| " + t.name() + " | " + format_double("%.2f", s.mean) + " ± " + format_double("%.2f", s.sd) + " | " +
+         format_double("%.2f", s.median) + " | " + std::to_string(t.ms.size()) + " |\n";
+}
+
+std::string render_bench_md_tail(const std::vector<BenchTest>& tests) {
   bool any_tg = false;
   for (const BenchTest& t : tests) any_tg = any_tg || (t.n_gen > 0 && !t.spec);
-  if (!any_tg) return out + render_spec_md(tests);
-  out += "\n| test | decode loop | launches/step | host writes/step | host waits/step | GPU busy ms/step | "
-         "GPU wall ms/step | host gap us/step |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  if (!any_tg) return render_spec_md(tests);
+  std::string out =
+      "\n| test | decode loop | launches/step | host writes/step | host waits/step | GPU busy ms/step | "
+      "GPU wall ms/step | host gap us/step |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const BenchTest& t : tests) {
     if (t.n_gen == 0 || t.spec) continue;  // speculative tests: their own table
     const engine::DecodeStats& d = t.decode;
@@ -158,20 +162,33 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
            gpu("%.4f", d.gpu_busy_ms_per_step) + " | " + gpu("%.4f", d.gpu_wall_ms_per_step) + " | " +
            gpu("%.1f", d.host_gap_us_per_step) + " |\n";
   }
-  out += render_spec_md(tests);
+  return out + render_spec_md(tests);
+}
+
+std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>& tests) {
+  std::string out = render_bench_md_head(info);
+  for (const BenchTest& t : tests) out += render_bench_md_row(t);
+  return out + render_bench_md_tail(tests);
+}
+
+std::string render_bench_csv_head() {
+  return "plan,plan_sha256,device,driver,build_commit,chunk,test,n_prompt,n_gen,rep,ms,tokens_per_s\n";
+}
+
+std::string render_bench_csv_rows(const BenchInfo& info, const BenchTest& t) {
+  std::string out;
+  std::vector<double> ts = tokens_per_s(t);
+  for (size_t i = 0; i < t.ms.size(); ++i)
+    out += csv_field(info.plan) + "," + info.plan_sha256 + "," + csv_field(info.device) + "," +
+           csv_field(info.driver) + "," + csv_field(info.build_commit) + "," + std::to_string(info.chunk) + "," +
+           t.name() + "," + std::to_string(t.n_prompt) + "," + std::to_string(t.n_gen) + "," + std::to_string(i) +
+           "," + format_double("%.6f", t.ms[i]) + "," + format_double("%.4f", ts[i]) + "\n";
   return out;
 }
 
 std::string render_bench_csv(const BenchInfo& info, const std::vector<BenchTest>& tests) {
-  std::string out = "plan,plan_sha256,device,driver,build_commit,chunk,test,n_prompt,n_gen,rep,ms,tokens_per_s\n";
-  for (const BenchTest& t : tests) {
-    std::vector<double> ts = tokens_per_s(t);
-    for (size_t i = 0; i < t.ms.size(); ++i)
-      out += csv_field(info.plan) + "," + info.plan_sha256 + "," + csv_field(info.device) + "," +
-             csv_field(info.driver) + "," + csv_field(info.build_commit) + "," + std::to_string(info.chunk) + "," +
-             t.name() + "," + std::to_string(t.n_prompt) + "," + std::to_string(t.n_gen) + "," + std::to_string(i) +
-             "," + format_double("%.6f", t.ms[i]) + "," + format_double("%.4f", ts[i]) + "\n";
-  }
+  std::string out = render_bench_csv_head();
+  for (const BenchTest& t : tests) out += render_bench_csv_rows(info, t);
   return out;
 }
 
@@ -181,9 +198,11 @@ std::string render_bench_json(const BenchInfo& info, const std::vector<BenchTest
   return out + "]\n";
 }
 
+std::string render_bench_jsonl_row(const BenchInfo& info, const BenchTest& t) { return test_json(info, t) + "\n"; }
+
 std::string render_bench_jsonl(const BenchInfo& info, const std::vector<BenchTest>& tests) {
   std::string out;
-  for (const BenchTest& t : tests) out += test_json(info, t) + "\n";
+  for (const BenchTest& t : tests) out += render_bench_jsonl_row(info, t);
   return out;
 }
 

@@ -73,6 +73,18 @@ Result<BenchFormat> parse_bench_format(const std::string& s);
 /// with speculative tests, a third: | test | block | tokens/round |
 /// acceptance | draft ms | verify ms | precompute ms | ms/round |.
 std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>& tests);
+/// render_bench_md in pieces, for printing each test's row as it finishes:
+/// the header lines and the first table's head; one test's row of the first
+/// table; the tables after it (decode loop, speculative) for all `tests`.
+std::string render_bench_md_head(const BenchInfo& info);
+std::string render_bench_md_row(const BenchTest& t);
+std::string render_bench_md_tail(const std::vector<BenchTest>& tests);
+/// render_bench_csv in pieces: the header row; one test's rows.
+std::string render_bench_csv_head();
+std::string render_bench_csv_rows(const BenchInfo& info, const BenchTest& t);
+/// One line of render_bench_jsonl.
+std::string render_bench_jsonl_row(const BenchInfo& info, const BenchTest& t);
+
 /// A header row, then one row per repetition: plan, plan_sha256, device,
 /// driver, build_commit, chunk, test, n_prompt, n_gen, rep, ms, tokens_per_s.
 std::string render_bench_csv(const BenchInfo& info, const std::vector<BenchTest>& tests);

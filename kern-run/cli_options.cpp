@@ -2,8 +2,10 @@
 #include "kern-run/cli_options.h"
 
 #include <charconv>
+#include <filesystem>
 
 #include "CLI/CLI.hpp"
+#include "common/version.h"
 #include "kern-run/cli_checks.h"
 #include "kern-run/cli_errors.h"
 
@@ -77,9 +79,23 @@ LoadOptionsParser::LoadOptionsParser(CLI::App& app, LoadSettings& settings) : se
   app.add_option("--kernels", settings.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
 }
 
-Status LoadOptionsParser::finish() {
+Status LoadOptionsParser::finish(std::string& plan_path, std::string* tokenizer_path) {
   if (random_->count() > 0) settings_.random_weights_seed = random_seed_;
-  if (weights_->count() == 0 && random_->count() == 0)
+  std::error_code ec;
+  if (std::filesystem::is_directory(plan_path, ec)) {  // a model folder (examples/convert_hf.py)
+    const std::filesystem::path dir(plan_path);
+    if (!std::filesystem::is_regular_file(dir / kModelPlanFile, ec))
+      return make_error(ErrorKind::kUsage, plan_path + ": a directory without " + kModelPlanFile +
+                                               ": give a .kplan, or a model folder written by examples/convert_hf.py");
+    plan_path = (dir / kModelPlanFile).string();
+    if (weights_->count() == 0 && random_->count() == 0 &&
+        std::filesystem::is_regular_file(dir / kModelWeightsFile, ec))
+      settings_.weights_path = (dir / kModelWeightsFile).string();
+    if (tokenizer_path != nullptr && tokenizer_path->empty() &&
+        std::filesystem::is_regular_file(dir / kModelTokenizerFile, ec))
+      *tokenizer_path = (dir / kModelTokenizerFile).string();
+  }
+  if (settings_.weights_path.empty() && random_->count() == 0)
     return make_error(ErrorKind::kUsage, "--weights is required (or --random-weights SEED)");
   return {};
 }
@@ -92,7 +108,13 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   CLI::App app{"kern-run: replay a .kplan; greedy Qwen3 generation (SPEC §7).\n"
                "Subcommands (first argument): tokenize, detokenize, bench (see kern-run SUBCOMMAND --help).",
                "kern-run"};
-  app.add_option("plan", o.plan_path, "the .kplan written by kern-verify")->required();
+  app.set_version_flag("--version", [] {
+    std::string line = version_text("kern-run");
+    line.pop_back();  // CLI11 adds the newline
+    return line;
+  }(), "print the version, commit, plan format and build type, and exit");
+  app.add_option("plan", o.plan_path, "the .kplan written by kern-verify, or a model folder (examples/convert_hf.py)")
+      ->required();
   LoadOptionsParser load(app, o.load);
   auto* ids = app.add_option("--prompt-ids", ids_text, "comma-separated prompt token ids, e.g. 1,2,3");
   auto* text = app.add_option("--prompt", prompt_text, "prompt text (needs --tokenizer)");
@@ -135,14 +157,19 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
     print_error(message);
     return ParsedCommandLine{std::nullopt, 2};
   };
-  if (Status s = load.finish(); !s.ok()) return usage(s.error().message);
+  if (Status s = load.finish(o.plan_path, &o.tokenizer_path); !s.ok()) return usage(s.error().message);
   if (ids->count() > 0) {
     auto parsed = parse_id_list(ids_text);
     if (!parsed.ok()) return usage(parsed.error().message);
     o.prompt_ids = std::move(parsed.value());
     if (o.chat) return usage("--chat needs a text prompt (--prompt, --prompt-file or stdin), not --prompt-ids");
   } else if (o.tokenizer_path.empty()) {
-    return usage("a text prompt needs --tokenizer (or give token ids with --prompt-ids)");
+    if (text->count() == 0 && file->count() == 0)  // nothing given; stdin alone needs a tokenizer too
+      return usage("no prompt: give token ids (--prompt-ids 1,2,3) or text (--prompt TEXT, --prompt-file FILE "
+                   "or stdin) with the model's --tokenizer tokenizer.json");
+    return usage(std::string(text->count() > 0 ? "--prompt" : "--prompt-file") +
+                 " needs --tokenizer tokenizer.json (the model's Hugging Face tokenizer) to turn text into ids; "
+                 "or give ids with --prompt-ids");
   }
   if (text->count() > 0) o.prompt_text = std::move(prompt_text);
   if (sys->count() > 0) o.system = std::move(system);

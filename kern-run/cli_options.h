@@ -46,6 +46,11 @@ struct RunOptions {
   bool spec = false;  ///< --spec: speculative decoding with the plan's DSpark draft (engine.h)
 };
 
+/// The files of a model folder written by examples/convert_hf.py.
+inline constexpr const char* kModelPlanFile = "model.kplan";
+inline constexpr const char* kModelWeightsFile = "weights.safetensors";
+inline constexpr const char* kModelTokenizerFile = "tokenizer.json";
+
 /// The load options `kern-run` and `kern-run bench` share: --weights,
 /// --random-weights SEED (instead of --weights), --eager, --device and
 /// --kernels, registered on a CLI11 app and written into `settings`.
@@ -53,9 +58,15 @@ class LoadOptionsParser {
  public:
   /// Registers the options; `settings` must outlive this object.
   LoadOptionsParser(CLI::App& app, LoadSettings& settings);
-  /// After the app parsed: records the --random-weights seed. Errors (kUsage):
-  /// neither --weights nor --random-weights given.
-  Status finish();
+  /// After the app parsed: records the --random-weights seed and resolves a
+  /// model folder (examples/convert_hf.py's output) given as the plan:
+  /// `plan_path` DIR becomes DIR/model.kplan, the weights default to
+  /// DIR/weights.safetensors and, when `tokenizer_path` is given and empty,
+  /// the tokenizer to DIR/tokenizer.json if present (the kernels already
+  /// default to the plan's directory). Errors (kUsage): neither --weights nor
+  /// --random-weights given (nor a model folder's weights); a folder without
+  /// model.kplan.
+  Status finish(std::string& plan_path, std::string* tokenizer_path = nullptr);
 
  private:
   LoadSettings& settings_;

@@ -3,6 +3,7 @@
 
 #include <sys/resource.h>
 
+#include "common/version.h"
 #include "kern-run/number_text.h"
 #include "kern-run/spec_report.h"
 #include "rapidjson/stringbuffer.h"
@@ -23,6 +24,19 @@ Speeds speeds(const engine::SequenceResult& r, size_t prompt_tokens) {
     if (r.decode_ms > 0) s.decode_tok_s = static_cast<double>(r.decode_steps) * 1000.0 / r.decode_ms;
   }
   return s;
+}
+
+/// The weights phase of render_stats' load line: what was copied and what
+/// the device reads in place (the cpu device copies nothing), so that an
+/// in-place load does not read as "0.0 MB uploaded".
+std::string weights_phase(const engine::LoadPhases& l) {
+  const load::LoadTimings& e = l.executable;
+  auto mb = [](uint64_t b) { return format_double("%.1f", static_cast<double>(b) / 1e6); };
+  const std::string ms = format_double("%.1f", l.weights_open_ms + e.weights_ms);
+  if (e.weight_bytes_in_place == 0) return "weights upload " + ms + " ms for " + mb(e.weight_bytes) + " MB";
+  if (e.weight_bytes == 0) return "weights " + ms + " ms (" + mb(e.weight_bytes_in_place) + " MB read in place, not copied)";
+  return "weights upload " + ms + " ms for " + mb(e.weight_bytes) + " MB (+ " + mb(e.weight_bytes_in_place) +
+         " MB read in place)";
 }
 
 /// The decode loop's steady-state line of render_stats.
@@ -88,20 +102,15 @@ std::string render_stats(const engine::SequenceResult& r, const ReportContext& c
     const load::LoadTimings& e = l.executable;
     out += "load: " + format_double("%.1f", l.total_ms) + " ms (plan " + format_double("%.1f", l.plan_ms) +
            ", device " + format_double("%.1f", l.device_ms) + ", kernels " + format_double("%.1f", e.kernels_ms) +
-           ", allocate " + format_double("%.1f", e.allocate_ms) + ", weights upload " +
-           format_double("%.1f", l.weights_open_ms + e.weights_ms) + " ms for " +
-           format_double("%.1f", static_cast<double>(e.weight_bytes) / 1e6) + " MB, stage " +
+           ", allocate " + format_double("%.1f", e.allocate_ms) + ", " + weights_phase(l) + ", stage " +
            format_double("%.1f", e.stage_ms) + ")\n";
-    if (e.weight_bytes_in_place > 0)
-      out += "weights in place: " + format_double("%.1f", static_cast<double>(e.weight_bytes_in_place) / 1e6) +
-             " MB read from the mapped file, not copied\n";
   }
   if (ctx.memory != nullptr) {
     const PlanMemoryBytes& m = ctx.memory->bytes;
     auto mb = [](uint64_t b) { return format_double("%.1f", static_cast<double>(b) / 1e6); };
     out += "memory: weights " + mb(m.weights) + " MB, states " + mb(m.states.value_or(0)) + " MB at capacity " +
            std::to_string(ctx.capacity) + ", workspace arena " + mb(m.arena) + " MB (" + mb(m.arena_unplanned) +
-           " MB unplanned, " + mb(m.arena_peak_live) + " MB peak live), io " + mb(m.io) + " MB";
+           " MB before planning, " + mb(m.arena_peak_live) + " MB peak live), io " + mb(m.io) + " MB";
     if (ctx.peak_rss_bytes > 0) out += "; peak resident " + mb(ctx.peak_rss_bytes) + " MB";
     out += "\n";
   }
@@ -212,6 +221,9 @@ std::string render_json(const engine::SequenceResult& r, const ReportContext& ct
   write_number(w, "tokenize_ms", ctx.tokenize_ms);
   if (ctx.load != nullptr) write_load(w, *ctx.load);
   if (ctx.memory != nullptr) write_memory(w, ctx);
+  w.Key("kern");  // the build that produced these figures (common/version.h)
+  const std::string version = version_json();
+  w.RawValue(version.data(), version.size(), rapidjson::kObjectType);
   w.EndObject();
   return sb.GetString();
 }

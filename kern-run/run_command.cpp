@@ -19,6 +19,8 @@
 #include "kern-run/report.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/tokenizer/tokenizer.h"
+#include "kern-run/weights_hint.h"
+#include "kern-run/weights_hint.h"
 #include "spdlog/spdlog.h"
 
 namespace kern::run {
@@ -84,7 +86,9 @@ Status run(const RunOptions& o) {
     return o.prompt_ids ? s.error() : s.error().with_context("the tokenized prompt");
 
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
-  KERN_ASSIGN_OR_RETURN(auto model, load_model(std::move(opened), o.load, capacity, &progress));
+  auto loaded = load_model(std::move(opened), o.load, capacity, &progress);
+  if (!loaded.ok()) return with_weights_next_step(loaded.error(), o.plan_path, o.load.weights_path);
+  auto model = std::move(loaded.value());
   engine::Engine engine(*model);
 
   // Text streams to stdout as it is produced, unless --json wants stdout

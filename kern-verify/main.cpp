@@ -4,9 +4,10 @@
 //   kern-verify MANIFEST.json [-o OUT.kplan] [--deny-warnings] [--color=WHEN]
 //               [--message-format human|json|sarif] [--workspace-warn-bytes N]
 //               [--no-memory-plan]
-//   kern-verify --dump PLAN.kplan [--capacity TOKENS]
+//   kern-verify --dump PLAN.kplan [--capacity TOKENS] [--message-format human|json]
 //   kern-verify --explain E0133
 //   kern-verify --print-catalogue      (docs/diagnostics.md)
+//   kern-verify --version
 //
 // Exit codes: 0 ok (warnings allowed), 1 the manifest has errors (or
 // warnings under --deny-warnings), 2 usage or I/O error (an empty or
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
@@ -28,9 +30,11 @@
 #include <string_view>
 
 #include "common/diagnostic.h"
+#include "common/file_kind.h"
 #include "common/file_util.h"
 #include "common/manifest_reader.h"
 #include "common/source.h"
+#include "common/version.h"
 #include "kern-verify/catalogue.h"
 #include "kern-verify/sarif.h"
 #include "kern-verify/lower.h"
@@ -89,27 +93,36 @@ bool parse_byte_count(const std::string& text, uint64_t& value) {
   return ec == std::errc() && end == text.data() + text.size();
 }
 
-int run_dump(const std::string& path, std::optional<uint64_t> capacity) {
+/// --dump: the plan at `path` as text, or as one JSON object when `json`.
+int run_dump(const std::string& path, std::optional<uint64_t> capacity, bool json) {
   auto bytes = kern::read_file(path);
   if (!bytes.ok()) return fail_usage(bytes.error().message);
   const std::string& b = bytes.value();
-  auto text = kern::verify::dump_plan(
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size()), capacity);
+  const std::span<const uint8_t> span(reinterpret_cast<const uint8_t*>(b.data()), b.size());
+  // A manifest or weights file instead of a plan: say what to run instead.
+  if (const kern::FileKind kind = kern::sniff_file_kind(span); kind != kern::FileKind::kOther)
+    return fail_usage(path + ": not a valid plan: " + kern::not_a_plan_next_step(kind, path));
+  auto text = json ? kern::verify::dump_plan_json(span, capacity) : kern::verify::dump_plan(span, capacity);
   if (!text.ok()) return fail_usage(path + ": " + text.error().message);
   print_stdout(text.value());
   return kExitOk;
 }
 
-int run_explain(const std::string& code) {
+int run_explain(const std::string& given) {
+  // Codes are upper-case and topics lower-case; either spelling is accepted
+  // (`--explain e0101` is E0101, as rustc's --explain takes).
+  std::string code = given, topic = given;
+  for (char& c : code) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char& c : topic) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (const auto* entry = kern::verify::find_catalogue_entry(code)) {
     print_stdout(kern::verify::render_explanation(*entry));
     return kExitOk;
   }
-  if (const auto* topic = kern::verify::find_catalogue_topic(code)) {
-    print_stdout(kern::verify::render_topic(*topic));
+  if (const auto* found = kern::verify::find_catalogue_topic(topic)) {
+    print_stdout(kern::verify::render_topic(*found));
     return kExitOk;
   }
-  return fail_usage("no diagnostic has the code `" + code +
+  return fail_usage("no diagnostic has the code `" + given +
                     "` (codes look like E0001, E0133, W0001; docs/diagnostics.md lists them all; topics: pdl)");
 }
 
@@ -127,7 +140,7 @@ void print_diagnostics(const std::vector<kern::Diagnostic>& diags, const kern::S
     return;
   }
   if (out.format == "sarif") {
-    print_stdout(kern::verify::render_sarif(diags, file, KERN_VERSION));
+    print_stdout(kern::verify::render_sarif(diags, file));
     return;
   }
   if (!diags.empty()) std::cerr << kern::render_human(diags, file, out.color);
@@ -176,18 +189,24 @@ int main(int argc, char** argv) {
   kern::verify::LowerOptions lower_options;
   bool no_memory_plan = false;
   bool print_catalogue = false;
+  app.set_version_flag("--version", [] {
+    std::string line = kern::version_text("kern-verify");
+    line.pop_back();  // CLI11 adds the newline
+    return line;
+  }(), "print the version, commit, plan format and build type, and exit");
   app.add_option("manifest", manifest_path, "manifest.json to check");
   auto* out_option = app.add_option("-o,--output", out_path, "write the plan here on success (atomically)");
   app.add_option("--dump", dump_path, "print a .kplan in readable form and exit");
   app.add_option("--explain", explain_code, "print the long explanation of a diagnostic code, or of a topic (pdl)");
   app.add_flag("--print-catalogue", print_catalogue, "print every diagnostic code as markdown (docs/diagnostics.md)");
-  app.add_flag("--deny-warnings", out.deny_warnings, "treat warnings as errors (exit 1, no plan)");
-  app.add_option("--color", color_when, "colour human diagnostics: never, always or auto")
-      ->check(CLI::IsMember({"never", "always", "auto"}));
-  app.add_option("--message-format", out.format,
-                 "human (stderr, default), json (one object per line + a summary, stdout) or sarif (SARIF 2.1.0, "
-                 "stdout)")
-      ->check(CLI::IsMember({"human", "json", "sarif"}));
+  auto* deny_option = app.add_flag("--deny-warnings", out.deny_warnings, "treat warnings as errors (exit 1, no plan)");
+  auto* color_option = app.add_option("--color", color_when, "colour human diagnostics: never, always or auto")
+                           ->check(CLI::IsMember({"never", "always", "auto"}));
+  auto* format_option =
+      app.add_option("--message-format", out.format,
+                     "human (stderr, default), json (one object per line + a summary, stdout) or sarif (SARIF 2.1.0, "
+                     "stdout); with --dump: human (text) or json (one object, docs/plan-format.md)")
+          ->check(CLI::IsMember({"human", "json", "sarif"}));
   auto* warn_option = app.add_option("--workspace-warn-bytes", warn_bytes,
                  "warn (W0003) about a workspace buffer larger than this many bytes at the symbols' maxima "
                  "(default 1 GiB)");
@@ -225,7 +244,19 @@ int main(int argc, char** argv) {
       capacity = tokens;
     }
     if (no_memory_plan && manifest_path.empty()) return fail_usage("--no-memory-plan needs a MANIFEST.json to compile");
-    if (!dump_path.empty()) return finish_stdout(run_dump(dump_path, capacity));
+    // No option is silently ignored: each one a mode does not read is refused.
+    if (manifest_path.empty()) {
+      if (deny_option->count() > 0) return fail_usage("--deny-warnings needs a MANIFEST.json to check");
+      if (color_option->count() > 0) return fail_usage("--color colours the diagnostics of a MANIFEST.json check");
+      if (warn_option->count() > 0) return fail_usage("--workspace-warn-bytes needs a MANIFEST.json to check");
+      if (format_option->count() > 0 && dump_path.empty())
+        return fail_usage("--message-format applies to a MANIFEST.json check or a --dump");
+      if (format_option->count() > 0 && out.format == "sarif")
+        return fail_usage("--dump prints human text or json, not sarif (SARIF reports diagnostics)");
+    }
+    if (color_option->count() > 0 && out.format != "human")
+      return fail_usage("--color colours human diagnostics; --message-format " + out.format + " has no colour");
+    if (!dump_path.empty()) return finish_stdout(run_dump(dump_path, capacity, out.format == "json"));
     if (!explain_code.empty()) return finish_stdout(run_explain(explain_code));
     if (print_catalogue) {
       print_stdout(kern::verify::render_catalogue_markdown());

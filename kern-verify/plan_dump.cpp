@@ -1,6 +1,7 @@
 // dump_plan(): see plan_dump.h. Indices are printed as `[i]` with the name
 // they point at, so a reader can follow the wiring without the manifest.
 #include "kern-verify/plan_dump.h"
+#include "kern-verify/plan_view.h"
 
 #include <array>
 #include <bit>
@@ -22,12 +23,9 @@ namespace {
 
 namespace fb = flatbuffers;
 
-std::string name_of(const fb::String* s) { return s ? s->str() : std::string("?"); }
+std::string name_of(const fb::String* s) { return plan_name(s); }
 
-std::string dtype_str(plan::DType d) {
-  return static_cast<uint8_t>(d) <= static_cast<uint8_t>(plan::DType::MAX) ? std::string(dtype_name(from_plan(d)))
-                                                                           : "dtype#" + std::to_string(static_cast<int>(d));
-}
+std::string dtype_str(plan::DType d) { return plan_dtype_text(d); }
 
 class Dumper {
  public:
@@ -48,29 +46,8 @@ class Dumper {
   }
 
  private:
-  std::string symbol_name(uint64_t i) const {
-    return i < p_.symbols()->size() ? name_of(p_.symbols()->Get(static_cast<fb::uoffset_t>(i))->name())
-                                    : "sym#" + std::to_string(i);
-  }
-
   /// "ceil_div(mul(tokens, 32), 4)"
-  std::string expr(const plan::Expr* e) const {
-    if (e == nullptr || e->nodes() == nullptr || e->nodes()->size() == 0) return "<empty>";
-    // The FlatBuffers Verifier does not check that 8-byte structs are aligned.
-    if (reinterpret_cast<uintptr_t>(e->nodes()->Data()) % alignof(plan::ExprNode) != 0) return "<misaligned>";
-    std::string s;
-    for (fb::uoffset_t i = 0; i < e->nodes()->size(); ++i) {
-      const plan::ExprNode* n = e->nodes()->Get(i);
-      switch (n->op()) {
-        case plan::ExprOp::const_: s = std::to_string(n->operand()); break;
-        case plan::ExprOp::sym: s = symbol_name(n->operand()); break;
-        case plan::ExprOp::ceil_div: s = "ceil_div(" + s + ", " + std::to_string(n->operand()) + ")"; break;
-        case plan::ExprOp::mul: s = "mul(" + s + ", " + std::to_string(n->operand()) + ")"; break;
-        default: s = "<op " + std::to_string(static_cast<int>(n->op())) + ">"; break;
-      }
-    }
-    return s;
-  }
+  std::string expr(const plan::Expr* e) const { return plan_expr_text(p_, e); }
 
   std::string shape(const fb::Vector<fb::Offset<plan::Expr>>* dims) const {
     std::string s = "[";
@@ -288,32 +265,7 @@ class Dumper {
 }  // namespace
 
 Result<std::string> dump_plan(std::span<const uint8_t> bytes, std::optional<uint64_t> capacity) {
-  auto bad = [](const std::string& why) { return make_error(ErrorKind::kManifest, "not a valid plan: " + why); };
-  if (bytes.size() < 8) return bad("file is " + std::to_string(bytes.size()) + " bytes, too short");
-  // A finished FlatBuffers buffer is padded to its largest alignment, at
-  // least 4 (the root uoffset); another size means a truncated file even
-  // when only padding was lost (the Verifier never reads padding).
-  if (bytes.size() % 4 != 0) {
-    return bad("file is " + std::to_string(bytes.size()) + " bytes, not a multiple of 4 (truncated?)");
-  }
-  if (!plan::PlanBufferHasIdentifier(bytes.data())) {
-    return bad("file identifier is not \"" + std::string(kPlanFileIdentifier) + "\"");
-  }
-  // The version before the full Verifier: a plan of another version may not pass it.
-  if (auto version = shallow_plan_format_version(bytes); version && *version != kPlanFormatVersion) {
-    return bad("format version " + std::to_string(*version) + " (this kern-verify reads " +
-               std::to_string(kPlanFormatVersion) + ")");
-  }
-  if (bytes.size() > FLATBUFFERS_MAX_BUFFER_SIZE) {
-    return bad("file is " + std::to_string(bytes.size()) + " bytes, larger than a FlatBuffers buffer can be");
-  }
-  // The checksum before the FlatBuffers body is read (common/plan_checksum.h).
-  auto body = check_plan_trailer(bytes, "");
-  if (!body.ok()) return bad(body.error().message);
-  bytes = *body;
-  fb::Verifier verifier(bytes.data(), bytes.size());
-  if (!plan::VerifyPlanBuffer(verifier)) return bad("FlatBuffers verification failed (corrupt or truncated)");
-  const plan::Plan* p = plan::GetPlan(bytes.data());
+  KERN_ASSIGN_OR_RETURN(const plan::Plan* p, checked_plan(bytes));
   return Dumper(*p, capacity).run();
 }
 

@@ -26,4 +26,13 @@ namespace kern::verify {
 /// identifier, unsupported format_version, an index out of range.
 Result<std::string> dump_plan(std::span<const uint8_t> plan_bytes, std::optional<uint64_t> capacity = {});
 
+/// The same plan as one JSON object and a newline (`--dump PLAN
+/// --message-format json`; the shape is docs/plan-format.md "JSON dump"):
+/// format_version, model, manifest_sha256, spec, then arrays symbols,
+/// states, buffers (with arena_offset for workspace), cubins, kernels (step
+/// indices), steps, scratch and programs (launches with their args, and
+/// buffers_used), the memory object and kern's version. Expressions are
+/// strings in the manifest's syntax. Same errors as dump_plan.
+Result<std::string> dump_plan_json(std::span<const uint8_t> plan_bytes, std::optional<uint64_t> capacity = {});
+
 }  // namespace kern::verify

@@ -7,7 +7,9 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include "common/build_info.h"
 #include "common/json_tree.h"
+#include "common/version.h"
 #include "kern-verify/catalogue.h"
 
 namespace kern::verify {
@@ -158,8 +160,7 @@ void result(Writer& w, const Diagnostic& d, const SourceFile& file) {
 
 }  // namespace
 
-std::string render_sarif(const std::vector<Diagnostic>& unresolved, const SourceFile& file,
-                         const std::string& tool_version) {
+std::string render_sarif(const std::vector<Diagnostic>& unresolved, const SourceFile& file) {
   const std::vector<Diagnostic> diags = with_pointers(unresolved, file);
   rapidjson::StringBuffer buf;
   Writer w(buf);
@@ -174,7 +175,11 @@ std::string render_sarif(const std::vector<Diagnostic>& unresolved, const Source
   w.Key("driver");
   w.StartObject();
   str(w, "name", "kern-verify");
-  str(w, "version", tool_version);
+  str(w, "version", kVersion);
+  // SARIF's property bag (§3.8) for the rest of --version: commit, plan format, build type.
+  w.Key("properties");
+  const std::string version = version_json();
+  w.RawValue(version.data(), version.size(), rapidjson::kObjectType);
   rules(w);
   w.EndObject();
   w.EndObject();

@@ -18,8 +18,8 @@ namespace kern::verify {
 /// location-less notes appended as sentences), the region (1-based lines,
 /// columns in Unicode code points, byte offset and length) and the JSON
 /// pointer as a logical location; notes with a location become
-/// relatedLocations. `tool_version` is written into the driver.
-std::string render_sarif(const std::vector<Diagnostic>& diags, const SourceFile& file,
-                         const std::string& tool_version);
+/// relatedLocations. The driver carries kern's version (common/version.h:
+/// `version`, and commit, plan format and build type in its `properties`).
+std::string render_sarif(const std::vector<Diagnostic>& diags, const SourceFile& file);
 
 }  // namespace kern::verify

@@ -338,7 +338,8 @@ void check_steps(Context& ctx) {
                                       subject + ": step `" + step.symbol + "` is not pinned to a cubin",
                                       step.symbol_span);
           d.label = "resolved in any loaded cubin";
-          d.help = "add \"cubin\" (and \"sha256\") to pin the artifact";
+          d.help = "add \"cubin\" and \"sha256\" to pin the artifact; kern's examples/ generators write them with "
+                   "--kernels-dir DIR (by default build/kernels when it exists)";
         }
       }
       if (step.sha256) {

@@ -12,7 +12,7 @@ pkgs=(meson ninja-build pkg-config g++ rapidjson-dev libcli11-dev libspdlog-dev 
       catch2 libflatbuffers-dev flatbuffers-compiler libssl-dev libpcre2-dev python3)
 pkgs+=(libicu-dev)  # tokenizer: NFC normalization (kern-run/tokenizer)
 pkgs+=(patchelf)  # test/gpu/bundle.sh: the GPU bundle's binaries find its libraries through an $ORIGIN rpath
-pkgs+=(python3-numpy python3-yaml git gcc)  # llama.cpp oracle: gguf-py needs numpy and yaml; clone the bundle; build the C oracle (test/oracle)
+pkgs+=(python3-numpy python3-yaml git gcc)  # examples/convert_hf.py: F16/F32 to BF16 (numpy); llama.cpp oracle: gguf-py needs numpy and yaml; clone the bundle; build the C oracle (test/oracle)
 if [ $build_only -eq 0 ] && ! command -v npm >/dev/null; then
   pkgs+=(nodejs npm)  # test references come from npm (oracles.md)
 fi

@@ -3,8 +3,11 @@
 // manifest_parser_test).
 #include <catch2/catch.hpp>
 
+#include "common/build_info.h"
 #include "common/diagnostic.h"
 #include "common/manifest_reader.h"
+#include "common/plan_format.h"
+#include "common/version.h"
 
 namespace kern {
 namespace {
@@ -135,6 +138,19 @@ TEST_CASE("the json renderer writes one escaped object per diagnostic", "[diagno
   CHECK(render_json({}, file).empty());
 }
 
+TEST_CASE("the version object names the version, commit, plan format and build type", "[diagnostic][version]") {
+  CHECK(kern::version_json() == std::string(R"({"version":")") + kern::kVersion + R"(","commit":")" +
+                                    kern::kBuildCommit + R"(","plan_format":)" +
+                                    std::to_string(kern::kPlanFormatVersion) + R"(,"build_type":")" +
+                                    kern::kBuildType + R"("})");
+  CHECK(kern::version_text("kern-verify") == std::string("kern-verify ") + kern::kVersion + " (commit " +
+                                                 kern::kBuildCommit + ", plan format " +
+                                                 std::to_string(kern::kPlanFormatVersion) + ", " + kern::kBuildType +
+                                                 " build)\n");
+  CHECK(std::string(kern::kVersion) == "0.1.0");
+  CHECK_FALSE(std::string(kern::kBuildCommit).empty());
+}
+
 TEST_CASE("the json summary line counts errors and warnings and carries the verdict", "[diagnostic][json]") {
   SourceFile file("m.json", "{}\n");
   DiagnosticEngine diags;
@@ -142,11 +158,11 @@ TEST_CASE("the json summary line counts errors and warnings and carries the verd
   diags.warning("W0001", "b", span(0, 1));
   diags.warning("W0002", "c", span(0, 1));
   CHECK(render_json_summary(diags.diagnostics(), file, false) ==
-        R"({"type":"summary","file":"m.json","errors":1,"warnings":2,"success":false})"
-        "\n");
+        R"({"type":"summary","file":"m.json","errors":1,"warnings":2,"success":false,"kern":)" +
+            kern::version_json() + "}\n");
   CHECK(render_json_summary({}, file, true) ==
-        R"({"type":"summary","file":"m.json","errors":0,"warnings":0,"success":true})"
-        "\n");
+        R"({"type":"summary","file":"m.json","errors":0,"warnings":0,"success":true,"kern":)" +
+            kern::version_json() + "}\n");
 }
 
 TEST_CASE("sort_by_position orders by offset, then by code, keeping ties stable", "[diagnostic]") {

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -41,7 +42,10 @@ def gen_args(model):
 
 
 def gen(*args, script="gen_qwen3_manifest.py"):
-    return subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", script), *args],
+    """Runs a generator; pins only through an explicit --kernels-dir (never
+    the default build/kernels a developer's checkout may hold)."""
+    pins = [] if "--kernels-dir" in args or "--unpinned" in args else ["--unpinned"]
+    return subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", script), *args, *pins],
                           capture_output=True, text=True)
 
 
@@ -276,6 +280,56 @@ class GeneratedManifests(unittest.TestCase):
             proc = gen(example("tiny-qwen3.config.json"), "-o", out, "--kernels-dir", kdir)
             self.assertEqual(proc.returncode, 1)
             self.assertIn(symbols[0], proc.stderr)
+
+    def test_without_kernels_dir_the_generators_pin_to_the_repositorys_build_kernels_or_say_where_they_looked(self):
+        # A copy of examples/ in a fresh "repository" (issue 25: a quiet happy
+        # path): with <repo>/build/kernels the default pins; without it, one
+        # note names the directory and no step is pinned.
+        symbols = sorted({s["symbol"] for model in ("tiny-qwen3", "tiny-qwen3-dspark")
+                          for k in load(model)["kernels"].values() for s in k["impl"]["steps"]
+                          if not s["symbol"].startswith("extern:")})
+        with tempfile.TemporaryDirectory() as tmp:
+            repo = os.path.join(tmp, "repo")
+            shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(repo, "examples"),
+                            ignore=shutil.ignore_patterns("*.safetensors", "__pycache__"))
+            kdir = os.path.join(repo, "build", "kernels")
+            os.makedirs(kdir)
+            for sym in symbols:  # `<symbol>.fatbin` wins the symbol's lookup
+                with open(os.path.join(kdir, sym + ".fatbin"), "wb") as f:
+                    f.write(b"fake " + sym.encode())
+            config = os.path.join(repo, "examples", "tiny-qwen3.config.json")
+            for script, extra in (("gen_qwen3_manifest.py", []),
+                                  ("gen_qwen3_dspark_manifest.py", [os.path.join(repo, "examples",
+                                                                                 "tiny-qwen3-dspark.config.json")])):
+                tool = os.path.join(repo, "examples", script)
+                out = os.path.join(tmp, "m.json")
+                proc = subprocess.run(["/usr/bin/python3", tool, config, *extra, "-o", out],
+                                      capture_output=True, text=True)
+                self.assertEqual((proc.returncode, proc.stderr), (0, ""))
+                with open(out, encoding="utf-8") as f:
+                    steps = [s for k in json.load(f)["kernels"].values() for s in k["impl"]["steps"]
+                             if not s["symbol"].startswith("extern:")]
+                self.assertTrue(steps)
+                for step in steps:
+                    self.assertEqual(step["cubin"], step["symbol"] + ".fatbin")
+                proc = subprocess.run(["/usr/bin/python3", tool, config, *extra, "-o", out, "--unpinned"],
+                                      capture_output=True, text=True)
+                self.assertEqual((proc.returncode, proc.stderr), (0, ""))
+                with open(out, encoding="utf-8") as f:
+                    self.assertNotIn('"cubin"', f.read())
+            shutil.rmtree(os.path.join(repo, "build"))
+            tool = os.path.join(repo, "examples", "gen_qwen3_manifest.py")
+            proc = subprocess.run(["/usr/bin/python3", tool, config, "-o", out], capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertEqual(proc.stderr, f"gen_qwen3_manifest: note: steps not pinned: no --kernels-dir, and {kdir} "
+                                          "does not exist (build kern with nvcc to stage the fatbins there, or pass "
+                                          "--kernels-dir DIR; --unpinned says this is intended)\n")
+            with open(out, encoding="utf-8") as f:
+                self.assertNotIn('"cubin"', f.read())
+            proc = subprocess.run(["/usr/bin/python3", tool, config, "-o", out, "--unpinned", "--kernels-dir", tmp],
+                                  capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 2)
+            self.assertIn("not allowed with argument", proc.stderr)
 
     def test_kern_verify_accepts_every_generated_manifest(self):
         if not KERN_VERIFY or not os.path.isfile(KERN_VERIFY):

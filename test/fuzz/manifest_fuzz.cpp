@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Renderers must cope with every span the reader and verifier produce.
   (void)kern::render_human(diag.diagnostics(), file, true);
   (void)kern::render_json(diag.diagnostics(), file);
-  (void)kern::verify::render_sarif(diag.diagnostics(), file, "fuzz");
+  (void)kern::verify::render_sarif(diag.diagnostics(), file);
   if (!verified || diag.has_errors()) return 0;
   auto plan = kern::verify::lower(*verified, file.text());
   if (!plan.ok()) return 0;

@@ -195,7 +195,7 @@ plan() {  # plan NAME: kern-verify examples/NAME.json -> $WORK/NAME.kplan (once)
 # greedy ids must match and no graph may fall back to eager.
 s_tiny() {
   plan tiny-qwen3 || return 1
-  python3 examples/gen_qwen3_manifest.py examples/tiny-qwen3.config.json -o "$WORK/tiny-unpinned.json" &&
+  python3 examples/gen_qwen3_manifest.py examples/tiny-qwen3.config.json -o "$WORK/tiny-unpinned.json" --unpinned &&
     "$BIN/kern-verify" "$WORK/tiny-unpinned.json" -o "$WORK/tiny-unpinned.kplan" || { detail "unpinned plan failed"; return 1; }
   local label args ok=1 line=""
   for label in cpu cuda cuda_pinned cuda_eager; do

@@ -30,9 +30,10 @@ TEST_CASE("auto without a usable CUDA device falls back to cpu and explains why"
   auto d = load::select_device(load::DeviceChoice::kAuto, &note);
   REQUIRE(d.ok());
   if (d.value()->name() == "cpu") {
-    CHECK_THAT(note, Catch::Matchers::StartsWith("no usable CUDA device (") &&
-                         Catch::Matchers::EndsWith("); using the cpu reference device"));
-    if (!probe.ok()) CHECK_THAT(note, Catch::Matchers::Contains("no CUDA driver: dlopen libcuda.so.1 failed"));
+    CHECK_THAT(note, Catch::Matchers::EndsWith("; using the cpu reference device (--device cpu skips this note)"));
+    CHECK(note.size() < 120);  // one short line
+    if (!probe.ok())
+      CHECK(note == "no CUDA driver; using the cpu reference device (--device cpu skips this note)");
   } else {
     CHECK(probe.ok());
     CHECK(note.empty());

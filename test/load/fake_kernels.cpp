@@ -1,3 +1,4 @@
+// The fake reference kernels of the tiny test plan and their resolver (fake_kernels.h).
 #include "test/load/fake_kernels.h"
 
 #include <algorithm>

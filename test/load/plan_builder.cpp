@@ -1,3 +1,4 @@
+// Serializing a PlanDesc into .kplan bytes with the FlatBuffers builder (plan_builder.h).
 #include "test/load/plan_builder.h"
 
 #include <stdexcept>

@@ -104,3 +104,22 @@ TEST_CASE("bench output formats are parsed by name", "[run][bench]") {
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error().message == "-o: unknown format 'xml' (expected md, csv, json or jsonl)");
 }
+
+TEST_CASE("bench's table, csv and jsonl printed test by test equal the whole", "[run][bench][progress]") {
+  // kern-run bench prints the head at once and each row as its test ends
+  // (issue 25); the pieces must add up to the documented whole.
+  const auto t = tests();
+  CHECK(run::render_bench_md_head(info()) ==
+        "plan: m.kplan (sha256 " + std::string(64, 'a') +
+            ")\ndevice: cpu, driver none, build abc123-dirty, chunk 512\n\n"
+            "| test | t/s | median t/s | reps |\n| --- | ---: | ---: | ---: |\n");
+  CHECK(run::render_bench_md_row(t[0]) == "| pp4 | 2333.33 ± 1527.53 | 2000.00 | 3 |\n");
+  CHECK(run::render_bench_md_head(info()) + run::render_bench_md_row(t[0]) + run::render_bench_md_row(t[1]) +
+            run::render_bench_md_tail(t) ==
+        run::render_bench_md(info(), t));
+  CHECK(run::render_bench_csv_head() + run::render_bench_csv_rows(info(), t[0]) +
+            run::render_bench_csv_rows(info(), t[1]) ==
+        run::render_bench_csv(info(), t));
+  CHECK(run::render_bench_jsonl_row(info(), t[0]) + run::render_bench_jsonl_row(info(), t[1]) ==
+        run::render_bench_jsonl(info(), t));
+}

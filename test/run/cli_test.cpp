@@ -102,7 +102,17 @@ TEST_CASE("kern-run --json reports the decode loop's steady state: 0 host writes
 TEST_CASE("kern-run without a prompt option or --tokenizer says what it needs", "[run][cli]") {
   CliResult r = kern_run(tiny_args("--steps 1"));
   CHECK(r.rc == 2);
-  CHECK(r.err == "kern-run: error: a text prompt needs --tokenizer (or give token ids with --prompt-ids)\n");
+  CHECK(r.err ==
+        "kern-run: error: no prompt: give token ids (--prompt-ids 1,2,3) or text (--prompt TEXT, --prompt-file FILE "
+        "or stdin) with the model's --tokenizer tokenizer.json\n");
+  CliResult text = kern_run(tiny_args("--steps 1 --prompt hi"));
+  CHECK(text.rc == 2);
+  CHECK(text.err == "kern-run: error: --prompt needs --tokenizer tokenizer.json (the model's Hugging Face tokenizer) "
+                    "to turn text into ids; or give ids with --prompt-ids\n");
+  CliResult file = kern_run(tiny_args("--steps 1 --prompt-file -"));
+  CHECK(file.rc == 2);
+  CHECK(file.err == "kern-run: error: --prompt-file needs --tokenizer tokenizer.json (the model's Hugging Face "
+                    "tokenizer) to turn text into ids; or give ids with --prompt-ids\n");
   CliResult two = kern_run(tiny_args("--steps 1 --prompt-ids 1 --prompt hi"));
   CHECK(two.rc == 2);
   CHECK_THAT(two.err, Contains("excludes"));
@@ -118,7 +128,15 @@ TEST_CASE("kern-run prints the ids and speeds as text without --json, and runs a
   REQUIRE(b.rc == 0);
   CHECK_THAT(a.out, StartsWith("generated ids: "));
   CHECK_THAT(a.out, Contains("tok/s") && Contains("ms/token") && Contains("device: cpu"));
-  CHECK_THAT(a.out, Contains("time to first token") && Contains("load: ") && Contains("weights upload"));
+  CHECK_THAT(a.out, Contains("time to first token") && Contains("load: "));
+  // The cpu device copies no weight: the load line says they are read in place (issue 25).
+  const size_t load_at = a.out.find("\nload: ");
+  REQUIRE(load_at != std::string::npos);
+  const std::string load_line = a.out.substr(load_at + 1, a.out.find('\n', load_at + 1) - load_at - 1);
+  CHECK_THAT(load_line, Catch::Matchers::Matches(
+                            "load: [0-9.]+ ms \\(plan [0-9.]+, device [0-9.]+, kernels [0-9.]+, allocate [0-9.]+, "
+                            "weights [0-9.]+ ms \\(0\\.3 MB read in place, not copied\\), stage [0-9.]+\\)"));
+  CHECK_THAT(a.out, Contains(" MB before planning, ") && !Contains("unplanned"));
   CHECK(a.out.substr(0, a.out.find('\n')) == b.out.substr(0, b.out.find('\n')));
 }
 
@@ -162,6 +180,55 @@ TEST_CASE("kern-run reports a weights file lacking a plan weight naming the weig
   CHECK(r.rc == 1);
   CHECK_THAT(r.err, StartsWith("kern-run: error: " + dir.file("w.safetensors") + ": weight '") &&
                         Contains("' is missing"));
+}
+
+TEST_CASE("kern-run given a Hugging Face checkpoint's weights says to export them first", "[run][cli][next-step]") {
+  // A HF Qwen3 checkpoint keeps q_proj, k_proj and v_proj apart; the plan binds the merged qkv_proj (issue 25).
+  TempDir dir;
+  std::vector<uint8_t> data(8);
+  write_bytes(dir.file("model.safetensors"),
+              safetensors_bytes(R"({"model.layers.0.self_attn.q_proj.weight":{"dtype":"BF16","shape":[2,2],)"
+                                R"("data_offsets":[0,8]}})",
+                                data));
+  CliResult r = kern_run(env_path("KERN_TINY_PLAN") + " --weights " + dir.file("model.safetensors") +
+                         " --device cpu --prompt-ids 1 --steps 1");
+  CHECK(r.rc == 1);
+  CHECK(r.err == "kern-run: error: " + dir.file("model.safetensors") +
+                     ": weight 'model.embed_tokens.weight' is missing (the plan's buffer of class weight has no tensor "
+                     "of that name); it is a Hugging Face checkpoint (q_proj, k_proj, v_proj apart): export it to the "
+                     "plan's layout first: examples/export_qwen3.py CKPT_DIR -o W.safetensors (docs/running.md)\n");
+}
+
+TEST_CASE("kern-run given the target's weights for a speculative plan points to the draft export",
+          "[run][cli][next-step]") {
+  TempDir dir;
+  const std::string verify = env_path("KERN_VERIFY") + " " + std::string(KERN_SOURCE_ROOT) +
+                             "/examples/tiny-qwen3-dspark.json -o " + dir.file("spec.kplan") + " >/dev/null 2>&1";
+  REQUIRE(std::system(verify.c_str()) == 0);
+  CliResult r = kern_run(dir.file("spec.kplan") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
+                         " --device cpu --prompt-ids 1 --steps 1");
+  CHECK(r.rc == 1);
+  CHECK_THAT(r.err, StartsWith("kern-run: error: " + env_path("KERN_TINY_WEIGHTS") + ": weight 'draft."));
+  CHECK_THAT(r.err, Catch::Matchers::EndsWith(
+                        "' is missing (the plan's buffer of class weight has no tensor of that name); the file has the "
+                        "target's weights but none of the 22 draft weights ('draft.…') a speculative plan binds: "
+                        "export the target and the draft into one file: examples/export_qwen3.py CKPT_DIR --draft "
+                        "DRAFT_DIR --draft-config D.json -o W.safetensors, or --random-weights SEED "
+                        "(docs/speculative.md)\n"));
+}
+
+TEST_CASE("kern-run given a manifest or a weights file as the plan says what to run", "[run][cli][next-step]") {
+  const std::string manifest = std::string(KERN_SOURCE_ROOT) + "/examples/tiny-qwen3.json";
+  CliResult r = kern_run(manifest + " --weights " + env_path("KERN_TINY_WEIGHTS") + " --device cpu --prompt-ids 1");
+  CHECK(r.rc == 1);
+  CHECK(r.err == "kern-run: error: " + manifest + ": not a kplan file: file identifier '\"met', expected 'KPLN'; "
+                     "the file is JSON (a manifest?): compile it into a plan first: kern-verify " + manifest + " -o " +
+                     manifest.substr(0, manifest.size() - 5) + ".kplan\n");
+  CliResult w = kern_run(env_path("KERN_TINY_WEIGHTS") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
+                         " --device cpu --prompt-ids 1");
+  CHECK(w.rc == 1);
+  CHECK_THAT(w.err, Catch::Matchers::EndsWith("; the file is a safetensors file (weights): give the plan "
+                                              "(kern-verify -o) first and this file with --weights\n"));
 }
 
 TEST_CASE("kern-run rejects a prompt longer than the capacity with exit code 2", "[run][cli]") {
@@ -238,7 +305,7 @@ TEST_CASE("kern-run --device cuda without a CUDA driver says so", "[run][cli]") 
   CliResult a = kern_run(env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
                          " --prompt-ids 1 --steps 1 --json");
   CHECK(a.rc == 0);
-  CHECK_THAT(a.err, Contains("using the cpu reference device"));
+  CHECK(a.err == "kern-run: warning: no CUDA driver; using the cpu reference device (--device cpu skips this note)\n");
   CHECK_THAT(a.out, Contains("\"device\":\"cpu\""));
 }
 

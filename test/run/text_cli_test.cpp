@@ -82,7 +82,8 @@ TEST_CASE("kern-run --prompt streams the decoded generated ids to stdout and sta
   REQUIRE(r.rc == 0);
   CHECK(r.out == text + "\n");
   CHECK_THAT(r.err, Contains("time to first token") && Contains("prefill: ") && Contains("ms/token") &&
-                        Contains("load: ") && Contains("weights upload") && Contains("stopped by --steps"));
+                        Contains("load: ") && Contains(" MB read in place, not copied), stage ") &&
+                            Contains("stopped by --steps"));
 }
 
 TEST_CASE("text output is bit-identical across runs and prefill chunk sizes", "[run][text][determinism]") {

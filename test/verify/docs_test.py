@@ -56,7 +56,12 @@ check("--explain pdl says what the pdl flag promises (griddepcontrol.wait before
       rc == 0 and out.startswith("pdl: ") and "griddepcontrol.wait" in out and "cuLaunchKernelEx" in out
       and "\n### pdl\n" in generated, out[:300] + err)
 
-for bad in ("E9999", "e0133", "W0", "E0133x", ""):
+# Codes are matched case-insensitively (issue 25: `--explain e0133` is E0133).
+rc, lower, _ = run("--explain", "e0133")
+rc_upper, upper, _ = run("--explain", "E0133")
+check("--explain e0133 explains E0133", rc == 0 and rc_upper == 0 and lower == upper, lower[:200])
+
+for bad in ("E9999", "e9999", "W0", "E0133x", ""):
     rc, out, err = run("--explain", bad)
     check("--explain %r is a usage error that says so" % bad,
           rc == 2 and out == "" and ("no diagnostic has the code" in err or "give exactly one" in err), err)

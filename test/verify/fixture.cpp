@@ -1,3 +1,4 @@
+// The verifier test fixture: base manifest, JSON-pointer mutations, compact findings (fixture.h).
 #include "fixture.h"
 
 #include "common/json_tree.h"

@@ -6,7 +6,9 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "common/build_info.h"
 #include "common/diagnostic.h"
+#include "common/plan_format.h"
 #include "common/source.h"
 #include "kern-verify/catalogue.h"
 #include "kern-verify/sarif.h"
@@ -26,12 +28,16 @@ kern::SourceSpan span(uint32_t b, uint32_t e, std::string pointer) {
 TEST_CASE("sarif lists every catalogue code as a rule, in catalogue order", "[sarif]") {
   kern::SourceFile file("m.json", "{}\n");
   rapidjson::Document doc;
-  doc.Parse(kern::verify::render_sarif({}, file, "1.2.3").c_str());
+  doc.Parse(kern::verify::render_sarif({}, file).c_str());
   REQUIRE_FALSE(doc.HasParseError());
   CHECK(std::string(doc["version"].GetString()) == "2.1.0");
   const auto& run = doc["runs"][0];
   CHECK(std::string(run["tool"]["driver"]["name"].GetString()) == "kern-verify");
-  CHECK(std::string(run["tool"]["driver"]["version"].GetString()) == "1.2.3");
+  CHECK(std::string(run["tool"]["driver"]["version"].GetString()) == kern::kVersion);
+  const auto& props = run["tool"]["driver"]["properties"];
+  CHECK(std::string(props["commit"].GetString()) == kern::kBuildCommit);
+  CHECK(props["plan_format"].GetUint() == kern::kPlanFormatVersion);
+  CHECK(std::string(props["build_type"].GetString()) == kern::kBuildType);
   const auto& rules = run["tool"]["driver"]["rules"];
   const auto& catalogue = kern::verify::full_catalogue();
   REQUIRE(rules.Size() == catalogue.size());
@@ -58,7 +64,7 @@ TEST_CASE("sarif results carry the region in code points, the pointer, help and 
   diags.warning("W0001", "w", span(0, 1, ""));
 
   rapidjson::Document doc;
-  doc.Parse(kern::verify::render_sarif(diags.diagnostics(), file, "0").c_str());
+  doc.Parse(kern::verify::render_sarif(diags.diagnostics(), file).c_str());
   REQUIRE_FALSE(doc.HasParseError());
   const auto& run = doc["runs"][0];
   CHECK(std::string(run["columnKind"].GetString()) == "unicodeCodePoints");
