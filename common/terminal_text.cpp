@@ -29,28 +29,37 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 constexpr uint32_t kReplacement = 0xFFFD;
 
-/// Decodes the character at text[i] (a lead byte and the continuation bytes
-/// after it, `len` bytes in all); kReplacement when it is not well-formed
-/// UTF-8 (overlong, surrogate, past U+10FFFF, truncated, a stray
-/// continuation byte).
-uint32_t decode(std::string_view text, size_t i, size_t len) {
+/// Decodes the character at text[i]: returns its code point and sets `len`
+/// to its length in bytes. What is not well-formed UTF-8 (a bad lead byte,
+/// a stray continuation byte, a truncated, overlong or surrogate sequence,
+/// past U+10FFFF) is kReplacement, consuming the lead byte and the
+/// continuation bytes after it.
+uint32_t decode(std::string_view text, size_t i, size_t& len) {
   const auto b0 = static_cast<unsigned char>(text[i]);
+  len = 1;
+  if (b0 < 0x80) return b0;
   size_t want = 0;
   uint32_t cp = 0;
   uint32_t min = 0;
-  if (b0 < 0x80) return b0;
   if ((b0 & 0xE0) == 0xC0) {
     want = 2, cp = b0 & 0x1F, min = 0x80;
   } else if ((b0 & 0xF0) == 0xE0) {
     want = 3, cp = b0 & 0x0F, min = 0x800;
   } else if ((b0 & 0xF8) == 0xF0) {
     want = 4, cp = b0 & 0x07, min = 0x10000;
-  } else {
+  }
+  size_t run = 1;  // the lead byte and the continuation bytes after it
+  while (i + run < text.size() && is_continuation(static_cast<unsigned char>(text[i + run]))) ++run;
+  if (want == 0 || run < want) {
+    len = run;
     return kReplacement;
   }
-  if (len != want) return kReplacement;
-  for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return kReplacement;
+  for (size_t k = 1; k < want; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+    len = run;
+    return kReplacement;
+  }
+  len = want;  // continuation bytes past `want` are decoded next, as a stray run
   return cp;
 }
 
@@ -71,11 +80,12 @@ std::string terminal_safe(std::string_view text, TerminalText where) {
   size_t i = 0;
   while (i < text.size()) {
     size_t len = 1;
-    while (i + len < text.size() && is_continuation(static_cast<unsigned char>(text[i + len]))) ++len;
     const uint32_t cp = decode(text, i, len);
     i += len;
     if (cp == '\t' && where == TerminalText::kSourceLine) {
       out += ' ';
+    } else if ((cp == '\t' || cp == '\n') && where == TerminalText::kMessage) {
+      out += static_cast<char>(cp);
     } else if (cp < 0x20) {
       append_utf8(out, 0x2400 + cp);  // the control pictures block: U+2400 + the control's value
     } else if (cp == 0x7F) {

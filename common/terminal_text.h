@@ -9,8 +9,10 @@
 namespace kern {
 
 /// Where the text goes: a source line keeps a tab as one space (so the caret
-/// under it stays aligned, diagnostic.cpp); anything else shows it as "␉".
-enum class TerminalText { kSourceLine, kName };
+/// under it stays aligned, diagnostic.cpp); a whole message (several lines,
+/// maybe indented) keeps newlines and tabs as they are; a name shows every
+/// control character, "␊" and "␉" included.
+enum class TerminalText { kSourceLine, kMessage, kName };
 
 /// `text` with what a terminal would act on replaced the way rustc's emitter
 /// prints source lines (rustc_errors `OUTPUT_REPLACEMENTS`): the C0 controls
@@ -19,10 +21,11 @@ enum class TerminalText { kSourceLine, kName };
 /// dropped, and the bidirectional controls U+202A–U+202E and U+2066–U+2069
 /// become U+FFFD. Beyond rustc (whose input is always valid UTF-8): the C1
 /// controls U+0080–U+009F (U+009B is a one-byte CSI on some terminals) and
-/// every byte sequence that is not UTF-8 become U+FFFD. Each UTF-8 character
-/// (a lead byte and its continuation bytes) becomes at most one character,
-/// so a caret counted in characters stays under the right one. Text without
-/// such characters is returned unchanged.
+/// every byte sequence that is not UTF-8 become U+FFFD (one per bad lead
+/// byte or run of stray continuation bytes). Each UTF-8 character becomes at
+/// most one character, so a caret counted in characters stays under the
+/// right one (up to the first bytes that are not UTF-8). Text without such
+/// characters is returned unchanged.
 std::string terminal_safe(std::string_view text, TerminalText where = TerminalText::kName);
 
 }  // namespace kern

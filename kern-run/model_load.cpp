@@ -7,6 +7,7 @@
 
 #include "kern-load/device_select.h"
 #include "kern-load/safetensors.h"
+#include "common/terminal_text.h"
 #include "spdlog/spdlog.h"
 
 namespace kern::run {
@@ -51,8 +52,11 @@ Result<LoadedModel> load_qwen3_model(OpenedPlan opened, const LoadSettings& sett
   eo.kernels_dir = kernels_dir.empty() ? std::filesystem::current_path().string() : kernels_dir.string();
   load::LoadMonitor monitor;
   monitor.timings = &m.phases.executable;
-  monitor.on_warning = [](const std::string& w) { spdlog::warn("{}", w); };
-  monitor.on_note = [](const std::string& n) { spdlog::info("{}", n); };  // shown with --verbose
+  // Warnings and notes name tensors from the weights file: terminal-safe.
+  monitor.on_warning = [](const std::string& w) { spdlog::warn("{}", terminal_safe(w, TerminalText::kMessage)); };
+  monitor.on_note = [](const std::string& n) {  // shown with --verbose
+    spdlog::info("{}", terminal_safe(n, TerminalText::kMessage));
+  };
   if (progress != nullptr)
     monitor.on_weight_progress = [progress](uint64_t done, uint64_t total) {
       progress->update("weights upload", done >> 20, total >> 20, "MiB");

@@ -32,6 +32,7 @@
 #include "common/file_util.h"
 #include "common/manifest_reader.h"
 #include "common/source.h"
+#include "common/terminal_text.h"
 #include "kern-verify/catalogue.h"
 #include "kern-verify/sarif.h"
 #include "kern-verify/lower.h"
@@ -52,8 +53,10 @@ bool use_color(const std::string& when) {
          std::string(term) != "dumb";
 }
 
+/// Prints "error: MESSAGE" to stderr; names in it (paths, codes) came from
+/// the user, so control bytes show as visible characters (terminal_text.h).
 int fail_usage(const std::string& message) {
-  std::cerr << "error: " << message << "\n";
+  std::cerr << "error: " << kern::terminal_safe(message, kern::TerminalText::kMessage) << "\n";
   return kExitUsage;
 }
 
@@ -96,7 +99,12 @@ int run_dump(const std::string& path, std::optional<uint64_t> capacity) {
   const std::string& b = bytes.value();
   auto text = kern::verify::dump_plan(
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(b.data()), b.size()), capacity);
-  if (!text.ok()) return fail_usage(path + ": " + text.error().message);
+  // A corrupt, truncated or foreign plan is a content error (exit 1), as
+  // from kern-run (docs/runtime.md); failing to read the file stays exit 2.
+  if (!text.ok()) {
+    fail_usage(path + ": " + text.error().message);
+    return kExitManifestErrors;
+  }
   print_stdout(text.value());
   return kExitOk;
 }
@@ -110,7 +118,7 @@ int run_explain(const std::string& code) {
     print_stdout(kern::verify::render_topic(*topic));
     return kExitOk;
   }
-  return fail_usage("no diagnostic has the code `" + code +
+  return fail_usage("no diagnostic has the code `" + kern::terminal_safe(code) +
                     "` (codes look like E0001, E0133, W0001; docs/diagnostics.md lists them all; topics: pdl)");
 }
 

@@ -128,6 +128,33 @@ TEST_CASE("the human renderer's window on a long utf-8 line sits at the right ch
   CHECK(out.find("\n  | " + std::string(33, ' ') + "^^^^^^^\n") != std::string::npos);
 }
 
+TEST_CASE("the human renderer shows control bytes and ANSI escapes as visible characters", "[diagnostic][render]") {
+  // An ESC, a BEL and a tab on the source line, in the message, label, help,
+  // note and path: none reaches the terminal; the caret stays under "x".
+  const std::string text = "{\"a\x1b[2Jb\x07\t\": x}";
+  SourceFile file("m\x1b]0;title\x07.json", text);
+  DiagnosticEngine diags;
+  Diagnostic& d = diags.error("E0001", "key `a\x1b[2Jb` is odd", span(13, 14));
+  d.label = "lab\x1b";
+  d.help = "help\x1b";
+  d.notes.push_back(DiagnosticNote{"note\x1b", SourceSpan{}, false});
+  const std::string out = render_human(diags.diagnostics(), file, false);
+  CHECK(out.find('\x1b') == std::string::npos);
+  CHECK(out.find('\x07') == std::string::npos);
+  const std::string expected =
+      "error[E0001]: key `a\u241b[2Jb` is odd\n"
+      " --> m\u241b]0;title\u2407.json:1:14\n"
+      "  |\n"
+      "1 | {\"a\u241b[2Jb\u2407 \": x}\n"
+      "  |              ^ lab\u241b\n"
+      "  |\n"
+      "  = note: note\u241b\n"
+      "  = help: help\u241b\n"
+      "\n"
+      "error: 1 error emitted\n";
+  CHECK(out == expected);
+}
+
 TEST_CASE("the human renderer counts warnings and prints nothing when clean", "[diagnostic][render]") {
   SourceFile file("w.json", "{}\n");
   DiagnosticEngine diags;
