@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kern-run/tokenizer/added_tokens.h"
 #include "kern-run/tokenizer/bpe.h"
 #include "kern-run/tokenizer/pattern_compat.h"
 #include "kern-run/tokenizer/split_regex.h"
@@ -57,6 +58,38 @@ TEST_CASE("added tokens are cut out before BPE and decode back to their text", "
   CHECK(tok.token_to_id("<tool>") == kToolId);
   CHECK(tok.token_to_id("\xC4\xA0hello") == 260);
   CHECK_FALSE(tok.token_to_id("nope").has_value());
+}
+
+TEST_CASE("added-token matching costs work bounded by the text, not by the number of tokens", "[tokenizer][added]") {
+  // 20,000 tokens that all start with '<' and a text with '<' everywhere:
+  // the trie walk takes a few steps per position (at most the longest
+  // token's length times a node's children), never one comparison per token.
+  std::vector<kern::tok::AddedTokenMatcher::Pattern> patterns;
+  for (int i = 0; i < 20000; ++i) {
+    kern::tok::AddedToken t;
+    t.id = 1000 + i;
+    t.content = "<x_" + std::to_string(i) + ">";
+    patterns.push_back({t.content, t});
+  }
+  // The longest of equal-prefix tokens wins; the first of equal texts wins.
+  kern::tok::AddedToken longer;
+  longer.id = 99;
+  longer.content = "<x_1>>";
+  patterns.push_back({longer.content, longer});
+  const kern::tok::AddedTokenMatcher matcher(std::move(patterns));
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "<<y <x_" + std::to_string(i * 7) + "> <x_";
+  text += "<x_1>>";
+  std::vector<kern::tok::TextSplit> splits;
+  matcher.find_matches(text, splits);
+  CHECK(matcher.match_steps() <= 40 * text.size());
+  size_t matched = 0;
+  for (const auto& s : splits) matched += s.id >= 0 ? 1 : 0;
+  CHECK(matched == 2001);
+  REQUIRE(splits.size() >= 2);
+  CHECK(splits[1].id == 1000);  // "<x_0>" in the first "<<y <x_0> <x_"
+  CHECK(text.substr(splits[1].begin, splits[1].end - splits[1].begin) == "<x_0>");
+  CHECK(splits.back().id == 99);
 }
 
 TEST_CASE("encode rejects text that is not UTF-8, naming the byte", "[tokenizer][encode]") {
