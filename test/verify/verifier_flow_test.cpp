@@ -117,6 +117,22 @@ TEST_CASE("verify rejects reading a workspace buffer before any dispatch wrote i
         V{"E0149 " + kDecode + "1/args/0"});
 }
 
+TEST_CASE("verify counts a dispatch's own writes only after all its reads", "[verify][rule8]") {
+  // `stage` writes its first argument and reads its second: passing the same
+  // unwritten workspace buffer as both reads it before anything wrote it.
+  std::string m = set(B(), "/kernels/stage", R"({
+      "params": ["out buffer<bf16>", "in buffer<bf16>", "i32"],
+      "impl": {"steps": [{"symbol": "kern_stage", "cubin": "stage.cubin",
+        "sha256": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd",
+        "params": ["out buffer<bf16>", "in buffer<bf16>", "i32"], "block": [64, 1, 1], "grid": [1, 1, 1],
+        "args": [{"arg": 0}, {"arg": 1}, {"arg": 2}]}]}})");
+  m = set(m, "/buffers/staged", R"({"dtype": "bf16", "shape": ["tokens", 16], "class": "workspace"})");
+  m = set(m, kDecode + "4", R"({"kernel": "stage", "args": [{"buf": "staged"}, {"buf": "staged"}, {"sym": "tokens"}]})");
+  CHECK(verify_findings(m) == V{"E0149 " + kDecode + "4/args/1"});
+  // Reading a buffer an earlier dispatch wrote is fine.
+  CHECK(verify_findings(set(m, kDecode + "4/args/1", R"({"buf": "hidden"})")).empty());
+}
+
 TEST_CASE("verify rejects a dispatch writing an input buffer", "[verify][rule8]") {
   CHECK(verify_findings(set(B(), kDecode + "3/args/1", R"({"buf": "ids"})")) ==
         V{"E0150 " + kDecode + "3/args/1", "E0156 /buffers/next"});
