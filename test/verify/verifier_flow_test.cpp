@@ -117,6 +117,19 @@ TEST_CASE("verify rejects reading a workspace buffer before any dispatch wrote i
         V{"E0149 " + kDecode + "1/args/0"});
 }
 
+TEST_CASE("verify checks meta.spec as kern-run's speculative caller needs it (E0165)", "[verify][rule1]") {
+  // The base manifest's `tokens` symbol has max 64.
+  for (const char* bad : {R"({"block": 0, "mask_token": 5})", R"({"block": 1, "mask_token": 5})",
+                          R"({"block": 600, "mask_token": 5})"}) {
+    INFO(bad);
+    CHECK(verify_findings(set(B(), "/meta/spec", bad)) == V{"E0165 /meta/spec/block"});
+  }
+  CHECK(verify_findings(set(B(), "/meta/spec", R"({"block": 8, "mask_token": -1})")) ==
+        V{"E0165 /meta/spec/mask_token"});
+  CHECK(verify_findings(set(B(), "/meta/spec", R"({"block": 2, "mask_token": 0})")).empty());
+  CHECK(verify_findings(set(B(), "/meta/spec", R"({"block": 64, "mask_token": 31})")).empty());
+}
+
 TEST_CASE("verify counts a dispatch's own writes only after all its reads", "[verify][rule8]") {
   // `stage` writes its first argument and reads its second: passing the same
   // unwritten workspace buffer as both reads it before anything wrote it.
