@@ -135,6 +135,11 @@ void AddedTokenMatcher::find_matches(std::string_view text, std::vector<TextSpli
     }
     if (token.lstrip) start = std::max(trailing_space_start(text.substr(0, start)), start_offset);
     if (token.rstrip) stop += leading_space_end(text.substr(stop));
+    // A match inside the previous one's rstrip run is left empty by lstrip
+    // (start is at least start_offset); HF's PreTokenizedString::split drops
+    // empty splits, token and all: " " with lstrip and rstrip encodes
+    // "x  a  y" as x, "  ", a, "  ", y.
+    if (start >= stop) continue;
     if (start_offset < start) out.push_back(TextSplit{start_offset, start, -1});
     out.push_back(TextSplit{start, stop, token.id});
     start_offset = stop;

@@ -92,6 +92,22 @@ TEST_CASE("added-token matching costs work bounded by the text, not by the numbe
   CHECK(splits.back().id == 99);
 }
 
+TEST_CASE("an added space token with lstrip and rstrip takes a whole run of spaces once, as HF does",
+          "[tokenizer][added]") {
+  // HF tokenizers encodes "x  a  y" as [x, "  ", a, "  ", y]: the second
+  // space's match is emptied by the first one's rstrip and dropped.
+  kern::tok::AddedToken space;
+  space.id = 259;
+  space.content = " ";
+  space.lstrip = space.rstrip = true;
+  const kern::tok::AddedTokenMatcher matcher({{space.content, space}});
+  std::vector<kern::tok::TextSplit> splits;
+  matcher.find_matches("x  a  y", splits);
+  std::vector<std::string> got;
+  for (const auto& s : splits) got.push_back(std::to_string(s.begin) + "-" + std::to_string(s.end) + ":" + std::to_string(s.id));
+  CHECK(got == std::vector<std::string>{"0-1:-1", "1-3:259", "3-4:-1", "4-6:259", "6-7:-1"});
+}
+
 TEST_CASE("encode rejects text that is not UTF-8, naming the byte", "[tokenizer][encode]") {
   const Tokenizer tok = fixture();
   auto ids = tok.encode("hello \xC3(");
