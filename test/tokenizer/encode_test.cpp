@@ -203,6 +203,24 @@ TEST_CASE("merge table lookups find inserted pairs and a later insert wins", "[t
   CHECK(t.find(10, 11)->rank == 2000);
 }
 
+TEST_CASE("a run of a million spaces or tabs splits as HF does, not refused as backtracking", "[tokenizer][regex]") {
+  // Qwen3's whitespace alternatives backtrack once per character of a run:
+  // linear, so the match limit grows with the text (HF encodes such runs;
+  // kern-run tokenize on x + 10^6 spaces/tabs + y gives HF's ids exactly).
+  auto regex = kern::tok::SplitRegex::compile("\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", /*literal=*/false, "tok.json");
+  REQUIRE(regex.ok());
+  for (const char c : {' ', '\t'}) {
+    const std::string text = "x" + std::string(1000000, c) + "y";
+    std::vector<std::string_view> pieces;
+    REQUIRE(regex->split(text, pieces).ok());
+    REQUIRE(pieces.size() == 4);
+    CHECK(pieces[0] == "x");
+    CHECK(pieces[1] == std::string(999999, c));
+    CHECK(pieces[2] == std::string(1, c));
+    CHECK(pieces[3] == "y");
+  }
+}
+
 TEST_CASE("a catastrophically backtracking split pattern is a tokenizer error naming file, pattern and byte",
           "[tokenizer][regex]") {
   auto regex = kern::tok::SplitRegex::compile("(a|aa)+$", /*literal=*/false, "tok.json: /pre_tokenizer/pattern/Regex");
