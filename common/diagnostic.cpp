@@ -12,6 +12,7 @@
 #include <rapidjson/writer.h>
 
 #include "common/json_tree.h"
+#include "common/terminal_text.h"
 
 namespace kern {
 namespace {
@@ -34,29 +35,6 @@ constexpr const char* kBold = "\x1b[1m";
 constexpr const char* kCyan = "\x1b[1;36m";
 constexpr const char* kGreen = "\x1b[1;32m";
 
-bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
-
-/// Byte offset in `line` where display character `k` (one UTF-8 sequence
-/// each) starts; line.size() past the last. A linear scan, no allocation: a
-/// 100 MB one-line file costs time proportional to it, not memory per byte.
-size_t byte_of_char(std::string_view line, size_t k) {
-  size_t n = 0;
-  for (size_t i = 0; i < line.size(); ++i) {
-    if (is_continuation(static_cast<unsigned char>(line[i]))) continue;
-    if (n++ == k) return i;
-  }
-  return line.size();
-}
-
-/// Number of display characters in line[0, byte).
-size_t chars_before(const std::string& line, size_t byte) {
-  size_t n = 0;
-  for (size_t i = 0; i < byte && i < line.size(); ++i) {
-    if (!is_continuation(static_cast<unsigned char>(line[i]))) ++n;
-  }
-  return n;
-}
-
 size_t digits(uint32_t v) {
   size_t n = 1;
   while (v >= 10) {
@@ -66,26 +44,32 @@ size_t digits(uint32_t v) {
   return n;
 }
 
-/// Appends "  --> file:line:col", the source line and the caret line.
+/// Appends "  --> file:line:col", the source line and the caret line. Every
+/// look-up goes through the file's line and character indexes and only the
+/// window around the caret is read, so the cost per snippet is bounded
+/// however long the line (a minified manifest is one line).
 void render_snippet(std::string& out, const SourceFile& file, const SourceSpan& span, const std::string& label,
                     size_t width, const char* caret_colour, const Style& st) {
   LineColumn lc = file.line_column(span.begin);
   std::string pad(width, ' ');
-  out += pad + st.apply(kBlue, "-->") + " " + file.path() + ":" + std::to_string(lc.line) + ":" +
+  out += pad + st.apply(kBlue, "-->") + " " + terminal_safe(file.path()) + ":" + std::to_string(lc.line) + ":" +
          std::to_string(lc.column) + "\n";
   std::string bar = pad + " " + st.apply(kBlue, "|");
   out += bar + "\n";
 
-  std::string line = file.line_text(lc.line);
-  size_t start_byte = lc.column - 1;
-  size_t end_byte = start_byte + (span.end > span.begin ? span.end - span.begin : 1);
-  end_byte = std::min(end_byte, line.size());
-  const size_t num_chars = chars_before(line, line.size());
-  size_t caret_begin = chars_before(line, start_byte);
-  size_t caret_end = std::max(chars_before(line, end_byte), caret_begin + 1);
+  // Characters are counted from the line's start: [line_begin, line_end) holds
+  // the line without its newline; the span is clipped to it.
+  const auto [line_begin, line_end] = file.line_bounds(lc.line);
+  const uint32_t start_byte = std::min(span.begin, line_end);
+  const uint32_t span_bytes = span.end > span.begin ? span.end - span.begin : 1;
+  const uint32_t end_byte = std::min<uint64_t>(uint64_t{start_byte} + span_bytes, line_end);
+  const uint32_t base = file.chars_before(line_begin);
+  const size_t num_chars = file.chars_before(line_end) - base;
+  const size_t caret_begin = file.chars_before(start_byte) - base;
+  const size_t caret_end = std::max<size_t>(file.chars_before(end_byte) - base, caret_begin + 1);
 
-  // Only the window around the caret is copied (bounded memory however long
-  // the line is); tabs become one space so the caret line stays aligned.
+  // Only the window around the caret is copied; control characters show as
+  // visible ones (terminal_safe), one per character, so the caret stays aligned.
   size_t win_begin = 0;
   size_t win_end = num_chars;
   if (num_chars > kMaxLineWidth) {
@@ -94,9 +78,9 @@ void render_snippet(std::string& out, const SourceFile& file, const SourceSpan& 
   }
   std::string shown;
   if (win_begin > 0) shown += "...";
-  const size_t from = byte_of_char(line, win_begin);
-  const size_t to = byte_of_char(line, win_end);
-  for (size_t i = from; i < to; ++i) shown += line[i] == '\t' ? ' ' : line[i];
+  const uint32_t from = std::min(file.offset_of_char(static_cast<uint32_t>(base + win_begin)), line_end);
+  const uint32_t to = std::min(file.offset_of_char(static_cast<uint32_t>(base + win_end)), line_end);
+  shown += terminal_safe(file.slice(from, to), TerminalText::kSourceLine);
   if (win_end < num_chars) shown += "...";
 
   std::string num = std::to_string(lc.line);
@@ -105,8 +89,8 @@ void render_snippet(std::string& out, const SourceFile& file, const SourceSpan& 
   size_t caret_col = caret_begin - win_begin + (win_begin > 0 ? 3 : 0);
   size_t caret_len = std::min(caret_end, std::max(win_end, caret_begin + 1)) - caret_begin;
   std::string carets(std::max<size_t>(caret_len, 1), '^');
-  out += bar + " " + std::string(caret_col, ' ') + st.apply(caret_colour, carets + (label.empty() ? "" : " " + label)) +
-         "\n";
+  out += bar + " " + std::string(caret_col, ' ') +
+         st.apply(caret_colour, carets + (label.empty() ? "" : " " + terminal_safe(label))) + "\n";
 }
 
 }  // namespace
@@ -163,20 +147,20 @@ std::string render_human(const std::vector<Diagnostic>& unresolved, const Source
 
     if (!out.empty()) out += "\n";
     out += st.apply(colour, std::string(is_error ? "error" : "warning") + "[" + d.code + "]") +
-           st.apply(kBold, ": " + d.message) + "\n";
+           st.apply(kBold, ": " + terminal_safe(d.message)) + "\n";
     render_snippet(out, file, d.span, d.label, width, colour, st);
 
     bool trailer = !d.span.pointer.empty() || !d.help.empty();
     for (const auto& n : d.notes) trailer = trailer || !n.has_span;
     if (trailer) out += pad + st.apply(kBlue, "|") + "\n";
-    if (!d.span.pointer.empty()) out += pad + st.apply(kBlue, "=") + " pointer: " + d.span.pointer + "\n";
+    if (!d.span.pointer.empty()) out += pad + st.apply(kBlue, "=") + " pointer: " + terminal_safe(d.span.pointer) + "\n";
     for (const auto& n : d.notes) {
-      if (!n.has_span) out += pad + st.apply(kBlue, "=") + " " + st.apply(kBold, "note") + ": " + n.message + "\n";
+      if (!n.has_span) out += pad + st.apply(kBlue, "=") + " " + st.apply(kBold, "note") + ": " + terminal_safe(n.message) + "\n";
     }
-    if (!d.help.empty()) out += pad + st.apply(kBlue, "=") + " " + st.apply(kBold, "help") + ": " + d.help + "\n";
+    if (!d.help.empty()) out += pad + st.apply(kBlue, "=") + " " + st.apply(kBold, "help") + ": " + terminal_safe(d.help) + "\n";
     for (const auto& n : d.notes) {
       if (!n.has_span) continue;
-      out += st.apply(kGreen, "note") + st.apply(kBold, ": " + n.message) + "\n";
+      out += st.apply(kGreen, "note") + st.apply(kBold, ": " + terminal_safe(n.message)) + "\n";
       render_snippet(out, file, n.span, "", width, kCyan, st);
     }
   }

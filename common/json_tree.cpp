@@ -6,6 +6,7 @@
 #include "common/json_tree.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -46,8 +47,9 @@ class TreeBuilder {
       : text_(file.text()), stream_(stream), diags_(diags) {}
 
   std::optional<JsonValue>& root() { return root_; }
-  /// True when the parse was stopped because of kMaxDepth (already reported).
-  bool too_deep() const { return too_deep_; }
+  /// True when a handler stopped the parse and reported why (kMaxDepth, a
+  /// lone low surrogate).
+  bool stopped() const { return stopped_; }
 
   // RapidJSON handler interface.
   bool Null() { return scalar(JsonValue{}); }
@@ -84,6 +86,7 @@ class TreeBuilder {
   }
   bool RawNumber(const char*, rapidjson::SizeType, bool) { return false; }  // not requested
   bool String(const char* s, rapidjson::SizeType len, bool) {
+    if (!check_surrogates(s, len)) return false;
     JsonValue v;
     v.type = JsonValue::Type::kString;
     v.string_value.assign(s, len);
@@ -94,6 +97,7 @@ class TreeBuilder {
   bool EndObject(rapidjson::SizeType) { return close(); }
   bool EndArray(rapidjson::SizeType) { return close(); }
   bool Key(const char* s, rapidjson::SizeType len, bool) {
+    if (!check_surrogates(s, len)) return false;
     Frame& f = stack_.back();
     f.key.assign(s, len);
     f.key_span = make_span(value_begin(), stream_.Tell(), "");
@@ -189,6 +193,45 @@ class TreeBuilder {
     return out;
   }
 
+  /// RapidJSON rejects a high surrogate escape without its low half but
+  /// encodes a lone low one (\\udc00-\\udfff) as 3 bytes ED B0..BF xx, which
+  /// is not UTF-8 (CESU-8) and would reach the plan, JSON and SARIF output.
+  /// When the decoded string holds such bytes, finds the escape in the
+  /// string's text, reports E0001 there like RapidJSON's own surrogate error,
+  /// and returns false to stop the parse.
+  bool check_surrogates(const char* s, rapidjson::SizeType len) {
+    bool cesu = false;
+    for (rapidjson::SizeType i = 0; i + 1 < len && !cesu; ++i) {
+      cesu = static_cast<unsigned char>(s[i]) == 0xED && static_cast<unsigned char>(s[i + 1]) >= 0xA0;
+    }
+    if (!cesu) return true;
+    const size_t end = std::min<size_t>(stream_.Tell(), text_.size());
+    size_t at = value_begin();
+    for (size_t i = at + 1; i + 1 < end; ++i) {
+      if (text_[i] != '\\') continue;
+      if (text_[i + 1] != 'u' || i + 6 > end) {
+        ++i;  // a one-character escape: skip its second character
+        continue;
+      }
+      const unsigned long cp = std::strtoul(text_.substr(i + 2, 4).c_str(), nullptr, 16);
+      if (cp >= 0xD800 && cp <= 0xDBFF) {
+        i += 11;  // a valid pair (RapidJSON checked it): skip both escapes
+      } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
+        at = i;
+        break;
+      } else {
+        i += 5;
+      }
+    }
+    Diagnostic& d = diags_.error(reader_code::kJsonSyntax,
+                                 "json syntax error: the surrogate pair in string is invalid (a lone low surrogate)",
+                                 make_span(at, at + 1, ""));
+    d.label = "here";
+    d.help = "a \\udc00-\\udfff escape must follow a \\ud800-\\udbff one; write the character itself or its pair";
+    stopped_ = true;
+    return false;
+  }
+
   void report_nul(const std::string& subject, const SourceSpan& span) {
     Diagnostic& d = diags_.error(reader_code::kEmbeddedNul,
                                  (subject.empty() ? std::string("manifest") : subject) +
@@ -247,7 +290,7 @@ class TreeBuilder {
                                    "json syntax error: nesting is deeper than " + std::to_string(kMaxDepth) + " levels",
                                    make_span(at, at + 1, ""));
       d.label = "too deep";
-      too_deep_ = true;
+      stopped_ = true;
       return false;  // stops the parse
     }
     JsonValue v;
@@ -273,7 +316,7 @@ class TreeBuilder {
   std::optional<JsonValue> root_;
   std::vector<Frame> stack_;
   size_t last_end_ = 0;
-  bool too_deep_ = false;
+  bool stopped_ = false;
 };
 
 /// Sets the parent links once the tree no longer moves.
@@ -434,7 +477,7 @@ std::unique_ptr<JsonValue> parse_json_tree(const SourceFile& file, DiagnosticEng
   // stack on deep input before our depth check runs.
   constexpr unsigned kFlags = rapidjson::kParseValidateEncodingFlag | rapidjson::kParseIterativeFlag;
   rapidjson::ParseResult result = reader.Parse<kFlags>(stream, builder);
-  if (result.IsError() && builder.too_deep()) return nullptr;
+  if (result.IsError() && builder.stopped()) return nullptr;
   if (result.IsError()) {
     size_t offset = std::min(result.Offset(), text.size());
     if (result.Code() == rapidjson::kParseErrorDocumentRootNotSingular) {

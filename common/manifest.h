@@ -23,6 +23,8 @@ struct SpecMeta {
   uint64_t block = 0;      ///< rows per draft/verify call
   int64_t mask_token = 0;  ///< token id filling the drafted rows
   SourceSpan span;
+  SourceSpan block_span;       ///< the `block` value
+  SourceSpan mask_token_span;  ///< the `mask_token` value
 };
 
 /// `meta`: format version (only 2 is valid) and a free-form model label.

@@ -30,9 +30,11 @@ void read_meta(ReaderContext& ctx, const JsonValue& v, Meta& meta) {
     SpecMeta sm;
     sm.span = spec->span;
     if (const JsonValue* block = ctx.required(*spec, "block")) {
+      sm.block_span = block->span;
       if (auto n = ctx.read_u64(*block)) sm.block = *n;
     }
     if (const JsonValue* mask = ctx.required(*spec, "mask_token")) {
+      sm.mask_token_span = mask->span;
       if (auto n = ctx.read_int(*mask, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
                                 "i64")) {
         sm.mask_token = *n;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/expr.h"
+#include "common/terminal_text.h"
 #include "kern-load/plan_expr.h"
 #include "kern-load/random_weights.h"
 #include "kern-load/weight_binding.h"
@@ -116,7 +117,7 @@ Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Execut
           exe->device_->name_allocation(exe->addr_.buffers[i], "buffer '" + p.buffers()->Get(i)->name()->str() + "'");
     if (monitor != nullptr && monitor->on_note)
       for (const auto& name : bound.unused_tensors)
-        monitor->on_note(weights->path() + ": tensor '" + name + "' is not used by the plan");
+        monitor->on_note(weights->path() + ": tensor '" + terminal_safe(name) + "' is not used by the plan");
   }
   for (uint32_t i = 0; i < p.programs()->size(); ++i) exe->staged_.push_back(stage_program(p, i, exe->addr_));
   exe->stage_regions();

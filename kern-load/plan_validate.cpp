@@ -167,9 +167,11 @@ Status check_arg(const plan::LaunchArg& a, const plan::Param& prm, const plan::S
       if (a.index() >= p.buffers()->size())
         return bad(where, out_of_range("buffer", a.index(), p.buffers()->size(), "buffers"));
       const auto* b = p.buffers()->Get(a.index());
-      if (a.offset() > b->max_size_bytes())
-        return bad(where, "offset " + std::to_string(a.offset()) + " B beyond buffer '" + b->name()->str() + "' (" +
-                              std::to_string(b->max_size_bytes()) + " B)");
+      // At the size itself no byte is left to point at: past the end, as
+      // kern-verify's E0148 says (offset >= size).
+      if (a.offset() >= b->max_size_bytes())
+        return bad(where, "offset " + std::to_string(a.offset()) + " B is past the end of buffer '" +
+                              b->name()->str() + "' (" + std::to_string(b->max_size_bytes()) + " B)");
       break;
     }
     case plan::ArgKind::state:
@@ -184,9 +186,9 @@ Status check_arg(const plan::LaunchArg& a, const plan::Param& prm, const plan::S
       if (s->kernel() != step.kernel())
         return bad(where, "scratch '" + s->name()->str() + "' belongs to kernel " + std::to_string(s->kernel()) +
                               ", not the step's kernel " + std::to_string(step.kernel()));
-      if (a.offset() > s->max_size_bytes())
-        return bad(where, "offset " + std::to_string(a.offset()) + " B beyond scratch '" + s->name()->str() + "' (" +
-                              std::to_string(s->max_size_bytes()) + " B)");
+      if (a.offset() >= s->max_size_bytes())  // as kern-verify's E0138 (offset >= size)
+        return bad(where, "offset " + std::to_string(a.offset()) + " B is past the end of scratch '" +
+                              s->name()->str() + "' (" + std::to_string(s->max_size_bytes()) + " B)");
       break;
     }
     case plan::ArgKind::literal: {

@@ -5,6 +5,7 @@
 
 #include "common/expr.h"
 #include "common/json_depth.h"
+#include "common/terminal_text.h"
 #include "rapidjson/document.h"
 #include "rapidjson/error/en.h"
 
@@ -22,11 +23,13 @@ struct Extent {
 Result<SafetensorsTensor> parse_tensor(const std::string& name, const rapidjson::Value& v,
                                        std::span<const uint8_t> data_section, uint64_t* begin_out,
                                        uint64_t* end_out) {
-  auto bad = [&](const std::string& what) { return make_error(ErrorKind::kWeight, "tensor '" + name + "': " + what); };
+  auto bad = [&](const std::string& what) {
+    return make_error(ErrorKind::kWeight, "tensor '" + terminal_safe(name) + "': " + what);
+  };
   if (!v.IsObject()) return bad("entry is not an object");
   for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
     std::string key(it->name.GetString(), it->name.GetStringLength());
-    if (key != "dtype" && key != "shape" && key != "data_offsets") return bad("unknown field '" + key + "'");
+    if (key != "dtype" && key != "shape" && key != "data_offsets") return bad("unknown field '" + terminal_safe(key) + "'");
   }
   auto dtype_it = v.FindMember("dtype");
   auto shape_it = v.FindMember("shape");
@@ -41,7 +44,7 @@ Result<SafetensorsTensor> parse_tensor(const std::string& name, const rapidjson:
   t.name = name;
   std::string dtype_name(dtype_it->value.GetString(), dtype_it->value.GetStringLength());
   auto dtype = parse_safetensors_dtype(dtype_name);
-  if (!dtype) return bad("unsupported dtype '" + dtype_name + "'");
+  if (!dtype) return bad("unsupported dtype '" + terminal_safe(dtype_name) + "'");
   t.dtype = *dtype;
   uint64_t numel = 1;
   for (const auto& d : shape_it->value.GetArray()) {
@@ -119,13 +122,13 @@ Result<Safetensors> Safetensors::parse(MappedFile file) {
     if (name == "__metadata__") {
       if (!it->value.IsObject()) return bad("'__metadata__' is not an object");
       for (auto m = it->value.MemberBegin(); m != it->value.MemberEnd(); ++m) {
-        if (!m->value.IsString()) return bad("'__metadata__' value of '" + std::string(m->name.GetString()) + "' is not a string");
+        if (!m->value.IsString()) return bad("'__metadata__' value of '" + terminal_safe(m->name.GetString()) + "' is not a string");
         st.metadata_[std::string(m->name.GetString(), m->name.GetStringLength())] =
             std::string(m->value.GetString(), m->value.GetStringLength());
       }
       continue;
     }
-    if (st.by_name_.count(name) != 0) return bad("tensor '" + name + "' is listed twice");
+    if (st.by_name_.count(name) != 0) return bad("tensor '" + terminal_safe(name) + "' is listed twice");
     uint64_t begin = 0, end = 0;
     KERN_ASSIGN_OR_RETURN(auto t, parse_tensor(name, it->value, data_section, &begin, &end), path);
     st.by_name_[name] = st.tensors_.size();
@@ -141,8 +144,8 @@ Result<Safetensors> Safetensors::parse(MappedFile file) {
   for (const Extent& cur : extents) {
     if (cur.begin == cur.end) continue;
     if (reach != nullptr && cur.begin < reach->end)
-      return bad("tensor '" + st.tensors_[cur.tensor].name + "' [" + std::to_string(cur.begin) + ", " +
-                 std::to_string(cur.end) + ") overlaps tensor '" + st.tensors_[reach->tensor].name + "' [" +
+      return bad("tensor '" + terminal_safe(st.tensors_[cur.tensor].name) + "' [" + std::to_string(cur.begin) + ", " +
+                 std::to_string(cur.end) + ") overlaps tensor '" + terminal_safe(st.tensors_[reach->tensor].name) + "' [" +
                  std::to_string(reach->begin) + ", " + std::to_string(reach->end) + ")");
     if (reach == nullptr || cur.end > reach->end) reach = &cur;
   }

@@ -3,6 +3,7 @@
 
 #include <set>
 
+#include "common/terminal_text.h"
 #include "kern-load/plan_expr.h"
 
 namespace kern::load {
@@ -36,7 +37,7 @@ Status check_weights(const plan::Plan& p, const Safetensors* weights) {
     if (b->class_() != plan::BufferClass::weight) continue;
     std::string name = b->name()->str();
     auto bad = [&](const std::string& what) {
-      return make_error(ErrorKind::kWeight, weights->path() + ": weight '" + name + "' " + what);
+      return make_error(ErrorKind::kWeight, weights->path() + ": weight '" + terminal_safe(name) + "' " + what);
     };
     const SafetensorsTensor* t = weights->find(name);
     if (t == nullptr) return bad("is missing (the plan's buffer of class weight has no tensor of that name)");

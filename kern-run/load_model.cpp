@@ -1,6 +1,7 @@
 // kern-run's model opening and loading over the engine (load_model.h).
 #include "kern-run/load_model.h"
 
+#include "common/terminal_text.h"
 #include "spdlog/spdlog.h"
 
 namespace kern::run {
@@ -25,8 +26,11 @@ Result<std::unique_ptr<engine::Model>> load_model(engine::ModelPlan plan, const 
   config.random_weights_seed = settings.random_weights_seed;
   config.poison_workspace = settings.poison_workspace;
   engine::LoadObserver observer;
-  observer.on_warning = [](const std::string& w) { spdlog::warn("{}", w); };
-  observer.on_note = [](const std::string& n) { spdlog::info("{}", n); };  // shown with --verbose
+  // Warnings and notes name tensors from the weights file: terminal-safe.
+  observer.on_warning = [](const std::string& w) { spdlog::warn("{}", terminal_safe(w, TerminalText::kMessage)); };
+  observer.on_note = [](const std::string& n) {  // shown with --verbose
+    spdlog::info("{}", terminal_safe(n, TerminalText::kMessage));
+  };
   if (progress != nullptr)
     observer.on_weight_progress = [progress](uint64_t done, uint64_t total) {
       progress->update("weights upload", done >> 20, total >> 20, "MiB");

@@ -8,6 +8,7 @@
 
 #include "common/file_util.h"
 #include "kern-run/chat_template.h"
+#include "kern-run/tokenizer/utf8.h"
 
 namespace kern::run {
 
@@ -33,6 +34,18 @@ Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer
   }
   KERN_ASSIGN_OR_RETURN(auto text, read_prompt_text(o));
   p.text = std::move(text);
+  // With --chat the template wraps the text: check the user's own bytes
+  // first, so an offset names a byte of their file, not of the template.
+  if (o.chat) {
+    const std::string_view system = o.system ? std::string_view(*o.system) : std::string_view();
+    for (const auto& [what, s] : {std::pair<const char*, std::string_view>{"the prompt", p.text},
+                                  std::pair<const char*, std::string_view>{"the --system text", system}}) {
+      if (const size_t bad = tok::find_invalid_utf8(s); bad != s.size()) {
+        return make_error(ErrorKind::kUsage,
+                          std::string(what) + ": encode: text is not valid UTF-8 at byte " + std::to_string(bad));
+      }
+    }
+  }
   p.templated_text = o.chat ? render_qwen3_chat({o.system, p.text, o.no_think}) : p.text;
   auto t0 = engine::Clock::now();
   auto ids = tokenizer->encode(p.templated_text);

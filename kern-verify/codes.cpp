@@ -350,6 +350,14 @@ constexpr std::array kCatalogue = {
              "built-ins are spelled `extern:NAME` instead (E0130 lists them).\n"
              "failing: \"symbol\": \" kern_rmsnorm_bf16\"\n"
              "fixed:   \"symbol\": \"kern_rmsnorm_bf16\""},
+    CodeInfo{C::kSpecOutOfRange, "E0165", E, "meta.spec block or mask token out of range",
+             "A speculative manifest's `meta.spec.block` is the rows of one draft/verify call:\n"
+             "the accepted token plus at least one drafted row, so at least 2, and no more\n"
+             "than the `tokens` symbol's max (one call's rows are its tokens). `mask_token`\n"
+             "fills the drafted rows: a token id, so not negative (kern-run also checks it\n"
+             "is below the vocabulary size, which only the model knows).\n"
+             "failing: \"spec\": {\"block\": 1, \"mask_token\": -1}\n"
+             "fixed:   \"spec\": {\"block\": 16, \"mask_token\": 151669}"},
 };
 
 }  // namespace

@@ -96,6 +96,7 @@ enum class Code : uint16_t {
   kDomainUnitZero,            // E0162
   kCubinPathInvalid,          // E0163
   kStepSymbolInvalid,         // E0164
+  kSpecOutOfRange,            // E0165
 };
 
 /// Whether a code is an error (blocks the plan) or a warning (fatal only

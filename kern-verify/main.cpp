@@ -35,6 +35,7 @@
 #include "common/manifest_reader.h"
 #include "common/source.h"
 #include "common/version.h"
+#include "common/terminal_text.h"
 #include "kern-verify/catalogue.h"
 #include "kern-verify/sarif.h"
 #include "kern-verify/lower.h"
@@ -55,8 +56,10 @@ bool use_color(const std::string& when) {
          std::string(term) != "dumb";
 }
 
+/// Prints "error: MESSAGE" to stderr; names in it (paths, codes) came from
+/// the user, so control bytes show as visible characters (terminal_text.h).
 int fail_usage(const std::string& message) {
-  std::cerr << "error: " << message << "\n";
+  std::cerr << "error: " << kern::terminal_safe(message, kern::TerminalText::kMessage) << "\n";
   return kExitUsage;
 }
 
@@ -103,7 +106,12 @@ int run_dump(const std::string& path, std::optional<uint64_t> capacity, bool jso
   if (const kern::FileKind kind = kern::sniff_file_kind(span); kind != kern::FileKind::kOther)
     return fail_usage(path + ": not a valid plan: " + kern::not_a_plan_next_step(kind, path));
   auto text = json ? kern::verify::dump_plan_json(span, capacity) : kern::verify::dump_plan(span, capacity);
-  if (!text.ok()) return fail_usage(path + ": " + text.error().message);
+  // A corrupt, truncated or foreign plan is a content error (exit 1), as
+  // from kern-run (docs/runtime.md); failing to read the file stays exit 2.
+  if (!text.ok()) {
+    fail_usage(path + ": " + text.error().message);
+    return kExitManifestErrors;
+  }
   print_stdout(text.value());
   return kExitOk;
 }
@@ -122,7 +130,7 @@ int run_explain(const std::string& given) {
     print_stdout(kern::verify::render_topic(*found));
     return kExitOk;
   }
-  return fail_usage("no diagnostic has the code `" + given +
+  return fail_usage("no diagnostic has the code `" + kern::terminal_safe(given) +
                     "` (codes look like E0001, E0133, W0001; docs/diagnostics.md lists them all; topics: pdl)");
 }
 

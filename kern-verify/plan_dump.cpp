@@ -17,13 +17,16 @@
 #include "common/plan_format.h"
 #include "common/plan_memory.h"
 #include "common/sha256.h"
+#include "common/terminal_text.h"
 
 namespace kern::verify {
 namespace {
 
 namespace fb = flatbuffers;
 
-std::string name_of(const fb::String* s) { return plan_name(s); }
+/// A name from the plan as printed: the plan holds whatever the manifest
+/// said, control bytes and ANSI escapes included (terminal_text.h).
+std::string name_of(const fb::String* s) { return terminal_safe(plan_name(s)); }
 
 std::string dtype_str(plan::DType d) { return plan_dtype_text(d); }
 
@@ -71,7 +74,7 @@ class Dumper {
 
   void header() {
     const auto* sha = p_.manifest_sha256();
-    out_ << "plan: format " << p_.format_version() << ", model \"" << (p_.model() ? p_.model()->str() : "")
+    out_ << "plan: format " << p_.format_version() << ", model \"" << (p_.model() ? terminal_safe(p_.model()->string_view()) : "")
          << "\"\n";
     if (const auto* spec = p_.spec())
       out_ << "speculative: block " << spec->block() << ", mask token " << spec->mask_token() << "\n";

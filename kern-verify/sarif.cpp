@@ -32,16 +32,12 @@ void text(Writer& w, const char* key, std::string_view v) {
 const char* level(Severity s) { return s == Severity::kError ? "error" : "warning"; }
 
 /// 1-based column in Unicode code points of byte `offset` (SARIF's
-/// "unicodeCodePoints" column kind).
+/// "unicodeCodePoints" column kind), from the file's character index: bounded
+/// work per look-up, so a one-line manifest with N findings costs O(N).
 uint32_t code_point_column(const SourceFile& file, uint32_t offset) {
   const LineColumn lc = file.line_column(offset);
-  const std::string& t = file.text();
-  const size_t line_start = offset >= lc.column - 1 ? offset - (lc.column - 1) : 0;
-  uint32_t col = 1;
-  for (size_t i = line_start; i < offset && i < t.size(); ++i) {
-    if ((static_cast<unsigned char>(t[i]) & 0xC0) != 0x80) ++col;
-  }
-  return col;
+  const uint32_t line_start = offset >= lc.column - 1 ? offset - (lc.column - 1) : 0;
+  return file.chars_before(offset) - file.chars_before(line_start) + 1;
 }
 
 void physical_location(Writer& w, const SourceFile& file, const SourceSpan& span) {

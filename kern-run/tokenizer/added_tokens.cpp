@@ -69,15 +69,39 @@ size_t leading_space_end(std::string_view s) {
 }  // namespace
 
 AddedTokenMatcher::AddedTokenMatcher(std::vector<Pattern> patterns) : patterns_(std::move(patterns)) {
+  trie_.emplace_back();  // the root
   for (uint32_t i = 0; i < patterns_.size(); ++i) {
-    if (patterns_[i].text.empty()) continue;  // matches nothing
-    by_first_byte_[static_cast<uint8_t>(patterns_[i].text[0])].push_back(i);
+    const std::string& text = patterns_[i].text;
+    if (text.empty()) continue;  // matches nothing
+    uint32_t node = 0;
+    for (char c : text) {
+      const auto byte = static_cast<uint8_t>(c);
+      uint32_t next = child(node, byte);
+      if (next == 0) {
+        next = static_cast<uint32_t>(trie_.size());
+        Node n;
+        n.byte = byte;
+        if (node == 0) {
+          root_child_[byte] = next;
+        } else {
+          n.next_sibling = trie_[node].first_child;
+          trie_[node].first_child = next;
+        }
+        trie_.push_back(n);
+      }
+      node = next;
+    }
+    if (trie_[node].pattern < 0) trie_[node].pattern = static_cast<int32_t>(i);  // the first of equal texts wins
   }
-  for (auto& list : by_first_byte_) {
-    std::stable_sort(list.begin(), list.end(), [&](uint32_t a, uint32_t b) {
-      return patterns_[a].text.size() > patterns_[b].text.size();
-    });
+}
+
+uint32_t AddedTokenMatcher::child(uint32_t node, uint8_t byte) const {
+  if (node == 0) return root_child_[byte];
+  for (uint32_t c = trie_[node].first_child; c != 0; c = trie_[c].next_sibling) {
+    ++steps_;
+    if (trie_[c].byte == byte) return c;
   }
+  return 0;
 }
 
 void AddedTokenMatcher::find_matches(std::string_view text, std::vector<TextSplit>& out) const {
@@ -85,14 +109,14 @@ void AddedTokenMatcher::find_matches(std::string_view text, std::vector<TextSpli
   size_t pos = 0;           // where the scan for the next match resumes
   const size_t n = text.size();
   while (pos < n) {
-    const auto& candidates = by_first_byte_[static_cast<uint8_t>(text[pos])];
+    // The longest pattern starting at pos: walk the trie along the text.
     const Pattern* hit = nullptr;
-    for (uint32_t index : candidates) {
-      const std::string& p = patterns_[index].text;
-      if (p.size() <= n - pos && std::memcmp(text.data() + pos, p.data(), p.size()) == 0) {
-        hit = &patterns_[index];
-        break;
-      }
+    uint32_t node = 0;
+    for (size_t i = pos; i < n; ++i) {
+      ++steps_;
+      node = child(node, static_cast<uint8_t>(text[i]));
+      if (node == 0) break;
+      if (trie_[node].pattern >= 0) hit = &patterns_[static_cast<size_t>(trie_[node].pattern)];
     }
     if (hit == nullptr) {
       ++pos;
@@ -111,6 +135,11 @@ void AddedTokenMatcher::find_matches(std::string_view text, std::vector<TextSpli
     }
     if (token.lstrip) start = std::max(trailing_space_start(text.substr(0, start)), start_offset);
     if (token.rstrip) stop += leading_space_end(text.substr(stop));
+    // A match inside the previous one's rstrip run is left empty by lstrip
+    // (start is at least start_offset); HF's PreTokenizedString::split drops
+    // empty splits, token and all: " " with lstrip and rstrip encodes
+    // "x  a  y" as x, "  ", a, "  ", y.
+    if (start >= stop) continue;
     if (start_offset < start) out.push_back(TextSplit{start_offset, start, -1});
     out.push_back(TextSplit{start, stop, token.id});
     start_offset = stop;

@@ -4,6 +4,8 @@
 
 #include <pcre2.h>
 
+#include <algorithm>
+
 #include "kern-run/tokenizer/pattern_compat.h"
 
 namespace kern::tok {
@@ -92,6 +94,14 @@ Status SplitRegex::split(std::string_view text, std::vector<std::string_view>& p
   size_t gap_start = 0;
   size_t pos = 0;
   while (pos < text.size()) {
+    // The limit grows with the text left: Qwen3's `\s*[\r\n]+|\s+(?!\S)`
+    // backtracks once per character of a whitespace run (linear, HF encodes a
+    // run of 1,000,000 spaces), while a catastrophic pattern's exponential
+    // steps still hit it at once.
+    const uint64_t limit = SplitRegex::kMatchLimit + SplitRegex::kMatchLimitPerByte * uint64_t{text.size() - pos};
+    if (state.context != nullptr) {
+      pcre2_set_match_limit(state.context, static_cast<uint32_t>(std::min<uint64_t>(limit, UINT32_MAX)));
+    }
     const int rc = pcre2_match(impl_->code, subject, text.size(), pos, PCRE2_NO_UTF_CHECK,
                                state.data, state.context);
     if (rc == PCRE2_ERROR_NOMATCH) break;

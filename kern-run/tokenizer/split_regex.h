@@ -30,6 +30,9 @@ class SplitRegex {
   /// pre-tokenizer patterns need a few hundred; a catastrophic one fails
   /// fast with an error instead of running for minutes.
   static constexpr uint32_t kMatchLimit = 1000000;
+  /// Added to kMatchLimit per byte of text left to match: backtracking
+  /// linear in a run's length (a long whitespace run) is never refused.
+  static constexpr uint32_t kMatchLimitPerByte = 8;
 
   SplitRegex(SplitRegex&&) noexcept;
   SplitRegex& operator=(SplitRegex&&) noexcept;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 #include "common/json_depth.h"
 #include "kern-run/tokenizer/byte_level.h"
@@ -152,6 +153,14 @@ Status parse_added_tokens(const JsonContext& ctx, const Value& root, TokenizerMo
   if (!list->IsArray()) return ctx.expected("/added_tokens", "an array", *list);
   const int32_t model_vocab_size = static_cast<int32_t>(model.vocab.size());
   int32_t max_added = -1;
+  // Contents seen so far (views of the document's strings, which outlive the
+  // set), compared through a counting predicate (load_comparisons).
+  auto equal = [&model](std::string_view a, std::string_view b) {
+    ++model.load_comparisons;
+    return a == b;
+  };
+  std::unordered_set<std::string_view, std::hash<std::string_view>, decltype(equal)> seen(
+      list->Size(), std::hash<std::string_view>{}, equal);
   for (rapidjson::SizeType i = 0; i < list->Size(); ++i) {
     const Value& t = (*list)[i];
     const std::string pointer = JsonContext::child("/added_tokens", i);
@@ -172,8 +181,8 @@ Status parse_added_tokens(const JsonContext& ctx, const Value& root, TokenizerMo
                               std::pair{"special", &token.special}}) {
       KERN_RETURN_IF_ERROR(ctx.read_bool(t, pointer, key, *field));
     }
-    for (const AddedToken& other : model.added_tokens) {
-      if (other.content == token.content) return ctx.error(pointer, "duplicate added token \"" + token.content + "\"");
+    if (!seen.insert(view(*content)).second) {
+      return ctx.error(pointer, "duplicate added token \"" + token.content + "\"");
     }
     // The id HF tokenizers gives it (AddedVocabulary::add_tokens): the vocab
     // id if the content is in the vocabulary, else the next free id.

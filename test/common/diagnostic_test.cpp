@@ -88,6 +88,76 @@ TEST_CASE("the human renderer cuts long source lines around the caret", "[diagno
   CHECK(out.find("\n  | " + std::string(33, ' ') + "^\n") != std::string::npos);
 }
 
+/// A one-line (minified) file of `n` array elements, each 20 bytes, with
+/// one error at every element: the file and the error count grow together.
+SourceFile one_line_file(size_t n, DiagnosticEngine& diags) {
+  std::string text = "[";
+  for (size_t i = 0; i < n; ++i) {
+    const auto at = static_cast<uint32_t>(text.size());
+    text += "\"\u00e9lement-" + std::to_string(100000 + i) + "\",";
+    diags.error("E0010", "unknown dtype", span(at, at + 8));
+  }
+  text += "0]";
+  return SourceFile("min.json", text);
+}
+
+TEST_CASE("rendering errors on one long line costs work linear in the number of errors", "[diagnostic][render]") {
+  // Each diagnostic may look at a bounded window of the line, never the whole
+  // line: the work per error stays under a constant however long the line.
+  // (Before, every snippet copied and scanned the whole line: 3,000 errors on a
+  // 60 KB line did ~3,000 x 60 KB of work.)
+  for (size_t n : {300, 3000}) {
+    DiagnosticEngine diags;
+    const SourceFile file = one_line_file(n, diags);
+    const uint64_t before = file.lookup_work();
+    const std::string out = render_human(diags.diagnostics(), file, false);
+    CHECK(out.find("error: " + std::to_string(n) + " errors emitted") != std::string::npos);
+    CHECK(file.lookup_work() - before <= 4000 * n);
+  }
+}
+
+TEST_CASE("the human renderer's window on a long utf-8 line sits at the right characters", "[diagnostic][render]") {
+  DiagnosticEngine diags;
+  const SourceFile file = one_line_file(3000, diags);
+  const std::vector<Diagnostic> one{diags.diagnostics()[2000]};
+  const std::string out = render_human(one, file, false);
+  // Element 2000 starts at byte 1 + 2000 * 18 (é is two bytes); 30 characters
+  // of context before the caret, 100 shown; the 8-byte span is 7 characters.
+  CHECK(out.find(" --> min.json:1:" + std::to_string(1 + 1 + 2000 * 18) + "\n") != std::string::npos);
+  const std::string shown =
+      "...ment-101998\",\"\u00e9lement-101999\",\"\u00e9lement-102000\",\"\u00e9lement-102001\","
+      "\"\u00e9lement-102002\",\"\u00e9lement-102003\",\"\u00e9...\n";
+  CHECK(out.find("1 | " + shown) != std::string::npos);
+  CHECK(out.find("\n  | " + std::string(33, ' ') + "^^^^^^^\n") != std::string::npos);
+}
+
+TEST_CASE("the human renderer shows control bytes and ANSI escapes as visible characters", "[diagnostic][render]") {
+  // An ESC, a BEL and a tab on the source line, in the message, label, help,
+  // note and path: none reaches the terminal; the caret stays under "x".
+  const std::string text = "{\"a\x1b[2Jb\x07\t\": x}";
+  SourceFile file("m\x1b]0;title\x07.json", text);
+  DiagnosticEngine diags;
+  Diagnostic& d = diags.error("E0001", "key `a\x1b[2Jb` is odd", span(13, 14));
+  d.label = "lab\x1b";
+  d.help = "help\x1b";
+  d.notes.push_back(DiagnosticNote{"note\x1b", SourceSpan{}, false});
+  const std::string out = render_human(diags.diagnostics(), file, false);
+  CHECK(out.find('\x1b') == std::string::npos);
+  CHECK(out.find('\x07') == std::string::npos);
+  const std::string expected =
+      "error[E0001]: key `a\u241b[2Jb` is odd\n"
+      " --> m\u241b]0;title\u2407.json:1:14\n"
+      "  |\n"
+      "1 | {\"a\u241b[2Jb\u2407 \": x}\n"
+      "  |              ^ lab\u241b\n"
+      "  |\n"
+      "  = note: note\u241b\n"
+      "  = help: help\u241b\n"
+      "\n"
+      "error: 1 error emitted\n";
+  CHECK(out == expected);
+}
+
 TEST_CASE("the human renderer counts warnings and prints nothing when clean", "[diagnostic][render]") {
   SourceFile file("w.json", "{}\n");
   DiagnosticEngine diags;

@@ -29,6 +29,24 @@ TEST_CASE("reader rejects invalid utf-8 as a syntax error (E0001)", "[reader][E0
   expect_errors(R"("model": "tiny")", "\"model\": \"ti\xffny\"", {"E0001 2:38 "});
 }
 
+TEST_CASE("reader rejects a lone surrogate escape, low like high, at its backslash (E0001)", "[reader][E0001]") {
+  // RapidJSON rejects a lone high surrogate itself; a lone low one it would
+  // encode as CESU-8 bytes (ED B0 80), which are not UTF-8.
+  ReadOutcome high = expect_errors(R"("model": "tiny")", R"("model": "ti\ud800ny")", {"E0001 2:38 "});
+  ReadOutcome low = expect_errors(R"("model": "tiny")", R"("model": "ti\udc00ny")", {"E0001 2:38 "});
+  CHECK(low.diags.diagnostics()[0].message.starts_with(high.diags.diagnostics()[0].message));
+  expect_errors(R"("model": "tiny")", R"("model": "ti\udfffny")", {"E0001 2:38 "});
+  // After a valid pair and a two-character escape, the lone one is still found.
+  expect_errors(R"("model": "tiny")", R"("model": "\ud83d\ude00\n\udc00")", {"E0001 2:50 "});
+  // In a key too (at the key's escape).
+  expect_errors(R"("model": "tiny")", R"("model": "tiny", "\udc00": 1)", {"E0001 2:44 "});
+  // A valid pair and an escaped backslash before "udc00" are fine.
+  ReadOutcome pair = read_text(replace_once(kBaseManifest, R"("model": "tiny")", R"("model": "\ud83d\ude00 \\udc00")"));
+  CHECK(summary(pair).empty());
+  REQUIRE(pair.manifest.has_value());
+  CHECK(pair.manifest->meta.model == "\xF0\x9F\x98\x80 \\udc00");
+}
+
 TEST_CASE("reader names a leading UTF-8 byte order mark instead of an invalid value (E0001)", "[reader][E0001]") {
   ReadOutcome r = read_text("\xEF\xBB\xBF" + kBaseManifest);
   REQUIRE(summary(r) == std::vector<std::string>{"E0001 1:1 "});

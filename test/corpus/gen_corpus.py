@@ -218,6 +218,11 @@ CASES = [
     ("E0163-cubin-path-absolute", [set_(E + "/cubin", "/opt/kernels/embed.cubin")], [], ["E0163 " + E + "/cubin"]),
     ("E0164-empty-symbol", [set_(E + "/symbol", "")], [], ["E0164 " + E + "/symbol"]),
     ("E0164-symbol-with-blank", [set_(E + "/symbol", "kern_embed ")], [], ["E0164 " + E + "/symbol"]),
+    ("E0165-spec-block-one-row", [set_("/meta/spec", {"block": 1, "mask_token": 5})], [], ["E0165 /meta/spec/block"]),
+    ("E0165-spec-block-over-tokens", [set_("/meta/spec", {"block": 65, "mask_token": 5})], [],
+     ["E0165 /meta/spec/block"]),
+    ("E0165-spec-negative-mask-token", [set_("/meta/spec", {"block": 8, "mask_token": -1})], [],
+     ["E0165 /meta/spec/mask_token"]),
     ("E0159-mul-by-zero", [set_(KV + "/grid/0", {"mul": [{"sym": "tokens"}, 0]})], [], ["E0159 " + KV + "/grid/0"]),
     # --- warnings (exit 0 unless --deny-warnings) ---
     ("W0001-step-without-cubin", [del_(E + "/cubin"), del_(E + "/sha256")], [], ["W0001 " + E + "/symbol"]),

@@ -252,8 +252,18 @@ TEST_CASE("gemv_rmsnorm_argmax writes the rmsnorm gemv's logits and per-tile arg
       c.w[static_cast<size_t>(5) * k + x] = c.w[static_cast<size_t>(20) * k + x] = kern::f32_to_bf16(1.0f);
     }
     REQUIRE(c.run(m).ok());  // the plain rmsnorm gemv: reference logits
-    const std::vector<uint16_t> logits = c.c;
+    std::vector<uint16_t> logits = c.c;
     std::vector<uint16_t> out(c.c_in);
+    // The cells between rows (columns n .. ldc - 1, which the last tile's 8
+    // columns overlap) and past the last row hold a logit larger than any
+    // computed one: a tile loop reading past column n would pick it.
+    const uint16_t huge = kern::f32_to_bf16(1e30f);
+    for (size_t x = c.c_off; x < out.size(); ++x) {
+      if ((x - c.c_off) % static_cast<size_t>(c.ldc) >= static_cast<size_t>(n) ||
+          (x - c.c_off) / static_cast<size_t>(c.ldc) >= static_cast<size_t>(m)) {
+        out[x] = logits[x] = huge;
+      }
+    }
     std::vector<float> val(static_cast<size_t>(m) * tiles, -1.0f);
     std::vector<int32_t> idx(static_cast<size_t>(m) * tiles, -1);
     ArgPack p;

@@ -246,7 +246,19 @@ TEST_CASE("plan validation rejects each out-of-range index or malformed entry wi
       {"buffer index", [](PlanDesc& d) { d.programs[0].launches[0].args[2].index = 400; },
        "programs[0] 'main'.launches[0].args[2]: buffer index 400 out of range (4 buffers)"},
       {"buffer offset", [](PlanDesc& d) { d.programs[0].launches[0].args[2].offset = 72; },
-       "programs[0] 'main'.launches[0].args[2]: offset 72 B beyond buffer 'acc' (64 B)"},
+       "programs[0] 'main'.launches[0].args[2]: offset 72 B is past the end of buffer 'acc' (64 B)"},
+      // Equal to the size: no byte left, as kern-verify's E0148 (offset >= size).
+      {"buffer offset at its size", [](PlanDesc& d) { d.programs[0].launches[0].args[2].offset = 64; },
+       "programs[0] 'main'.launches[0].args[2]: offset 64 B is past the end of buffer 'acc' (64 B)"},
+      // Scratch arguments get the same alignment and bound checks (the cuda
+      // device has no launch-time extent check to catch them later).
+      {"misaligned scratch offset", [](PlanDesc& d) { d.programs[0].launches[1].args[1].offset = 4; },
+       "programs[0] 'main'.launches[1].args[1]: offset 4 B is not a multiple of the element size 8 B of the "
+       "param's dtype"},
+      {"scratch offset past its end", [](PlanDesc& d) { d.programs[0].launches[1].args[1].offset = 72; },
+       "programs[0] 'main'.launches[1].args[1]: offset 72 B is past the end of scratch 'tmp' (64 B)"},
+      {"scratch offset at its size", [](PlanDesc& d) { d.programs[0].launches[1].args[1].offset = 64; },
+       "programs[0] 'main'.launches[1].args[1]: offset 64 B is past the end of scratch 'tmp' (64 B)"},
       {"state align 2^63", [](PlanDesc& d) { d.states[0].align = uint64_t{1} << 63; },
        "states[0] 'kv': align 9223372036854775808 B exceeds the loader's limit of 4096 B"},
       {"state align 8192 (one past the page limit)", [](PlanDesc& d) { d.states[0].align = 8192; },

@@ -98,6 +98,17 @@ TEST_CASE("safetensors rejects an unknown dtype naming the tensor", "[load][safe
              Contains("tensor 'w': unsupported dtype 'C64'"));
 }
 
+TEST_CASE("safetensors errors show control bytes and ANSI escapes in names and dtypes as visible characters",
+          "[load][safetensors]") {
+  // "\u001b" in the JSON is a real ESC in the name; the message shows "␛".
+  const std::string esc = "\xE2\x90\x9B";
+  std::string m = error_of(R"({"w\u001b[31m":{"dtype":"F\u001b[0m\u0007","shape":[1],"data_offsets":[0,8]}})", 8);
+  CHECK_THAT(m, Contains("tensor 'w" + esc + "[31m': unsupported dtype 'F" + esc + "[0m\xE2\x90\x87'"));
+  CHECK(m.find('\x1b') == std::string::npos);
+  m = error_of(R"({"a\nb":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"c":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
+  CHECK_THAT(m, Contains("tensor 'c' [0, 4) overlaps tensor 'a\xE2\x90\x8A" "b'"));
+}
+
 TEST_CASE("safetensors rejects a header length beyond the limit or the file", "[load][safetensors]") {
   const std::string h = R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
   CHECK_THAT(error_of(h, 1, 100'000'001), Contains("header length 100000001 B exceeds the limit 100000000 B"));

@@ -141,6 +141,14 @@ TEST_CASE("a prompt that is not UTF-8 is a usage error naming the byte offset", 
   CHECK(r.rc == 2);
   CHECK(r.err == "kern-run: error: the prompt: encode: text is not valid UTF-8 at byte 2\n");
   CHECK(r.out.empty());
+  // With --chat the offset is still the byte of the user's file, not of the
+  // templated text around it.
+  CliResult chat = kern_run(text_args("--steps 1 --chat --prompt-file " + dir.file("bad.txt")));
+  CHECK(chat.rc == 2);
+  CHECK(chat.err == "kern-run: error: the prompt: encode: text is not valid UTF-8 at byte 2\n");
+  CliResult sys = kern_run(text_args("--steps 1 --chat --prompt hi --system \"$(printf 'x\\377')\""));
+  CHECK(sys.rc == 2);
+  CHECK(sys.err == "kern-run: error: the --system text: encode: text is not valid UTF-8 at byte 1\n");
 }
 
 TEST_CASE("kern-run tokenize prints the ids as a JSON array and detokenize reverses it", "[run][text][tokenize]") {

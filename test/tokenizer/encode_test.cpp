@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kern-run/tokenizer/added_tokens.h"
 #include "kern-run/tokenizer/bpe.h"
 #include "kern-run/tokenizer/pattern_compat.h"
 #include "kern-run/tokenizer/split_regex.h"
@@ -57,6 +58,54 @@ TEST_CASE("added tokens are cut out before BPE and decode back to their text", "
   CHECK(tok.token_to_id("<tool>") == kToolId);
   CHECK(tok.token_to_id("\xC4\xA0hello") == 260);
   CHECK_FALSE(tok.token_to_id("nope").has_value());
+}
+
+TEST_CASE("added-token matching costs work bounded by the text, not by the number of tokens", "[tokenizer][added]") {
+  // 20,000 tokens that all start with '<' and a text with '<' everywhere:
+  // the trie walk takes a few steps per position (at most the longest
+  // token's length times a node's children), never one comparison per token.
+  std::vector<kern::tok::AddedTokenMatcher::Pattern> patterns;
+  for (int i = 0; i < 20000; ++i) {
+    kern::tok::AddedToken t;
+    t.id = 1000 + i;
+    t.content = "<x_" + std::to_string(i) + ">";
+    patterns.push_back({t.content, t});
+  }
+  // The longest of equal-prefix tokens wins; the first of equal texts wins.
+  kern::tok::AddedToken longer;
+  longer.id = 99;
+  longer.content = "<x_1>>";
+  patterns.push_back({longer.content, longer});
+  const kern::tok::AddedTokenMatcher matcher(std::move(patterns));
+  std::string text;
+  for (int i = 0; i < 2000; ++i) text += "<<y <x_" + std::to_string(i * 7) + "> <x_";
+  text += "<x_1>>";
+  std::vector<kern::tok::TextSplit> splits;
+  matcher.find_matches(text, splits);
+  CHECK(matcher.match_steps() <= 40 * text.size());
+  size_t matched = 0;
+  for (const auto& s : splits) matched += s.id >= 0 ? 1 : 0;
+  CHECK(matched == 2001);
+  REQUIRE(splits.size() >= 2);
+  CHECK(splits[1].id == 1000);  // "<x_0>" in the first "<<y <x_0> <x_"
+  CHECK(text.substr(splits[1].begin, splits[1].end - splits[1].begin) == "<x_0>");
+  CHECK(splits.back().id == 99);
+}
+
+TEST_CASE("an added space token with lstrip and rstrip takes a whole run of spaces once, as HF does",
+          "[tokenizer][added]") {
+  // HF tokenizers encodes "x  a  y" as [x, "  ", a, "  ", y]: the second
+  // space's match is emptied by the first one's rstrip and dropped.
+  kern::tok::AddedToken space;
+  space.id = 259;
+  space.content = " ";
+  space.lstrip = space.rstrip = true;
+  const kern::tok::AddedTokenMatcher matcher({{space.content, space}});
+  std::vector<kern::tok::TextSplit> splits;
+  matcher.find_matches("x  a  y", splits);
+  std::vector<std::string> got;
+  for (const auto& s : splits) got.push_back(std::to_string(s.begin) + "-" + std::to_string(s.end) + ":" + std::to_string(s.id));
+  CHECK(got == std::vector<std::string>{"0-1:-1", "1-3:259", "3-4:-1", "4-6:259", "6-7:-1"});
 }
 
 TEST_CASE("encode rejects text that is not UTF-8, naming the byte", "[tokenizer][encode]") {
@@ -152,6 +201,24 @@ TEST_CASE("merge table lookups find inserted pairs and a later insert wins", "[t
   t.insert(10, 11, 2000, 7);
   CHECK(t.size() == 1000);
   CHECK(t.find(10, 11)->rank == 2000);
+}
+
+TEST_CASE("a run of a million spaces or tabs splits as HF does, not refused as backtracking", "[tokenizer][regex]") {
+  // Qwen3's whitespace alternatives backtrack once per character of a run:
+  // linear, so the match limit grows with the text (HF encodes such runs;
+  // kern-run tokenize on x + 10^6 spaces/tabs + y gives HF's ids exactly).
+  auto regex = kern::tok::SplitRegex::compile("\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+", /*literal=*/false, "tok.json");
+  REQUIRE(regex.ok());
+  for (const char c : {' ', '\t'}) {
+    const std::string text = "x" + std::string(1000000, c) + "y";
+    std::vector<std::string_view> pieces;
+    REQUIRE(regex->split(text, pieces).ok());
+    REQUIRE(pieces.size() == 4);
+    CHECK(pieces[0] == "x");
+    CHECK(pieces[1] == std::string(999999, c));
+    CHECK(pieces[2] == std::string(1, c));
+    CHECK(pieces[3] == "y");
+  }
 }
 
 TEST_CASE("a catastrophically backtracking split pattern is a tokenizer error naming file, pattern and byte",

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "kern-run/tokenizer/tokenizer.h"
+#include "kern-run/tokenizer/tokenizer_json.h"
 #include "test/tokenizer/tokenizer_fixture.h"
 
 namespace {
@@ -145,6 +146,39 @@ TEST_CASE("added tokens need content and the id HF tokenizers would give them", 
         "tok.json: /added_tokens/1/lstrip: expected true or false, found string \"yes\"");
   CHECK(load_error(fixture_json([](Document& d) { d["added_tokens"][1]["content"].SetString("<|im_start|>"); })) ==
         "tok.json: /added_tokens/1: duplicate added token \"<|im_start|>\"");
+}
+
+TEST_CASE("loading many added tokens costs work linear in their number", "[tokenizer][load]") {
+  // 20,000 more added tokens: the duplicate check compares about one string
+  // per token (a hash set), never each with every earlier one (2 x 10^8).
+  constexpr int kMore = 20000;
+  const std::string json = fixture_json([](Document& d) {
+    auto& list = d["added_tokens"];
+    int next = 0;
+    for (const auto& t : list.GetArray()) next = std::max(next, t["id"].GetInt() + 1);
+    for (int i = 0; i < kMore; ++i) {
+      Value t(rapidjson::kObjectType);
+      t.AddMember("id", next + i, d.GetAllocator());
+      t.AddMember("content", Value(("<extra_" + std::to_string(i) + ">").c_str(), d.GetAllocator()), d.GetAllocator());
+      for (const char* flag : {"single_word", "lstrip", "rstrip", "normalized"}) {
+        t.AddMember(rapidjson::StringRef(flag), false, d.GetAllocator());
+      }
+      t.AddMember("special", true, d.GetAllocator());
+      list.PushBack(t, d.GetAllocator());
+    }
+  });
+  auto model = kern::tok::parse_tokenizer_json(json, "tok.json");
+  REQUIRE(model.ok());
+  CHECK((*model)->added_tokens.size() > kMore);
+  CHECK((*model)->load_comparisons <= 2 * (*model)->added_tokens.size());
+  auto tok = Tokenizer::from_json(json, "tok.json");
+  REQUIRE(tok.ok());
+  const auto id = tok->token_to_id("<extra_12345>");
+  REQUIRE(id.has_value());
+  auto ids = tok->encode("a<extra_12345>b");
+  REQUIRE(ids.ok());
+  CHECK(ids->size() == 3);
+  CHECK((*ids)[1] == *id);
 }
 
 TEST_CASE("an added token whose content is in the vocabulary takes the vocabulary id", "[tokenizer][load]") {

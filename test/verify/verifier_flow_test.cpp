@@ -117,6 +117,35 @@ TEST_CASE("verify rejects reading a workspace buffer before any dispatch wrote i
         V{"E0149 " + kDecode + "1/args/0"});
 }
 
+TEST_CASE("verify checks meta.spec as kern-run's speculative caller needs it (E0165)", "[verify][rule1]") {
+  // The base manifest's `tokens` symbol has max 64.
+  for (const char* bad : {R"({"block": 0, "mask_token": 5})", R"({"block": 1, "mask_token": 5})",
+                          R"({"block": 600, "mask_token": 5})"}) {
+    INFO(bad);
+    CHECK(verify_findings(set(B(), "/meta/spec", bad)) == V{"E0165 /meta/spec/block"});
+  }
+  CHECK(verify_findings(set(B(), "/meta/spec", R"({"block": 8, "mask_token": -1})")) ==
+        V{"E0165 /meta/spec/mask_token"});
+  CHECK(verify_findings(set(B(), "/meta/spec", R"({"block": 2, "mask_token": 0})")).empty());
+  CHECK(verify_findings(set(B(), "/meta/spec", R"({"block": 64, "mask_token": 31})")).empty());
+}
+
+TEST_CASE("verify counts a dispatch's own writes only after all its reads", "[verify][rule8]") {
+  // `stage` writes its first argument and reads its second: passing the same
+  // unwritten workspace buffer as both reads it before anything wrote it.
+  std::string m = set(B(), "/kernels/stage", R"({
+      "params": ["out buffer<bf16>", "in buffer<bf16>", "i32"],
+      "impl": {"steps": [{"symbol": "kern_stage", "cubin": "stage.cubin",
+        "sha256": "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd",
+        "params": ["out buffer<bf16>", "in buffer<bf16>", "i32"], "block": [64, 1, 1], "grid": [1, 1, 1],
+        "args": [{"arg": 0}, {"arg": 1}, {"arg": 2}]}]}})");
+  m = set(m, "/buffers/staged", R"({"dtype": "bf16", "shape": ["tokens", 16], "class": "workspace"})");
+  m = set(m, kDecode + "4", R"({"kernel": "stage", "args": [{"buf": "staged"}, {"buf": "staged"}, {"sym": "tokens"}]})");
+  CHECK(verify_findings(m) == V{"E0149 " + kDecode + "4/args/1"});
+  // Reading a buffer an earlier dispatch wrote is fine.
+  CHECK(verify_findings(set(m, kDecode + "4/args/1", R"({"buf": "hidden"})")).empty());
+}
+
 TEST_CASE("verify rejects a dispatch writing an input buffer", "[verify][rule8]") {
   CHECK(verify_findings(set(B(), kDecode + "3/args/1", R"({"buf": "ids"})")) ==
         V{"E0150 " + kDecode + "3/args/1", "E0156 /buffers/next"});
