@@ -12,7 +12,7 @@ namespace kern::load::cuda {
 
 Status CudaDevice::begin_capture() {
   const Driver& drv = *driver_;
-  KERN_CU_CHECK(drv, drv.api().cuCtxSetCurrent(context_));
+  KERN_RETURN_IF_ERROR(bind_thread());
   KERN_CU_CHECK(drv, drv.api().cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
   capturing_ = true;
   return Status::ok_status();
@@ -23,6 +23,7 @@ Result<GraphHandle> CudaDevice::end_capture() {
   const DriverApi& a = drv.api();
   CUgraph graph = nullptr;
   capturing_ = false;
+  KERN_RETURN_IF_ERROR(bind_thread());
   KERN_CU_CHECK(drv, a.cuStreamEndCapture(stream_, &graph));
   CUgraphExec exec = nullptr;
   const Status instantiated = drv.check(a.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
@@ -36,6 +37,7 @@ Status CudaDevice::abort_capture() {
   if (!capturing_) return {};
   capturing_ = false;
   const Driver& drv = *driver_;
+  KERN_RETURN_IF_ERROR(bind_thread());
   CUgraph graph = nullptr;
   // A capture invalidated by a failed launch ends with an error and no graph.
   KERN_CU_CHECK(drv, drv.api().cuStreamEndCapture(stream_, &graph));
@@ -44,6 +46,7 @@ Status CudaDevice::abort_capture() {
 }
 
 Status CudaDevice::launch_graph(GraphHandle graph) {
+  KERN_RETURN_IF_ERROR(bind_thread());
   const CUresult r = driver_->api().cuGraphLaunch(reinterpret_cast<CUgraphExec>(graph), stream_);
   if (r != CUDA_SUCCESS) [[unlikely]]
     return make_error(ErrorKind::kDevice, "cuGraphLaunch: " + driver_->describe(r));
@@ -56,6 +59,7 @@ Status CudaDevice::destroy_graph(GraphHandle graph) {
   if (it == graphs_.end()) return {};
   graphs_.erase(it);
   const Driver& drv = *driver_;
+  KERN_RETURN_IF_ERROR(bind_thread());
   // The graph may still be running: wait, then destroy it whatever the wait said.
   return join(drv.check(drv.api().cuStreamSynchronize(stream_), "cuStreamSynchronize"),
               drv.check(drv.api().cuGraphExecDestroy(exec), "cuGraphExecDestroy"));
