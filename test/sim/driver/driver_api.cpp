@@ -82,7 +82,10 @@ void deactivate(Context& c) {
   c.streams.clear();
   for (Event* e : c.events) delete e;
   c.events.clear();
-  for (Module* m : c.modules) m->unloaded = true;  // kept: see Module::unloaded
+  for (Module* m : c.modules) {  // kept: see Module::unloaded
+    m->unloaded = true;
+    for (auto& fn : m->functions) st.functions.erase(fn.get());
+  }
   c.modules.clear();
   for (Graph* g : c.graphs) delete g;
   for (Graph* g : c.execs) delete g;

@@ -174,6 +174,14 @@ def main(argv):
     failure(ctx, "injected kernel fault", fused, random_w, "kernel_fault@30", 1, ["CUDA_ERROR_ILLEGAL_ADDRESS"])
     failure(ctx, "injected allocation failure", fused, random_w, "alloc@3", 1, ["cuMemAlloc", "CUDA_ERROR_OUT_OF_MEMORY"])
 
+    # The wrapper without a built driver: a clear error, exit 2, the command not run.
+    p = subprocess.run([ctx.wrapper, "/bin/echo", "ran"], capture_output=True, text=True,
+                       env=dict(os.environ, KERN_BUILD_DIR=os.path.join(ctx.tmp, "no-build")))
+    ctx.check(p.returncode == 2 and "no simulated driver under" in p.stderr and "ran" not in p.stdout,
+              f"with-sim-gpu without a build: exit {p.returncode}, stderr {p.stderr!r}")
+    p = subprocess.run([ctx.wrapper], capture_output=True, text=True)
+    ctx.check(p.returncode == 2 and "usage" in p.stderr, f"with-sim-gpu without a command: exit {p.returncode}")
+
     print(f"{ctx.checks} checks, {len(ctx.failures)} failures")
     return 1 if ctx.failures else 0
 
