@@ -20,6 +20,7 @@ Standard library only. Exit 0 when every check passes, 1 otherwise.
 """
 
 import json
+import math
 import os
 import struct
 import subprocess
@@ -78,6 +79,13 @@ def bf16_row(path, row, vocab):
     return [struct.unpack("<f", struct.pack("<I", v << 16))[0] for v in vals]
 
 
+def is_near_tie(logits, a, b):
+    """Whether ids a and b are both within 2 bf16 ulps of the largest logit."""
+    top = max(logits)
+    ulp = 2.0 ** (math.frexp(top)[1] - 8) if top != 0 else 2.0 ** -133  # bf16: 8 significant bits
+    return top - min(logits[a], logits[b]) <= 2 * ulp
+
+
 def near_tie(ctx, plan, weights, extra, index, cpu_id, sim_id):
     """Whether both sides' logits at generated position `index` put cpu_id and
     sim_id within 2 bf16 ulps of the largest logit (a tie either argmax may break)."""
@@ -91,15 +99,8 @@ def near_tie(ctx, plan, weights, extra, index, cpu_id, sim_id):
         # Decode logits are row 0; the first id comes from the prompt's last row.
         row = (len(PROMPT.split(",")) - 1) % CHUNK if index == 0 else 0
         sides[device] = bf16_row(dump, row, 256)
-    notes = []
-    for device, logits in sides.items():
-        top = max(logits)
-        ulp = 2.0 ** (int(abs(top)).bit_length() - 7) if abs(top) >= 1 else 2.0 ** -7
-        gap = abs(logits[cpu_id] - logits[sim_id])
-        notes.append(f"{device}: logit[{cpu_id}]={logits[cpu_id]} logit[{sim_id}]={logits[sim_id]} max={top}")
-        if gap > 2 * ulp or top - max(logits[cpu_id], logits[sim_id]) > 2 * ulp:
-            return False, "; ".join(notes)
-    return True, "; ".join(notes)
+    notes = [f"{d}: logit[{cpu_id}]={l[cpu_id]} logit[{sim_id}]={l[sim_id]} max={max(l)}" for d, l in sides.items()]
+    return all(is_near_tie(l, cpu_id, sim_id) for l in sides.values()), "; ".join(notes)
 
 
 def compare(ctx, label, plan, weights, extra=()):
@@ -135,6 +136,10 @@ def main(argv):
         print(__doc__.split("\n")[0], file=sys.stderr)
         return 2
     ctx = Ctx(argv)
+    # The near-tie rule itself: a tie within 2 ulps is one, a clear gap or a third, larger id is not.
+    ctx.check(is_near_tie([0.5, 3.0, 3.015625, 1.0], 1, 2), "near-tie rule: a 1-ulp tie at 3.0 rejected")
+    ctx.check(not is_near_tie([0.5, 3.0, 3.125, 1.0], 1, 2), "near-tie rule: an 8-ulp gap accepted")
+    ctx.check(not is_near_tie([0.5, 3.0, 3.0, 4.0], 1, 2), "near-tie rule: a tie below the argmax accepted")
     ex = os.path.join(ctx.src, "examples")
     tiny_w = ["--weights", os.path.join(ex, "tiny-qwen3.safetensors")]
     random_w = ["--random-weights", "5"]  # varied ids (the checked-in weights repeat one id)
