@@ -205,6 +205,11 @@ class Device {
 /// Options of the cuda device.
 struct CudaDeviceOptions {
   int ordinal = 0;  ///< CUDA device ordinal
+  /// Programmatic dependent launch for the steps that ask for it ("pdl":
+  /// true, docs/gpu.md). false (kern-run --no-pdl) launches them plainly,
+  /// each after the previous launch completes: a run that tells a PDL race
+  /// from a kernel bug.
+  bool pdl = true;
 };
 
 /// Creates the cuda device. Defined by kern-load/cuda/ when that backend is

@@ -127,6 +127,24 @@ std::vector<std::string> precheck_plan(const plan::Plan& p, std::span<const Kern
   return out;
 }
 
+std::vector<std::string> precheck_shared_memory(const plan::Plan& p, std::span<const uint64_t> static_bytes,
+                                                uint64_t optin_bytes) {
+  std::vector<std::string> out;
+  for (flatbuffers::uoffset_t i = 0; i < p.steps()->size(); ++i) {
+    const plan::Step& s = *p.steps()->Get(i);
+    if (is_extern_symbol(s.symbol()->string_view()) || s.shared_mem() == nullptr) continue;
+    const auto smem = evaluate_chain_at_max(*s.shared_mem(), p);
+    const uint64_t fixed = i < static_bytes.size() ? static_bytes[i] : 0;
+    const uint64_t room = fixed < optin_bytes ? optin_bytes - fixed : 0;
+    if (smem && *smem > room)
+      out.push_back("steps[" + std::to_string(i) + "] " + s.symbol()->str() + ": plan needs " + std::to_string(*smem) +
+                    " B of dynamic shared memory per block, device has " + std::to_string(optin_bytes) +
+                    " B less the kernel's " + std::to_string(fixed) + " B of static shared memory = " +
+                    std::to_string(room) + " B");
+  }
+  return out;
+}
+
 Status check_plan_fits(const plan::Plan& p, std::span<const KernelFileImages> files, const DeviceLimits& device,
                        const std::string& device_name) {
   const std::vector<std::string> lines = precheck_plan(p, files, device);

@@ -70,6 +70,19 @@ struct KernelFileImages {
 std::vector<std::string> precheck_plan(const plan::Plan& p, std::span<const KernelFileImages> files,
                                        const DeviceLimits& device);
 
+/// The check that needs the loaded kernels: each non-extern step's dynamic
+/// shared memory (at the symbols' maxima) against what its function may
+/// opt into, `optin_bytes` (CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+/// less the function's static shared memory `static_bytes[i]`
+/// (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES; cuFuncSetAttribute refuses a larger
+/// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cuda.h). One line per
+/// step that does not fit, e.g. "steps[2] kern_x: plan needs 200000 B of
+/// dynamic shared memory per block, device has 232448 B less the kernel's
+/// 40960 B of static shared memory = 191488 B". `static_bytes` has one entry
+/// per step (missing entries count as 0). Empty: fits.
+std::vector<std::string> precheck_shared_memory(const plan::Plan& p, std::span<const uint64_t> static_bytes,
+                                                uint64_t optin_bytes);
+
 /// precheck_plan as a Status: OK when it fits, else one error (kDevice)
 /// "the plan does not fit <device_name>:\n  <line>\n  <line>...".
 Status check_plan_fits(const plan::Plan& p, std::span<const KernelFileImages> files, const DeviceLimits& device,

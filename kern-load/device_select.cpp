@@ -44,17 +44,18 @@ Result<int> probe_cuda_devices() {
   return result;
 }
 
-Result<std::unique_ptr<Device>> select_device(DeviceChoice choice, std::string* note) {
+Result<std::unique_ptr<Device>> select_device(DeviceChoice choice, std::string* note,
+                                              const CudaDeviceOptions& cuda_options) {
   if (choice == DeviceChoice::kCpu) return make_cpu_device();
   auto count = probe_cuda_devices();
   if (choice == DeviceChoice::kCuda) {
     KERN_RETURN_IF_ERROR(count);
     if (*count < 1) return make_error(ErrorKind::kDevice, "the CUDA driver reports no devices");
-    return make_cuda_device(CudaDeviceOptions{});
+    return make_cuda_device(cuda_options);
   }
   std::string why;
   if (count.ok() && *count >= 1) {
-    auto cuda = make_cuda_device(CudaDeviceOptions{});
+    auto cuda = make_cuda_device(cuda_options);
     if (cuda.ok()) return cuda;
     why = cuda.error().message;
   } else {

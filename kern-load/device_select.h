@@ -30,6 +30,8 @@ Result<int> probe_cuda_devices();
 /// writes the reason for falling back to
 /// `*note` ("no CUDA device (...); using the cpu reference device"); kCuda
 /// without a driver or device is an error; kCpu is make_cpu_device().
-Result<std::unique_ptr<Device>> select_device(DeviceChoice choice, std::string* note);
+/// `cuda` configures the cuda device when one is created.
+Result<std::unique_ptr<Device>> select_device(DeviceChoice choice, std::string* note,
+                                              const CudaDeviceOptions& cuda = {});
 
 }  // namespace kern::load

@@ -35,7 +35,8 @@ void random_weight_values(uint64_t seed, std::string_view name, plan::DType dtyp
 
 /// Fills every `weight` buffer of `p` at `buffer_addresses` (indexed like
 /// Plan.buffers) on `device` with random_weight_values, in chunks of at most
-/// 8 MiB. Returns the bytes written. `progress` (may be null) is called after
+/// 8 MiB, up to 16 generated at once on their own threads (the values do not
+/// depend on it) and copied in order. Returns the bytes written. `progress` (may be null) is called after
 /// each buffer with (bytes so far, total weight bytes). Device errors get the
 /// buffer's name as context.
 Result<uint64_t> fill_random_weights(const plan::Plan& p, uint64_t seed, Device& device,

@@ -71,6 +71,8 @@ LoadOptionsParser::LoadOptionsParser(CLI::App& app, LoadSettings& settings) : se
                 ->check(count_check(0));
   random_->excludes(weights_);
   app.add_flag("--eager", settings.eager, "launch every step eagerly (no CUDA graphs)");
+  app.add_flag("--no-pdl", settings.no_pdl,
+               "launch the steps marked \"pdl\" plainly, without programmatic dependent launch (cuda)");
   app.add_option("--device", settings.device, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--kernels", settings.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
 }

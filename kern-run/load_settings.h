@@ -18,6 +18,7 @@ struct LoadSettings {
   bool verbose = false;     ///< log load notes (unused tensors) at info level
   // GPU path (kern-load graphs and random weights):
   bool eager = false;  ///< --eager: no CUDA graphs (ExecutableOptions::graphs = false)
+  bool no_pdl = false;  ///< --no-pdl: "pdl" steps launched plainly (CudaDeviceOptions::pdl = false)
   /// --random-weights SEED: fill the weights on the device (random_weights.h); no weights file is opened.
   std::optional<uint64_t> random_weights_seed{};
   /// --poison-workspace: NaN-fill the workspace arena before every program (cpu only).

@@ -24,7 +24,9 @@ Result<LoadedModel> load_qwen3_model(OpenedPlan opened, const LoadSettings& sett
   KERN_ASSIGN_OR_RETURN(auto choice, load::parse_device_choice(settings.device), "--device");
   auto t0 = Clock::now();
   std::string note;
-  KERN_ASSIGN_OR_RETURN(auto device, load::select_device(choice, &note));
+  load::CudaDeviceOptions cuda_options;
+  cuda_options.pdl = !settings.no_pdl;
+  KERN_ASSIGN_OR_RETURN(auto device, load::select_device(choice, &note, cuda_options));
   if (!note.empty()) spdlog::warn("{}", note);
   m.device_name = device->name();
   m.phases.device_ms = ms_since(t0);

@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <utility>
+
 #include "kern-load/cuda/gemm_mapping.h"
 #include "kern-load/cuda/library_search.h"
 
@@ -24,25 +26,38 @@ struct CublasLt::Api {
   decltype(&cublasLtMatmul) matmul = nullptr;
 };
 
-/// Descriptors and the chosen algorithm of one (m, n, k, accumulate).
+/// Descriptors and the chosen algorithm of one (m, n, k, accumulate) for
+/// operands of given alignments (bytes).
 struct CublasLt::Plan {
   int m = 0, n = 0, k = 0;
   bool accumulate = false;
+  uint32_t align_w = 0, align_a = 0, align_c = 0;
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
   cublasLtMatmulAlgo_t algo{};
 };
 
-Result<std::unique_ptr<CublasLt>> CublasLt::load(CUdeviceptr workspace, uint64_t workspace_bytes) {
+Result<std::unique_ptr<CublasLt>> CublasLt::load(CUdeviceptr workspace, uint64_t workspace_bytes,
+                                                 const std::string& library) {
   std::unique_ptr<CublasLt> lt(new CublasLt());
-  auto opened = open_cuda_library({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
-                                  cuda_library_dirs(LibrarySearchEnv::from_process()));
-  if (!opened.ok())
-    return make_error(ErrorKind::kDevice,
-                      "cublasLt (for the extern GEMMs) is not available: " + opened.error().message +
-                          " (install the CUDA toolkit or a CUDA Python wheel, or set CUDA_HOME)");
-  lt->handle_lib_ = opened.value().handle;
-  lt->path_ = opened.value().path;
+  if (library.find('/') != std::string::npos) {  // an explicit path: that file only
+    lt->handle_lib_ = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (lt->handle_lib_ == nullptr) {
+      const char* why = dlerror();
+      return make_error(ErrorKind::kDevice, "cublasLt (for the extern GEMMs) is not available: dlopen " + library +
+                                                " failed: " + (why ? why : "unknown error"));
+    }
+    lt->path_ = library;
+  } else {
+    auto opened = open_cuda_library({"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"},
+                                    cuda_library_dirs(LibrarySearchEnv::from_process()));
+    if (!opened.ok())
+      return make_error(ErrorKind::kDevice,
+                        "cublasLt (for the extern GEMMs) is not available: " + opened.error().message +
+                            " (install the CUDA toolkit or a CUDA Python wheel, or set CUDA_HOME)");
+    lt->handle_lib_ = opened.value().handle;
+    lt->path_ = opened.value().path;
+  }
   lt->api_ = std::make_unique<Api>();
   Api& a = *lt->api_;
   auto sym = [&](auto& slot, const char* name) -> Status {
@@ -69,9 +84,9 @@ Result<std::unique_ptr<CublasLt>> CublasLt::load(CUdeviceptr workspace, uint64_t
   return lt;
 }
 
+// handle_lib_ is deliberately never dlclosed (cublaslt.h, ~CublasLt).
 CublasLt::~CublasLt() {
   (void)close();  // CudaDevice::close() calls it first and reports its failures
-  if (handle_lib_) dlclose(handle_lib_);
 }
 
 Status CublasLt::close() {
@@ -96,12 +111,16 @@ Status CublasLt::check(cublasStatus_t s, const char* call) const {
   return make_error(ErrorKind::kDevice, std::string(call) + ": " + (text ? text : "cublas status " + std::to_string(int(s))));
 }
 
-Result<const CublasLt::Plan*> CublasLt::plan_for(int m, int n, int k, bool accumulate) {
+Result<const CublasLt::Plan*> CublasLt::plan_for(int m, int n, int k, bool accumulate, uint32_t align_w,
+                                                 uint32_t align_a, uint32_t align_c) {
   for (const auto& p : plans_)  // a handful of shapes per model: a linear scan
-    if (p->m == m && p->n == n && p->k == k && p->accumulate == accumulate) return p.get();
+    if (p->m == m && p->n == n && p->k == k && p->accumulate == accumulate && p->align_w == align_w &&
+        p->align_a == align_a && p->align_c == align_c)
+      return p.get();
   const Api& a = *api_;
   auto plan = std::make_unique<Plan>();
   plan->m = m, plan->n = n, plan->k = k, plan->accumulate = accumulate;
+  plan->align_w = align_w, plan->align_a = align_a, plan->align_c = align_c;
   const ColumnMajorGemm g = map_row_major_tn(uint64_t(m), uint64_t(n), uint64_t(k));
   KERN_RETURN_IF_ERROR(check(a.desc_create(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate"));
   const cublasOperation_t ta = g.transa ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -115,6 +134,14 @@ Result<const CublasLt::Plan*> CublasLt::plan_for(int m, int n, int k, bool accum
   KERN_RETURN_IF_ERROR(check(a.pref_create(&pref), "cublasLtMatmulPreferenceCreate"));
   const uint64_t ws = workspace_bytes_;
   cublasStatus_t st = a.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  // The operands' actual alignments (cublasLt "A" = w, "B" = a, C = D = c):
+  // the default assumes 256 B, and an algorithm relying on it would fail (or
+  // read wrongly) on a slice that is not, inside a captured graph at that.
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_w}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_c}, {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_c}};
+  for (const auto& [attr, bytes] : aligns)
+    if (st == CUBLAS_STATUS_SUCCESS) st = a.pref_set(pref, attr, &bytes, sizeof bytes);
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   if (st == CUBLAS_STATUS_SUCCESS)
@@ -132,7 +159,8 @@ Result<const CublasLt::Plan*> CublasLt::plan_for(int m, int n, int k, bool accum
 Status CublasLt::gemm_bf16_tn(CUstream stream, CUdeviceptr a, CUdeviceptr w, CUdeviceptr c, int m, int n, int k,
                               bool accumulate) {
   if (m <= 0 || n <= 0 || k <= 0) return Status::ok_status();  // empty product: nothing to write
-  KERN_ASSIGN_OR_RETURN(auto plan, plan_for(m, n, k, accumulate));
+  KERN_ASSIGN_OR_RETURN(auto plan, plan_for(m, n, k, accumulate, gemm_pointer_alignment(w), gemm_pointer_alignment(a),
+                                            gemm_pointer_alignment(c)));
   const Plan& p = *plan;
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
   // Column-major operands: "A" = w, "B" = a (gemm_mapping.h).

@@ -4,7 +4,10 @@
 // bf16 inputs and output, f32 compute and scale; the row-major call is mapped
 // onto column-major by gemm_mapping.h. One preallocated workspace (so the
 // calls are stream-capturable); the heuristic's algorithm and the layout
-// descriptors are cached per (m, n, k, accumulate) on first use.
+// descriptors are cached per (m, n, k, accumulate, operand alignments) on
+// first use: the heuristic is told each pointer's actual alignment
+// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES), so an operand that is not
+// 256-byte aligned gets an algorithm that can read it.
 #pragma once
 
 #include <cublasLt.h>
@@ -25,8 +28,13 @@ class CublasLt {
   /// `workspace_bytes`, owned by the caller, must outlive this object).
   /// Errors (kDevice): library missing ("cublasLt (for the extern GEMMs) is not
   /// available: dlopen libcublasLt.so.13: ...", every path tried), symbol missing, create failure.
-  static Result<std::unique_ptr<CublasLt>> load(CUdeviceptr workspace, uint64_t workspace_bytes);
-  /// Calls close(), dropping its failures, and dlcloses the library.
+  /// `library`: empty to search (library_search.h); a path with a '/' loads that file only (tests).
+  static Result<std::unique_ptr<CublasLt>> load(CUdeviceptr workspace, uint64_t workspace_bytes,
+                                                const std::string& library = {});
+  /// Calls close(), dropping its failures. The library is never dlclosed:
+  /// cublasLt carries a statically linked cudart whose exit handlers and
+  /// threads outlive the last call (as libcuda's do, cuda_driver.cpp), and
+  /// unloading it under a loaded libcuda can crash at process exit.
   ~CublasLt();
   /// Destroys the cached plans and the handle, the failures joined
   /// (StatusJoin), each naming its cublasLt call. Idempotent; no GEMM may
@@ -38,8 +46,9 @@ class CublasLt {
   CublasLt& operator=(const CublasLt&) = delete;
 
   /// Row-major c[m, n] = bf16(a[m, k] w[n, k]^T (+ c when `accumulate`)) on
-  /// `stream`. Device pointers. The first call per shape builds and caches
-  /// its plan (cold); later calls only look it up in a short vector.
+  /// `stream`. Device pointers, any alignment of 2 bytes or more. The first
+  /// call per shape and operand alignments builds and caches its plan
+  /// (cold); later calls only look it up in a short vector.
   /// Errors (kDevice) name the cublasLt call and its status string.
   Status gemm_bf16_tn(CUstream stream, CUdeviceptr a, CUdeviceptr w, CUdeviceptr c, int m, int n, int k,
                       bool accumulate);
@@ -48,7 +57,10 @@ class CublasLt {
   struct Api;
   struct Plan;
   CublasLt() = default;
-  Result<const Plan*> plan_for(int m, int n, int k, bool accumulate);
+  /// The cached plan of (m, n, k, accumulate) for operands of these
+  /// alignments (gemm_pointer_alignment: w is cublasLt's A, a its B, c its C and D).
+  Result<const Plan*> plan_for(int m, int n, int k, bool accumulate, uint32_t align_w, uint32_t align_a,
+                               uint32_t align_c);
   Status check(cublasStatus_t s, const char* call) const;
 
   void* handle_lib_ = nullptr;       ///< owned dlopen handle

@@ -42,6 +42,7 @@ Result<std::unique_ptr<CudaDevice>> CudaDevice::create(const CudaDeviceOptions& 
   char name[256] = {};
   KERN_CU_CHECK(drv, a.cuDeviceGetName(name, sizeof(name) - 1, d->device_));
   d->name_ = "cuda:" + std::to_string(options.ordinal) + " " + name;
+  d->pdl_ = options.pdl;
   return d;
 }
 

@@ -107,13 +107,13 @@ class CudaDevice final : public Device {
   /// none = unpinned) and loads them as `out`.
   Status load_module(const std::string& dir, const std::string& file, std::string_view bytes,
                      const std::vector<const uint8_t*>& sha256s, Module& out);
-  Result<std::vector<ParamSlot>> param_layout(CUfunction fn) const;
   /// load_kernels, extern step `i`: its built-in and exact ABI (common/extern_ops.h);
   /// loads cublasLt on first use.
   Status bind_extern_step(const plan::Plan& p, uint32_t i);
   /// load_kernels, kernel step `i`: its CUfunction in the loaded modules (only
   /// its pinned file when it pins one), the instance whose parameter layout
-  /// matches the step's params, and PDL on a device of `cc_major` >= 9.
+  /// matches the step's params, its shared memory attributes, and PDL on a
+  /// device of `cc_major` >= 9 unless CudaDeviceOptions::pdl is off.
   Status bind_kernel_step(const plan::Plan& p, uint32_t i, const std::vector<size_t>& module_of_pin, int cc_major);
   Status launch_error(uint32_t step, const char* call, CUresult r) const;
   /// Makes the device's context current on the calling thread, once per
@@ -141,11 +141,15 @@ class CudaDevice final : public Device {
   /// Per CUfunction: its max dynamic shared memory attribute (StepFn::max_dynamic_smem
   /// points here; unordered_map nodes do not move).
   std::unordered_map<CUfunction, uint32_t> fn_max_dynamic_smem_;
+  /// Per CUfunction: CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES; per step: its function's (0 for extern steps).
+  std::unordered_map<CUfunction, uint64_t> fn_static_smem_;
+  std::vector<uint64_t> step_static_smem_;
   std::vector<std::string> step_symbols_;  ///< for error messages (cold path)
   CUdeviceptr workspace_ = 0;
   std::unique_ptr<CublasLt> cublaslt_;
   std::vector<CUgraphExec> graphs_;  ///< instantiated graphs (destroyed with the device)
   bool capturing_ = false;
+  bool pdl_ = true;  ///< CudaDeviceOptions::pdl
   bool closed_ = false;  ///< close() has run
   std::string name_;
 };

@@ -103,15 +103,17 @@ Result<std::unique_ptr<Driver>> Driver::load(const std::string& library) {
 // cuInit ran (its threads and exit handlers outlive the last call).
 Driver::~Driver() = default;
 
-std::string Driver::describe(CUresult r) const {
+std::string describe_cu_result(const DriverApi& api, CUresult r) {
   const char* name = nullptr;
   const char* text = nullptr;
-  if (api_.cuGetErrorName == nullptr || api_.cuGetErrorName(r, &name) != CUDA_SUCCESS) name = nullptr;
-  if (api_.cuGetErrorString == nullptr || api_.cuGetErrorString(r, &text) != CUDA_SUCCESS) text = nullptr;
+  if (api.cuGetErrorName == nullptr || api.cuGetErrorName(r, &name) != CUDA_SUCCESS) name = nullptr;
+  if (api.cuGetErrorString == nullptr || api.cuGetErrorString(r, &text) != CUDA_SUCCESS) text = nullptr;
   std::string s = name ? name : "CUresult " + std::to_string(static_cast<int>(r));
   if (text) s += std::string(" (") + text + ")";
   return s;
 }
+
+std::string Driver::describe(CUresult r) const { return describe_cu_result(api_, r); }
 
 Status Driver::check(CUresult r, const char* call) const {
   if (r == CUDA_SUCCESS) return Status::ok_status();

@@ -66,6 +66,10 @@ struct DriverApi {
   PFN_cuGraphDestroy_v10000 cuGraphDestroy = nullptr;
 };
 
+/// "CUDA_ERROR_X (text)" for a result code, through `api`'s cuGetErrorName /
+/// cuGetErrorString ("CUresult N" when they are missing or fail).
+std::string describe_cu_result(const DriverApi& api, CUresult r);
+
 /// The loaded driver: the dlopen handle (owned, closed on destruction) and
 /// the entry-point table.
 class Driver {

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kern-load/cuda/cuda_device.h"
+#include "kern-load/cuda/cuda_function.h"
 
 namespace kern::load::cuda {
 
@@ -36,13 +37,11 @@ Result<GraphHandle> CudaDevice::end_capture() {
 Status CudaDevice::abort_capture() {
   if (!capturing_) return {};
   capturing_ = false;
-  const Driver& drv = *driver_;
   KERN_RETURN_IF_ERROR(bind_thread());
-  CUgraph graph = nullptr;
-  // A capture invalidated by a failed launch ends with an error and no graph.
-  KERN_CU_CHECK(drv, drv.api().cuStreamEndCapture(stream_, &graph));
-  if (graph != nullptr) KERN_CU_CHECK(drv, drv.api().cuGraphDestroy(graph));
-  return {};
+  // A capture invalidated by the failed launch ends with
+  // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: expected, not joined to that
+  // launch's error (end_abandoned_capture).
+  return end_abandoned_capture(driver_->api(), stream_);
 }
 
 Status CudaDevice::launch_graph(GraphHandle graph) {

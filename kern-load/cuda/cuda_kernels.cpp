@@ -11,6 +11,7 @@
 #include "common/extern_ops.h"
 #include "common/plan_enums.h"
 #include "kern-load/cuda/cuda_device.h"
+#include "kern-load/cuda/cuda_function.h"
 #include "kern-load/plan_file.h"
 
 namespace kern::load::cuda {
@@ -29,18 +30,6 @@ bool is_kernel_file(const std::filesystem::path& p) {
 }
 
 }  // namespace
-
-Result<std::vector<ParamSlot>> CudaDevice::param_layout(CUfunction fn) const {
-  std::vector<ParamSlot> out;
-  for (size_t i = 0;; ++i) {
-    size_t offset = 0, size = 0;
-    const CUresult r = driver_->api().cuFuncGetParamInfo(fn, i, &offset, &size);
-    if (r == CUDA_ERROR_INVALID_VALUE) break;  // past the last param
-    if (r != CUDA_SUCCESS) return make_error(ErrorKind::kDevice, "cuFuncGetParamInfo: " + driver_->describe(r));
-    out.push_back(ParamSlot{offset, size});
-  }
-  return out;
-}
 
 Status CudaDevice::load_module(const std::string& dir, const std::string& file, std::string_view bytes,
                                const std::vector<const uint8_t*>& sha256s, Module& out) {
@@ -135,6 +124,8 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
 
   steps_.assign(p.steps()->size(), StepFn{});
   fn_max_dynamic_smem_.clear();
+  fn_static_smem_.clear();
+  step_static_smem_.assign(p.steps()->size(), 0);
   step_symbols_.assign(p.steps()->size(), "");
   for (flatbuffers::uoffset_t i = 0; i < p.steps()->size(); ++i) {
     const plan::Step& step = *p.steps()->Get(i);
@@ -144,6 +135,14 @@ Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& ke
     } else {
       KERN_RETURN_IF_ERROR(bind_kernel_step(p, i, module_of_pin, static_cast<int>(lim.cc_major)));
     }
+  }
+  // The opt-in limit less each function's static shared memory (known only
+  // now that the modules are loaded) bounds its dynamic shared memory.
+  const std::vector<std::string> smem = precheck_shared_memory(p, step_static_smem_, lim.max_shared_mem_per_block);
+  if (!smem.empty()) {
+    std::string msg = "the plan does not fit " + name_ + ":";
+    for (const std::string& l : smem) msg += "\n  " + l;
+    return make_error(ErrorKind::kDevice, msg);
   }
   return Status::ok_status();
 }
@@ -178,7 +177,7 @@ Status CudaDevice::bind_kernel_step(const plan::Plan& p, uint32_t i, const std::
     if (r != CUDA_SUCCESS)
       return make_error(ErrorKind::kDevice, where + ": cuModuleGetFunction in " + modules_[mi].file + ": " +
                                                 driver_->describe(r));
-    KERN_ASSIGN_OR_RETURN(auto layout, param_layout(fn), where + " in " + modules_[mi].file);
+    KERN_ASSIGN_OR_RETURN(auto layout, read_param_layout(driver_->api(), fn), where + " in " + modules_[mi].file);
     instances.push_back(Instance{modules_[mi].file, std::move(layout)});
     fns.push_back(fn);
   }
@@ -188,18 +187,20 @@ Status CudaDevice::bind_kernel_step(const plan::Plan& p, uint32_t i, const std::
   KERN_ASSIGN_OR_RETURN(auto chosen, select_instance(sym, declared_params(step), instances),
                         "steps[" + std::to_string(i) + "]");
   steps_[i].fn = fns[chosen];
-  steps_[i].pdl = use_pdl(step.pdl(), cc_major);
-  // The default limit is 48 KiB minus the kernel's static shared memory
-  // (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cuda.h): read it rather
-  // than assume 48 KiB, once per function.
+  steps_[i].pdl = use_pdl(step.pdl(), cc_major, pdl_);
+  // The default dynamic limit is 48 KiB minus the kernel's static shared
+  // memory (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, cuda.h): read
+  // it rather than assume 48 KiB, once per function; the static bytes also
+  // bound what the dynamic limit can be raised to (precheck_shared_memory).
   auto [it, inserted] = fn_max_dynamic_smem_.try_emplace(fns[chosen], 0);
-  if (inserted) {
-    int limit = 0;
-    KERN_CU_CHECK(*driver_, driver_->api().cuFuncGetAttribute(&limit, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                              fns[chosen]));
-    it->second = static_cast<uint32_t>(std::max(limit, 0));
+  auto [st, fresh] = fn_static_smem_.try_emplace(fns[chosen], 0);
+  if (inserted || fresh) {
+    KERN_ASSIGN_OR_RETURN(const FunctionSharedMemory smem, read_shared_memory(driver_->api(), fns[chosen]), where);
+    it->second = static_cast<uint32_t>(std::min<uint64_t>(smem.max_dynamic_bytes, UINT32_MAX));
+    st->second = smem.static_bytes;
   }
   steps_[i].max_dynamic_smem = &it->second;
+  step_static_smem_[i] = st->second;
   return Status::ok_status();
 }
 

@@ -12,11 +12,14 @@ namespace kern::load::cuda {
 /// Compute capability major version from which PDL exists (Hopper, sm_90).
 inline constexpr int kPdlMinCcMajor = 9;
 
-/// Whether a step launches with PDL: the manifest step says `"pdl": true`
-/// and the device has compute capability >= 9.0. Elsewhere the step
+/// Whether a step launches with PDL: the manifest step says `"pdl": true`,
+/// the device has compute capability >= 9.0 and PDL is `enabled`
+/// (CudaDeviceOptions::pdl, kern-run --no-pdl). Otherwise the step
 /// launches plainly: its kernel's griddepcontrol instructions are then
 /// no-ops (the previous launch has completed before it starts).
-inline bool use_pdl(bool step_pdl, int cc_major) { return step_pdl && cc_major >= kPdlMinCcMajor; }
+inline bool use_pdl(bool step_pdl, int cc_major, bool enabled = true) {
+  return enabled && step_pdl && cc_major >= kPdlMinCcMajor;
+}
 
 /// Launches `fn` on `stream` with `dims` and `kernel_params`. With `pdl`,
 /// through cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION

@@ -32,4 +32,12 @@ struct ColumnMajorGemm {
 /// (`extern:cublaslt_bf16_tn`; the `_acc` variant is the same with beta = 1).
 ColumnMajorGemm map_row_major_tn(uint64_t m, uint64_t n, uint64_t k);
 
+/// The alignment cublasLt may assume for a buffer at device address `ptr`
+/// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES, default 256): the largest
+/// power of two dividing it, at most 256 (0: 256). Bytes.
+inline uint32_t gemm_pointer_alignment(uint64_t ptr) {
+  const uint64_t low = ptr & (~ptr + 1);  // lowest set bit
+  return (ptr == 0 || low >= 256) ? 256u : static_cast<uint32_t>(low);
+}
+
 }  // namespace kern::load::cuda

@@ -7,7 +7,7 @@ found); then kern-run must link it rather than the "not built" fallback.
 kern-run's GPU-path options on a machine without a GPU (docs/gpu.md):
 --device cuda without a driver is a clear error, --device auto falls back to
 cpu with a warning, --random-weights SEED runs the tiny model without a
-weights file and is deterministic, --eager gives the same ids, and a plan
+weights file and is deterministic, --eager and --no-pdl give the same ids, and a plan
 pinned to kernel files runs on the cpu device with no kernels dir present.
 Standard library only.
 """
@@ -79,10 +79,13 @@ class KernRunGpuOptions(unittest.TestCase):
         a = run(self.plan, "--random-weights", "5", *common)
         b = run(self.plan, "--random-weights", "5", "--eager", *common)
         c = run(self.plan, "--random-weights", "6", *common)
-        for p in (a, b, c):
+        # --no-pdl (run.sh's pdl step) is accepted everywhere; the cpu device has no PDL.
+        d = run(self.plan, "--random-weights", "5", "--no-pdl", *common)
+        for p in (a, b, c, d):
             self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(len(ids(a)), 12)
         self.assertEqual(ids(a), ids(b))
+        self.assertEqual(ids(a), ids(d))
         self.assertNotEqual(ids(a), ids(c))
         # Not the checked-in weights' sequence either: the file is not read.
         real = run(self.plan, "--weights", os.path.join(ROOT, "examples", "tiny-qwen3.safetensors"), *common)

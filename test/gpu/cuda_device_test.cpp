@@ -2,12 +2,16 @@
 // the cuLaunchKernel parameter layout of declared params, the ABI check and
 // instance selection against fabricated cuFuncGetParamInfo results, the
 // row-major -> column-major GEMM mapping (emulated on the CPU and compared
-// with the cpu reference GEMM), extern op names, the no-driver errors, and
-// the non-blocking read of kernel files.
+// with the cpu reference GEMM), extern op names, the no-driver errors, the
+// non-blocking read of kernel files, and against fake driver tables and a
+// fake cublasLt (fake_cuda_library.cpp): PDL on and off, the param-info
+// loop, shared memory attributes, an abandoned capture, cublasLt's
+// alignment preferences, plan cache and lifetime.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <sys/stat.h>
@@ -19,6 +23,8 @@
 #include "kern-load/cuda/cuda_abi.h"
 #include "kern-load/cuda/cuda_device.h"
 #include "kern-load/cuda/cuda_driver.h"
+#include "kern-load/cuda/cuda_function.h"
+#include "kern-load/cuda/cublaslt.h"
 #include "kern-load/cuda/cuda_launch.h"
 #include "kern-load/cuda/gemm_mapping.h"
 #include "kernels-src/cpu/cpu_kernel.h"
@@ -332,4 +338,242 @@ TEST_CASE("pdl steps launch with the programmatic stream serialization attribute
       }
     }
   }
+}
+
+TEST_CASE("pdl off (CudaDeviceOptions::pdl, kern-run --no-pdl) launches every step plainly", "[cuda][pdl]") {
+  DriverApi api;
+  api.cuLaunchKernel = fake_launch;
+  api.cuLaunchKernelEx = fake_launch_ex;
+  void* params[1] = {nullptr};
+  g_launches.clear();
+  for (const bool step_pdl : {true, false}) {
+    kern::load::LaunchDims dims;
+    REQUIRE(launch_kernel(api, nullptr, dims, nullptr, params, use_pdl(step_pdl, 9, false)) == CUDA_SUCCESS);
+  }
+  REQUIRE(g_launches.size() == 2);
+  CHECK_FALSE(g_launches[0].ex);
+  CHECK_FALSE(g_launches[1].ex);
+  CHECK(use_pdl(true, 9, true));
+  CHECK(load::CudaDeviceOptions{}.pdl);  // on unless asked
+}
+
+namespace {
+
+// A fake driver for the CUfunction queries (cuda_function.h). Functions are
+// plain numbers: 0x10 has the three params of kFakeSlots, 0x20 none, 0x30
+// fails its second param query with a real error, 0x40 answers every index;
+// any other handle is invalid (CUDA_ERROR_INVALID_HANDLE for attributes,
+// CUDA_ERROR_INVALID_VALUE for cuFuncGetParamInfo, as the driver does).
+const std::vector<ParamSlot> kFakeSlots = {{0, 8}, {8, 4}, {16, 8}};
+CUfunction fake_fn(uintptr_t id) { return reinterpret_cast<CUfunction>(id); }
+bool fake_valid(CUfunction f) {
+  const auto id = reinterpret_cast<uintptr_t>(f);
+  return id == 0x10 || id == 0x20 || id == 0x30 || id == 0x40;
+}
+
+CUresult CUDAAPI fake_error_name(CUresult r, const char** name) {
+  switch (r) {
+    case CUDA_ERROR_INVALID_VALUE: *name = "CUDA_ERROR_INVALID_VALUE"; return CUDA_SUCCESS;
+    case CUDA_ERROR_INVALID_HANDLE: *name = "CUDA_ERROR_INVALID_HANDLE"; return CUDA_SUCCESS;
+    case CUDA_ERROR_NOT_INITIALIZED: *name = "CUDA_ERROR_NOT_INITIALIZED"; return CUDA_SUCCESS;
+    case CUDA_ERROR_ILLEGAL_ADDRESS: *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; return CUDA_SUCCESS;
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: *name = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult CUDAAPI fake_func_attribute(int* v, CUfunction_attribute attr, CUfunction f) {
+  if (!fake_valid(f)) return CUDA_ERROR_INVALID_HANDLE;
+  switch (attr) {
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 32; return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *v = 40960; return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = 49152 - 40960; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+CUresult CUDAAPI fake_param_info(CUfunction f, size_t i, size_t* offset, size_t* size) {
+  const auto id = reinterpret_cast<uintptr_t>(f);
+  if (!fake_valid(f)) return CUDA_ERROR_INVALID_VALUE;  // what the driver answers for a bad handle too
+  if (id == 0x30 && i == 1) return CUDA_ERROR_NOT_INITIALIZED;
+  if (id == 0x40) {
+    *offset = i * 8, *size = 8;
+    return CUDA_SUCCESS;
+  }
+  const size_t n = id == 0x10 || id == 0x30 ? kFakeSlots.size() : 0;
+  if (i >= n) return CUDA_ERROR_INVALID_VALUE;
+  *offset = kFakeSlots[i].offset, *size = kFakeSlots[i].size;
+  return CUDA_SUCCESS;
+}
+
+DriverApi function_api() {
+  DriverApi api;
+  api.cuGetErrorName = fake_error_name;
+  api.cuFuncGetAttribute = fake_func_attribute;
+  api.cuFuncGetParamInfo = fake_param_info;
+  return api;
+}
+
+}  // namespace
+
+TEST_CASE("the param-info loop tells the end of the params from a real error", "[cuda][abi]") {
+  const DriverApi api = function_api();
+  auto three = read_param_layout(api, fake_fn(0x10));
+  REQUIRE(three.ok());
+  CHECK(*three == kFakeSlots);
+  auto none = read_param_layout(api, fake_fn(0x20));
+  REQUIRE(none.ok());
+  CHECK(none->empty());  // a kernel without params: CUDA_ERROR_INVALID_VALUE at index 0 on a valid handle
+  // A bad handle answers CUDA_ERROR_INVALID_VALUE at index 0 too: an error, not "0 params".
+  auto bad = read_param_layout(api, fake_fn(0xbad));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().kind == ErrorKind::kDevice);
+  CHECK(bad.error().message == "cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS): CUDA_ERROR_INVALID_HANDLE");
+  auto failing = read_param_layout(api, fake_fn(0x30));
+  REQUIRE_FALSE(failing.ok());
+  CHECK(failing.error().message == "cuFuncGetParamInfo(param 1): CUDA_ERROR_NOT_INITIALIZED");
+  auto endless = read_param_layout(api, fake_fn(0x40));
+  REQUIRE_FALSE(endless.ok());
+  CHECK(endless.error().message == "cuFuncGetParamInfo: the driver reports more than 32764 params");
+}
+
+TEST_CASE("a function's static and dynamic shared memory are read from its attributes", "[cuda][smem]") {
+  const DriverApi api = function_api();
+  auto smem = read_shared_memory(api, fake_fn(0x10));
+  REQUIRE(smem.ok());
+  CHECK(smem->static_bytes == 40960);
+  CHECK(smem->max_dynamic_bytes == 8192);
+  auto bad = read_shared_memory(api, fake_fn(0xbad));
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES): CUDA_ERROR_INVALID_HANDLE");
+}
+
+namespace {
+
+CUresult g_end_capture_result = CUDA_SUCCESS;
+CUgraph g_partial_graph = nullptr;
+int g_graphs_destroyed = 0;
+
+CUresult CUDAAPI fake_end_capture(CUstream, CUgraph* graph) {
+  *graph = g_partial_graph;
+  return g_end_capture_result;
+}
+CUresult CUDAAPI fake_graph_destroy(CUgraph) {
+  ++g_graphs_destroyed;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+TEST_CASE("ending a capture a failed launch invalidated adds no noise to the launch's error", "[cuda][graph]") {
+  DriverApi api;
+  api.cuGetErrorName = fake_error_name;
+  api.cuStreamEndCapture = fake_end_capture;
+  api.cuGraphDestroy = fake_graph_destroy;
+  const Status launch = make_error(ErrorKind::kDevice, "steps[3] kern_x: cuLaunchKernel: CUDA_ERROR_INVALID_VALUE");
+  g_graphs_destroyed = 0;
+  g_partial_graph = nullptr;
+  g_end_capture_result = CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  const Status joined = join(launch, end_abandoned_capture(api, nullptr));
+  REQUIRE_FALSE(joined.ok());
+  CHECK(joined.error().message == launch.error().message);  // the launch's error alone
+  // A partial graph handed back is destroyed; a plain end is fine too.
+  g_partial_graph = reinterpret_cast<CUgraph>(uintptr_t{0x99});
+  CHECK(end_abandoned_capture(api, nullptr).ok());
+  CHECK(g_graphs_destroyed == 1);
+  g_partial_graph = nullptr;
+  g_end_capture_result = CUDA_SUCCESS;
+  CHECK(end_abandoned_capture(api, nullptr).ok());
+  // Any other failure of cuStreamEndCapture is real and reported.
+  g_end_capture_result = CUDA_ERROR_ILLEGAL_ADDRESS;
+  const Status other = end_abandoned_capture(api, nullptr);
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.error().message == "cuStreamEndCapture: CUDA_ERROR_ILLEGAL_ADDRESS");
+}
+
+TEST_CASE("a gemm operand's alignment is the largest power of two dividing its address, at most 256",
+          "[cuda][gemm]") {
+  CHECK(gemm_pointer_alignment(0x7f0000000000) == 256);
+  CHECK(gemm_pointer_alignment(0x7f0000000100) == 256);
+  CHECK(gemm_pointer_alignment(0x7f0000000080) == 128);
+  CHECK(gemm_pointer_alignment(0x7f0000000010) == 16);
+  CHECK(gemm_pointer_alignment(0x7f0000000002) == 2);
+  CHECK(gemm_pointer_alignment(0) == 256);
+}
+
+namespace {
+
+/// The fake cublasLt's record (test/gpu/fake_cuda_library.cpp).
+struct FakeCublasLtState {
+  int handles = 0;
+  int heuristic_calls = 0;
+  int matmul_calls = 0;
+  uint64_t last_pref[16] = {};
+};
+
+/// A private copy of the fake library under a cublasLt name, in a fresh
+/// directory: its own instance, not loaded by anything else.
+std::string fake_cublaslt_copy(std::string& dir) {
+  const char* src = std::getenv("KERN_FAKE_CUDA_LIBRARY");
+  REQUIRE(src != nullptr);
+  char tmpl[] = "/tmp/kern-fake-cublaslt-XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  dir = tmpl;
+  const std::string dst = dir + "/libcublasLt.so.13";
+  FILE* in = std::fopen(src, "rb");
+  FILE* out = std::fopen(dst.c_str(), "wb");
+  REQUIRE(in != nullptr);
+  REQUIRE(out != nullptr);
+  char buf[1 << 14];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, in)) > 0;) REQUIRE(std::fwrite(buf, 1, n, out) == n);
+  std::fclose(in);
+  std::fclose(out);
+  return dst;
+}
+
+}  // namespace
+
+TEST_CASE("cublasLt is told each operand's actual alignment, plans are cached per alignment, and the library "
+          "is never unloaded", "[cuda][gemm][cublaslt]") {
+  std::string dir;
+  const std::string path = fake_cublaslt_copy(dir);
+  REQUIRE(dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD) == nullptr);  // not loaded yet
+  auto lt = CublasLt::load(0x100000, 1 << 20, path);
+  REQUIRE(lt.ok());
+  CHECK((*lt)->path() == path);
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(h != nullptr);
+  auto* state = reinterpret_cast<FakeCublasLtState* (*)()>(dlsym(h, "kern_fake_cublaslt_state"))();
+  dlclose(h);  // only CublasLt's own reference keeps it loaded now
+  CHECK(state->handles == 1);
+  const CUdeviceptr a = 0x7f0000000000, w = 0x7f0000100000, c = 0x7f0000200000;
+  REQUIRE((*lt)->gemm_bf16_tn(nullptr, a, w, c, 1, 64, 32, false).ok());
+  CHECK(state->heuristic_calls == 1);
+  CHECK(state->last_pref[CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES] == (1u << 20));
+  CHECK(state->last_pref[CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] == 256);  // cublasLt "A" = w
+  CHECK(state->last_pref[CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES] == 256);  // "B" = a
+  CHECK(state->last_pref[CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES] == 256);
+  CHECK(state->last_pref[CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES] == 256);
+  REQUIRE((*lt)->gemm_bf16_tn(nullptr, a + 512, w, c + 256, 1, 64, 32, false).ok());
+  CHECK(state->heuristic_calls == 1);  // same shape, same alignments: the cached plan
+  // A slice of c 2 bytes in: a new plan for that alignment, C and D told so.
+  REQUIRE((*lt)->gemm_bf16_tn(nullptr, a, w, c + 2, 1, 64, 32, false).ok());
+  CHECK(state->heuristic_calls == 2);
+  CHECK(state->last_pref[CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES] == 2);
+  CHECK(state->last_pref[CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES] == 2);
+  CHECK(state->last_pref[CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] == 256);
+  REQUIRE((*lt)->gemm_bf16_tn(nullptr, a + 16, w + 64, c, 1, 64, 32, false).ok());
+  CHECK(state->heuristic_calls == 3);
+  CHECK(state->last_pref[CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES] == 16);
+  CHECK(state->last_pref[CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES] == 64);
+  REQUIRE((*lt)->gemm_bf16_tn(nullptr, a, w, c + 2, 1, 64, 32, false).ok());
+  CHECK(state->heuristic_calls == 3);  // cached
+  CHECK(state->matmul_calls == 5);
+  REQUIRE((*lt)->close().ok());
+  CHECK(state->handles == 0);
+  lt->reset();
+  // Destroyed, yet still loaded: never dlclosed (its cudart outlives the last call).
+  CHECK(dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD) != nullptr);
+  std::remove(path.c_str());
+  rmdir(dir.c_str());
 }

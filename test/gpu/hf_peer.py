@@ -23,7 +23,11 @@ model's SHAKE-256 stream, the distribution is the same). Then:
  3. decode ms/token: HF's default `generate` (per-step times from a
     streamer, median after warm-up), HF with a static KV cache with one
     decode step captured as a CUDA graph (median of per-step CUDA-event
-    times), and kern-run's own decode ms/token on the same weights;
+    times; the cache is emptied and the prompt refilled after warm-up and
+    after the capture, reset_static_cache, so the replay starts from the
+    prompt on transformers 4.5x and 5.x alike, and a replay whose ids differ
+    from generate's is an error, its time discarded), and kern-run's own
+    decode ms/token on the same weights;
  4. HF prefill tok/s of one 512-token chunk (median of 5 after a warm-up).
 Each part that fails is recorded in the JSON's "errors" and the others
 still run; parts that would pass --deadline-s are skipped and said so.
@@ -229,67 +233,171 @@ def make_static_cache(model, max_len):
     return StaticCache(**kw)
 
 
+def reset_static_cache(cache):
+    """Empties a static cache in place, keeping its tensors (a captured graph
+    holds their addresses), on the cache APIs of transformers 4.5x and 5.x.
+
+    4.5x writes K/V at the `cache_position` the caller passes; 5.x writes at
+    each layer's own counter (`cumulative_length`, an int or a device
+    tensor) and has no `cache_position`: after warm-up steps the counter is
+    ahead of the caller's position, so it must be reset with the cache.
+    Cache.reset() zeroes K/V (and, where it knows them, the counters); every
+    counter left is set to 0 here too, a tensor in place. Returns how many
+    counters it set (for the log)."""
+    if hasattr(cache, "reset"):
+        cache.reset()
+    counters = 0
+    for holder in [cache] + list(getattr(cache, "layers", None) or []):
+        for name in ("cumulative_length", "_seen_tokens"):
+            v = getattr(holder, name, None)
+            if v is None:
+                continue
+            if hasattr(v, "zero_"):
+                v.zero_()
+            else:
+                setattr(holder, name, 0)
+            counters += 1
+    return counters
+
+
+def forward_takes(model, name):
+    """Whether model.forward accepts keyword `name` (cache_position is gone in transformers 5)."""
+    import inspect
+
+    try:
+        params = inspect.signature(model.forward).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params
+
+
+def static_graph_protocol(ops, warmup, n_check):
+    """The order of the static-cache graph measurement, free of torch so that
+    hf_peer_test.py runs it on stand-in caches. `ops` provides:
+      prefill()     the prompt through the model on the (empty) cache; the
+                    current id becomes the first greedy id
+      step()        one greedy decode step (writes K/V, advances the position)
+      restart()     the cache emptied (reset_static_cache), prefill() again
+                    and the position, mask and current id rewound: exactly
+                    the state after the first prefill
+      capture()     records one step() as a CUDA graph (torch runs the
+                    Python side once during capture: cache counters move)
+      replay()      runs the captured step
+      current_id()  the current id (a host read)
+    Warm-up steps run first (lazy init, autotuning), then restart, capture,
+    restart again (the capture's host-side effects undone) and n_check
+    replays; returns the ids seen, to be compared with generate's."""
+    ops.prefill()
+    for _ in range(warmup):
+        ops.step()
+    ops.restart()
+    ops.capture()
+    ops.restart()
+    got = [ops.current_id()]
+    for _ in range(n_check - 1):
+        ops.replay()
+        got.append(ops.current_id())
+    return got
+
+
 def hf_static_graph(model, steps, check_ids):
     """HF with a static KV cache, one greedy decode step captured as a CUDA graph.
 
-    Returns (per-step ms from CUDA events, ids of the first len(check_ids) replayed steps)."""
+    Returns (per-step ms from CUDA events, ids of the first len(check_ids)
+    replayed steps, the number of cache counters reset_static_cache set)."""
     import torch
 
     n_prompt = len(PROMPT_IDS)
     max_len = n_prompt + steps + len(check_ids) + 8
     cache = make_static_cache(model, max_len)
+    with_position = forward_takes(model, "cache_position")
+    counters = [0]
+
+    class Ops:
+        def __init__(self):
+            self.x = torch.tensor([PROMPT_IDS], device="cuda")
+            self.ids = torch.empty((1, 1), dtype=torch.long, device="cuda")
+            self.pos = torch.tensor([n_prompt], device="cuda")
+            # An explicit 4-D boolean mask over the whole static cache (True =
+            # attend), updated on the device: HF's own 2-D mask handling tests
+            # `padding_mask.all()` on the host, which a graph capture forbids,
+            # and skipping the mask at one query would attend to unwritten slots.
+            self.mask = torch.zeros((1, 1, 1, max_len), dtype=torch.bool, device="cuda")
+            self.graph = None
+
+        def prefill(self):
+            # Eager (it also allocates the lazily built cache layers); without
+            # a mask the causal rule alone hides the unwritten positions.
+            kw = {"cache_position": torch.arange(n_prompt, device="cuda")} if with_position else {}
+            out = model(self.x, past_key_values=cache, use_cache=True, **kw)
+            self.ids.copy_(out.logits[:, -1:].argmax(-1))
+            self.pos.fill_(n_prompt)
+            self.mask.zero_()
+            self.mask[..., :n_prompt] = True
+
+        def step(self):
+            self.mask.index_fill_(3, self.pos, True)
+            kw = {"cache_position": self.pos} if with_position else {}
+            o = model(self.ids, attention_mask=self.mask, past_key_values=cache, position_ids=self.pos.view(1, 1),
+                      use_cache=True, **kw)
+            self.ids.copy_(o.logits[:, -1:].argmax(-1))
+            self.pos.add_(1)
+
+        def restart(self):
+            torch.cuda.synchronize()
+            counters[0] = reset_static_cache(cache)
+            self.prefill()
+
+        def capture(self):
+            # Warm-up ran on the default stream; capture on a side stream as torch requires.
+            torch.cuda.synchronize()
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.step()
+
+        def replay(self):
+            self.graph.replay()
+
+        def current_id(self):
+            return int(self.ids.item())
+
+    ops = Ops()
     with torch.no_grad():
-        x = torch.tensor([PROMPT_IDS], device="cuda")
-        # Prefill eagerly (it also allocates the lazily built cache layers);
-        # without a mask the causal rule alone hides the unwritten positions.
-        out = model(x, past_key_values=cache, cache_position=torch.arange(n_prompt, device="cuda"), use_cache=True)
-        ids = torch.empty((1, 1), dtype=torch.long, device="cuda")
-        ids.copy_(out.logits[:, -1:].argmax(-1))
-        pos = torch.tensor([n_prompt], device="cuda")
-        # An explicit 4-D boolean mask over the whole static cache (True =
-        # attend), updated on the device: HF's own 2-D mask handling tests
-        # `padding_mask.all()` on the host, which a graph capture forbids,
-        # and skipping the mask at one query would attend to unwritten slots.
-        mask = torch.zeros((1, 1, 1, max_len), dtype=torch.bool, device="cuda")
-        mask[..., :n_prompt] = True
-
-        def step():
-            mask.index_fill_(3, pos, True)
-            o = model(ids, attention_mask=mask, past_key_values=cache, cache_position=pos,
-                      position_ids=pos.view(1, 1), use_cache=True)
-            ids.copy_(o.logits[:, -1:].argmax(-1))
-            pos.add_(1)
-
-        def rewind(first):
-            ids.copy_(first)
-            pos.fill_(n_prompt)
-            mask[..., n_prompt:] = False
-
-        # Warm up on a side stream (lazy init, autotuning), then rewind and capture.
-        first = ids.clone()
+        # Warm-up on a side stream (lazy init, autotuning) before the capture.
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
+            ops.prefill()
             for _ in range(3):
-                step()
+                ops.step()
         torch.cuda.current_stream().wait_stream(s)
-        rewind(first)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            step()
-        # Replay from the prompt: the first ids must be HF's greedy ids.
-        rewind(first)
-        got = [int(ids.item())]
-        for _ in range(len(check_ids) - 1):
-            graph.replay()
-            got.append(int(ids.item()))
+        got = static_graph_protocol(_AfterWarmup(ops), 0, len(check_ids))
         events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
         events[0].record()
         for i in range(steps):
-            graph.replay()
+            ops.replay()
             events[i + 1].record()
         torch.cuda.synchronize()
-    return [a.elapsed_time(b) for a, b in zip(events, events[1:])], got
+    return [a.elapsed_time(b) for a, b in zip(events, events[1:])], got, counters[0]
+
+
+class _AfterWarmup:
+    """`ops` whose first prefill has already run (with the warm-up, on a side stream)."""
+
+    def __init__(self, ops):
+        self.ops = ops
+
+    def prefill(self):
+        pass
+
+    def __getattr__(self, name):
+        return getattr(self.ops, name)
+
+
+def first_difference(got, want):
+    """Index of the first differing id of two lists (the shorter's length if one is a prefix), or None."""
+    n = min(len(got), len(want))
+    return next((i for i in range(n) if got[i] != want[i]), None if len(got) == len(want) else n)
 
 
 def kern_greedy(args, weights, steps):
@@ -302,6 +410,14 @@ def kern_greedy(args, weights, steps):
     if "CUDA graphs disabled" in p.stderr:
         raise RuntimeError("kern-run: " + next(l for l in p.stderr.splitlines() if "CUDA graphs disabled" in l))
     return json.loads(p.stdout)
+
+
+def versions_text(v):
+    """'transformers X, torch Y (CUDA Z), python W' for the log and the summary line."""
+    if not v:
+        return "transformers/torch not imported"
+    cuda = f" (CUDA {v['cuda']})" if v.get("cuda") else ""
+    return f"transformers {v.get('transformers')}, torch {v.get('torch')}{cuda}, python {v.get('python')}"
 
 
 def save(r, path):
@@ -340,7 +456,8 @@ def run(args):
         print(f"hf_peer: {r['errors']['import']}", file=sys.stderr)
         return r
     r["versions"] = {"torch": torch.__version__, "transformers": transformers.__version__,
-                     "python": sys.version.split()[0]}
+                     "python": sys.version.split()[0], "cuda": getattr(torch.version, "cuda", None)}
+    print(f"hf_peer: {versions_text(r['versions'])}", file=sys.stderr)
     r.setdefault("seconds", {})["import"] = round(time.monotonic() - t, 2)
     model = part("build", 0, lambda: build_model(args.config, args.seed))
     if model is None:
@@ -368,12 +485,24 @@ def run(args):
     pf = part("hf_prefill512", 10, lambda: hf_prefill_tok_s(model))
     if pf:
         r["hf_prefill512_tok_s"] = pf
-    if not args.no_graph:
-        g = part("hf_static_graph", 20, lambda: hf_static_graph(model, args.decode_steps, r.get("hf_ids", [])[:8]))
+    if not args.no_graph and not r.get("hf_ids"):
+        r["skipped"].append("hf_static_graph (no greedy ids of generate to check its replay against)")
+    elif not args.no_graph:
+        want = r["hf_ids"][:8]
+        g = part("hf_static_graph", 20, lambda: hf_static_graph(model, args.decode_steps, want))
         if g:
-            r["hf_static_graph_ms_per_token"] = median_after_warmup(g[0], 4)
-            r["hf_static_graph_steps_timed"] = len(g[0]) - 4
-            r["hf_static_graph_ids_match"] = g[1] == r.get("hf_ids", [])[:len(g[1])]
+            r["hf_static_graph_counters_reset"] = g[2]
+            r["hf_static_graph_ids"] = g[1]
+            diff = first_difference(g[1], want)
+            r["hf_static_graph_ids_match"] = diff is None
+            if diff is None:
+                r["hf_static_graph_ms_per_token"] = median_after_warmup(g[0], 4)
+                r["hf_static_graph_steps_timed"] = len(g[0]) - 4
+            else:  # a wrong forward pass: its time compares nothing
+                r["errors"]["hf_static_graph"] = (f"the replayed graph's ids differ from generate's at step {diff} "
+                                                  f"({g[1]} vs {want}): timing discarded")
+                print(f"hf_peer: hf_static_graph: {r['errors']['hf_static_graph']}", file=sys.stderr)
+                save(r, args.json)
     return r
 
 
@@ -407,7 +536,8 @@ def main(argv):
            f"differ from step {c['first_diff']} (HF top-2 gap {c.get('gap_at_diff')}, "
            f"{'a near tie' if c.get('near_tie') else 'NOT a near tie'})" if c else "not compared")
     print(f"ids {ids}; ms/token: kern {ms('kern_decode_ms_per_token')}, HF generate {ms('hf_generate_ms_per_token')}, "
-          f"HF static+graph {ms('hf_static_graph_ms_per_token')}; errors: {', '.join(r['errors']) or 'none'}")
+          f"HF static+graph {ms('hf_static_graph_ms_per_token')}; errors: {', '.join(r['errors']) or 'none'}; "
+          f"{versions_text(r.get('versions'))}")
     ok = c.get("ok", False) and r.get("hf_generate_ms_per_token") is not None
     return 0 if ok else 1
 

@@ -8,16 +8,17 @@ killed early still gets a results.json):
   VERSION               the bundle's commit and nvcc (step bundle)
   kernels.json          kern-gpu-compare: cases, kernel timings, copy_gbps
   tiny_*.json           kern-run --json of the tiny model per device/mode
-  bench_<m>_<mode>.json kern-run bench -p 512 -n 1,32 -r 50 --warmup 2
+  pdl_*.json            kern-run --json with PDL, --no-pdl, --no-pdl --eager (step pdl)
+  bench_<m>_<mode>.json kern-run bench -p 512 -n 1,32 -r 20 --warmup 2
                         --decode both -o json, mode graph|eager
   hf_<m>.json           hf_peer.py: HF vs kern ids and timings
 and SUMMARY_TXT's step lines; writes RESULTS_JSON and prints a short table.
 Per model (sizes from examples/<m>.json):
-  decode ms/step        median of the tg1 samples: 50 single decode steps
+  decode ms/step        median of the tg1 samples: 20 single decode steps
                         (each from writing the token to reading the next
                         one back) after 2 warm-up steps; tok/s = 1000 / it;
                         decode_ms_per_step_tg32 = 1000 / median tok/s of the
-                        50 tg32 repetitions (32 steps each), a cross-check
+                        20 tg32 repetitions (32 steps each), a cross-check
   decode loop           per mode, the asynchronous (tg32) and synchronous
                         (tg32-sync) decode loop: wall ms/step and, per
                         steady-state step, GPU busy / wall ms, the host gap,
@@ -30,7 +31,9 @@ Per model (sizes from examples/<m>.json):
                         the d2d copy bandwidth measured in the same run
   vs HF                 kern decode tok/s over HF's (default generate; static
                         KV cache + CUDA graph) on the same weights
-Also: model_bench.py --bench-line FILE | --copy-line FILE print the one-line
+Also: model_bench.py --pdl-verdict RES_DIR WORK_DIR prints the pdl step's
+line (exit 1 unless the ids with and without PDL are equal);
+model_bench.py --bench-line FILE | --copy-line FILE print the one-line
 details run.sh puts in the summary. Run from the repository root. Exit 0
 (1 on bad usage). Standard library only.
 """
@@ -47,7 +50,7 @@ DSIZE = {"bf16": 2, "f16": 2, "f32": 4, "fp8e4m3": 1, "i32": 4, "u32": 4, "i64":
 ONE_ROW = ("model.embed_tokens.weight", "rope.cos_sin_cache")
 MODELS = ("qwen3-0.6b", "qwen3-4b", "qwen3-4b-unfused")  # 4b: fused decode; -unfused: the original kernels
 MODES = ("graph", "eager")
-SUSTAINED = 32  # run.sh: kern-run bench -p 512 -n 1,32 -r 50 --warmup 2 --decode both
+SUSTAINED = 32  # run.sh: kern-run bench -p 512 -n 1,32 -r 20 --warmup 2 --decode both
 DECODE_KEYS = ("gpu_busy_ms_per_step", "gpu_wall_ms_per_step", "host_gap_us_per_step", "host_gap_us_max",
                "launches_per_step", "host_writes_per_step", "host_waits_per_step")
 
@@ -244,7 +247,47 @@ def table(r):
     return "\n".join(lines)
 
 
+PDL_RUNS = ("pdl", "nopdl", "nopdl_eager")  # run.sh s_pdl: with PDL (graphs), --no-pdl (graphs), --no-pdl --eager
+
+
+def pdl_verdict(res, work):
+    """(line, ok) for run.sh's pdl step: the greedy ids of pdl_<run>.json in
+    `res` compared with the --no-pdl graph run's; a run without a result is
+    named with the last line of its pdl_<run>.err in `work`."""
+    def ids(label):
+        doc = load(os.path.join(res, f"pdl_{label}.json"))
+        if isinstance(doc, dict) and isinstance(doc.get("generated_ids"), list):
+            return doc["generated_ids"]
+        try:
+            with open(os.path.join(work, f"pdl_{label}.err"), "r", encoding="utf-8") as f:
+                lines = [line for line in f.read().splitlines() if line.strip()]
+        except OSError:
+            lines = []
+        return "no result: " + (lines[-1][:100] if lines else "no output")
+
+    ref = ids("nopdl")
+    if not isinstance(ref, list):
+        return f"--no-pdl (graphs): {ref}", False
+    parts, ok = [], True
+    for label in ("pdl", "nopdl_eager"):
+        got = ids(label)
+        if got == ref:
+            parts.append(f"{label} equal")
+            continue
+        ok = False
+        if isinstance(got, list):
+            first = next((i for i, (a, b) in enumerate(zip(got, ref)) if a != b), min(len(got), len(ref)))
+            parts.append(f"{label} DIFFERS at step {first}")
+        else:
+            parts.append(f"{label}: {got}")
+    return f"{len(ref)} ids vs --no-pdl (graphs): " + ", ".join(parts), ok
+
+
 def main(argv):
+    if len(argv) == 4 and argv[1] == "--pdl-verdict":
+        line, ok = pdl_verdict(argv[2], argv[3])
+        print(line)
+        return 0 if ok else 1
     if len(argv) == 3 and argv[1] in ("--bench-line", "--copy-line"):
         doc = load(argv[2])
         if argv[1] == "--copy-line":

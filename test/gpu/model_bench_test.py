@@ -151,6 +151,25 @@ class ModelBench(unittest.TestCase):
             self.assertEqual(self.run_tool("--copy-line", os.path.join(res, "k.json")).stdout, "d2d copy 4321 GB/s\n")
             self.assertEqual(self.run_tool("--copy-line", os.path.join(res, "none.json")).stdout, "\n")
 
+    def test_the_pdl_verdict_names_the_run_that_differs(self):
+        with tempfile.TemporaryDirectory() as d:
+            ids = list(range(100, 164))
+            for label in ("pdl", "nopdl", "nopdl_eager"):
+                write(os.path.join(d, f"pdl_{label}.json"), {"generated_ids": ids})
+            p = self.run_tool("--pdl-verdict", d, d)
+            self.assertEqual((p.returncode, p.stdout),
+                             (0, "64 ids vs --no-pdl (graphs): pdl equal, nopdl_eager equal\n"))
+            write(os.path.join(d, "pdl_pdl.json"), {"generated_ids": ids[:10] + [7] + ids[11:]})
+            os.remove(os.path.join(d, "pdl_nopdl_eager.json"))
+            write(os.path.join(d, "pdl_nopdl_eager.err"), "[error] cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED\n\n")
+            p = self.run_tool("--pdl-verdict", d, d)
+            self.assertEqual((p.returncode, p.stdout),
+                             (1, "64 ids vs --no-pdl (graphs): pdl DIFFERS at step 10, nopdl_eager: no result: "
+                                 "[error] cuLaunchKernel: CUDA_ERROR_LAUNCH_FAILED\n"))
+            os.remove(os.path.join(d, "pdl_nopdl.json"))
+            p = self.run_tool("--pdl-verdict", d, d)
+            self.assertEqual((p.returncode, p.stdout), (1, "--no-pdl (graphs): no result: no output\n"))
+
     def test_bad_usage_exits_1(self):
         self.assertEqual(self.run_tool("only-one").returncode, 1)
 

@@ -9,36 +9,53 @@
 # with the machine's own libraries.
 #
 # Bounded and incremental: the whole run has a wall budget (KERN_GPU_BUDGET_S,
-# default 360 s); each step has its own timeout, clipped to what is left of
-# the budget (a step that would get under 5 s is skipped). After every step
-# its line is appended to $OUT/summary.txt, and $OUT/results.json and
+# default 270 s: about 4.5 minutes, so that a rerun fits the same 15 minutes
+# of device time); each step has its own timeout (its cap), clipped to what is
+# left of the budget (a step that would get under 5 s is skipped). After every
+# step its line is appended to $OUT/summary.txt, and $OUT/results.json and
 # $OUT/logs.tar.gz (every step's log and raw result) are rewritten, so a run
 # killed at any point still returns what it did. $OUT (default ./gpu-results)
 # holds only those three files. Without a GPU the run stops at the first step
 # with "no NVIDIA GPU: ..." and exit 1.
 #
-# Adding a check is one line in the list at the bottom:
-#   step NAME TIMEOUT_S COMMAND [ARGS...]
-# COMMAND is a function defined here (or a program); it runs under `timeout`
-# with stdout+stderr in logs/NN-NAME.log, exit 0 = ok, 77 = skip, else FAIL
-# (124/137: TIMEOUT). It may write one line to "$DETAIL" for the summary
-# (default: its last log line), raw results to "$RES/<file>" (packed into
-# logs.tar.gz; model_bench.py reads them for results.json), or a reason to
-# "$STOP" to skip every later step. Useful variables: $BIN (bundle binaries),
-# $KERNELS (fatbins), $WORK (scratch), $STEP_TIMEOUT (this step's seconds).
+# The steps and their caps are the table test/gpu/steps.txt (KERN_GPU_TABLE
+# names another one: the rehearsal's tests use small tables):
+#   NAME CAP_S FUNCTION [ARGS...]
+# FUNCTION is defined here; it runs under `timeout` with stdout+stderr in
+# logs/NN-NAME.log, exit 0 = ok, 77 = skip, else FAIL (124/137: TIMEOUT). It
+# may write one line to "$DETAIL" for the summary (default: its last log
+# line), raw results to "$RES/<file>" (packed into logs.tar.gz; model_bench.py
+# reads them for results.json), or a reason to "$STOP" to end the run after
+# it. Useful variables: $BIN (bundle binaries), $KERNELS (fatbins), $WORK
+# (scratch), $STEP_TIMEOUT (this step's seconds).
 #
-# KERN_GPU_STEPS="kernels tiny" runs only the named steps (plus gpu and
-# bundle, which every other step needs): a quick rerun of what failed.
+# Reruns: KERN_GPU_STEPS="kernels tiny" runs only the named steps (plus gpu
+# and bundle, which every other step needs); KERN_GPU_STEPS=failed runs the
+# steps that did not pass in the last run's summary ($KERN_GPU_STATE, default
+# .gpu-state/ in the repository root, keeps a copy of it: the device machine
+# keeps ignored paths between calls), KERN_GPU_STEPS=failed:FILE those of the
+# summary.txt FILE. Not passing: FAIL, TIMEOUT, or skipped for lack of budget.
 # Exit status: 0 when every step that ran passed and none was skipped for lack
-# of budget, 1 otherwise.
+# of budget, 1 otherwise, 2 on a bad table or rerun request.
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$repo" || exit 2
 bundle=$(realpath -m "${1:-.gpu-bundle}")
 out=$(realpath -m "${OUT:-$repo/gpu-results}")
-budget=${KERN_GPU_BUDGET_S:-360}
+budget=${KERN_GPU_BUDGET_S:-270}
 only=${KERN_GPU_STEPS:-}
 reserve=10  # seconds kept for the final results.json, archive and table
+table=$(realpath -m "${KERN_GPU_TABLE:-$repo/test/gpu/steps.txt}")
+state=$(realpath -m "${KERN_GPU_STATE:-$repo/.gpu-state}")
+# KERN_GPU_STEPS=failed[:FILE]: the steps that did not pass in that summary.
+if [[ "$only" == failed || "$only" == failed:* ]]; then
+  last=${only#failed}; last=${last#:}; last=${last:-$state/summary.txt}
+  [ -f "$last" ] || { echo "run.sh: KERN_GPU_STEPS=$only: no summary at $last" >&2; exit 2; }
+  only=$(awk '$2 == "FAIL" || $2 == "TIMEOUT" || ($2 == "skip" && /wall budget/) {print $1}' "$last" | tr '\n' ' ')
+  only=${only% }
+  echo "rerunning the steps that did not pass in $last: ${only:-none}"
+  [ -n "$only" ] || only="-"  # nothing failed: gpu and bundle only
+fi
 mkdir -p "$out" || exit 2
 rm -f "$out/summary.txt" "$out/results.json" "$out/logs.tar.gz"
 work=$(mktemp -d /tmp/kern-gpu.XXXXXX) || exit 2
@@ -137,25 +154,23 @@ s_bundle() {
   detail "$(head -1 "$BUNDLE/VERSION"); binaries start$aside; $(ls "$KERNELS" | wc -l) fatbins match the pins"
 }
 
-# Offline fatbin ABI check, and cuobjdump's view of the fatbins.
+# Offline fatbin ABI check, cuobjdump's view of the fatbins, and the kernels
+# documented with 16-/8-byte loads (docs/kernels.md "Vector loads") really
+# have them in the SASS of every architecture (cuobjdump -sass; the meson
+# test checks the PTX on the build machine). Without cuobjdump, only the ABI.
 s_abi() {
   python3 test/gpu/check_kernel_abi.py --manifest examples/qwen3-4b.json --manifest examples/tiny-qwen3.json --manifest examples/qwen3-4b-dspark.json \
     --doc docs/kernels.md "$KERNELS"/*.fatbin || return 1
   local last; last=$(tail -1 "$WORK/logs/$LOGNAME_")
-  if command -v cuobjdump >/dev/null; then
-    cuobjdump --list-elf --list-ptx "$KERNELS"/*.fatbin > "$WORK/cuobjdump.txt" 2>&1
-    cat "$WORK/cuobjdump.txt"
-    last="$last; cuobjdump: $(grep -c 'ELF file' "$WORK/cuobjdump.txt") cubins, $(grep -c 'PTX file' "$WORK/cuobjdump.txt") ptx"
-  fi
-  detail "$last"
-}
-
-# The kernels documented with 16-/8-byte loads (docs/kernels.md "Vector
-# loads") really have them in the SASS of every architecture (cuobjdump -sass;
-# skip without cuobjdump). The meson test checks the PTX on the build machine.
-s_sass() {
-  command -v cuobjdump >/dev/null || { echo "no cuobjdump"; return 77; }
-  python3 test/kernels/check_vector_loads.py --self-test --doc docs/kernels.md --sass "$KERNELS"/*.fatbin
+  if ! command -v cuobjdump >/dev/null; then detail "$last; no cuobjdump: SASS not checked"; return 0; fi
+  cuobjdump --list-elf --list-ptx "$KERNELS"/*.fatbin > "$WORK/cuobjdump.txt" 2>&1
+  cat "$WORK/cuobjdump.txt"
+  last="$last; cuobjdump: $(grep -c 'ELF file' "$WORK/cuobjdump.txt") cubins, $(grep -c 'PTX file' "$WORK/cuobjdump.txt") ptx"
+  python3 test/kernels/check_vector_loads.py --self-test --doc docs/kernels.md --sass "$KERNELS"/*.fatbin > "$WORK/sass.txt" 2>&1
+  local rc=$?
+  cat "$WORK/sass.txt"
+  detail "$last; vector loads in SASS: $([ $rc = 0 ] && echo ok || echo "FAILED: $(tail -1 "$WORK/sass.txt")")"
+  return $rc
 }
 
 # Every CUDA kernel vs its cpu reference, then the Qwen3-4B shapes timed
@@ -225,23 +240,50 @@ EOF
   [ $v = 0 ] && [ $ok = 1 ]
 }
 
+# PDL on and off (docs/gpu.md "Programmatic dependent launch"): greedy ids of
+# MODEL with random weights, with PDL under CUDA graphs, with --no-pdl under
+# graphs and with --no-pdl --eager: all must be equal. A difference with PDL
+# only is a PDL race (a kernel reading before its griddepcontrol.wait).
+s_pdl() {
+  local m=$1 label args
+  plan "$m" || return 1
+  for label in pdl nopdl nopdl_eager; do
+    case $label in
+      pdl) args=() ;;
+      nopdl) args=(--no-pdl) ;;
+      nopdl_eager) args=(--no-pdl --eager) ;;
+    esac
+    "$BIN/kern-run" "$WORK/$m.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
+      --prompt-ids 1,17,42,99,3,250,7 --steps 64 --ignore-eos --json "${args[@]}" > "$RES/pdl_$label.json" \
+      2> "$WORK/pdl_$label.err"
+    echo "== $label: exit $?"; cat "$WORK/pdl_$label.err"
+  done
+  python3 test/gpu/model_bench.py --pdl-verdict "$RES" "$WORK" > "$WORK/pdl_verdict.txt"
+  local v=$?
+  cat "$WORK/pdl_verdict.txt"
+  detail "$(cat "$WORK/pdl_verdict.txt")"
+  return $v
+}
+
 # kern-run bench at a model's geometry with random weights, CUDA graphs and
 # --eager: 512-token prefill, single decode steps (tg1: the per-step median)
-# and 32-step runs (tg32), 50 repetitions each after 2 warm-ups. Decode runs
+# and 32-step runs (tg32), REPS repetitions each after 2 warm-ups. The
+# weights are generated on the host on up to 16 threads (kern-load
+# random_weights.h): a 4B process pays about the 8 GB copy, not 8 s each. Decode runs
 # both asynchronously (tgN) and synchronously (tgN-sync, --decode both): the
 # tg32 pair gives wall ms/step, GPU busy ms/step and the host gap of each
 # (docs/runtime.md "Asynchronous decode"); the unfused comparison model runs
 # the asynchronous loop under CUDA graphs only (its step's time budget: it is
 # there to compare kernels with bench-4b, not modes).
 s_bench() {
-  local m=$1 mode modes=(graph eager) flag decode=(--decode both) rc=0 line=""
+  local m=$1 reps=${2:-20} mode modes=(graph eager) flag decode=(--decode both) rc=0 line=""
   plan "$m" || return 1
   [ "$m" = qwen3-4b-unfused ] && decode=() && modes=(graph)
   for mode in "${modes[@]}"; do
     flag=()
     [ $mode = eager ] && flag=(--eager)
     "$BIN/kern-run" bench "$WORK/$m.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
-      -p 512 -n 1,32 -r 50 --warmup 2 "${decode[@]}" -o json "${flag[@]}" > "$RES/bench_${m}_$mode.json" \
+      -p 512 -n 1,32 -r "$reps" --warmup 2 "${decode[@]}" -o json "${flag[@]}" > "$RES/bench_${m}_$mode.json" \
       2> "$WORK/bench.err"
     local r=$?
     echo "== $mode: exit $r"; cat "$WORK/bench.err"
@@ -303,7 +345,8 @@ s_hf() {
   fi
   echo "scratch: $scratch"
   python3 test/gpu/hf_peer.py "examples/$m.config.json" --plan "$WORK/$m.kplan" --kern-run "$BIN/kern-run" \
-    --kernels "$KERNELS" --work "$scratch/hf_$m" --json "$RES/hf_$m.json" --deadline-s $((STEP_TIMEOUT - 8))
+    --kernels "$KERNELS" --work "$scratch/hf_$m" --json "$RES/hf_$m.json" --decode-steps 64 \
+    --deadline-s $((STEP_TIMEOUT - 8))
   local rc=$?
   rm -rf "$scratch/hf_$m"
   [ "$scratch" != "$WORK" ] && rm -rf "$scratch"
@@ -311,19 +354,33 @@ s_hf() {
   return $rc
 }
 
-# compute-sanitizer memcheck over a short tiny-model run (last: slow, capped).
+# compute-sanitizer memcheck over 2 eager tiny-model steps, last (slow).
+# Only kern's kernels are instrumented (--kernel-name kns=kern_: cublasLt's
+# run unchecked, at full speed). A sanitizer that refuses the machine (under
+# gVisor it answers "Device not supported") is a skip with its words.
 s_memcheck() {
-  command -v compute-sanitizer >/dev/null || { detail "no compute-sanitizer"; return 77; }
+  command -v compute-sanitizer >/dev/null || { detail "skipped: no compute-sanitizer on PATH"; return 77; }
   plan tiny-qwen3 || return 1
-  compute-sanitizer --tool memcheck --error-exitcode 9 "$BIN/kern-run" "$WORK/tiny-qwen3.kplan" \
-    --weights examples/tiny-qwen3.safetensors --prompt-ids 1,17,42,99,3,250,7 --steps 2 --device cuda \
-    --kernels "$KERNELS"
+  local run=("$BIN/kern-run" "$WORK/tiny-qwen3.kplan" --weights examples/tiny-qwen3.safetensors
+             --prompt-ids 1,17,42,99,3,250,7 --steps 2 --eager --device cuda --kernels "$KERNELS")
+  compute-sanitizer --tool memcheck --error-exitcode 9 --kernel-name kns=kern_ "${run[@]}" > "$WORK/memcheck.txt" 2>&1
   local rc=$?
-  detail "$(grep -m1 -E 'ERROR SUMMARY' "$WORK/logs/$LOGNAME_" || echo "exit $rc")"
+  if [ $rc != 0 ] && grep -qiE "(unrecognized|unknown|invalid) (option|argument)|kernel-name" "$WORK/memcheck.txt" &&
+     ! grep -q "ERROR SUMMARY" "$WORK/memcheck.txt"; then
+    echo "== this compute-sanitizer has no --kernel-name filter: every kernel instrumented"
+    compute-sanitizer --tool memcheck --error-exitcode 9 "${run[@]}" > "$WORK/memcheck.txt" 2>&1
+    rc=$?
+  fi
+  cat "$WORK/memcheck.txt"
+  local refused
+  refused=$(grep -m1 -iE "device not supported|not supported on this (platform|device)|unsupported (device|platform)" \
+    "$WORK/memcheck.txt")
+  if [ -n "$refused" ]; then detail "skipped: compute-sanitizer refuses this machine: $refused"; return 77; fi
+  detail "$(grep -m1 -E 'ERROR SUMMARY' "$WORK/memcheck.txt" || echo "exit $rc: $(grep -v '^\s*$' "$WORK/memcheck.txt" | tail -1)")"
   return $rc
 }
 
-export -f detail bins_start s_gpu s_bundle s_abi s_sass s_kernels plan s_tiny s_bench s_spec s_hf s_memcheck
+export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_pdl s_bench s_spec s_hf s_memcheck
 
 # --- the runner ------------------------------------------------------------
 
@@ -387,6 +444,8 @@ finish() {
   [ -n "$stopped" ] && echo "stopped: $stopped" >> "$out/summary.txt"
   echo "wall $((SECONDS - t0))s of ${budget}s; exit $failed" >> "$out/summary.txt"
   pack
+  # Kept for KERN_GPU_STEPS=failed (a missing or read-only state dir only loses that).
+  mkdir -p "$state" 2>/dev/null && cp -f "$out/summary.txt" "$state/summary.txt" 2>/dev/null
   echo
   echo "== summary ($out: summary.txt, results.json, logs.tar.gz)"
   cat "$out/summary.txt"
@@ -397,27 +456,45 @@ finish() {
 }
 trap 'failed=1; finish "interrupted after $((SECONDS - t0))s"' INT TERM
 
+# --- the table ---------------------------------------------------------------
+
+# Reads $table into rows "NAME CAP FUNCTION ARGS..."; a malformed line, an
+# unknown function or a step listed twice is an error naming the line
+# (exit 2, before any step runs), as is a rerun naming no such step.
+bad_table() { echo "run.sh: $*" >&2; rm -rf "$work"; exit 2; }
+rows=()
+names=" "
+lineno=0
+[ -f "$table" ] || bad_table "no step table at $table"
+while IFS= read -r line || [ -n "$line" ]; do
+  lineno=$((lineno + 1))
+  line=${line%%#*}
+  read -r -a f <<< "$line"
+  [ ${#f[@]} = 0 ] && continue
+  if [ ${#f[@]} -lt 3 ] || ! [[ "${f[1]}" =~ ^[0-9]+$ ]]; then
+    bad_table "$table:$lineno: expected NAME CAP_S FUNCTION [ARGS...], got: $line"
+  fi
+  if ! declare -F "${f[2]}" >/dev/null && ! command -v "${f[2]}" >/dev/null; then
+    bad_table "$table:$lineno: step ${f[0]}: no function or program ${f[2]}"
+  fi
+  [[ "$names" == *" ${f[0]} "* ]] && bad_table "$table:$lineno: step ${f[0]} listed twice"
+  names="$names${f[0]} "
+  rows+=("${f[*]}")
+done < "$table"
+if [ -n "$only" ] && [ "$only" != "-" ]; then
+  for want in $only; do
+    [[ "$names" == *" $want "* ]] || bad_table "KERN_GPU_STEPS: no step $want in $table (steps:$names)"
+  done
+fi
+
 {
   echo "kern GPU run $(date -u +%Y-%m-%dT%H:%M:%SZ), bundle $bundle ($(head -1 "$bundle/VERSION" 2>/dev/null || echo 'no VERSION'))"
-  echo "budget ${budget}s; steps: name status seconds detail"
+  echo "budget ${budget}s; steps: name status seconds detail${only:+; only: $only}"
 } > "$out/summary.txt"
 
-# --- the list of steps (NAME TIMEOUT_S COMMAND...): the caps add up to 350 s,
-# inside the default 360 s budget less the 10 s reserve (docs/gpu.md has why each;
-# spec's 20 s came out of hf-4b's 75)
-step gpu        15 s_gpu
-[ -n "$stopped" ] && finish
-step bundle     10 s_bundle
-[ -n "$stopped" ] && finish
-step abi        10 s_abi
-step sass       10 s_sass
-step kernels    40 s_kernels
-step tiny       25 s_tiny
-step bench-0.6b 25 s_bench qwen3-0.6b
-step hf-0.6b    40 s_hf qwen3-0.6b
-step bench-4b   50 s_bench qwen3-4b
-step bench-4b-unfused 30 s_bench qwen3-4b-unfused
-step spec       20 s_spec
-step hf-4b      60 s_hf qwen3-4b
-step memcheck   15 s_memcheck
+for row in "${rows[@]}"; do
+  read -r -a f <<< "$row"
+  step "${f[@]}"
+  [ -n "$stopped" ] && finish
+done
 finish

@@ -130,6 +130,29 @@ TEST_CASE("block, grid and shared memory beyond the device limits are each repor
   CHECK(check([](StepDesc& s) { s.shared_mem = ExprDesc::s(0).mul(20000); }, hopper()).empty());
 }
 
+TEST_CASE("dynamic shared memory is checked against the opt-in limit less the kernel's static shared memory",
+          "[load][precheck]") {
+  // tokens * 20000 B at tokens = 8: 160000 B, inside the 232448 B opt-in limit (precheck_plan passes).
+  PlanDesc d = tiny_plan();
+  d.steps[0].shared_mem = ExprDesc::s(0).mul(20000);
+  std::vector<uint8_t> bytes = serialize(d);
+  const plan::Plan& p = *plan::GetPlan(bytes.data());
+  std::vector<load::KernelFileImages> files = {{"k.fatbin", built_images()}};
+  CHECK(load::precheck_plan(p, files, hopper()).empty());
+  const std::vector<uint64_t> fits = {232448 - 160000};  // exactly the room left
+  CHECK(load::precheck_shared_memory(p, fits, 232448).empty());
+  CHECK(load::precheck_shared_memory(p, {}, 232448).empty());  // no static shared memory known: 0
+  const std::vector<uint64_t> too_much = {80000};
+  auto lines = load::precheck_shared_memory(p, too_much, 232448);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0] == "steps[0] test_add_bias: plan needs 160000 B of dynamic shared memory per block, device has "
+                    "232448 B less the kernel's 80000 B of static shared memory = 152448 B");
+  const std::vector<uint64_t> all = {300000};  // static alone above the limit: no room at all
+  lines = load::precheck_shared_memory(p, all, 232448);
+  REQUIRE(lines.size() == 1);
+  CHECK_THAT(lines[0], Contains("= 0 B"));
+}
+
 TEST_CASE("a driver older than 12.4 is reported and all mismatches come in one error", "[load][precheck]") {
   load::DeviceLimits old = hopper();
   old.driver_version = 12020;

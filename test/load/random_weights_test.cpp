@@ -127,3 +127,26 @@ TEST_CASE("random weights and a weights file together are refused", "[load][rand
   REQUIRE_FALSE(exe.ok());
   CHECK(exe.error().message == "random weights and a weights file were both given");
 }
+
+TEST_CASE("a buffer of many 8 MiB chunks, generated several at once, holds the values of one sequential pass",
+          "[load][random]") {
+  // 37 MiB + 6 bytes of bf16: four whole chunks, a partial one (several threads, and a short last batch).
+  const uint64_t cols = 4096, rows = (37ull << 20) / (2 * cols);
+  PlanDesc d = tiny_plan();
+  using E = ExprDesc;
+  const uint64_t bytes = rows * cols * 2 + 6;
+  d.buffers.push_back({"big.weight", plan::DType::bf16, plan::BufferClass::weight, {E::c(bytes / 2)}, bytes});
+  auto plan = load::PlanFile::from_bytes(serialize(d), "w.kplan");
+  REQUIRE(plan.ok());
+  load::ExecutableOptions o;
+  o.capacity_tokens = 16;
+  o.random_weights_seed = 11;
+  auto exe = load::Executable::load(std::move(plan.value()), std::make_unique<load::CpuDevice>(&fake_kernel), nullptr,
+                                    o, nullptr);
+  REQUIRE(exe.ok());
+  const uint32_t big = static_cast<uint32_t>(d.buffers.size() - 1);
+  std::vector<uint8_t> want(bytes);
+  const uint64_t shape[] = {bytes / 2};
+  load::random_weight_values(11, "big.weight", plan::DType::bf16, shape, 0, want);
+  CHECK(read(*exe.value(), big) == want);
+}

@@ -16,6 +16,7 @@ constexpr uint8_t kStoCudaEntry = 0x10;
 constexpr uint8_t kEifmtSval = 0x04;
 constexpr uint8_t kEiattrKparamInfo = 0x17;
 constexpr uint8_t kEiattrCbankParamSize = 0x19;
+constexpr uint8_t kEiattrRegcount = 0x2F;
 
 template <typename T>
 T rd(const uint8_t* p, size_t at) {
@@ -63,6 +64,18 @@ std::string parse_cubin(const uint8_t* elf, size_t size, CubinImage& out) {
   const Section& strtab = secs[sym.link];
   out.arch = static_cast<int>(elf[8] >= 8 ? (e_flags >> 8) & 0xFF : e_flags & 0xFF);
   out.entries.clear();
+  // .nv.info's EIATTR_REGCOUNT records: (function symbol index, registers per thread).
+  std::map<uint64_t, uint32_t> regs;
+  if (auto info = named.find(".nv.info"); info != named.end())
+    for (uint64_t pos = info->second->offset, end = pos + info->second->size; pos + 4 <= end;) {
+      const uint8_t fmt = elf[pos], attr = elf[pos + 1];
+      const uint16_t value = rd<uint16_t>(elf, pos + 2);
+      pos += 4;
+      if (fmt != kEifmtSval) continue;
+      if (pos + value > end) return ".nv.info record runs past its section";
+      if (attr == kEiattrRegcount && value >= 8) regs[rd<uint32_t>(elf, pos)] = rd<uint32_t>(elf, pos + 4);
+      pos += value;
+    }
   for (uint64_t k = 0; k < sym.size / sym.entsize; ++k) {
     const uint8_t* e = elf + sym.offset + k * sym.entsize;
     const uint8_t info = e[4], other = e[5];
@@ -95,6 +108,7 @@ std::string parse_cubin(const uint8_t* elf, size_t size, CubinImage& out) {
     }
     auto shared = named.find(".nv.shared." + entry.name);
     if (shared != named.end()) entry.static_shared_bytes = static_cast<uint32_t>(shared->second->size);
+    if (auto r = regs.find(k); r != regs.end()) entry.num_regs = r->second;
     out.entries.push_back(std::move(entry));
   }
   return "";

@@ -25,6 +25,7 @@ struct CubinEntry {
   std::vector<CubinParam> params;  ///< ordinal order
   uint32_t param_block_bytes = 0;   ///< EIATTR_CBANK_PARAM_SIZE (0 if absent)
   uint32_t static_shared_bytes = 0; ///< size of .nv.shared.<name> (0 if absent)
+  uint32_t num_regs = 0;            ///< registers per thread: EIATTR_REGCOUNT of .nv.info (by symbol index)
 };
 
 /// The entries of the image's cubin for `sm_arch`.

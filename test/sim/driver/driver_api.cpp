@@ -574,6 +574,7 @@ CUresult cuFuncGetAttribute(int* v, CUfunction_attribute a, CUfunction f) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = kMaxThreadsPerBlock; break;
     case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: *v = int(fn->entry.static_shared_bytes); break;
     case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES: *v = 0; break;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = int(fn->entry.num_regs); break;
     case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: *v = 0; break;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *v = kSimArch; break;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = kSimArch; break;

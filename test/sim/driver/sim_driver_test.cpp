@@ -124,6 +124,8 @@ TEST_CASE("sim driver: a module from the real fatbin reports the cubin's paramet
   CHECK(v == 1152);  // the size of .nv.shared.kern_rmsnorm_bf16
   REQUIRE(a.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f) == CUDA_SUCCESS);
   CHECK(v == 48 * 1024 - 1152);
+  REQUIRE(a.cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, f) == CUDA_SUCCESS);
+  CHECK(v == 48);  // the sm_90 cubin's EIATTR_REGCOUNT for kern_rmsnorm_bf16 (nvcc 13.0)
   CHECK(a.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 232448 - 1152) == CUDA_SUCCESS);
   CHECK(a.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 232448 - 1151) ==
         CUDA_ERROR_INVALID_VALUE);  // static + dynamic above the opt-in limit
