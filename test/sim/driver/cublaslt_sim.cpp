@@ -369,7 +369,7 @@ LT_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulD
         store(D, D_.type, i + j * uint64_t(D_.ld), out);
       }
     for (uint64_t j = 0; j < n; ++j)
-      kern_sim_shadow_write(reinterpret_cast<uint64_t>(D) + j * uint64_t(D_.ld) * elem_bytes(D_.type),
+      kern_sim_shadow_launch_write(reinterpret_cast<uint64_t>(D) + j * uint64_t(D_.ld) * elem_bytes(D_.type),
                             m * elem_bytes(D_.type));
     return "";
   };

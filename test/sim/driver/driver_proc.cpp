@@ -164,4 +164,4 @@ CUresult kern_sim_enqueue_host_work(CUstream stream, const std::string& what, st
 
 bool kern_sim_device_range(uint64_t addr, uint64_t bytes) { return kern::sim::api::device_range(addr, bytes); }
 
-void kern_sim_shadow_write(uint64_t addr, uint64_t bytes) { kern::sim::shadow_write(addr, bytes); }
+void kern_sim_shadow_launch_write(uint64_t addr, uint64_t bytes) { kern::sim::shadow_launch_write(addr, bytes); }

@@ -58,4 +58,10 @@ void shadow_write([[maybe_unused]] uint64_t addr, [[maybe_unused]] uint64_t byte
 #endif
 }
 
+void shadow_launch_write([[maybe_unused]] uint64_t addr, [[maybe_unused]] uint64_t bytes) {
+#if KERN_SIM_HAVE_SIMT
+  if (!use_twins()) simt_shadow_launch_write(addr, bytes);
+#endif
+}
+
 }  // namespace kern::sim

@@ -49,5 +49,9 @@ const EmulatedKernel* find_emulated_kernel(std::string_view symbol);
 void shadow_alloc(uint64_t addr, uint64_t bytes);
 void shadow_free(uint64_t addr);
 void shadow_write(uint64_t addr, uint64_t bytes);
+/// A write by work that is a kernel launch on a GPU but is not emulated (the
+/// simulated cublasLt's GEMM): a later PDL launch must pdl_wait() before
+/// reading those bytes.
+void shadow_launch_write(uint64_t addr, uint64_t bytes);
 
 }  // namespace kern::sim

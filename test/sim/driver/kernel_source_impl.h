@@ -14,6 +14,7 @@ const EmulatedKernel* find_simt_kernel(std::string_view symbol);
 void simt_shadow_alloc(uint64_t addr, uint64_t bytes);
 void simt_shadow_free(uint64_t addr);
 void simt_shadow_write(uint64_t addr, uint64_t bytes);
+void simt_shadow_launch_write(uint64_t addr, uint64_t bytes);
 #endif
 
 }  // namespace kern::sim

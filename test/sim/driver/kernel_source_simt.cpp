@@ -50,5 +50,8 @@ const EmulatedKernel* find_simt_kernel(std::string_view symbol) {
 void simt_shadow_alloc(uint64_t addr, uint64_t bytes) { on_alloc(reinterpret_cast<const void*>(addr), bytes); }
 void simt_shadow_free(uint64_t addr) { on_free(reinterpret_cast<const void*>(addr)); }
 void simt_shadow_write(uint64_t addr, uint64_t bytes) { on_write(reinterpret_cast<const void*>(addr), bytes); }
+void simt_shadow_launch_write(uint64_t addr, uint64_t bytes) {
+  on_launch_write(reinterpret_cast<const void*>(addr), bytes);
+}
 
 }  // namespace kern::sim

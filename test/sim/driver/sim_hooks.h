@@ -19,6 +19,7 @@ __attribute__((visibility("default"))) CUresult kern_sim_enqueue_host_work(CUstr
                                                                             std::function<std::string()> work);
 /// Whether [addr, addr + bytes) lies inside one device allocation.
 __attribute__((visibility("default"))) bool kern_sim_device_range(uint64_t addr, uint64_t bytes);
-/// Marks [addr, addr + bytes) written in the global-memory shadow.
-__attribute__((visibility("default"))) void kern_sim_shadow_write(uint64_t addr, uint64_t bytes);
+/// Marks [addr, addr + bytes) written in the global-memory shadow by a GPU
+/// launch (a GEMM): a later PDL kernel must pdl_wait() before reading it.
+__attribute__((visibility("default"))) void kern_sim_shadow_launch_write(uint64_t addr, uint64_t bytes);
 }
