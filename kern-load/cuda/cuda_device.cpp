@@ -28,7 +28,7 @@ Result<std::unique_ptr<CudaDevice>> CudaDevice::create(const CudaDeviceOptions& 
                                               std::to_string(count) + " present");
   KERN_CU_CHECK(drv, a.cuDeviceGet(&d->device_, options.ordinal));
   KERN_CU_CHECK(drv, a.cuDevicePrimaryCtxRetain(&d->context_, d->device_));
-  KERN_CU_CHECK(drv, a.cuCtxSetCurrent(d->context_));
+  KERN_RETURN_IF_ERROR(d->bind_thread());
   KERN_CU_CHECK(drv, a.cuStreamCreate(&d->stream_, CU_STREAM_NON_BLOCKING));
   for (int i = 0; i < 2; ++i) {
     KERN_CU_CHECK(drv, a.cuMemHostAlloc(&d->staging_[i], kStagingBytes, 0));
@@ -58,6 +58,7 @@ Status CudaDevice::close() {
   const Driver& drv = *driver_;
   const DriverApi& a = drv.api();
   StatusJoin failures;  // each release is tried whatever failed before it
+  failures.add(bind_thread());
   auto keep = [&](CUresult r, const char* call) { failures.add(drv.check(r, call)); };
   failures.add(abort_capture());
   if (stream_) keep(a.cuStreamSynchronize(stream_), "cuStreamSynchronize");
@@ -93,7 +94,7 @@ Result<DevicePtr> CudaDevice::allocate(uint64_t size_bytes, uint64_t align_bytes
                                               " B is not a power of two >= 256");
   const Driver& drv = *driver_;
   const DriverApi& a = drv.api();
-  KERN_CU_CHECK(drv, a.cuCtxSetCurrent(context_));
+  KERN_RETURN_IF_ERROR(bind_thread());
   // cuMemAlloc returns at least 256-byte aligned memory; larger alignments over-allocate.
   const uint64_t extra = align_bytes > 256 ? align_bytes : 0;
   const uint64_t bytes = std::max<uint64_t>(size_bytes, 1) + extra;
@@ -109,6 +110,7 @@ Result<DevicePtr> CudaDevice::allocate(uint64_t size_bytes, uint64_t align_bytes
 
 Status CudaDevice::free(DevicePtr ptr) {
   if (ptr == 0) return Status::ok_status();
+  KERN_RETURN_IF_ERROR(bind_thread());
   auto it = allocations_.find(ptr);
   if (it == allocations_.end())
     return make_error(ErrorKind::kDevice, "freeing an address this device did not allocate");
@@ -120,6 +122,7 @@ Status CudaDevice::free(DevicePtr ptr) {
 }
 
 Status CudaDevice::copy_to_device(DevicePtr dst, const void* src, uint64_t size_bytes) {
+  KERN_RETURN_IF_ERROR(bind_thread());
   // Chunks alternate between two pinned buffers: while one chunk's DMA runs
   // the next is memcpy'd into the other. The source may be reused on return.
   const Driver& drv = *driver_;
@@ -149,6 +152,7 @@ Status CudaDevice::copy_to_device(DevicePtr dst, const void* src, uint64_t size_
 }
 
 Status CudaDevice::copy_to_host(void* dst, DevicePtr src, uint64_t size_bytes) {
+  KERN_RETURN_IF_ERROR(bind_thread());
   const Driver& drv = *driver_;
   const DriverApi& a = drv.api();
   auto* p = static_cast<uint8_t*>(dst);
@@ -163,6 +167,7 @@ Status CudaDevice::copy_to_host(void* dst, DevicePtr src, uint64_t size_bytes) {
 }
 
 Status CudaDevice::read_async(uint32_t slot, DevicePtr src, uint64_t size_bytes) {
+  KERN_RETURN_IF_ERROR(bind_thread());
   KERN_RETURN_IF_ERROR(check_readback(slot, size_bytes));
   const Driver& drv = *driver_;
   const DriverApi& a = drv.api();
@@ -173,6 +178,7 @@ Status CudaDevice::read_async(uint32_t slot, DevicePtr src, uint64_t size_bytes)
 }
 
 Result<std::span<const uint8_t>> CudaDevice::wait_read(uint32_t slot) {
+  KERN_RETURN_IF_ERROR(bind_thread());
   KERN_RETURN_IF_ERROR(check_readback(slot, 0));
   KERN_CU_CHECK(*driver_, driver_->api().cuEventSynchronize(readback_done_[slot]));
   return std::span<const uint8_t>(static_cast<const uint8_t*>(readback_) + slot * kReadbackSlotBytes,
@@ -180,6 +186,7 @@ Result<std::span<const uint8_t>> CudaDevice::wait_read(uint32_t slot) {
 }
 
 Status CudaDevice::record_mark(uint32_t mark) {
+  KERN_RETURN_IF_ERROR(bind_thread());
   if (mark >= kTimingMarks)
     return make_error(ErrorKind::kDevice, "timing mark " + std::to_string(mark) + " is not below " +
                                               std::to_string(kTimingMarks));
@@ -188,6 +195,7 @@ Status CudaDevice::record_mark(uint32_t mark) {
 }
 
 Result<double> CudaDevice::mark_elapsed_ms(uint32_t from, uint32_t to) {
+  KERN_RETURN_IF_ERROR(bind_thread());
   if (from >= kTimingMarks || to >= kTimingMarks)
     return make_error(ErrorKind::kDevice, "timing mark " + std::to_string(std::max(from, to)) + " is not below " +
                                               std::to_string(kTimingMarks));
@@ -199,7 +207,18 @@ Result<double> CudaDevice::mark_elapsed_ms(uint32_t from, uint32_t to) {
 }
 
 Status CudaDevice::synchronize() {
+  KERN_RETURN_IF_ERROR(bind_thread());
   KERN_CU_CHECK(*driver_, driver_->api().cuStreamSynchronize(stream_));
+  return Status::ok_status();
+}
+
+Status CudaDevice::bind_thread() const {
+  // The context this thread last made current through any CudaDevice.
+  thread_local CUcontext current = nullptr;
+  if (current == context_) [[likely]]
+    return Status::ok_status();
+  KERN_CU_CHECK(*driver_, driver_->api().cuCtxSetCurrent(context_));
+  current = context_;
   return Status::ok_status();
 }
 
@@ -212,6 +231,7 @@ Status CudaDevice::launch_error(uint32_t step, const char* call, CUresult r) con
 Status CudaDevice::launch(uint32_t step, const LaunchDims& dims, void** kernel_params) {
   if (step >= steps_.size()) [[unlikely]]
     return make_error(ErrorKind::kKernel, "step " + std::to_string(step) + " was not loaded");
+  KERN_RETURN_IF_ERROR(bind_thread());  // a thread-local compare after the first call
   StepFn& s = steps_[step];
   if (s.op != ExternOpId::kNone) {
     // extern GEMM params (docs/kernels.md §10): a, w, c pointers then i32 m, n, k (ABI checked at load).

@@ -116,6 +116,11 @@ class CudaDevice final : public Device {
   /// device of `cc_major` >= 9 unless CudaDeviceOptions::pdl is off.
   Status bind_kernel_step(const plan::Plan& p, uint32_t i, const std::vector<size_t>& module_of_pin, int cc_major);
   Status launch_error(uint32_t step, const char* call, CUresult r) const;
+  /// Makes the device's context current on the calling thread, once per
+  /// thread (CUDA keeps the current context per thread: without this a call
+  /// from a thread other than the creator's fails with
+  /// CUDA_ERROR_INVALID_CONTEXT). Every public entry point calls it first.
+  Status bind_thread() const;
 
   std::unique_ptr<Driver> driver_;
   CUdevice device_ = 0;

@@ -13,7 +13,7 @@ namespace kern::load::cuda {
 
 Status CudaDevice::begin_capture() {
   const Driver& drv = *driver_;
-  KERN_CU_CHECK(drv, drv.api().cuCtxSetCurrent(context_));
+  KERN_RETURN_IF_ERROR(bind_thread());
   KERN_CU_CHECK(drv, drv.api().cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
   capturing_ = true;
   return Status::ok_status();
@@ -24,6 +24,7 @@ Result<GraphHandle> CudaDevice::end_capture() {
   const DriverApi& a = drv.api();
   CUgraph graph = nullptr;
   capturing_ = false;
+  KERN_RETURN_IF_ERROR(bind_thread());
   KERN_CU_CHECK(drv, a.cuStreamEndCapture(stream_, &graph));
   CUgraphExec exec = nullptr;
   const Status instantiated = drv.check(a.cuGraphInstantiateWithFlags(&exec, graph, 0), "cuGraphInstantiateWithFlags");
@@ -36,6 +37,7 @@ Result<GraphHandle> CudaDevice::end_capture() {
 Status CudaDevice::abort_capture() {
   if (!capturing_) return {};
   capturing_ = false;
+  KERN_RETURN_IF_ERROR(bind_thread());
   // A capture invalidated by the failed launch ends with
   // CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: expected, not joined to that
   // launch's error (end_abandoned_capture).
@@ -43,6 +45,7 @@ Status CudaDevice::abort_capture() {
 }
 
 Status CudaDevice::launch_graph(GraphHandle graph) {
+  KERN_RETURN_IF_ERROR(bind_thread());
   const CUresult r = driver_->api().cuGraphLaunch(reinterpret_cast<CUgraphExec>(graph), stream_);
   if (r != CUDA_SUCCESS) [[unlikely]]
     return make_error(ErrorKind::kDevice, "cuGraphLaunch: " + driver_->describe(r));
@@ -55,6 +58,7 @@ Status CudaDevice::destroy_graph(GraphHandle graph) {
   if (it == graphs_.end()) return {};
   graphs_.erase(it);
   const Driver& drv = *driver_;
+  KERN_RETURN_IF_ERROR(bind_thread());
   // The graph may still be running: wait, then destroy it whatever the wait said.
   return join(drv.check(drv.api().cuStreamSynchronize(stream_), "cuStreamSynchronize"),
               drv.check(drv.api().cuGraphExecDestroy(exec), "cuGraphExecDestroy"));

@@ -96,7 +96,7 @@ Result<KernelFileContents> read_kernel_files(const KernelFiles& files, const std
 Status CudaDevice::load_kernels(const PlanFile& plan_file, const std::string& kernels_dir) {
   const plan::Plan& p = plan_file.plan();
   const DriverApi& a = driver_->api();
-  KERN_CU_CHECK(*driver_, a.cuCtxSetCurrent(context_));
+  KERN_RETURN_IF_ERROR(bind_thread());
   StatusJoin unloaded;  // the modules of an earlier load_kernels
   for (Module& m : modules_) unloaded.add(driver_->check(a.cuModuleUnload(m.module), "cuModuleUnload"));
   modules_.clear();
