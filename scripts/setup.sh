@@ -11,13 +11,14 @@ build_only=0
 pkgs=(meson ninja-build pkg-config g++ rapidjson-dev libcli11-dev libspdlog-dev libfmt-dev
       catch2 libflatbuffers-dev flatbuffers-compiler libssl-dev libpcre2-dev python3)
 pkgs+=(libicu-dev)  # tokenizer: NFC normalization (kern-run/tokenizer)
+pkgs+=(libboost-context-dev)  # test/sim/simt: the SIMT emulator runs each CUDA thread as a Boost.Context fiber
 pkgs+=(patchelf)  # test/gpu/bundle.sh: the GPU bundle's binaries find its libraries through an $ORIGIN rpath
 pkgs+=(python3-numpy python3-yaml git gcc)  # llama.cpp oracle: gguf-py needs numpy and yaml; clone the bundle; build the C oracle (test/oracle)
 if [ $build_only -eq 0 ] && ! command -v npm >/dev/null; then
   pkgs+=(nodejs npm)  # test references come from npm (oracles.md)
 fi
 if [ $build_only -eq 0 ]; then
-  pkgs+=(clang-14 libclang-rt-14-dev)  # test/fuzz: libFuzzer + ASan + UBSan runtimes for clang 14
+  pkgs+=(clang-14 libclang-rt-14-dev)  # test/fuzz: libFuzzer + ASan + UBSan runtimes for clang 14; test/sim/simt compiles the .cu kernels as host code with clang 14
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -359,7 +359,7 @@ template <bool kNorm, Epi kE>
 __device__ void gemv(const Args& g) {
   constexpr int kR = kRowsPerWarp<kE>;  // w rows per warp
   static_assert(kWarps * kR == (kE == Epi::kSiluMul ? 2 : 1) * kCols);
-  extern __shared__ __align__(16) unsigned char smem_raw[];
+  KERN_DYNAMIC_SHARED(unsigned char, smem_raw);
   __shared__ int last_block;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;

@@ -40,6 +40,18 @@ __device__ __forceinline__ __nv_bfloat16 f32_to_bf16(float v) { return __float2b
 // separate 4-byte loads instead (test/kernels/check_vector_loads.py checks
 // the PTX). `p` must be 16-byte (8-byte) aligned; callers check.
 
+/// Host builds (the SIMT emulator, test/sim/simt/) check that a vector
+/// access is `bytes`-aligned: x86 does not fault where a GPU does, and the
+/// host compiler may split the access. Nothing on the GPU.
+__device__ __forceinline__ void expect_aligned(const void* p, uintptr_t bytes) {
+#if defined(KERN_SIMT)
+  ::kern::sim::rt::expect_aligned(p, bytes);
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 /// Unpacks a 16-byte word of 8 bf16 into f32 (element j -> out[j]).
 __device__ __forceinline__ void unpack8(uint4 v, float out[8]) {
   const uint32_t w[4] = {v.x, v.y, v.z, v.w};
@@ -59,22 +71,26 @@ __device__ __forceinline__ uint4 pack8(const float in[8]) {
 
 /// 8 bf16 at `p` (16-byte aligned) as f32: one 16-byte load.
 __device__ __forceinline__ void load8(const __nv_bfloat16* p, float out[8]) {
+  expect_aligned(p, 16);
   unpack8(*reinterpret_cast<const uint4*>(p), out);
 }
 
 /// 8 bf16 at `p` (16-byte aligned, data no kernel writes during the launch,
 /// e.g. weights) as f32 through the read-only path: one `ld.global.nc.v4`.
 __device__ __forceinline__ void load8_ro(const __nv_bfloat16* p, float out[8]) {
+  expect_aligned(p, 16);
   unpack8(__ldg(reinterpret_cast<const uint4*>(p)), out);
 }
 
 /// Stores 8 f32 as bf16 at `p` (16-byte aligned): one 16-byte store.
 __device__ __forceinline__ void store8(__nv_bfloat16* p, const float in[8]) {
+  expect_aligned(p, 16);
   *reinterpret_cast<uint4*>(p) = pack8(in);
 }
 
 /// 4 bf16 at `p` (8-byte aligned) as f32: one 8-byte load.
 __device__ __forceinline__ void load4(const __nv_bfloat16* p, float out[4]) {
+  expect_aligned(p, 8);
   const uint2 v = *reinterpret_cast<const uint2*>(p);
   const float2 a = word_to_f32x2(v.x), b = word_to_f32x2(v.y);
   out[0] = a.x;
@@ -85,6 +101,7 @@ __device__ __forceinline__ void load4(const __nv_bfloat16* p, float out[4]) {
 
 /// Stores 4 f32 as bf16 at `p` (8-byte aligned): one 8-byte store.
 __device__ __forceinline__ void store4(__nv_bfloat16* p, const float in[4]) {
+  expect_aligned(p, 8);
   *reinterpret_cast<uint2*>(p) = make_uint2(f32x2_to_word(in[0], in[1]), f32x2_to_word(in[2], in[3]));
 }
 
@@ -100,6 +117,8 @@ __device__ __forceinline__ void store4(__nv_bfloat16* p, const float in[4]) {
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
+#elif defined(KERN_SIMT)
+  ::kern::sim::rt::pdl_wait();  // the SIMT emulator (test/sim/simt/) checks the PDL contract
 #endif
 }
 
@@ -108,14 +127,29 @@ __device__ __forceinline__ void pdl_wait() {
 __device__ __forceinline__ void pdl_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#elif defined(KERN_SIMT)
+  ::kern::sim::rt::pdl_launch_dependents();
 #endif
 }
 
 /// Starts pulling the 128-byte line holding `p` into L2; used for
 /// weights before pdl_wait(), which no launch writes.
 __device__ __forceinline__ void prefetch_l2(const void* p) {
+#if defined(__CUDA_ARCH__)
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+#else
+  (void)p;  // host builds (the SIMT emulator): nothing to prefetch
+#endif
 }
+
+/// Declares `name`, the launch's dynamic shared memory (16-byte aligned), as
+/// a `type[]`. A macro so that host builds (the SIMT emulator, test/sim/simt/)
+/// can give each block its own buffer: `extern __shared__` has no host meaning.
+#if defined(KERN_SIMT)
+#define KERN_DYNAMIC_SHARED(type, name) type* const name = static_cast<type*>(::kern::sim::rt::dynamic_shared())
+#else
+#define KERN_DYNAMIC_SHARED(type, name) extern __shared__ __align__(16) type name[]
+#endif
 
 /// True when `p` is aligned to `bytes` (a power of two).
 __device__ __forceinline__ bool aligned_to(const void* p, uintptr_t bytes) {

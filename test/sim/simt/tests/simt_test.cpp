@@ -1,0 +1,226 @@
+// The SIMT emulator (test/sim/simt/sim_api.h): CUDA's semantics for warp
+// collectives, barriers, block order and dynamic shared memory, and each
+// check on the deliberately broken kernel that it must catch
+// (broken_kernels.cu), next to the correct twin it must pass.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "test/sim/simt/sim_api.h"
+#include "test/sim/simt/tests/broken_kernels.h"
+
+namespace kern::sim {
+namespace {
+
+/// A device buffer of T, registered with the shadow; `written`: contents count as copied in.
+template <typename T>
+struct Buf {
+  std::vector<T> v;
+  Buf(size_t n, T init, bool written = true) : v(n, init) {
+    on_alloc(v.data(), n * sizeof(T));
+    if (written) on_write(v.data(), n * sizeof(T));
+  }
+  ~Buf() { on_free(v.data()); }
+  T* p() { return v.data(); }
+};
+
+/// Launches test kernel `name` with a (grid x, block x) shape and the given
+/// parameter values; returns the violation ("" when none).
+template <typename... A>
+std::string launch(const char* name, unsigned grid, unsigned block, LaunchParams lp, A... args) {
+  const KernelEntry* k = kern_sim_broken_kernel(name);
+  REQUIRE(k != nullptr);
+  lp.grid.x = grid;
+  lp.block.x = block;
+  void* params[] = {static_cast<void*>(&args)...};
+  REQUIRE(k->param_sizes.size() == sizeof...(A));
+  return k->launch(lp, params);
+}
+template <typename... A>
+std::string launch(const char* name, unsigned grid, unsigned block, A... args) {
+  return launch(name, grid, block, LaunchParams{}, args...);
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST_CASE("every real kernel entry is emulated, with the parameter layout of its signature") {
+  const auto& all = all_kernels();
+  CHECK(all.size() == 23);
+  const KernelEntry* g = find_kernel("kern_gemv_rmsnorm_argmax_bf16");
+  REQUIRE(g != nullptr);
+  CHECK(g->family == "gemv");
+  // a, norm_weight, w, c, partial, counters, argmax_val, argmax_idx (8 pointers), m, n, k, lda, ldc, splits, eps.
+  REQUIRE(g->param_sizes.size() == 15);
+  CHECK(g->param_offsets[7] == 56);
+  CHECK(g->param_offsets[8] == 64);
+  CHECK(g->param_offsets[14] == 88);
+  CHECK(find_kernel("kern_no_such_kernel") == nullptr);
+}
+
+TEST_CASE("warp shuffles and votes follow CUDA's lane rules") {
+  Buf<int> out(4 * 64, -1);
+  Buf<unsigned> ballot(2, 0);
+  REQUIRE(launch("sim_collectives", 1, 64, out.p(), ballot.p()) == "");
+  for (int t = 0; t < 64; ++t) {
+    const int lane = t & 31, base = t & ~31;
+    INFO("thread " << t);
+    CHECK(out.v[4 * t + 0] == base + (lane ^ 5));
+    CHECK(out.v[4 * t + 1] == (lane + 3 < 32 ? t + 3 : t));              // down: own value past the end
+    CHECK(out.v[4 * t + 2] == ((lane & 15) >= 2 ? t - 2 : t));           // up within 16-lane groups
+    CHECK(out.v[4 * t + 3] == base + (lane & ~7) + 7);                   // idx 7 within 8-lane groups
+  }
+  CHECK(ballot.v[0] == 0xaaaaaaaau);
+  CHECK(ballot.v[1] == 0xaaaaaaaau);
+}
+
+TEST_CASE("shared-memory races between barriers are caught; the barrier fixes them") {
+  Buf<float> out(64, 0);
+  const std::string race = launch("sim_shared_race", 1, 64, out.p(), 0);
+  CHECK(contains(race, "sim_shared_race block (0,0,0) thread (1,0,0): shared-memory race"));
+  CHECK(launch("sim_shared_race", 1, 64, out.p(), 1) == "");
+  CHECK(out.v[5] == 4.0f);
+  CHECK(contains(launch("sim_shared_war", 1, 64, out.p(), 0), "shared-memory race: write"));
+  CHECK(launch("sim_shared_war", 1, 64, out.p(), 1) == "");
+}
+
+TEST_CASE("reads of shared memory no thread of the block wrote are caught; shared memory is poisoned per block") {
+  Buf<float> out(64, 0);
+  const std::string e = launch("sim_shared_uninit", 1, 64, out.p(), 16);
+  CHECK(contains(e, "thread (16,0,0): read of shared memory"));
+  CHECK(contains(e, "that no thread of this block has written"));
+  CHECK(launch("sim_shared_uninit", 2, 64, out.p(), 64) == "");
+  // Unchecked, the unwritten slots read the poison (all ones: NaN), not a previous block's values.
+  CheckOptions o;
+  o.shared_uninit = false;
+  set_check_options(o);
+  REQUIRE(launch("sim_shared_uninit", 2, 64, out.p(), 16) == "");
+  set_check_options(CheckOptions{});
+  CHECK(out.v[15] == 1.0f);
+  uint32_t bits;
+  std::memcpy(&bits, &out.v[16], 4);
+  CHECK(bits == 0xffffffffu);
+}
+
+TEST_CASE("out-of-bounds global accesses and reads of never-written device memory are caught") {
+  Buf<float> in(64, 1.0f), out(64, 0);
+  CHECK(launch("sim_copy_shift", 2, 32, in.p(), out.p(), 0) == "");
+  const std::string oob = launch("sim_copy_shift", 2, 32, in.p(), out.p(), 1);
+  CHECK(contains(oob, "block (1,0,0) thread (31,0,0): out-of-bounds 4-byte read"));
+  CHECK(contains(oob, "0 bytes past the end of allocation"));
+  Buf<float> fresh(64, 0.0f, /*written=*/false);
+  const std::string un = launch("sim_copy_shift", 2, 32, fresh.p(), out.p(), 0);
+  CHECK(contains(un, "thread (0,0,0): read of 4 bytes"));
+  CHECK(contains(un, "reads memory no copy, memset or launch has written"));
+  // A launch's writes count as written for the next launch.
+  CHECK(launch("sim_copy_shift", 2, 32, in.p(), fresh.p(), 0) == "");
+  CHECK(launch("sim_copy_shift", 2, 32, fresh.p(), out.p(), 0) == "");
+}
+
+TEST_CASE("a 16-byte vector access at an address that is not 16-aligned is caught") {
+  alignas(16) static uint16_t raw[64];
+  on_alloc(raw, sizeof raw);
+  on_write(raw, sizeof raw);
+  Buf<float> out(8, 0);
+  const auto* in = reinterpret_cast<const void*>(raw);
+  CHECK(launch("sim_vector_load", 1, 1, in, out.p(), 8) == "");
+  // 8-byte aligned is not enough for a 16-byte vector (x86 does not care; a GPU faults).
+  const std::string e = launch("sim_vector_load", 1, 1, in, out.p(), 4);
+  INFO(e);
+  CHECK(contains(e, "thread (0,0,0): misaligned vector access at"));
+  CHECK(contains(e, "which needs 16-byte alignment"));
+  CHECK(contains(launch("sim_vector_load", 1, 1, in, out.p(), 1), "misaligned"));
+  on_free(raw);
+}
+
+TEST_CASE("PDL: before pdl_wait() nothing an earlier launch wrote is read, nor anything it read or wrote written") {
+  Buf<float> a(32, 1.0f), b(32, 0), c(32, 0);
+  LaunchParams pdl;
+  pdl.pdl = true;
+  // a was copied in (no launch wrote it): reading it before the wait is fine.
+  CHECK(launch("sim_pdl_consumer", 1, 32, pdl, static_cast<const float*>(a.p()), b.p(), 0) == "");
+  // b was written by that launch: reading it before the wait is the violation, after is fine.
+  const std::string e = launch("sim_pdl_consumer", 1, 32, pdl, static_cast<const float*>(b.p()), c.p(), 0);
+  CHECK(contains(e, "thread (0,0,0): PDL: before pdl_wait() reads"));
+  CHECK(contains(e, "(sim_pdl_consumer) wrote"));
+  CHECK(launch("sim_pdl_consumer", 1, 32, pdl, static_cast<const float*>(b.p()), c.p(), 1) == "");
+  // Not a PDL launch: the order is the stream's, nothing to check.
+  CHECK(launch("sim_pdl_consumer", 1, 32, static_cast<const float*>(c.p()), b.p(), 0) == "");
+  // b was read by the last launch: writing it before the wait is the violation.
+  CHECK(contains(launch("sim_pdl_writer", 1, 32, pdl, c.p(), 0), "before pdl_wait() writes"));
+  CHECK(launch("sim_pdl_writer", 1, 32, pdl, c.p(), 1) == "");
+}
+
+TEST_CASE("a PDL launch of a kernel that never calls pdl_wait() is flagged") {
+  Buf<float> out(32, 0), fresh(32, 0);
+  LaunchParams pdl;
+  pdl.pdl = true;
+  CHECK(launch("sim_no_pdl_wait", 1, 32, out.p()) == "");
+  // (Its write of `out` before any wait would be a PDL violation by itself; `fresh` no launch has touched.)
+  CHECK(contains(launch("sim_no_pdl_wait", 1, 32, pdl, out.p()), "PDL: before pdl_wait() writes"));
+  CHECK(contains(launch("sim_no_pdl_wait", 1, 32, pdl, fresh.p()), "no thread called pdl_wait()"));
+}
+
+TEST_CASE("inter-block counters must be back at zero after every launch") {
+  Buf<float> partial(8, 0), out(1, 0);
+  Buf<int> counter(1, 0);
+  LaunchParams shuffled;
+  shuffled.block_order_seed = 3;
+  CHECK(launch("sim_last_block", 8, 32, shuffled, partial.p(), counter.p(), out.p(), 1) == "");
+  CHECK(out.v[0] == 28.0f);
+  CHECK(launch("sim_last_block", 8, 32, partial.p(), counter.p(), out.p(), 1) == "");  // a replay
+  const std::string e = launch("sim_last_block", 8, 32, partial.p(), counter.p(), out.p(), 0);
+  CHECK(contains(e, "the inter-block counter at"));
+  CHECK(contains(e, "is 8 after the launch"));
+}
+
+TEST_CASE("a barrier or full-mask shuffle that an exited thread should join is an error naming it; deadlocks are reported") {
+  Buf<float> out(64, 0);
+  CHECK(contains(launch("sim_barrier_exit", 1, 64, out.p(), 5),
+                 "sim_barrier_exit block (0,0,0) thread (5,0,0): exited while threads"));
+  CHECK(launch("sim_barrier_exit", 1, 64, out.p(), 99) == "");
+  CHECK(contains(launch("sim_shuffle_exit", 1, 32, out.p(), 3),
+                 "thread (3,0,0): exited while lanes of its warp wait for it at __shfl_xor_sync"));
+  CHECK(launch("sim_shuffle_exit", 1, 32, out.p(), 99) == "");
+  CHECK(out.v[0] == 32.0f);
+  CHECK(contains(launch("sim_shuffle_exit", 1, 48, out.p(), 99), "names lane 16, which this block of 48 threads"));
+  CHECK(contains(launch("sim_deadlock", 1, 32, out.p()), "deadlock"));
+}
+
+TEST_CASE("blocks run in an order shuffled by the seed, and in order without one") {
+  Buf<int> order(24, -1), ticket(1, 0);
+  LaunchParams lp;
+  lp.grid.y = 3;
+  REQUIRE(launch("sim_block_order", 8, 1, lp, order.p(), ticket.p()) == "");
+  std::vector<int> in_order(24);
+  std::iota(in_order.begin(), in_order.end(), 0);
+  CHECK(order.v == in_order);
+  lp.block_order_seed = 42;
+  REQUIRE(launch("sim_block_order", 8, 1, lp, order.p(), ticket.p()) == "");
+  CHECK(order.v != in_order);
+  std::vector<int> sorted = order.v;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == in_order);
+}
+
+TEST_CASE("dynamic shared memory is the launch's size, bounds-checked") {
+  Buf<float> out(32, 0);
+  LaunchParams lp;
+  lp.dynamic_shared_bytes = 64;
+  CHECK(launch("sim_dynamic_shared", 1, 32, lp, out.p(), 0) == "");
+  CHECK(out.v[31] == 5.0f);
+  CHECK(contains(launch("sim_dynamic_shared", 1, 32, lp, out.p(), 16), "out-of-bounds read of dynamic shared memory"));
+  CHECK(contains(launch("sim_dynamic_shared", 1, 32, lp, out.p(), 3), "that no thread of this block has written"));
+}
+
+TEST_CASE("launch geometry beyond CUDA's limits is refused") {
+  Buf<float> out(32, 0);
+  CHECK(contains(launch("sim_no_pdl_wait", 1, 2048, out.p()), "beyond CUDA's limits"));
+  CHECK(contains(launch("sim_no_pdl_wait", 0, 32, out.p()), "empty grid"));
+}
+
+}  // namespace
+}  // namespace kern::sim
