@@ -16,6 +16,7 @@
 
 #include "common/bf16.h"
 #include "kernels-src/cpu/cpu_kernel.h"
+#include "test/gpu/case_compare.h"
 #include "test/gpu/gpu_session.h"
 #include "test/gpu/kernel_cases.h"
 
@@ -29,85 +30,6 @@ struct Options {
   uint64_t seed = 1;
   bool cpu_only = false;  ///< only check that the cpu reference accepts every case
 };
-
-struct Mismatch {
-  size_t checked = 0, bad = 0, first_bad = 0;
-  double max_err = 0;
-  std::string detail;
-};
-
-bool close(Compare cmp, const uint8_t* g, const uint8_t* c, double& err) {
-  float a = 0, b = 0;
-  if (cmp == Compare::kBf16) {
-    uint16_t x, y;
-    std::memcpy(&x, g, 2);
-    std::memcpy(&y, c, 2);
-    a = bf16_to_f32(x), b = bf16_to_f32(y);
-  } else {
-    std::memcpy(&a, g, 4);
-    std::memcpy(&b, c, 4);
-  }
-  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
-  if (a == b) return err = 0, true;  // covers equal infinities
-  err = std::fabs(double(a) - double(b));
-  const double tol = cmp == Compare::kBf16 ? 1e-3 + std::ldexp(1.0, -6) * std::fabs(b) : 1e-5 + 1e-4 * std::fabs(b);
-  return err <= tol;
-}
-
-Mismatch compare(const CaseBuffer& cpu, const std::vector<uint8_t>& gpu) {
-  Mismatch m;
-  const size_t es = cpu.compare == Compare::kBf16 ? 2 : cpu.compare == Compare::kF32 ? 4 : 1;
-  for (size_t i = 0; i + es <= cpu.bytes.size(); i += es) {
-    ++m.checked;
-    double err = 0;
-    const bool ok = cpu.compare == Compare::kExact ? gpu[i] == cpu.bytes[i]
-                                                    : close(cpu.compare, &gpu[i], &cpu.bytes[i], err);
-    m.max_err = std::max(m.max_err, err);
-    if (!ok && m.bad++ == 0) {
-      m.first_bad = i / es;
-      char buf[160];
-      if (cpu.compare == Compare::kBf16) {
-        uint16_t x, y;
-        std::memcpy(&x, &gpu[i], 2);
-        std::memcpy(&y, &cpu.bytes[i], 2);
-        std::snprintf(buf, sizeof buf, "%s[%zu]: gpu %g cpu %g", cpu.name.c_str(), i / es, bf16_to_f32(x), bf16_to_f32(y));
-      } else if (cpu.compare == Compare::kF32) {
-        float x, y;
-        std::memcpy(&x, &gpu[i], 4);
-        std::memcpy(&y, &cpu.bytes[i], 4);
-        std::snprintf(buf, sizeof buf, "%s[%zu]: gpu %g cpu %g", cpu.name.c_str(), i / es, x, y);
-      } else {
-        std::snprintf(buf, sizeof buf, "%s byte %zu: gpu 0x%02x cpu 0x%02x", cpu.name.c_str(), i, gpu[i], cpu.bytes[i]);
-      }
-      m.detail = buf;
-    }
-  }
-  return m;
-}
-
-/// Runs the case's launches on the cpu reference, in place on `c.buffers`.
-Status run_cpu(Case& c) {
-  for (const CaseLaunch& l : c.launches) {
-    const cpu::CpuKernel* fn = cpu::find_cpu_kernel(l.symbol);
-    if (!fn) return make_error(ErrorKind::kKernel, l.symbol + ": no cpu reference kernel");
-    std::vector<uint64_t> values(l.args.size());
-    std::vector<void*> ptrs(l.args.size());
-    for (size_t i = 0; i < l.args.size(); ++i) {
-      const CaseArg& a = l.args[i];
-      values[i] = a.buffer >= 0 ? reinterpret_cast<uint64_t>(c.buffers[a.buffer].bytes.data() + a.offset) : a.bits;
-      ptrs[i] = &values[i];  // little-endian: a 4- or 1-byte scalar is the low bytes
-    }
-    cpu::CpuLaunch launch;
-    std::copy(l.grid, l.grid + 3, launch.grid);
-    std::copy(l.block, l.block + 3, launch.block);
-    launch.shared_mem_bytes = l.shared_mem;
-    launch.args = ptrs.data();
-    launch.num_args = ptrs.size();
-    const Status st = fn->run(launch);
-    if (!st.ok()) return st.error().with_context("cpu reference");
-  }
-  return Status::ok_status();
-}
 
 /// GPU-side state of a case: device copies of every buffer, resolved launches.
 struct GpuCase {

@@ -68,6 +68,12 @@ struct Builder {
     c.buffers.push_back(CaseBuffer{name, std::move(bytes), cmp});
     return static_cast<int>(c.buffers.size()) - 1;
   }
+  /// Marks buffer `i` as rows of `row` bf16 holding heads of `dim` rotated in pairs.
+  void pairs(int i, int row, int dim, bool neox) {
+    c.buffers[i].pair_row = static_cast<uint32_t>(row);
+    c.buffers[i].pair_dim = static_cast<uint32_t>(dim);
+    c.buffers[i].pair_neox = neox;
+  }
   void launch(const char* fatbin, const char* symbol, std::initializer_list<uint32_t> grid, uint32_t block,
               std::vector<CaseArg> args) {
     CaseLaunch l;
@@ -147,6 +153,8 @@ Case rope(Rng& r, int t, int hq, int hk, int d, int pad, bool neox, bool bench) 
   const int ps = b.buf("positions", pod_bytes(pos));
   const int q = b.buf("q", bf16_random(r, size_t(t) * q_stride, -2, 2), Compare::kBf16);
   const int k = b.buf("k", bf16_random(r, size_t(t) * k_stride, -2, 2), Compare::kBf16);
+  b.pairs(q, q_stride, d, neox);
+  b.pairs(k, k_stride, d, neox);
   const int cs = b.buf("cos_sin_cache", pod_bytes(cache));
   b.launch("rope.fatbin", "kern_rope_bf16", {uint32_t(t), 1, 1}, 128,
            {arg_buf(ps), arg_buf(q), arg_buf(k), arg_buf(cs), arg_i32(t), arg_i32(hq), arg_i32(hk), arg_i32(d),
@@ -359,6 +367,8 @@ Case qk_norm_rope_cache(Rng& r, int t, int h, int kv, int d, float k_scale, bool
   const int cs = b.buf("cos_sin_cache", pod_bytes(cs_rows));
   const int qo = b.buf("q_out", poison(size_t(t) * h * d * 2), Compare::kBf16);
   const int cache = b.buf("kv_cache", bf16_random(r, c.elems(), -1, 1), Compare::kBf16);
+  b.pairs(qo, d, d, neox);     // [T, H, D]
+  b.pairs(cache, d, d, neox);  // rows of D: the k rows rotated, the v rows copied
   const int sm = b.buf("slot_mapping", pod_bytes(slots));
   const int ks = b.buf("k_scale", pod_bytes(std::vector<float>{k_scale}));
   const int vs = b.buf("v_scale", pod_bytes(std::vector<float>{1.0f}));

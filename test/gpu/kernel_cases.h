@@ -8,7 +8,12 @@
 //         FMA contraction and __expf differ; one rounding each side)
 //   f32 : |gpu - cpu| <= 1e-5 + 1e-4 |cpu|  (attention partials)
 //   ints: exact (embedding ids, argmax indices)
-// NaN equals NaN (a poisoned element both sides left alone).
+// NaN equals NaN (a poisoned element both sides left alone). Rotated
+// outputs (RoPE) take the bf16 tolerance relative to the rotated pair's
+// magnitude hypot(x_i, x_partner), which the rotation preserves: an input
+// rounding difference of one ulp of that magnitude stays one ulp of it when
+// the rotation makes one element small (the rule relative to the element
+// itself rejected a correct qk_norm_rope_cache neox T=8 result).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +30,11 @@ struct CaseBuffer {
   std::string name;
   std::vector<uint8_t> bytes;
   Compare compare = Compare::kNone;
+  /// bf16 rows of `pair_row` elements holding heads of `pair_dim` elements
+  /// rotated in pairs (i, i + dim/2) when pair_neox, else (2i, 2i + 1);
+  /// elements past the last whole head of a row are unpaired. 0: no pairs.
+  uint32_t pair_row = 0, pair_dim = 0;
+  bool pair_neox = false;
 };
 
 /// One kernel parameter: a buffer (its device/host base + byte offset) or a
