@@ -76,6 +76,10 @@ void on_free(const void* p);
 /// The host side (a copy or memset) wrote `bytes` at `p`: they count as
 /// written, by no launch. Ranges outside every allocation are ignored.
 void on_write(const void* p, size_t bytes);
+/// `bytes` at `p` count as written by a launch before the next one, one the
+/// emulator did not run (a test standing in for the previous program's
+/// launches): a PDL launch must pdl_wait() before reading them.
+void on_launch_write(const void* p, size_t bytes);
 /// Forgets every allocation (a test between cases, the driver's cuCtxDestroy).
 void reset_memory();
 

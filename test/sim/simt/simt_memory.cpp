@@ -208,6 +208,11 @@ std::string end_launch_memory(Launch& l) {
   return "";
 }
 
+uint32_t next_launch_id() {
+  static uint32_t next = 2;
+  return next++;
+}
+
 void note_launch(uint32_t id, std::string_view kernel) { g_launch_names[id] = std::string(kernel); }
 
 std::string launch_name(uint32_t id) {
@@ -274,8 +279,9 @@ void on_free(const void* p) {
   detail::g_allocs.erase(reinterpret_cast<uintptr_t>(p));
 }
 
-void on_write(const void* p, size_t bytes) {
-  std::lock_guard<std::mutex> lock(detail::g_mutex);
+namespace {
+/// Marks the allocated bytes of [p, p + bytes) as written by `writer`.
+void mark_written(const void* p, size_t bytes, uint32_t writer) {
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   const uintptr_t end = a + bytes;
   while (a < end) {
@@ -287,9 +293,25 @@ void on_write(const void* p, size_t bytes) {
       continue;
     }
     const uintptr_t stop = std::min(end, al->base + al->size);
-    std::fill(al->writer.begin() + (a - al->base), al->writer.begin() + (stop - al->base), detail::kHost);
+    std::fill(al->writer.begin() + (a - al->base), al->writer.begin() + (stop - al->base), writer);
     a = stop;
   }
+}
+}  // namespace
+
+void on_write(const void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(detail::g_mutex);
+  mark_written(p, bytes, detail::kHost);
+}
+
+void on_launch_write(const void* p, size_t bytes) {
+  std::lock_guard<std::mutex> lock(detail::g_mutex);
+  static const uint32_t stand_in = [] {
+    const uint32_t id = detail::next_launch_id();
+    detail::note_launch(id, "an earlier launch the emulator did not run");
+    return id;
+  }();
+  mark_written(p, bytes, stand_in);
 }
 
 void reset_memory() {

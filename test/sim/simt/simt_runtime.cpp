@@ -338,11 +338,10 @@ std::string run_grid(std::string_view kernel, const LaunchParams& lp, Body body,
     return name + ": block of " + std::to_string(threads) + " threads or grid beyond CUDA's limits";
   if (lp.dynamic_shared_bytes > 227 * 1024)
     return name + ": " + std::to_string(lp.dynamic_shared_bytes) + " bytes of dynamic shared memory (sm_90 allows 227 KB)";
-  static uint32_t next_id = 2;
   detail::Launch l;
   l.kernel = kernel;
   l.params = lp;
-  l.id = next_id++;
+  l.id = detail::next_launch_id();
   l.body = body;
   l.param_block = param_block;
   l.param_bytes = param_bytes;

@@ -91,6 +91,8 @@ size_t static_shared_bytes();
 std::string end_launch_memory(Launch& l);
 /// Name of launch `id` for messages ("launch #7 (kern_rmsnorm_bf16)").
 std::string launch_name(uint32_t id);
+/// The next launch id (>= 2; ids 0 and 1 are "never written" and "the host").
+uint32_t next_launch_id();
 /// Records that launch `id` ran `kernel`.
 void note_launch(uint32_t id, std::string_view kernel);
 
