@@ -83,10 +83,10 @@ const char* op_name(const Thread& t) {
   return "a shuffle";
 }
 
-char hex_mask_buf[16];
-const char* hex(unsigned m) {
-  std::snprintf(hex_mask_buf, sizeof hex_mask_buf, "0x%08x", m);
-  return hex_mask_buf;
+std::string hex(unsigned m) {
+  char b[16];
+  std::snprintf(b, sizeof b, "0x%08x", m);
+  return b;
 }
 
 /// The source lane of a shuffle by `lane` (CUDA's rules for width), or -1 for "own value".
