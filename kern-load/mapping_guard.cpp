@@ -62,6 +62,13 @@ void on_sigbus(int sig, siginfo_t* info, void* context) {
     for (Slot& s : g_slots) {
       const uintptr_t begin = s.begin.load(std::memory_order_acquire);
       if (begin == 0 || addr < begin || addr - begin >= s.size.load(std::memory_order_relaxed)) continue;
+      // Several threads can fault on the truncated file at once (the cpu
+      // device's workers): the first one reports and exits, the others wait
+      // for that _exit, so the one line is never interleaved.
+      static std::atomic<bool> reporting{false};
+      if (reporting.exchange(true, std::memory_order_acq_rel)) {
+        for (;;) ::pause();
+      }
       remove_pending_temp_file();
       say(program_invocation_short_name);
       say(": error: ");
