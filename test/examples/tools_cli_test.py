@@ -130,6 +130,33 @@ class Errors(unittest.TestCase):
             self.assertIn("--tokens-max must be from 1 to 2147483647", proc.stderr)
 
 
+def start_slow_weights(test, tmp):
+    """gen_random_weights writing ~1 GB into tmp/out/w.safetensors over an
+    old file; returns (process, out_dir, out) once its temporary has data."""
+    cfg = tiny_config()
+    cfg["vocab_size"] = 4_000_000  # minutes of work: signalled long before
+    config = os.path.join(tmp, "config.json")
+    with open(config, "w", encoding="utf-8") as f:
+        json.dump(cfg, f)
+    out_dir = os.path.join(tmp, "out")
+    os.mkdir(out_dir)
+    out = os.path.join(out_dir, "w.safetensors")
+    with open(out, "wb") as f:
+        f.write(b"old weights")
+    proc = subprocess.Popen(["/usr/bin/python3", example("gen_random_weights.py"), config, "-o", out],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        names = [n for n in os.listdir(out_dir) if n != "w.safetensors"]
+        if names and os.path.getsize(os.path.join(out_dir, names[0])) > 0:
+            break
+        time.sleep(0.05)
+    names = [n for n in os.listdir(out_dir) if n != "w.safetensors"]
+    test.assertEqual(len(names), 1, "no temporary file appeared")
+    test.assertTrue(names[0].startswith("w.safetensors.tmp."), names)
+    return proc, out_dir, out
+
+
 class AtomicOutput(unittest.TestCase):
     def test_a_failed_run_leaves_the_old_output_and_no_temporary_file(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -166,31 +193,7 @@ class AtomicOutput(unittest.TestCase):
 
     def test_an_interrupted_gen_random_weights_leaves_the_old_output_and_no_partial_file(self):
         with tempfile.TemporaryDirectory() as tmp:
-            cfg = tiny_config()
-            cfg["vocab_size"] = 4_000_000  # ~1 GB of bf16 embedding: minutes, interrupted long before
-            config = os.path.join(tmp, "config.json")
-            with open(config, "w", encoding="utf-8") as f:
-                json.dump(cfg, f)
-            out_dir = os.path.join(tmp, "out")
-            os.mkdir(out_dir)
-            out = os.path.join(out_dir, "w.safetensors")
-            with open(out, "wb") as f:
-                f.write(b"old weights")
-            proc = subprocess.Popen(["/usr/bin/python3", example("gen_random_weights.py"), config, "-o",
-                                     os.path.join(out_dir, "w.safetensors")],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            deadline = time.monotonic() + 60
-            # Wait for the temporary file to have data, then Ctrl-C.
-            def temporaries():
-                return [n for n in os.listdir(out_dir) if n != "w.safetensors"]
-            while time.monotonic() < deadline and proc.poll() is None:
-                names = temporaries()
-                if names and os.path.getsize(os.path.join(out_dir, names[0])) > 0:
-                    break
-                time.sleep(0.05)
-            names = temporaries()
-            self.assertEqual(len(names), 1, "no temporary file appeared")
-            self.assertTrue(names[0].startswith("w.safetensors.tmp."), names)
+            proc, out_dir, out = start_slow_weights(self, tmp)
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=60)
             self.assertEqual(proc.returncode, 130, err)
@@ -283,36 +286,10 @@ class OutputsAreNotInputs(unittest.TestCase):
 
 
 class SignalsAndSpecialOutputs(unittest.TestCase):
-    def start_slow_weights(self, tmp):
-        """gen_random_weights writing ~1 GB into tmp/out/w.safetensors over an
-        old file; returns (process, out_dir, out) once its temporary has data."""
-        cfg = tiny_config()
-        cfg["vocab_size"] = 4_000_000  # minutes of work: signalled long before
-        config = os.path.join(tmp, "config.json")
-        with open(config, "w", encoding="utf-8") as f:
-            json.dump(cfg, f)
-        out_dir = os.path.join(tmp, "out")
-        os.mkdir(out_dir)
-        out = os.path.join(out_dir, "w.safetensors")
-        with open(out, "wb") as f:
-            f.write(b"old weights")
-        proc = subprocess.Popen(["/usr/bin/python3", example("gen_random_weights.py"), config, "-o", out],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and proc.poll() is None:
-            names = [n for n in os.listdir(out_dir) if n != "w.safetensors"]
-            if names and os.path.getsize(os.path.join(out_dir, names[0])) > 0:
-                break
-            time.sleep(0.05)
-        names = [n for n in os.listdir(out_dir) if n != "w.safetensors"]
-        self.assertEqual(len(names), 1, "no temporary file appeared")
-        self.assertTrue(names[0].startswith("w.safetensors.tmp."), names)
-        return proc, out_dir, out
-
     def test_a_terminating_signal_removes_the_temporary_file_and_still_kills(self):
         for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGALRM, signal.SIGUSR1, signal.SIGQUIT):
             with self.subTest(signal=sig.name), tempfile.TemporaryDirectory() as tmp:
-                proc, out_dir, out = self.start_slow_weights(tmp)
+                proc, out_dir, out = start_slow_weights(self, tmp)
                 proc.send_signal(sig)
                 proc.communicate(timeout=60)
                 self.assertEqual(proc.returncode, -sig)  # died of the signal, as without the cleanup
