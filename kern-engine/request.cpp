@@ -2,6 +2,8 @@
 #include "kern-engine/request.h"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 #include <string>
 
 namespace kern::engine {
@@ -9,6 +11,13 @@ namespace kern::engine {
 namespace {
 
 Error usage(const std::string& m) { return make_error(ErrorKind::kUsage, m); }
+
+/// A float as a user wrote it ("0.5", not to_string's "0.500000").
+std::string num(float v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
 
 }  // namespace
 
@@ -37,6 +46,17 @@ Status check_capacity(const Qwen3Contract& c, uint64_t capacity) {
   return {};
 }
 
+Status check_sampling(const SamplingParams& p) {
+  if (!(p.temperature >= 0.0f) || std::isinf(p.temperature))
+    return usage("temperature " + num(p.temperature) + " must be a finite number >= 0");
+  if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return usage("top_p " + num(p.top_p) + " must be in (0, 1]");
+  if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return usage("min_p " + num(p.min_p) + " must be in [0, 1]");
+  if (!p.greedy())
+    return usage("sampling (temperature " + num(p.temperature) +
+                 ") is not supported yet: only greedy decoding (temperature 0) runs");
+  return {};
+}
+
 Status check_request(const Qwen3Contract& c, uint64_t capacity, const Request& r) {
   if (r.prompt_ids.empty()) return usage("the prompt is empty");
   if (r.max_tokens == 0) return usage("the number of ids to generate must be at least 1");
@@ -44,6 +64,7 @@ Status check_request(const Qwen3Contract& c, uint64_t capacity, const Request& r
   if (Status s = check_token_ids(r.prompt_ids, c.vocab, "prompt"); !s.ok())
     return usage(s.error().message + " (the embedding's rows)");
   KERN_RETURN_IF_ERROR(check_token_ids(r.stop_ids, c.vocab, "stop"));
+  KERN_RETURN_IF_ERROR(check_sampling(r.sampling));
   // prompt + steps > capacity, without overflowing u64 (--steps 18446744073709551612).
   const uint64_t n = r.prompt_ids.size();
   if (r.max_tokens > capacity || n > capacity - r.max_tokens) {

@@ -22,7 +22,24 @@ inline constexpr uint64_t kDefaultChunk = 512;
 /// Default capacity cap in tokens: capacity = min(this, contract max_capacity()).
 inline constexpr uint64_t kDefaultCapacityCap = 4096;
 
-/// One greedy generation.
+/// How a request picks each generated id from the logits (the OpenAI/vLLM
+/// fields). temperature 0 is greedy argmax; otherwise the logits are
+/// divided by temperature, truncated by top_k (0: off), top_p (1: off) and
+/// min_p (0: off) and sampled with a counter-based generator keyed by
+/// (seed, position), so a seeded sequence samples the same ids alone or in
+/// any batch. Until device sampling lands, check_request refuses
+/// temperature > 0.
+struct SamplingParams {
+  float temperature = 0.0f;  ///< >= 0; 0 = greedy
+  uint32_t top_k = 0;        ///< keep the k most likely ids; 0 = all
+  float top_p = 1.0f;        ///< (0, 1]: keep the smallest set whose probability reaches top_p
+  float min_p = 0.0f;        ///< [0, 1]: drop ids below min_p x the top probability
+  uint64_t seed = 0;         ///< generator key (with the position); the caller picks one when absent
+  /// Greedy: every id is the argmax of its logits.
+  bool greedy() const { return temperature == 0.0f; }
+};
+
+/// One generation.
 struct Request {
   RequestId id = 0;
   std::vector<int64_t> prompt_ids;
@@ -36,6 +53,8 @@ struct Request {
   /// Speculative decoding with the model's DSpark draft (SPEC §8; the Model
   /// must have a SpecContract). Gives the same ids as plain greedy decoding.
   bool speculative = false;
+  /// How ids are picked (greedy by default).
+  SamplingParams sampling{};
 };
 
 /// Whether `id` is one of `stop_ids` (generation ends after producing it).
@@ -59,12 +78,17 @@ uint64_t default_capacity(const Qwen3Contract& c);
 /// table has rows; beyond the i32 range of seq_lens.
 Status check_capacity(const Qwen3Contract& c, uint64_t capacity);
 
+/// Checks sampling parameters. Errors (kUsage): temperature negative, NaN or
+/// infinite; top_p outside (0, 1]; min_p outside [0, 1]; temperature > 0
+/// while device sampling is not implemented (names it).
+Status check_sampling(const SamplingParams& p);
+
 /// Checks a request for a model of contract `c` loaded at `capacity`
 /// tokens before anything runs. Errors (kUsage): an empty prompt; max_tokens
 /// 0; chunk 0; a prompt id outside [0, vocab) (vocab = the `logits` buffer's
 /// last dimension = the embedding's rows; names the index and the id); a
 /// stop id outside [0, vocab) ("stop id 256 at index 0 is outside the
-/// vocabulary [0, 256)"); prompt + max_tokens > capacity (names both,
+/// vocabulary [0, 256)"); check_sampling's; prompt + max_tokens > capacity (names both,
 /// without wrapping u64).
 Status check_request(const Qwen3Contract& c, uint64_t capacity, const Request& r);
 

@@ -1,6 +1,7 @@
 // Greedy generation through the Qwen3 caller contract on the tiny model and
 // the cpu reference device. Token ids are compared exactly: the cpu device
 // is deterministic (same inputs, same kernels, same order), so no tolerance.
+#include <cmath>
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -149,6 +150,28 @@ TEST_CASE("stop ids outside the vocabulary are refused (issue 22 item 16)", "[ru
     CHECK(e.idle());
   }
   CHECK(engine::check_request(c, 64, request({1, 2}, 4, 4, {0, 255})).ok());
+}
+
+TEST_CASE("sampling parameters are checked; sampling is refused until device sampling lands", "[run][generate]") {
+  TinyModel m = load_tiny_model(64);
+  auto err = [&](engine::SamplingParams p) {
+    engine::Request r = request({1, 2}, 4, 4);
+    r.sampling = p;
+    Status s = engine::check_request(m.contract, 64, r);
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.error().kind == ErrorKind::kUsage);
+    return s.error().message;
+  };
+  CHECK(err({.temperature = -1.0f}) == "temperature -1 must be a finite number >= 0");
+  CHECK(err({.temperature = NAN}) == "temperature nan must be a finite number >= 0");
+  CHECK(err({.top_p = 0.0f}) == "top_p 0 must be in (0, 1]");
+  CHECK(err({.top_p = 1.5f}) == "top_p 1.5 must be in (0, 1]");
+  CHECK(err({.min_p = -0.25f}) == "min_p -0.25 must be in [0, 1]");
+  CHECK(err({.temperature = 0.5f}) ==
+        "sampling (temperature 0.5) is not supported yet: only greedy decoding (temperature 0) runs");
+  engine::Request greedy = request({1, 2}, 4, 4);
+  greedy.sampling = {.top_k = 5, .top_p = 0.9f, .min_p = 0.1f, .seed = 7};
+  CHECK(engine::check_request(m.contract, 64, greedy).ok());
 }
 
 TEST_CASE("a step count near 2^64 exceeds the capacity instead of wrapping around", "[run][generate]") {
