@@ -11,6 +11,7 @@ build_only=0
 pkgs=(meson ninja-build pkg-config g++ rapidjson-dev libcli11-dev libspdlog-dev libfmt-dev
       catch2 libflatbuffers-dev flatbuffers-compiler libssl-dev libpcre2-dev python3)
 pkgs+=(libicu-dev)  # tokenizer: NFC normalization (kern-run/tokenizer)
+pkgs+=(libcpp-httplib-dev)  # kern-run serve: the HTTP server (kern-run/serve)
 pkgs+=(libboost-context-dev)  # test/sim/simt: the SIMT emulator runs each CUDA thread as a Boost.Context fiber
 pkgs+=(patchelf)  # test/gpu/bundle.sh: the GPU bundle's binaries find its libraries through an $ORIGIN rpath
 pkgs+=(python3-numpy python3-yaml git gcc)  # examples/convert_hf.py: F16/F32 to BF16 (numpy); llama.cpp oracle: gguf-py needs numpy and yaml; clone the bundle; build the C oracle (test/oracle)
@@ -69,3 +70,7 @@ npm_pins "$here/.cache/schema" "the JSON Schema oracle" "ajv@8.17.1" || true
 # Chat template oracle (test/run/chat_template_oracle.mjs): HF's Jinja engine in
 # JS renders Qwen3's real template text, into .cache/chat/.
 npm_pins "$here/.cache/chat" "the chat template oracle" "@huggingface/jinja@0.5.11" || true
+
+# Server test client (test/serve/serve_test.mjs): the official OpenAI Node
+# client (no dependencies; its optional peers ws and zod are not needed), into .cache/serve/.
+npm_pins "$here/.cache/serve" "the server test client" "openai@6.30.1" --legacy-peer-deps || true
