@@ -198,6 +198,14 @@ await test("malformed requests are 400s naming the field; unknown model and path
   assertEq(e.param, "stop_token_ids", "param");
 });
 
+await test("unknown fields are ignored and logged once per name", async () => {
+  for (let i = 0; i < 2; i++) {
+    const r = await postJson(a.url + "/v1/chat/completions", { messages: msgs, max_tokens: 2, user: "u", kern_unknown_x: 1 });
+    assertEq(r.status, 200, "status");
+  }
+  assertEq((a.log.match(/request field 'kern_unknown_x' is not used by kern; ignored/g) ?? []).length, 1, "log lines");
+});
+
 await test("16 concurrent streams with --max-batch 8 each equal the same request sent alone", async () => {
   const prompts = Array.from({ length: 16 }, (_, i) => [{ role: "user", content: `Request number ${i}: say something.` }]);
   const params = (m, i) => ({ model: "tiny", messages: m, max_tokens: 6 + (i % 5), temperature: 0, ignore_eos: true, seed: i });
@@ -328,6 +336,31 @@ await test("SIGTERM cancels queued requests with 503 and exits 0", async () => {
   assertEq(await code, 0, "exit code");
 });
 await b.stop("SIGKILL");
+
+// ---------------------------------------------------------------- server C: a short request timeout
+const c = new ServerProcess(kernRun, [...base, "--request-timeout", "0.5"], { KERN_SERVE_TEST_STEP_DELAY_MS: "50" });
+await c.start();
+await c.waitReady();
+await test("a request running past --request-timeout is cancelled: 504, or an error event in a stream", async () => {
+  const e = checkError(await postJson(c.url + "/v1/chat/completions", { messages: msgs, max_tokens: 200, ignore_eos: true }), 504, "timeout");
+  assertEq(e.code, "timeout", "code");
+  const r = await fetch(c.url + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ messages: msgs, max_tokens: 200, ignore_eos: true, stream: true }),
+  });
+  const text = await r.text();
+  assert(/data: \{"error":\{"message":"the request ran longer than --request-timeout"/.test(text), "no error event in " + text.slice(-300));
+  assert(text.endsWith("data: [DONE]\n\n"), "no [DONE]");
+  let m;
+  for (let i = 0; i < 200; i++) {
+    m = parseMetrics(await (await fetch(c.url + "/metrics")).text());
+    if (metric(m, "kern_requests_running") === 0) break;
+    await sleep(20);
+  }
+  assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used after the timeouts");
+  assertEq(metric(m, "kern_requests_total", { status: "504" }), 2, "504s counted");
+});
+assertEq(await c.stop("SIGTERM"), 0, "server C's exit code");
 
 console.log(failures ? `${failures} test(s) failed` : "all server tests passed");
 process.exit(failures ? 1 : 0);
