@@ -19,6 +19,7 @@ if [ $build_only -eq 0 ] && ! command -v npm >/dev/null; then
   pkgs+=(nodejs npm)  # test references come from npm (oracles.md)
 fi
 if [ $build_only -eq 0 ]; then
+  pkgs+=(chromium)  # test/serve/chat_page_test.mjs: the chat page in headless Chromium (playwright-core)
   pkgs+=(clang-14 libclang-rt-14-dev)  # test/fuzz: libFuzzer + ASan + UBSan runtimes for clang 14; test/sim/simt compiles the .cu kernels as host code with clang 14
 fi
 missing=()
@@ -71,6 +72,7 @@ npm_pins "$here/.cache/schema" "the JSON Schema oracle" "ajv@8.17.1" || true
 # JS renders Qwen3's real template text, into .cache/chat/.
 npm_pins "$here/.cache/chat" "the chat template oracle" "@huggingface/jinja@0.5.11" || true
 
-# Server test client (test/serve/serve_test.mjs): the official OpenAI Node
-# client (no dependencies; its optional peers ws and zod are not needed), into .cache/serve/.
-npm_pins "$here/.cache/serve" "the server test client" "openai@6.30.1" --legacy-peer-deps || true
+# Server test clients (test/serve): the official OpenAI Node client (no
+# dependencies; its optional peers ws and zod are not needed) and
+# playwright-core (drives Debian's chromium for the chat page test), into .cache/serve/.
+npm_pins "$here/.cache/serve" "the server test clients" "openai@6.30.1 playwright-core@1.65.1" --legacy-peer-deps || true
