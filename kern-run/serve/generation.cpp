@@ -8,6 +8,8 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <ctime>
+#include <random>
 
 #include "kern-run/chat_template.h"
 #include "kern-run/serve/api_error.h"

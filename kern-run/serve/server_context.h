@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kern-run/serve/api_error.h"
 #include "kern-run/serve/engine_worker.h"
 #include "kern-run/serve/metrics.h"
 #include "kern-run/serve/serve_options.h"
@@ -39,6 +40,6 @@ struct ServerContext {
 void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat);
 
 /// Writes `e` as the response (status and JSON body).
-void reply_error(httplib::Response& res, const struct ApiError& e);
+void reply_error(httplib::Response& res, const ApiError& e);
 
 }  // namespace kern::run::serve

@@ -6,7 +6,8 @@
 // with the reason when the client or curl is missing.
 // usage: node serve_test.mjs KERN_RUN PLAN WEIGHTS TOKENIZER OPENAI_DIR
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
@@ -23,7 +24,7 @@ if (!existsSync(tokenizer)) {
   console.log(`SKIP: Qwen3's tokenizer.json is not at ${tokenizer} (scripts/setup.sh installs it)`);
   process.exit(77);
 }
-const run = promisify(execFile);
+const run = promisify(execFile);  // execFile itself is used for exit codes
 try {
   await run("curl", ["--version"]);
 } catch {
@@ -84,6 +85,39 @@ async function collectChat(client, params, opts) {
 const chatText = (chunks) => chunks.flatMap((c) => c.choices).map((ch) => ch.delta?.content ?? "").join("");
 
 const msgs = [{ role: "system", content: "You are kern." }, { role: "user", content: "Tell me a story." }];
+
+await test("a load failure ends the server with exit 2 and the error; so does a missing tokenizer", async () => {
+  const exitOf = (args) => new Promise((resolve) => {
+    execFile(kernRun, ["serve", ...args, "--port", "0"], { timeout: 60000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? err.code : 0, stderr }));
+  });
+  let r = await exitOf([plan, "--weights", "/nonexistent.safetensors", "--tokenizer", tokenizer, "--device", "cpu"]);
+  assertEq(r.code, 2, "exit code (missing weights)");
+  assert(r.stderr.includes("kern-run: error: /nonexistent.safetensors: cannot open: No such file or directory"), r.stderr);
+  r = await exitOf([plan, "--weights", weights]);
+  assertEq(r.code, 2, "exit code (no tokenizer)");
+  assert(r.stderr.includes("serve needs --tokenizer"), r.stderr);
+});
+
+await test("a model folder is served like a plan, named after the folder", async () => {
+  const dir = path.join(mkdtempSync(path.join(os.tmpdir(), "kern-serve-")), "my-model");
+  mkdirSync(dir);
+  symlinkSync(path.resolve(plan), path.join(dir, "model.kplan"));
+  symlinkSync(path.resolve(weights), path.join(dir, "weights.safetensors"));
+  symlinkSync(path.resolve(tokenizer), path.join(dir, "tokenizer.json"));
+  const f = new ServerProcess(kernRun, [dir, "--device", "cpu"]);
+  try {
+    await f.start();
+    await f.waitReady();
+    const models = (await curl(f.url + "/v1/models")).body;
+    assertEq(models.data.map((m) => m.id), ["my-model"], "model ids");
+    const r = await postJson(f.url + "/v1/completions", { model: "my-model", prompt: "Hi", max_tokens: 2 });
+    assertEq(r.status, 200, "completion status");
+  } finally {
+    assertEq(await f.stop("SIGTERM"), 0, "exit code");
+    rmSync(path.dirname(dir), { recursive: true, force: true });
+  }
+});
 
 // ---------------------------------------------------------------- server A
 const a = new ServerProcess(kernRun, [...base, "--max-batch", "8", "--max-queue", "32"]);
