@@ -151,43 +151,67 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
   }
 }
 
+/// acc[i] += one quarter (8 lanes) of a w block for every a row: `gq` the
+/// quarter's 8 groups, `at` the a rows' lane-major block at this quarter
+/// (row stride `row_stride`); lanes outside `live` (all-ones floats mark a
+/// live lane; null: all live) keep their sums exactly. The groups load as
+/// 128-bit pairs (g, g + 4); a 4x4 dword transpose per 128-bit half gives
+/// v[d] = dword d (elements 2d, 2d + 1) of the 8 groups.
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx2,fma"))) void quarter_block_avx2(
+    __m256 (&acc)[M], const __m128i* gq, const float* at, int64_t row_stride, const __m256* live) {
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m256i ga = _mm256_loadu2_m128i(gq + 4, gq), gb = _mm256_loadu2_m128i(gq + 5, gq + 1);
+  const __m256i gc = _mm256_loadu2_m128i(gq + 6, gq + 2), gd = _mm256_loadu2_m128i(gq + 7, gq + 3);
+  const __m256i ab_lo = _mm256_unpacklo_epi32(ga, gb), ab_hi = _mm256_unpackhi_epi32(ga, gb);
+  const __m256i cd_lo = _mm256_unpacklo_epi32(gc, gd), cd_hi = _mm256_unpackhi_epi32(gc, gd);
+  const __m256i v[4] = {_mm256_unpacklo_epi64(ab_lo, cd_lo), _mm256_unpackhi_epi64(ab_lo, cd_lo),
+                        _mm256_unpacklo_epi64(ab_hi, cd_hi), _mm256_unpackhi_epi64(ab_hi, cd_hi)};
+  for (int d = 0; d < 4; ++d) {
+    const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v[d], 16));  // element 2d (low word)
+    const __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(v[d], high));  // element 2d + 1
+    for (int i = 0; i < M; ++i) {
+      const float* ai = at + i * row_stride + 2 * d * kLanes;
+      if (live == nullptr) {
+        acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]);
+        acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]);
+      } else {
+        acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]), *live);
+        acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]), *live);
+      }
+    }
+  }
+}
+
 /// AVX2: lanes 8q..8q+7 in one ymm, one quarter q at a time (M accumulators
-/// fit the 16 registers). Per block: 8 groups loaded as 128-bit pairs
-/// (g, g + 4), a 4x4 dword transpose per 128-bit half gives v[d].
+/// fit the 16 registers). The split's last `part` (< 32) whole groups run
+/// from a zero-padded copy with the missing lanes masked.
 template <int M>
 __attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, const uint16_t* w, int64_t gb,
                                                    int64_t ge, int64_t full, int64_t part, const float* la,
                                                    float* out) {
   alignas(32) float lanes[M][kLanes];
-  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
   const auto* g16 = reinterpret_cast<const __m128i*>(w);  // w as 16-byte groups
+  alignas(32) uint16_t tail[kBlockElems] = {};            // the partial block's groups, zero-padded
+  if (part > 0) std::copy_n(w + 8 * (gb + kLanes * full), 8 * part, tail);
   for (int q = 0; q < 4; ++q) {
     __m256 acc[M];
     for (int i = 0; i < M; ++i) acc[i] = _mm256_setzero_ps();
-    for (int64_t t = 0; t < full; ++t) {
-      const __m128i* gq = g16 + gb + kLanes * t + 8 * q;  // this quarter's 8 groups; (g, g + 4) per ymm
-      const float* lt = la + t * kBlockElems + 8 * q;
-      const __m256i ga = _mm256_loadu2_m128i(gq + 4, gq), gb1 = _mm256_loadu2_m128i(gq + 5, gq + 1);
-      const __m256i gc = _mm256_loadu2_m128i(gq + 6, gq + 2), gd = _mm256_loadu2_m128i(gq + 7, gq + 3);
-      const __m256i ab_lo = _mm256_unpacklo_epi32(ga, gb1), ab_hi = _mm256_unpackhi_epi32(ga, gb1);
-      const __m256i cd_lo = _mm256_unpacklo_epi32(gc, gd), cd_hi = _mm256_unpackhi_epi32(gc, gd);
-      const __m256i v[4] = {_mm256_unpacklo_epi64(ab_lo, cd_lo), _mm256_unpackhi_epi64(ab_lo, cd_lo),
-                            _mm256_unpacklo_epi64(ab_hi, cd_hi), _mm256_unpackhi_epi64(ab_hi, cd_hi)};
-      for (int d = 0; d < 4; ++d) {
-        const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v[d], 16));
-        const __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(v[d], high));
-        for (int i = 0; i < M; ++i) {
-          const float* ai = lt + i * row_stride + 2 * d * kLanes;
-          acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]);
-          acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]);
-        }
-      }
+    for (int64_t t = 0; t < full; ++t)
+      quarter_block_avx2<M>(acc, g16 + gb + kLanes * t + 8 * q, la + t * kBlockElems + 8 * q, row_stride, nullptr);
+    const int cnt = static_cast<int>(std::clamp<int64_t>(part - 8 * q, 0, 8));  // lanes with a group
+    if (cnt > 0) {
+      alignas(32) int32_t bits[8];
+      for (int l = 0; l < 8; ++l) bits[l] = l < cnt ? -1 : 0;
+      const __m256 live = _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(bits)));
+      quarter_block_avx2<M>(acc, reinterpret_cast<const __m128i*>(tail) + 8 * q, la + full * kBlockElems + 8 * q,
+                            row_stride, &live);
     }
     for (int i = 0; i < M; ++i) _mm256_store_ps(lanes[i] + 8 * q, acc[i]);
   }
-  for (int i = 0; i < M; ++i) {
-    scalar_groups(a + i * k, w, k, gb, gb + kLanes * full, ge, lanes[i]);
+  for (int i = 0; i < M; ++i) {  // the partial last group, if any, then the butterfly
+    scalar_groups(a + i * k, w, k, gb, gb + kLanes * full + part, ge, lanes[i]);
     out[i] = butterfly0(lanes[i]);
   }
 }
