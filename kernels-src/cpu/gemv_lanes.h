@@ -37,7 +37,7 @@ const char* gemv_isa_name(GemvIsa isa);
 class GemvLaneDots {
  public:
   /// a: m rows of k f32 (row stride k, kept by reference: it must outlive
-  /// this object), 1 <= m <= 8; the k axis is cut into `splits` ranges of
+  /// this object), 1 <= m <= 8; the k axis is cut into `splits` (>= 1) ranges of
   /// ceil(ceil(k / 8) / splits) groups as the CUDA kernel does. `isa` must be
   /// supported (gemv_isa_supported); an unsupported one runs kPortable.
   GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits, GemvIsa isa);
