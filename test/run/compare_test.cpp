@@ -355,4 +355,16 @@ TEST_CASE("kern-run compare: exit codes, the report and --json", "[compare][cli]
   CHECK(bad_id.rc == 2);
   auto bad_option = kern_run("compare " + a + w + " --prompt-ids 1 --steps 0");
   CHECK(bad_option.rc == 2);
+  auto no_tokenizer = kern_run("compare " + a + w + " --prompt hi");
+  CHECK(no_tokenizer.rc == 2);
+  CHECK_THAT(no_tokenizer.err, Catch::Matchers::Contains("--prompt needs --tokenizer"));
+  auto other_model = kern_run("compare " + a + " " + shell_quote(env_path("KERN_TEXTVOCAB_PLAN")) + w + " --prompt-ids 1,2");
+  CHECK(other_model.rc == 2);
+  CHECK_THAT(other_model.err, Catch::Matchers::Contains("A's vocabulary has 256 ids, B's 151936"));
+  // One plan: B defaults to cuda; without a driver that is an error (2), naming the side.
+  auto no_gpu = kern_run("compare " + a + w + " --prompt-ids 1,2", "", "LD_LIBRARY_PATH=/nonexistent ");
+  if (no_gpu.rc != 0) {
+    CHECK(no_gpu.rc == 2);
+    CHECK_THAT(no_gpu.err, Catch::Matchers::StartsWith("kern-run: error: B: "));
+  }
 }
