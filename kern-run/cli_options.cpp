@@ -106,7 +106,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   std::vector<std::string> dumps;
   uint64_t capacity = 0;
   CLI::App app{"kern-run: replay a .kplan; greedy Qwen3 generation (SPEC §7).\n"
-               "Subcommands (first argument): tokenize, detokenize, bench, serve (see kern-run SUBCOMMAND --help).",
+               "Subcommands (first argument): tokenize, detokenize, bench, compare, serve (see kern-run SUBCOMMAND --help).",
                "kern-run"};
   app.set_version_flag("--version", [] {
     std::string line = version_text("kern-run");

@@ -240,6 +240,58 @@ EOF
   [ $v = 0 ] && [ $ok = 1 ]
 }
 
+# kern-run compare (docs/compare.md): one plan on the cpu device (A) and on
+# cuda (B), every dispatch a span, replayed from A's inputs and run free: the
+# tiny model with its weights (8 decode steps) and the Qwen3-0.6B geometry
+# with random weights (4 prompt ids, 2 steps), so a first GPU run names the
+# first dispatch that disagrees instead of only a different id list. PASS
+# (exit 0) passes; FAIL (1) and INCONCLUSIVE (3) fail with the verdict's
+# reason; 2 is an error. The JSON reports are compare_<model>.json.
+s_compare() {
+  local m args v ok=0 line=""
+  plan tiny-qwen3 || return 1
+  plan qwen3-0.6b || return 1
+  for m in tiny-qwen3 qwen3-0.6b; do
+    case $m in
+      tiny-qwen3) args=(--weights examples/tiny-qwen3.safetensors --prompt-ids 1,17,42,99,3,250,7 --steps 8) ;;
+      qwen3-0.6b) args=(--random-weights 1 --prompt-ids 1,17,42,99 --steps 2) ;;
+    esac
+    "$BIN/kern-run" compare "$WORK/$m.kplan" --device-a cpu --device-b cuda --kernels-b "$KERNELS" "${args[@]}" \
+      --json > "$RES/compare_$m.json" 2> "$WORK/compare_$m.err"
+    v=$?
+    echo "== $m: exit $v"; cat "$WORK/compare_$m.err"
+    if [ $v = 2 ] || [ ! -s "$RES/compare_$m.json" ]; then
+      ok=1; line="$line $m: error: $(grep -v '^\s*$' "$WORK/compare_$m.err" | tail -1 | cut -c1-150);"; continue
+    fi
+    python3 - "$RES/compare_$m.json" > "$WORK/compare_$m.txt" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+first = d["first_bad_span"]
+where = f"; first span past tolerance ({first['mode']}): {first['program']} {first['span']} {'+'.join(first['b_labels'])}" if first else ""
+print(f"{d['verdict']}: {d['reason']}{where}")
+err = lambda r: float("inf") if r["replay"]["max_abs"] is None else r["replay"]["max_abs"]  # null: not finite
+spans = sorted(d["spans"], key=lambda s: -max([err(r) for r in s["regions"]] or [0]))
+for s in spans[:5]:
+    worst = max(s["regions"], key=err) if s["regions"] else None
+    if worst:
+        f = worst["replay"]["first_diff"]
+        print(f"  {s['program']} span {s['span']} {'+'.join(s['b_labels'])}: {worst['name']} replay max abs "
+              f"{worst['replay']['max_abs']}, free {worst['free']['max_abs']}"
+              + (f"; first at {f['index']} ({f['at']}): cpu {f['a']} cuda {f['b']}" if f else "")
+              + f"; ms cpu {s['a_ms']:.3f} cuda {s['b_ms']:.3f}")
+for k, s in enumerate(d["steps"]):
+    l = s["logits"]
+    print(f"  step {k}: ids {s['a_id']}/{s['b_id']} KL {l['kl']} floor {s['floor']['kl']}"
+          + (f" flip {'near-tie' if l['near_tie'] else 'NOT a near-tie'} gap {l['a_gap']}" if l["flip"] else ""))
+EOF2
+    cat "$WORK/compare_$m.txt"
+    [ $v = 0 ] || ok=1
+    line="$line $m: $(head -1 "$WORK/compare_$m.txt" | cut -c1-200);"
+  done
+  detail "$line"
+  return $ok
+}
+
 # PDL on and off (docs/gpu.md "Programmatic dependent launch"): greedy ids of
 # MODEL with random weights, with PDL under CUDA graphs, with --no-pdl under
 # graphs and with --no-pdl --eager: all must be equal. A difference with PDL
@@ -380,7 +432,7 @@ s_memcheck() {
   return $rc
 }
 
-export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_pdl s_bench s_spec s_hf s_memcheck
+export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_compare s_pdl s_bench s_spec s_hf s_memcheck
 
 # --- the runner ------------------------------------------------------------
 
