@@ -423,7 +423,8 @@ Case lm_head_argmax(Rng& r, int m, int n, int k, int splits, bool bench) {
            {arg_buf(a), arg_buf(nw), arg_buf(w), arg_buf(c), arg_buf(part), arg_buf(cnt), arg_buf(pv), arg_buf(pi),
             arg_i32(m), arg_i32(n), arg_i32(k), arg_i32(k), arg_i32(n), arg_i32(splits), arg_f32(1e-6f)});
   b.c.launches.back().shared_mem = uint32_t(m) * uint32_t(k) * 2;
-  b.launch("argmax.fatbin", "kern_argmax_reduce", {uint32_t(m), 1, 1}, 64,
+  // The generator's block for the fused lm_head's reduce (ARGMAX_REDUCE_THREADS): 1024 threads.
+  b.launch("argmax.fatbin", "kern_argmax_reduce", {uint32_t(m), 1, 1}, 1024,
            {arg_buf(pv), arg_buf(pi), arg_buf(nt), arg_i32(m), arg_i32(tiles)});
   return b.c;
 }
