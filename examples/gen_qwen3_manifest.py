@@ -39,6 +39,9 @@ from tool_io import check_output_path, run, write_atomic
 
 PAGE = 16          # KV cache block size (tokens per page), docs/kernels.md
 ATTN_SPLITS = 16   # attention_decode split-KV count S
+# kern_attention_decode_bf16's S (docs/kernels.md §13): KV * 32 = 256 blocks for the 4B at one row, all
+# resident at once (3 per SM), twice the warps reading the cache per SM of 16 splits.
+ATTN_FUSED_SPLITS = 32
 ARGMAX_CHUNKS = 64 # argmax partial chunks per row
 ARGMAX_REDUCE_THREADS = 1024  # block of the fused lm_head's kern_argmax_reduce (docs/kernels.md §9)
 GEMV_COLS = 8      # output columns per gemv block (docs/kernels.md §11)
@@ -236,9 +239,9 @@ def fused_kernels(c, row_buckets=(1,)):
     attn_params = ATTN_PARAMS[:7] + ["inout ptr"] + ATTN_PARAMS[7:]
     attn = step("kern_attention_decode_bf16",
                 ATTN_PARAMS[:7] + ["out buffer<f32>", "out buffer<f32>", "inout ptr"] + ATTN_PARAMS[7:]
-                + ["i32"], [128, 1, 1], [KV, ATTN_SPLITS, TOK],
+                + ["i32"], [128, 1, 1], [KV, ATTN_FUSED_SPLITS, TOK],
                 [{"arg": i} for i in range(7)] + [{"scratch": "partial_o"}, {"scratch": "partial_ml"}]
-                + [{"arg": i} for i in range(7, 15)] + [i32(ATTN_SPLITS)])
+                + [{"arg": i} for i in range(7, 15)] + [i32(ATTN_FUSED_SPLITS)])
     attn["pdl"] = True
     qk = step("kern_qk_norm_rope_cache_bf16",
               [BF16_IN, BF16_IN, BF16_IN, "in buffer<i64>", F32_IN, BF16_OUT, "inout ptr", "in buffer<i64>",
@@ -255,8 +258,8 @@ def fused_kernels(c, row_buckets=(1,)):
             "params": attn_params,
             "impl": {
                 "scratch": {  # decode rows only (the kernel does nothing above GEMV_MAX_ROWS)
-                    "partial_o": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_SPLITS * D]},
-                    "partial_ml": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_SPLITS * 2]},
+                    "partial_o": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_FUSED_SPLITS * D]},
+                    "partial_ml": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_FUSED_SPLITS * 2]},
                 },
                 "steps": [attn],
             },
