@@ -528,8 +528,8 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(attention_decode_one(r, 1, 32, 8, 128, 1024, true));
   cs.push_back(attention_decode_one(r, 8, 32, 8, 128, 1024, false));  // speculative verify rows
   cs.push_back(attention_decode_one(r, 1, 4, 2, 16, 37, false));
-  cs.push_back(attention_decode_one(r, 1, 32, 8, 128, 1024, false, 16));  // the first pass's 16 splits
-  cs.push_back(attention_decode_one(r, 1, 16, 8, 128, 3000, false, 64));  // the most splits; 0.6B's group of 2
+  cs.push_back(attention_decode_one(r, 1, 8, 2, 128, 300, false, 16));  // the first pass's 16 splits
+  cs.push_back(attention_decode_one(r, 1, 4, 2, 128, 200, false, 64));  // the most splits; 0.6B's group of 2
   cs.push_back(attention_decode_one(r, 2, 4, 2, 64, 5, false));  // ctx < splits: empty splits
   cs.push_back(attention_decode_one(r, 1, 2, 1, 96, 100, false));  // strided lanes
   cs.push_back(attention_decode_one(r, 3, 8, 1, 256, 300, false));
