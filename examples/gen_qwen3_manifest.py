@@ -39,7 +39,11 @@ from tool_io import check_output_path, run, write_atomic
 
 PAGE = 16          # KV cache block size (tokens per page), docs/kernels.md
 ATTN_SPLITS = 16   # attention_decode split-KV count S
+# kern_attention_decode_bf16's S (docs/kernels.md §13): KV * 32 = 256 blocks for the 4B at one row, all
+# resident at once (3 per SM), twice the warps reading the cache per SM of 16 splits.
+ATTN_FUSED_SPLITS = 32
 ARGMAX_CHUNKS = 64 # argmax partial chunks per row
+ARGMAX_REDUCE_THREADS = 1024  # block of the fused lm_head's kern_argmax_reduce (docs/kernels.md §9)
 GEMV_COLS = 8      # output columns per gemv block (docs/kernels.md §11)
 GEMV_FILL_BLOCKS = 264  # split-K until a gemv has this many blocks (2 per SM of a 132-SM H100/H200)
 GEMV_MAX_SPLITS = 8
@@ -176,12 +180,20 @@ def gemv_splits(n, k):
     return max(1, min(want, GEMV_MAX_SPLITS, math.ceil(k / 8) // 32))
 
 
-def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False):
+def norm_gemv_name(base, rows):
+    """The kernel name of a norm-prologue gemv sized for `rows` a rows: the
+    base name for decode's 1 row, `<base>_m<rows>` otherwise (verify)."""
+    return base if rows == 1 else f"{base}_m{rows}"
+
+
+def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False, rows=1):
     """A decode gemv kernel for one weight shape (the grid is a literal per
     shape, as for head_rmsnorm). Interface params: a, [norm_weight], w, c,
     counters, i32 m, n, k, lda, ldc, [f32 eps]; the split-K partials are
     scratch. With `argmax`, a second step reduces the per-tile partials into
-    next_token (interface: ..., out next_token after counters)."""
+    next_token (interface: ..., out next_token after counters). A norm
+    variant's dynamic shared memory holds `rows` normalised rows (the rows
+    its program launches: decode 1; the kernel refuses more)."""
     splits = gemv_splits(n, k)
     tiles = math.ceil(n / GEMV_COLS)
     c_access = BF16_INOUT if symbol == "kern_gemv_acc_bf16" else BF16_OUT
@@ -206,50 +218,56 @@ def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False):
         step_params += ["out buffer<f32>", "out buffer<i32>"]
     step_params += ["i32"] * 6 + (["f32"] if norm else [])
     s = step(symbol, step_params, [128, 1, 1], [tiles, splits, 1], args + scalars)
-    if norm:  # the normalised rows, sized for the most rows a gemv takes (the bound must hold at tokens max)
-        s["shared_mem"] = GEMV_MAX_ROWS * 2 * k
+    if norm:  # the normalised rows, sized for the rows the program launches (5 KB at m = 1, not 40)
+        s["shared_mem"] = rows * 2 * k
     s["pdl"] = True
     steps = [s]
     if argmax:
+        # ceil(V / 8) tile partials (18,992 for Qwen3): a 1024-thread block, 8 loads in flight per thread.
         steps.append(step("kern_argmax_reduce", [F32_IN, "in buffer<i32>", "out buffer<i64>", "i32", "i32"],
-                          [64, 1, 1], [TOK, 1, 1],
+                          [ARGMAX_REDUCE_THREADS, 1, 1], [TOK, 1, 1],
                           [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}, {"arg": i_c + 2},
                            {"arg": i_m}, i32(tiles)]))
     return {"params": params, "impl": {"scratch": scratch, "steps": steps}}
 
 
-def fused_kernels(c):
-    """The fused decode kernels (docs/kernels.md §11-13), one gemv kernel per weight shape."""
+def fused_kernels(c, row_buckets=(1,)):
+    """The fused decode kernels (docs/kernels.md §11-13), one gemv kernel per
+    weight shape; the norm-prologue gemvs once per row count in `row_buckets`
+    (their shared memory is sized for it: norm_gemv_name)."""
     E, H, KV, D, I, V = c.hidden, c.heads, c.kv_heads, c.head_dim, c.intermediate, c.vocab
     attn_params = ATTN_PARAMS[:7] + ["inout ptr"] + ATTN_PARAMS[7:]
     attn = step("kern_attention_decode_bf16",
                 ATTN_PARAMS[:7] + ["out buffer<f32>", "out buffer<f32>", "inout ptr"] + ATTN_PARAMS[7:]
-                + ["i32"], [128, 1, 1], [KV, ATTN_SPLITS, TOK],
+                + ["i32"], [128, 1, 1], [KV, ATTN_FUSED_SPLITS, TOK],
                 [{"arg": i} for i in range(7)] + [{"scratch": "partial_o"}, {"scratch": "partial_ml"}]
-                + [{"arg": i} for i in range(7, 15)] + [i32(ATTN_SPLITS)])
+                + [{"arg": i} for i in range(7, 15)] + [i32(ATTN_FUSED_SPLITS)])
     attn["pdl"] = True
     qk = step("kern_qk_norm_rope_cache_bf16",
               [BF16_IN, BF16_IN, BF16_IN, "in buffer<i64>", F32_IN, BF16_OUT, "inout ptr", "in buffer<i64>",
                F32_IN, F32_IN, "i32", "i32", "i32", "i32", "i32", "i64", "f32", "u8"],
               [128, 1, 1], [math.ceil((H + 2 * KV) / 4), TOK, 1], [{"arg": i} for i in range(18)])
     qk["pdl"] = True
+    def per_rows(base, *a, **kw):
+        return {norm_gemv_name(base, r): gemv_kernel(*a, **kw, rows=r) for r in row_buckets}
+
     return {
-        "gemv_qkv": gemv_kernel("kern_gemv_rmsnorm_bf16", c.qkv_rows, E, norm=True),
+        **per_rows("gemv_qkv", "kern_gemv_rmsnorm_bf16", c.qkv_rows, E, norm=True),
         "qk_norm_rope_cache": {"params": qk["params"], "impl": {"steps": [qk]}},
         "attention_decode_fused": {
             "params": attn_params,
             "impl": {
                 "scratch": {  # decode rows only (the kernel does nothing above GEMV_MAX_ROWS)
-                    "partial_o": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_SPLITS * D]},
-                    "partial_ml": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_SPLITS * 2]},
+                    "partial_o": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_FUSED_SPLITS * D]},
+                    "partial_ml": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_FUSED_SPLITS * 2]},
                 },
                 "steps": [attn],
             },
         },
         "gemv_o_proj": gemv_kernel("kern_gemv_acc_bf16", E, H * D, norm=False),
-        "gemv_gate_up": gemv_kernel("kern_gemv_rmsnorm_silu_mul_bf16", I, E, norm=True, rows_per_col=2),
+        **per_rows("gemv_gate_up", "kern_gemv_rmsnorm_silu_mul_bf16", I, E, norm=True, rows_per_col=2),
         "gemv_down_proj": gemv_kernel("kern_gemv_acc_bf16", E, I, norm=False),
-        "lm_head_argmax": gemv_kernel("kern_gemv_rmsnorm_argmax_bf16", V, E, norm=True, argmax=True),
+        **per_rows("lm_head_argmax", "kern_gemv_rmsnorm_argmax_bf16", V, E, norm=True, argmax=True),
     }
 
 
@@ -377,7 +395,7 @@ def layer_dispatches(c, layer, attention, prefix="", state="kv_cache", state_lay
 COUNTERS = {"state": "decode_counters", "offset": 0}
 
 
-def fused_layer_dispatches(c, layer):
+def fused_layer_dispatches(c, layer, rows=1):
     """The 6 fused decode dispatches of one layer (docs/qwen3-manifest.md):
     the residual stream lives in `residual`; o_proj and down_proj add into it
     in place (kern_gemv_acc_bf16), the norms are gemv prologues."""
@@ -388,7 +406,7 @@ def fused_layer_dispatches(c, layer):
     kv_base = {"state": "kv_cache", "offset": layer * PAGE * KV * 2 * D * 2}
     cnt = COUNTERS
     return [
-        dispatch(p + "input_layernorm+qkv_proj", "gemv_qkv",
+        dispatch(p + "input_layernorm+qkv_proj", norm_gemv_name("gemv_qkv", rows),
                  [buf("residual"), buf(w + "input_layernorm.weight"), buf(w + "self_attn.qkv_proj.weight"),
                   buf("qkv"), cnt, TOK, i32(c.qkv_rows), i32(E), i32(E), i32(c.qkv_rows), eps]),
         dispatch(p + "qk_norm+rope+kv_cache_write", "qk_norm_rope_cache",
@@ -403,7 +421,7 @@ def fused_layer_dispatches(c, layer):
         dispatch(p + "o_proj+residual", "gemv_o_proj",
                  [buf("attn_out"), buf(w + "self_attn.o_proj.weight"), buf("residual"), cnt, TOK, i32(E),
                   i32(H * D), i32(H * D), i32(E)]),
-        dispatch(p + "post_attention_layernorm+gate_up_proj+silu_and_mul", "gemv_gate_up",
+        dispatch(p + "post_attention_layernorm+gate_up_proj+silu_and_mul", norm_gemv_name("gemv_gate_up", rows),
                  [buf("residual"), buf(w + "post_attention_layernorm.weight"), buf(w + "mlp.gate_up_proj.weight"),
                   buf("act"), cnt, TOK, i32(I), i32(E), i32(E), i32(I), eps]),
         dispatch(p + "down_proj+residual", "gemv_down_proj",
@@ -412,13 +430,15 @@ def fused_layer_dispatches(c, layer):
     ]
 
 
-def fused_decode_program(c):
+def fused_decode_program(c, rows=1):
+    """The fused decode (1 row; `rows` > 1: the same dispatches over the
+    norm gemvs sized for that many rows, speculative verify's)."""
     out = [dispatch("embed_tokens", "embedding",
                     [buf("token_ids"), buf("model.embed_tokens.weight"), buf("residual"), TOK,
                      i32(c.hidden), i32(c.vocab)])]
     for layer in range(c.layers):
-        out += fused_layer_dispatches(c, layer)
-    out.append(dispatch("norm+lm_head+argmax", "lm_head_argmax",
+        out += fused_layer_dispatches(c, layer, rows)
+    out.append(dispatch("norm+lm_head+argmax", norm_gemv_name("lm_head_argmax", rows),
                         [buf("residual"), buf("model.norm.weight"), buf("lm_head.weight"), buf("logits"),
                          COUNTERS, buf("next_token"), TOK, i32(c.vocab), i32(c.hidden),
                          i32(c.hidden), i32(c.vocab), {"f32": F32(c.rms_norm_eps)}]))

@@ -382,10 +382,10 @@ Case qk_norm_rope_cache(Rng& r, int t, int h, int kv, int d, float k_scale, bool
 }
 
 /// One-launch decode attention (docs/kernels.md §13): partials compared as
-/// f32; the counters start at zero.
-Case attention_decode_one(Rng& r, int t, int h, int kv, int d, int ctx, bool bench) {
-  const int splits = 16;
-  Builder b{{shape("attention_decode_one", {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx", ctx}}), {}, {},
+/// f32; the counters start at zero. `splits`: the generator's 32 by default.
+Case attention_decode_one(Rng& r, int t, int h, int kv, int d, int ctx, bool bench, int splits = 32) {
+  Builder b{{shape("attention_decode_one",
+                   {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx", ctx}, {"S", splits}}), {}, {},
              4.0 * d * ctx * kv * t + 4.0 * t * h * d + 8.0 * (d + 2) * t * h * splits, bench}};
   const AttnInputs in = attn_inputs(b, r, t, h, kv, d, ctx, 1.0f);
   const int po = b.buf("partial_o", poison(size_t(t) * h * splits * d * 4), Compare::kF32);
@@ -423,7 +423,8 @@ Case lm_head_argmax(Rng& r, int m, int n, int k, int splits, bool bench) {
            {arg_buf(a), arg_buf(nw), arg_buf(w), arg_buf(c), arg_buf(part), arg_buf(cnt), arg_buf(pv), arg_buf(pi),
             arg_i32(m), arg_i32(n), arg_i32(k), arg_i32(k), arg_i32(n), arg_i32(splits), arg_f32(1e-6f)});
   b.c.launches.back().shared_mem = uint32_t(m) * uint32_t(k) * 2;
-  b.launch("argmax.fatbin", "kern_argmax_reduce", {uint32_t(m), 1, 1}, 64,
+  // The generator's block for the fused lm_head's reduce (ARGMAX_REDUCE_THREADS): 1024 threads.
+  b.launch("argmax.fatbin", "kern_argmax_reduce", {uint32_t(m), 1, 1}, 1024,
            {arg_buf(pv), arg_buf(pi), arg_buf(nt), arg_i32(m), arg_i32(tiles)});
   return b.c;
 }
@@ -527,6 +528,8 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(attention_decode_one(r, 1, 32, 8, 128, 1024, true));
   cs.push_back(attention_decode_one(r, 8, 32, 8, 128, 1024, false));  // speculative verify rows
   cs.push_back(attention_decode_one(r, 1, 4, 2, 16, 37, false));
+  cs.push_back(attention_decode_one(r, 1, 8, 2, 128, 300, false, 16));  // the first pass's 16 splits
+  cs.push_back(attention_decode_one(r, 1, 4, 2, 128, 200, false, 64));  // the most splits; 0.6B's group of 2
   cs.push_back(attention_decode_one(r, 2, 4, 2, 64, 5, false));  // ctx < splits: empty splits
   cs.push_back(attention_decode_one(r, 1, 2, 1, 96, 100, false));  // strided lanes
   cs.push_back(attention_decode_one(r, 3, 8, 1, 256, 300, false));
