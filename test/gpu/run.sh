@@ -298,32 +298,36 @@ s_bench() {
 
 # Speculative decoding (docs/speculative.md): the tiny DSpark model with
 # random weights, --spec on cuda against plain greedy decoding on cpu (ids
-# equal); then the Qwen3-4B-geometry DSpark manifest with random weights on
-# cuda: ms per round by phase (draft, verify, precompute) and the tok/s it
-# projects at the reference system's 3.44 tokens per round (random weights
-# accept almost nothing, so the measured tokens/round is about 1).
+# equal); then the DSpark manifest MODEL (default qwen3-4b-dspark, the
+# Qwen3-4B geometry; the simulated GPU's rehearsal passes the tiny one) with
+# random weights on cuda: ms per round by phase (draft, verify, precompute)
+# and the tok/s it projects at the reference system's 3.44 tokens per round
+# (random weights accept almost nothing, so the measured tokens/round is
+# about 1).
 s_spec() {
+  local big=${1:-qwen3-4b-dspark}
   plan tiny-qwen3-dspark || return 1
-  plan qwen3-4b-dspark || return 1
+  plan "$big" || return 1
   local ids=1,17,42,99,3,250,7
   "$BIN/kern-run" "$WORK/tiny-qwen3-dspark.kplan" --random-weights 3 --device cpu --prompt-ids $ids --steps 40 \
     --json > "$RES/spec_tiny_cpu.json" 2> "$WORK/spec.err" &&
   "$BIN/kern-run" "$WORK/tiny-qwen3-dspark.kplan" --random-weights 3 --device cuda --kernels "$KERNELS" \
     --prompt-ids $ids --steps 40 --spec --json > "$RES/spec_tiny_cuda.json" 2>> "$WORK/spec.err" &&
-  "$BIN/kern-run" "$WORK/qwen3-4b-dspark.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
+  "$BIN/kern-run" "$WORK/$big.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
     --prompt-ids $ids --steps 64 --spec --json > "$RES/spec_4b_cuda.json" 2>> "$WORK/spec.err"
   local rc=$?
   cat "$WORK/spec.err"
   [ $rc = 0 ] || { detail "exit $rc: $(grep -m1 -i error "$WORK/spec.err" | cut -c1-200)"; return 1; }
-  python3 - "$RES" > "$WORK/spec_verdict.txt" <<'EOF2'
+  python3 - "$RES" "$big" > "$WORK/spec_verdict.txt" <<'EOF2'
 import json, os, sys
 load = lambda n: json.load(open(os.path.join(sys.argv[1], n)))
+label = "4b" if sys.argv[2] == "qwen3-4b-dspark" else sys.argv[2]
 cpu, cuda, big = load("spec_tiny_cpu.json"), load("spec_tiny_cuda.json"), load("spec_4b_cuda.json")
 same = cpu["generated_ids"] == cuda["generated_ids"]
 s = big["spec"]
 m = s["ms_per_round"]
 print(f"tiny --spec cuda vs plain cpu: {'equal' if same else 'DIFFERS'} ({len(cuda['generated_ids'])} ids); "
-      f"4b: {s['rounds']} rounds, {s['tokens_per_round']:.2f} tokens/round, ms/round draft {m['draft']:.3f} "
+      f"{label}: {s['rounds']} rounds, {s['tokens_per_round']:.2f} tokens/round, ms/round draft {m['draft']:.3f} "
       f"verify {m['verify']:.3f} precompute {m['precompute']:.3f} total {m['total']:.3f}; "
       f"projected at 3.44 tokens/round: {3.44 * 1000 / m['total']:.0f} tok/s")
 sys.exit(0 if same else 1)
