@@ -65,3 +65,7 @@ fi
 # JSON Schema oracle (test/schema): ajv, an off-the-shelf JSON Schema 2020-12
 # validator, into .cache/schema/.
 npm_pins "$here/.cache/schema" "the JSON Schema oracle" "ajv@8.17.1" || true
+
+# Chat template oracle (test/run/chat_template_oracle.mjs): HF's Jinja engine in
+# JS renders Qwen3's real template text, into .cache/chat/.
+npm_pins "$here/.cache/chat" "the chat template oracle" "@huggingface/jinja@0.5.11" || true
