@@ -3,6 +3,8 @@
 
 #include <sys/resource.h>
 
+#include <utility>
+
 #include "common/version.h"
 #include "kern-run/number_text.h"
 #include "kern-run/spec_report.h"
@@ -229,7 +231,9 @@ std::string render_json(const engine::SequenceResult& r, const ReportContext& ct
   write_number(w, "time_to_first_token_ms", r.prefill_ms);
   write_number(w, "prefill_ms", r.prefill_ms);
   write_number(w, "prefill_tokens_per_s", s.prefill_tok_s);
-  for (auto [key, v] : {std::pair{"decode_ms_per_token", s.decode_ms_per_token}, {"decode_tokens_per_s", s.decode_tok_s}}) {
+  const std::pair<const char*, double> decode_figures[] = {{"decode_ms_per_token", s.decode_ms_per_token},
+                                                           {"decode_tokens_per_s", s.decode_tok_s}};
+  for (const auto& [key, v] : decode_figures) {
     w.Key(key);
     if (s.decode_timed) w.Double(v);
     else w.Null();  // no step timed: no figure (0 would read as a measurement)

@@ -65,11 +65,11 @@ TEST_CASE("an incomplete character at the end of the stream becomes one U+FFFD",
 
 namespace {
 
-/// The fixture tokenizer (ids [0, 263), test/tokenizer/tokenizer_fixture.h),
-/// its "<tool>" added token moved to id `tool_id` (gaps before it).
-tok::Tokenizer fixture_tokenizer(int tool_id = tok::testing::kToolId) {
-  auto tok = tok::Tokenizer::from_json(tok::testing::fixture_json([tool_id](rapidjson::Document& d) {
-                                         d["added_tokens"][1]["id"].SetInt(tool_id);
+/// The fixture tokenizer (ids [0, 263), test/tokenizer/tokenizer_fixture.h);
+/// `hello_id` moves its vocabulary entry "Ġhello" (260) there, leaving gaps.
+tok::Tokenizer fixture_tokenizer(int hello_id = 260) {
+  auto tok = tok::Tokenizer::from_json(tok::testing::fixture_json([hello_id](rapidjson::Document& d) {
+                                         d["model"]["vocab"]["\xC4\xA0hello"].SetInt(hello_id);
                                        }),
                                        "tok.json");
   if (!tok.ok()) FAIL(tok.error().message);
@@ -109,17 +109,18 @@ TEST_CASE("a generated id past the tokenizer's ids prints as nothing and is warn
 
 TEST_CASE("a generated id in a gap of the tokenizer's ids prints as nothing and is warned about once",
           "[run][stream]") {
-  const tok::Tokenizer tok = fixture_tokenizer(270);  // ids 262 .. 269 have no token
+  const tok::Tokenizer tok = fixture_tokenizer(270);  // ids 260 and 263 .. 269 have no token
   REQUIRE(tok.vocab_size() == 271);
   CHECK_FALSE(tok.has_token(265));
   CHECK(tok.has_token(270));
   std::vector<std::string> warnings;
   run::StreamPrinter printer(&tok, {}, nullptr, nullptr, [&](const std::string& w) { warnings.push_back(w); });
   printer.on_token(265);
-  printer.on_token(270);  // "<tool>"
-  printer.on_token(262);
+  printer.on_token(270);  // " hello"
+  printer.on_token(260);  // a second gap: no second warning
+  printer.on_token(262);  // "<tool>"
   printer.finish();
-  CHECK(printer.text() == "<tool>");
+  CHECK(printer.text() == " hello<tool>");
   CHECK(printer.missing_tokens() == 2);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0] ==
