@@ -23,6 +23,7 @@ struct Engine::Sequence {
   uint64_t loop_steps = 0;  ///< ids the decode loop may take
   uint64_t loop_taken = 0;  ///< ids it took
   uint64_t issued = 0;      ///< asynchronous: steps it issued
+  uint64_t issued_at_first = 0;  ///< asynchronous: steps issued when the first id was taken (plain decode)
   bool fallback = false;    ///< speculative: plain decode after the capacity
 };
 
@@ -148,7 +149,8 @@ Status Engine::step_prefill(Sequence& s, TokenEvent& ev) {
     s.out.spec->prompt_precompute_ms += ms_between(t, now_());
     return st;
   };
-  KERN_ASSIGN_OR_RETURN(auto chunks, runner_.prefill(std::span(s.req.prompt_ids).subspan(s.prefilled, len), s.prefilled,
+  KERN_ASSIGN_OR_RETURN(auto chunks, runner_.prefill(std::span(s.req.prompt_ids).subspan(s.prefilled, len),
+                                                     s.req.start_pos + s.prefilled,
                                                      s.chunk, nullptr, s.req.speculative ? &precompute : nullptr));
   s.out.prefill_chunks += chunks;
   s.prefilled += len;
@@ -170,9 +172,9 @@ Status Engine::step_first(Sequence& s, TokenEvent& ev) {
   }
   // Decode: the last prompt token (the first generated id), then each generated id.
   s.token = last;
-  s.pos = n - 1;
+  s.pos = s.req.start_pos + n - 1;
   s.loop_steps = s.req.max_tokens;
-  if (!s.req.sync) KERN_RETURN_IF_ERROR(runner_.start_decode(last, n - 1));
+  if (!s.req.sync) KERN_RETURN_IF_ERROR(runner_.start_decode(last, s.pos));
   s.phase = Sequence::Phase::kDecode;
   return step_decode(s, ev);
 }
@@ -247,6 +249,7 @@ void Engine::emit(Sequence& s, int64_t id, TokenEvent& ev) {
   if (s.out.generated_ids.size() == 1) {
     s.out.prefill_ms = ms_between(s.t0, s.t_last);
     s.t_first = s.t_last;
+    if (!s.req.sync && !s.req.speculative) s.issued_at_first = s.issued;
   }
   s.out.stopped = is_stop_id(s.req.stop_ids, id);
   s.done = s.out.stopped || s.out.generated_ids.size() >= s.req.max_tokens;
@@ -267,6 +270,10 @@ void Engine::finish(Status failure, TokenEvent& ev) {
   } else {
     out.decode_steps = out.generated_ids.size() - 1;
     out.decode_ms = out.decode_steps > 0 ? ms_between(s.t_first, s.t_last) : 0.0;
+    // Steps issued with the first id (beyond its own) ran, at least in part,
+    // before the window opened: not timed.
+    const uint64_t early = s.issued_at_first > 1 ? s.issued_at_first - 1 : 0;
+    out.decode_steps_timed = out.decode_steps > early ? out.decode_steps - early : 0;
     out.records = runner_.records();
     out.stats = average_decode(steady_part(out.records));
     ev.finished = out.stopped ? FinishReason::kStop : FinishReason::kLength;

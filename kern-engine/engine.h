@@ -52,8 +52,16 @@ struct SequenceResult {
   uint64_t chunk = 0;          ///< prefill chunk actually used
   uint64_t prefill_chunks = 0; ///< prefill program runs
   double prefill_ms = 0;
-  double decode_ms = 0;        ///< total over decode_steps
+  double decode_ms = 0;        ///< wall time from the first id taken to the last (covers decode_steps_timed)
   uint64_t decode_steps = 0;   ///< generated ids - 1
+  /// Decode steps whose work lies inside decode_ms: those issued after the
+  /// first id was taken. The synchronous loop and speculative rounds issue
+  /// every step after the previous id is read (= decode_steps); the
+  /// asynchronous loop had kDecodeLookahead - 1 more issued with the first
+  /// (on the cpu device they ran before the first id was read), so it times
+  /// decode_steps - (kDecodeLookahead - 1), and 0 at --steps 2: per-token
+  /// figures are computed over these steps only, and are absent at 0.
+  uint64_t decode_steps_timed = 0;
   bool sync = false;           ///< the synchronous loop ran
   uint64_t surplus_steps = 0;  ///< asynchronous steps run after the end and discarded
   DecodeStats stats;           ///< steady-state figures per decode step

@@ -40,6 +40,11 @@ Result<std::unique_ptr<Model>> Model::adopt(std::unique_ptr<load::Executable> ex
   return m;
 }
 
+bool Model::random_weights() const {
+  const auto it = weights_metadata_.find("generator");
+  return seeded_weights_ || (it != weights_metadata_.end() && it->second == "gen_random_weights.py");
+}
+
 Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& config, const LoadObserver* observer) {
   const uint64_t capacity = config.capacity.value_or(default_capacity(plan.contract));
   KERN_RETURN_IF_ERROR(check_capacity(plan.contract, capacity));
@@ -55,8 +60,10 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
   phases.device_ms = ms_since(t0);
   t0 = Clock::now();
   std::optional<load::Safetensors> weights;  // none with random weights
+  std::map<std::string, std::string> weights_metadata;
   if (!config.random_weights_seed) {
     KERN_ASSIGN_OR_RETURN(auto opened_weights, load::Safetensors::open(config.weights_path));
+    weights_metadata = opened_weights.metadata();
     weights = std::move(opened_weights);
   }
   phases.weights_open_ms = ms_since(t0);
@@ -88,6 +95,8 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
   KERN_ASSIGN_OR_RETURN(auto exe, std::move(loaded));
   std::unique_ptr<Model> m(new Model(std::move(exe), plan.contract, plan.spec, capacity));
   m->device_name_ = device_name;
+  m->weights_metadata_ = std::move(weights_metadata);
+  m->seeded_weights_ = config.random_weights_seed.has_value();
   const load::LoadTimings& t = phases.executable;
   phases.total_ms = phases.plan_ms + phases.device_ms + phases.weights_open_ms + t.kernels_ms + t.allocate_ms +
                     t.weights_ms + t.stage_ms;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -101,6 +102,13 @@ class Model {
   ModelRunner& runner() { return *runner_; }
   const std::string& device_name() const { return device_name_; }
   const LoadPhases& phases() const { return phases_; }
+  /// The weights file's safetensors `__metadata__` (empty with random
+  /// weights, or when the file has none): gen_random_weights.py writes
+  /// "generator" = "gen_random_weights.py", the exporter "format".
+  const std::map<std::string, std::string>& weights_metadata() const { return weights_metadata_; }
+  /// Whether the weights are random: filled on the device from a seed
+  /// (ModelConfig::random_weights_seed) or written by gen_random_weights.py.
+  bool random_weights() const;
 
  private:
   Model(std::unique_ptr<load::Executable> exe, const Qwen3Contract& c, std::optional<SpecContract> spec,
@@ -113,6 +121,8 @@ class Model {
   std::unique_ptr<ModelRunner> runner_;  ///< borrows exe_, contract_, spec_
   std::string device_name_;
   LoadPhases phases_;
+  std::map<std::string, std::string> weights_metadata_;
+  bool seeded_weights_ = false;  ///< ModelConfig::random_weights_seed was set
 };
 
 }  // namespace kern::engine

@@ -145,6 +145,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   std::string stop_text;
   auto* stops = app.add_option("--stop-ids", stop_text, "comma-separated ids that end generation (kept in the output), "
                                                          "besides the tokenizer's end tokens");
+  app.add_flag("-i,--interactive", o.interactive, "with --chat: a conversation on stdin, one message per line, "
+                                                 "the replies streamed; /exit or end of input ends it");
   app.add_flag("--spec", o.spec, "speculative decoding with the plan's DSpark draft (a manifest from "
                                  "examples/gen_qwen3_dspark_manifest.py; same ids as plain greedy decoding)");
   try {
@@ -163,6 +165,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
     if (!parsed.ok()) return usage(parsed.error().message);
     o.prompt_ids = std::move(parsed.value());
     if (o.chat) return usage("--chat needs a text prompt (--prompt, --prompt-file or stdin), not --prompt-ids");
+  } else if (o.interactive) {
+    // Messages come from stdin: the checks are the chat command's (chat_command.cpp).
   } else if (o.tokenizer_path.empty()) {
     if (text->count() == 0 && file->count() == 0)  // nothing given; stdin alone needs a tokenizer too
       return usage("no prompt: give token ids (--prompt-ids 1,2,3) or text (--prompt TEXT, --prompt-file FILE "

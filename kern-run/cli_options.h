@@ -44,6 +44,7 @@ struct RunOptions {
   bool sync = false;  ///< --sync: the synchronous decode loop (model_runner.h)
   std::vector<int64_t> stop_ids;  ///< --stop-ids: more ids that end generation (besides the tokenizer's end tokens)
   bool spec = false;  ///< --spec: speculative decoding with the plan's DSpark draft (engine.h)
+  bool interactive = false;  ///< -i/--interactive with --chat: a conversation on stdin (chat_command.h)
 };
 
 /// The files of a model folder written by examples/convert_hf.py.

@@ -7,6 +7,7 @@
 #include <exception>
 #include <iostream>
 
+#include "kern-run/chat_command.h"
 #include "kern-run/cli_options.h"
 #include "kern-run/bench.h"
 #include "kern-run/compare_command.h"
@@ -33,6 +34,7 @@ int dispatch(int argc, char** argv) {
   auto parsed = kern::run::parse_command_line(argc, argv);
   if (!parsed.options) return parsed.exit_code;
   spdlog::set_level(parsed.options->load.verbose ? spdlog::level::info : spdlog::level::warn);
+  if (parsed.options->interactive) return kern::run::run_chat_command(*parsed.options);
   return kern::run::run_command(*parsed.options);
 }
 
