@@ -10,6 +10,7 @@
 #include "kern-run/cli_options.h"
 #include "kern-run/bench.h"
 #include "kern-run/run_command.h"
+#include "kern-run/run_requests.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/token_tools.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -29,6 +30,7 @@ int dispatch(int argc, char** argv) {
   auto parsed = kern::run::parse_command_line(argc, argv);
   if (!parsed.options) return parsed.exit_code;
   spdlog::set_level(parsed.options->load.verbose ? spdlog::level::info : spdlog::level::warn);
+  if (!parsed.options->requests_path.empty()) return kern::run::run_requests_command(*parsed.options);
   return kern::run::run_command(*parsed.options);
 }
 
