@@ -2,9 +2,10 @@
 // step-driven core in token ids. Requests are added, each step() does one
 // unit of work for the running sequence and returns the token events it
 // produced; a request can be aborted at any point. At one sequence (batch
-// size 1): requests run one after another in the order added (FIFO); the
-// next is admitted once the running one finished and its queued steps were
-// drained.
+// size 1, the default): requests run one after another in the order added
+// (FIFO); the next is admitted once the running one finished and its queued
+// steps were drained. set_max_batch(N > 1) hands every call to the batched
+// mode (batch_engine.h: continuous batching over decode_batch).
 //
 // A plain sequence: chunked prefill of the first n-1 prompt tokens through
 // `prefill` (one chunk per step), the last prompt token through `decode`

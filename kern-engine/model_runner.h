@@ -2,8 +2,10 @@
 // contract (SPEC §7, docs/qwen3-manifest.md) and the speculative programs
 // (SPEC §8): chunked prefill through `prefill`, one token at a time through
 // `decode`, a DSpark round through `draft` / `verify` / `draft_precompute`.
-// Batch size 1 with an identity block table, so a token's KV slot is its
-// position. It is the only code that writes contract buffers, and the single
+// One sequence at a time with an identity block table (a token's KV slot is
+// its position), or, for the batched engine (docs/batching.md), prefill
+// through a sequence's own pages (use_pages) and decode_batch over the batch
+// rows (model_runner_batch.cpp). It is the only code that writes contract buffers, and the single
 // owner of the readback slots, the timing marks and the device-side input
 // cache (cu_seqlens_q): one runner per Executable (the Model's), so no other
 // writer can leave an input stale behind the cache's back.
