@@ -1,6 +1,8 @@
 // The step-driven generation engine at one sequence (engine.h).
 #include "kern-engine/engine.h"
 
+#include "kern-engine/batch_engine.h"
+
 #include <algorithm>
 #include <span>
 #include <string>
@@ -30,13 +32,34 @@ struct Engine::Sequence {
 Engine::Engine(Model& model, NowFn now)
     : model_(model), runner_(model.runner()), now_(clock_or_default(std::move(now))) {}
 
+Status Engine::set_max_batch(uint64_t max_batch) {
+  auto usage = [](const std::string& m) { return make_error(ErrorKind::kUsage, m); };
+  if (!idle() || (batch_ && !batch_->idle())) return usage("max_batch can only change while the engine is idle");
+  if (max_batch == 0) return usage("max_batch must be at least 1");
+  if (max_batch == 1) {
+    batch_.reset();
+    return {};
+  }
+  const BatchContract* b = model_.batch();
+  if (b == nullptr)
+    return usage("max_batch " + std::to_string(max_batch) + " needs a plan with the batched decode program "
+                 "'decode_batch' (regenerate the manifest with examples/gen_qwen3_manifest.py --max-batch N)");
+  if (max_batch > b->max_batch)
+    return usage("max_batch " + std::to_string(max_batch) + " exceeds the plan's max_batch " +
+                 std::to_string(b->max_batch) + " (its 'batch' symbol's bound)");
+  batch_ = std::make_unique<BatchEngine>(model_, max_batch, now_);
+  return {};
+}
+
 Engine::~Engine() {
+  batch_.reset();
   // Steps still queued for a sequence that never finished must land before
   // the runner (the Model's) serves another engine.
   if (runner_.in_flight() > 0) (void)runner_.discard_in_flight();
 }
 
 Status Engine::add_request(Request r) {
+  if (batch_) return batch_->add_request(std::move(r));
   auto usage = [](const std::string& m) { return make_error(ErrorKind::kUsage, m); };
   KERN_RETURN_IF_ERROR(check_request(model_.contract(), model_.capacity(), r));
   if (r.speculative && model_.spec() == nullptr)
@@ -49,6 +72,7 @@ Status Engine::add_request(Request r) {
 }
 
 void Engine::abort(RequestId id) {
+  if (batch_) return batch_->abort(id);
   auto it = std::find_if(waiting_.begin(), waiting_.end(), [id](const Request& r) { return r.id == id; });
   if (it != waiting_.end()) {
     // Never started: nothing to drain; reported by the next step.
@@ -66,10 +90,12 @@ void Engine::abort(RequestId id) {
 }
 
 bool Engine::idle() const {
+  if (batch_) return batch_->idle();
   return waiting_.empty() && !running_ && !aborted_ && aborted_waiting_.empty() && runner_.in_flight() == 0;
 }
 
 Status Engine::drain() {
+  if (batch_) return batch_->drain();
   if (aborted_ && !aborted_drained_) {
     aborted_drain_ = runner_.discard_in_flight();
     aborted_drained_ = true;
@@ -93,6 +119,7 @@ std::optional<TokenEvent> Engine::retire_aborted() {
 }
 
 Result<std::vector<TokenEvent>> Engine::step() {
+  if (batch_) return batch_->step();
   std::vector<TokenEvent> events;
   if (auto ev = retire_aborted()) events.push_back(std::move(*ev));
   for (TokenEvent& ev : aborted_waiting_) events.push_back(std::move(ev));

@@ -2,9 +2,10 @@
 // step-driven core in token ids. Requests are added, each step() does one
 // unit of work for the running sequence and returns the token events it
 // produced; a request can be aborted at any point. At one sequence (batch
-// size 1): requests run one after another in the order added (FIFO); the
-// next is admitted once the running one finished and its queued steps were
-// drained.
+// size 1, the default): requests run one after another in the order added
+// (FIFO); the next is admitted once the running one finished and its queued
+// steps were drained. set_max_batch(N > 1) hands every call to the batched
+// mode (batch_engine.h: continuous batching over decode_batch).
 //
 // A plain sequence: chunked prefill of the first n-1 prompt tokens through
 // `prefill` (one chunk per step), the last prompt token through `decode`
@@ -33,6 +34,8 @@
 #include "kern-engine/spec_stats.h"
 
 namespace kern::engine {
+
+class BatchEngine;
 
 /// Why a sequence ended.
 enum class FinishReason {
@@ -123,6 +126,15 @@ class Engine {
   /// The Model the engine runs on.
   Model& model() { return model_; }
 
+  /// Runs up to `max_batch` sequences at once through the plan's
+  /// decode_batch (continuous batching, batch_engine.h, docs/batching.md);
+  /// 1 (the default) runs one sequence at a time through decode. Call while
+  /// idle, before adding requests. Errors (kUsage): 0; above the plan's
+  /// max_batch; > 1 on a plan without decode_batch; not idle.
+  Status set_max_batch(uint64_t max_batch);
+  /// The batched mode, or null at max_batch 1 (tests read its pool and rows).
+  const BatchEngine* batch_engine() const { return batch_.get(); }
+
  private:
   struct Sequence;
   /// One unit of work of the running sequence; fills `ev`.
@@ -147,6 +159,7 @@ class Engine {
   Status aborted_drain_;              ///< the outcome of draining aborted_'s queued steps
   bool aborted_drained_ = false;      ///< drain() ran for aborted_
   std::vector<TokenEvent> aborted_waiting_;  ///< aborted before they ran; reported by the next step
+  std::unique_ptr<BatchEngine> batch_;  ///< set by set_max_batch(> 1): every call goes to it
 };
 
 }  // namespace kern::engine

@@ -68,6 +68,8 @@ Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Execut
   GraphPolicyOptions gpo;
   gpo.enabled = options.graphs && exe->device_->supports_graphs();
   gpo.capture_after = options.graph_capture_after;
+  gpo.max_graphs = options.max_graphs;
+  gpo.max_tracked_keys = options.max_tracked_keys;
   exe->graphs_ = GraphPolicy(gpo);
   if (monitor != nullptr) exe->on_warning_ = monitor->on_warning;
   exe->poison_ = options.poison_workspace;

@@ -78,6 +78,11 @@ struct ExecutableOptions {
   bool graphs = true;
   /// Eager runs of a (program, symbol values) key before it is captured.
   uint32_t graph_capture_after = 1;
+  /// Captured graphs kept at most, and distinct (program, symbol values)
+  /// keys counted at most (GraphPolicyOptions; docs/batching.md: a batched
+  /// engine needs one graph per batch-size bucket beside prefill's and decode's).
+  size_t max_graphs = 8;
+  size_t max_tracked_keys = 64;
   /// Set: every weight buffer is filled with random_weights.h values of this
   /// seed (no file); `weights` must then be null.
   std::optional<uint64_t> random_weights_seed{};

@@ -149,17 +149,34 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
                                                  "the replies streamed; /exit or end of input ends it");
   app.add_flag("--spec", o.spec, "speculative decoding with the plan's DSpark draft (a manifest from "
                                  "examples/gen_qwen3_dspark_manifest.py; same ids as plain greedy decoding)");
+  uint64_t max_batch = 0;
+  auto* requests = app.add_option("--requests", o.requests_path,
+                                  "JSON Lines file of requests ('-': stdin), one object per line: prompt_ids or "
+                                  "prompt, max_tokens, temperature, top_k, top_p, min_p, seed, stop_ids, stop, "
+                                  "ignore_eos; prints one JSON result per line in request order (docs/batching.md)");
+  auto* batch = app.add_option("--max-batch", max_batch,
+                               "with --requests: sequences decoded at once (default: the plan's max_batch)")
+                    ->check(count_check(1));
+  batch->needs(requests);
+  requests->excludes(ids)->excludes(text)->excludes(file)->excludes(chat);
+  for (const char* name : {"--spec", "--sync", "--json", "--dump-buffer", "--stop-ids"})
+    requests->excludes(app.get_option(name));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return {std::nullopt, rc == 0 ? 0 : 2};
   }
+  if (batch->count() > 0) o.max_batch = max_batch;
   auto usage = [](const std::string& message) {
     print_error(message);
     return ParsedCommandLine{std::nullopt, 2};
   };
   if (Status s = load.finish(o.plan_path, &o.tokenizer_path); !s.ok()) return usage(s.error().message);
+  if (requests->count() > 0) {
+    if (cap->count() > 0) o.capacity = capacity;
+    return {std::move(o), 0};  // the requests carry their prompts (run_requests.h)
+  }
   if (ids->count() > 0) {
     auto parsed = parse_id_list(ids_text);
     if (!parsed.ok()) return usage(parsed.error().message);

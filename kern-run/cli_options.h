@@ -45,6 +45,8 @@ struct RunOptions {
   std::vector<int64_t> stop_ids;  ///< --stop-ids: more ids that end generation (besides the tokenizer's end tokens)
   bool spec = false;  ///< --spec: speculative decoding with the plan's DSpark draft (engine.h)
   bool interactive = false;  ///< -i/--interactive with --chat: a conversation on stdin (chat_command.h)
+  std::string requests_path;  ///< --requests FILE.jsonl ("-": stdin): many requests, batched (run_requests.h)
+  std::optional<uint64_t> max_batch;  ///< --max-batch: sequences at once (default: the plan's max_batch)
 };
 
 /// The files of a model folder written by examples/convert_hf.py.

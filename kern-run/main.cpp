@@ -13,6 +13,7 @@
 #include "kern-run/compare_command.h"
 #include "kern-run/run_command.h"
 #include "kern-run/serve/serve_command.h"
+#include "kern-run/run_requests.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/token_tools.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -35,6 +36,7 @@ int dispatch(int argc, char** argv) {
   if (!parsed.options) return parsed.exit_code;
   spdlog::set_level(parsed.options->load.verbose ? spdlog::level::info : spdlog::level::warn);
   if (parsed.options->interactive) return kern::run::run_chat_command(*parsed.options);
+  if (!parsed.options->requests_path.empty()) return kern::run::run_requests_command(*parsed.options);
   return kern::run::run_command(*parsed.options);
 }
 

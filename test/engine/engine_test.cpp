@@ -327,7 +327,7 @@ TEST_CASE("the capacity is bounded by the RoPE table's rows (issue 22 item 3)", 
         "max_position_embeddings)");
   CHECK(engine::check_capacity(*c, 17).ok());
   // Loaded by the engine, the Model's capacity is 17 and decoding to its last position works.
-  engine::ModelPlan mp{std::move(plan.value()), *c, std::nullopt, 0};
+  engine::ModelPlan mp{std::move(plan.value()), *c, std::nullopt, std::nullopt, 0};
   engine::ModelConfig config;
   config.device = load::DeviceChoice::kCpu;
   config.random_weights_seed = 1;
