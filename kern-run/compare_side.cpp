@@ -192,6 +192,8 @@ Status build_spans(Side& side, int prog, const std::vector<DispatchSpan>& spans,
 Status write_step_inputs(Side& side, const int64_t* ids, uint64_t n, uint64_t pos) {
   side.symbols.assign(side.plan().symbols()->size(), 0);
   side.symbols[side.contract().tokens_symbol] = n;
+  // The batch-1 programs (prefill, decode) run at batch = 1 (model_runner.cpp).
+  if (side.contract().batch_symbol != engine::Qwen3Contract::kNoSymbol) side.symbols[side.contract().batch_symbol] = 1;
   return side.model->runner().write_inputs(ids, n, pos);
 }
 
