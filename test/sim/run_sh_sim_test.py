@@ -34,7 +34,7 @@ import unittest
 
 ROOT = BUILD = None
 STEPS = ["gpu", "bundle", "abi", "tiny", "pdl", "bench-tiny", "spec", "memcheck"]
-LEFT_OUT = {"kernels", "hf-0.6b", "hf-4b", "bench-0.6b", "bench-4b", "bench-4b-unfused"}
+LEFT_OUT = {"kernels", "compare", "hf-0.6b", "hf-4b", "bench-0.6b", "bench-4b", "bench-4b-unfused"}
 FAKE_SMI = """#!/bin/sh
 case "$*" in
   *--query-gpu=name,*) echo "kern simulated GPU, 0.00, 143771" ;;
