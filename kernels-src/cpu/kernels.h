@@ -88,6 +88,14 @@ Status argmax_reduce(const CpuLaunch& launch);
 /// Nothing when num_tokens is 0. Grid.x >= 1.
 Status decode_advance(const CpuLaunch& launch);
 
+/// `kern_sample_bf16` (§15): for each row with temperature > 0, replaces
+/// next_token[r] (the argmax) by an id sampled from softmax(logits / t)
+/// truncated by min_p, top_k and top_p, with Philox4x32-10 keyed by
+/// (seed[r], positions[r]); other rows are left alone. Grid.x >= rows,
+/// block [256, 1, 1]; the histogram state (i32 [max_rows, 65536]) is zero on
+/// entry and left zero; rows > max_rows is an error.
+Status sample_bf16(const CpuLaunch& launch);
+
 /// `extern:cublaslt_bf16_tn` (§10): c[m, n] = bf16(a[m, k] . w[n, k]^T), f32
 /// accumulation. Grid and block are ignored.
 Status gemm_bf16_tn(const CpuLaunch& launch);
@@ -137,6 +145,7 @@ Status paged_attention_prefill_bf16_extents(const CpuLaunch& launch, CpuExtents&
 Status argmax_partial_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status argmax_reduce_extents(const CpuLaunch& launch, CpuExtents& out);
 Status decode_advance_extents(const CpuLaunch& launch, CpuExtents& out);
+Status sample_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 /// Both GEMM ops (the _acc variant touches the same bytes).
 Status gemm_bf16_tn_extents(const CpuLaunch& launch, CpuExtents& out);
 /// The decode GEMV family (one declaration per variant's param layout).
