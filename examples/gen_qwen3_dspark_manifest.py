@@ -136,7 +136,7 @@ def fused_with_taps(c, d, advance):
     """The fused decode program + taps (after each tapped layer's down_proj,
     which completes the layer's output in `residual`); without the step
     advance for verify."""
-    dispatches = g.fused_decode_program(c)["dispatches"]
+    dispatches = g.fused_decode_program(c, sampling=False)["dispatches"]  # speculative decoding stays greedy
     if not advance:
         dispatches = dispatches[:-1]
     return {"dispatches": with_taps_after(c, d, dispatches, lambda layer: f"layers.{layer}.down_proj+residual")}
