@@ -93,7 +93,8 @@ Status decode_advance(const CpuLaunch& launch);
 /// truncated by min_p, top_k and top_p, with Philox4x32-10 keyed by
 /// (seed[r], positions[r]); other rows are left alone. Grid.x >= rows,
 /// block [256, 1, 1]; the histogram state (i32 [max_rows, 65536]) is zero on
-/// entry and left zero; rows > max_rows is an error.
+/// entry and left zero (a non-zero count at a key the row has is an error);
+/// rows > max_rows is an error.
 Status sample_bf16(const CpuLaunch& launch);
 
 /// `extern:cublaslt_bf16_tn` (§10): c[m, n] = bf16(a[m, k] . w[n, k]^T), f32

@@ -40,8 +40,9 @@ constexpr const char* kName = "kern_sample_bf16";
 using namespace sample_order;
 
 /// One row's sampling over its histogram `hist` (the row's counts are added
-/// to it; the caller checks it was zero and resets it): the chosen id, or
-/// -1 to keep the greedy id. `keys` receives the counted keys, from the top.
+/// to it; the caller resets them): the chosen id, -1 to keep the greedy id,
+/// or -2 when a key the row counts was not zero on entry. `keys` receives
+/// the counted keys, from the top.
 ///
 /// The kernel scans all 65536 keys; a key without ids has mass 0 and adds
 /// exactly 0.0f to every sum, so visiting only the counted keys (in the same
@@ -50,6 +51,10 @@ using namespace sample_order;
 int64_t sample_row(const uint16_t* row, int64_t vocab, float t, int32_t top_k, float top_p, float min_p,
                    uint64_t seed, int64_t position, int32_t* hist, std::vector<int32_t>& keys) {
   keys.clear();
+  for (int64_t i = 0; i < vocab; ++i) {
+    const int32_t k = key_of(row[i]);
+    if (k >= 0 && hist[k] != 0) return -2;  // a stale count (checked before this row counts anything)
+  }
   for (int64_t i = 0; i < vocab; ++i) {
     const int32_t k = key_of(row[i]);
     if (k < 0) continue;
@@ -168,14 +173,14 @@ Status sample_bf16(const CpuLaunch& l) {
     if (!(t > 0.0f)) continue;  // greedy: the argmax's id stays
     int32_t* h = hist + r * kKeys;
     // The state is zero between launches (the CUDA kernel counts into it
-    // with atomics and resets what it counted); a count left over would be
-    // mass of a logit the row does not have.
-    if (std::any_of(h, h + kKeys, [](int32_t c) { return c != 0; }))
+    // with atomics and resets what it counted). The twin checks the keys it
+    // counts (a full 256 KB scan per row would dominate its cost).
+    const int64_t id = sample_row(logits + r * vocab, vocab, t, top_k[r], top_p[r], min_p[r],
+                                  static_cast<uint64_t>(seed[r]), positions[r], h, keys);
+    if (id == -2)
       return data_error(kName, "histogram row " + std::to_string(r) +
                                    " is not zero on entry (param 8 must point at a zeroed state, reset by every "
                                    "launch)");
-    const int64_t id = sample_row(logits + r * vocab, vocab, t, top_k[r], top_p[r], min_p[r],
-                                  static_cast<uint64_t>(seed[r]), positions[r], h, keys);
     for (int32_t k : keys) h[k] = 0;
     if (id >= 0) next[r] = id;
   }
