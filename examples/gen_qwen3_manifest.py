@@ -6,7 +6,10 @@ exactly the buffers, kernels (docs/kernels.md ABIs) and programs `prefill` /
 `decode` of docs/qwen3-manifest.md. `--kernels fused` (the default) gives
 `decode` the fused decode kernels (docs/kernels.md §11-13: 6 launches per
 layer, 3 around them); `--kernels unfused` keeps the original kernel set
-(12 per layer). Both read the same weights; `prefill` is the same in both. The output is deterministic: keys in the
+(12 per layer). Both read the same weights; `prefill` is the same in both. Both
+decode programs end with the sampling dispatch (`sample_dispatch`: per-row
+temperature, top_k, top_p, min_p and seed inputs; docs/qwen3-manifest.md
+"Sampling") and the step advance. The output is deterministic: keys in the
 order this file inserts them, 2-space indent, one trailing newline
 (examples/json_out.py), so regenerating a checked-in manifest is byte-identical.
 

@@ -83,7 +83,10 @@ Status run(const RunOptions& o) {
     // No --seed: a fresh one from the OS, reported so that the run can be repeated.
     std::random_device rd;
     req.sampling.seed = (static_cast<uint64_t>(rd()) << 32) | rd();
-    spdlog::info("sampling with seed {} (pass --seed {} to repeat)", req.sampling.seed, req.sampling.seed);
+    // Always shown (like llama.cpp's sampler seed line), not only with -v: a run without --seed is repeatable only
+    // through it.
+    std::fprintf(stderr, "kern-run: sampling with seed %llu (pass --seed %llu to repeat)\n",
+                 static_cast<unsigned long long>(req.sampling.seed), static_cast<unsigned long long>(req.sampling.seed));
   }
   // Dumped buffers must be those of the last generated id's step, not of a
   // discarded surplus step after a stop id: with stop ids, --dump-buffer
