@@ -1,7 +1,11 @@
 // Throughput of the cpu device's hot kernels (the GEMM and decode GEMV twins)
 // at Qwen3-0.6B shapes: the figures behind kern-run's time to first token on
-// the cpu device (docs/memory-plan.md). Prints a table of the median of
-// repeats in ms and in multiply-adds per second (GMAC/s).
+// the cpu device (docs/memory-plan.md). Prints tables of the median of
+// repeats in ms and in multiply-adds per second (GMAC/s); then the fused
+// decode GEMVs (the ones the 0.6B decode program launches, with its splits)
+// at m = 1..8 rows, one decode step's GEMV time per batch size (28 layers +
+// lm_head) against batch 1, and the GEMV lane-dot paths (gemv_lanes.h)
+// this machine runs, side by side.
 //
 // Usage: cpu_kernels_bench [REPEATS]
 #include <algorithm>
@@ -18,6 +22,7 @@
 #include "common/bf16.h"
 #include "common/extern_ops.h"
 #include "kernels-src/cpu/cpu_kernel.h"
+#include "kernels-src/cpu/gemv_lanes.h"
 #include "test/kernels/arg_pack.h"
 
 namespace {
@@ -111,6 +116,105 @@ void bench_gemv(const char* what, int64_t n, int64_t k, int repeats, std::mt1993
   row(what, 1, n, k, median_ms("kern_gemv_bf16", p, tiles, 1, 128, 0, repeats));
 }
 
+/// One fused decode GEMV of the 0.6B decode program (examples/qwen3-0.6b.json).
+struct DecodeGemv {
+  const char* what;
+  const char* symbol;
+  bool norm, argmax;
+  int64_t n, k, splits, w_rows;  ///< w_rows: n, or 2n for SiLU*mul
+  int64_t per_step;              ///< launches per decode step (28 layers, or 1)
+};
+
+/// Median times of `g` at m rows (every buffer sized for m; a, w random).
+Times time_decode_gemv(const DecodeGemv& g, int64_t m, int repeats, std::mt19937& rng) {
+  const auto a = random_bf16(rng, static_cast<size_t>(m * g.k));
+  const auto nw = random_bf16(rng, static_cast<size_t>(g.k));
+  const auto w = random_bf16(rng, static_cast<size_t>(g.w_rows * g.k));
+  auto c = random_bf16(rng, static_cast<size_t>(m * g.n));
+  const int64_t tiles = (g.n + 7) / 8;
+  std::vector<float> partial(static_cast<size_t>(std::max<int64_t>(1, g.splits * m * g.w_rows)));
+  std::vector<int32_t> counters(static_cast<size_t>(tiles));
+  std::vector<float> val(static_cast<size_t>(m * tiles));
+  std::vector<int32_t> idx(static_cast<size_t>(m * tiles));
+  ArgPack p;
+  p.add(a.data());
+  if (g.norm) p.add(nw.data());
+  p.add(w.data()).add(c.data()).add(partial.data()).add(counters.data());
+  if (g.argmax) p.add(val.data()).add(idx.data());
+  p.add<int32_t>(static_cast<int32_t>(m)).add<int32_t>(static_cast<int32_t>(g.n)).add<int32_t>(static_cast<int32_t>(g.k));
+  p.add<int32_t>(static_cast<int32_t>(g.k)).add<int32_t>(static_cast<int32_t>(g.n));
+  p.add<int32_t>(static_cast<int32_t>(g.splits));
+  if (g.norm) p.add(1e-6f);
+  return median_ms(g.symbol, p, static_cast<uint32_t>(tiles), static_cast<uint32_t>(g.splits), 128,
+                   g.norm ? static_cast<uint64_t>(m * g.k * 2) : 0, repeats);
+}
+
+/// The fused decode GEMVs at m = 1..8 and one decode step's GEMV time per m.
+void bench_decode_batches(int repeats, std::mt19937& rng) {
+  const DecodeGemv gemvs[] = {
+      {"rmsnorm+qkv_proj", "kern_gemv_rmsnorm_bf16", true, false, 4096, 1024, 1, 4096, 28},
+      {"o_proj (acc)", "kern_gemv_acc_bf16", false, false, 1024, 2048, 3, 1024, 28},
+      {"rmsnorm+gate_up+silu_mul", "kern_gemv_rmsnorm_silu_mul_bf16", true, false, 3072, 1024, 1, 6144, 28},
+      {"down_proj (acc)", "kern_gemv_acc_bf16", false, false, 1024, 3072, 3, 1024, 28},
+      {"rmsnorm+lm_head+argmax", "kern_gemv_rmsnorm_argmax_bf16", true, true, 151936, 1024, 1, 151936, 1},
+  };
+  std::printf("\nfused decode GEMVs of the Qwen3-0.6B decode program at m rows (lane-dot path: %s);\n"
+              "x m=1: CPU time against the same GEMV at m = 1 (weights read once for all rows)\n\n",
+              kern::cpu::gemv_isa_name(kern::cpu::gemv_best_isa()));
+  std::printf("| %-26s | %2s | %6s | %4s | %6s | %8s | %8s | %6s |\n", "gemv", "m", "n", "k", "splits", "ms wall",
+              "ms CPU", "x m=1");
+  std::printf("|%s|----|--------|------|--------|----------|----------|--------|\n", std::string(28, '-').c_str());
+  double step_cpu[9] = {}, step_wall[9] = {};
+  for (const DecodeGemv& g : gemvs) {
+    double base = 0.0;
+    for (int64_t m = 1; m <= 8; ++m) {
+      const Times t = time_decode_gemv(g, m, repeats, rng);
+      if (m == 1) base = t.cpu_ms;
+      step_cpu[m] += static_cast<double>(g.per_step) * t.cpu_ms;
+      step_wall[m] += static_cast<double>(g.per_step) * t.wall_ms;
+      std::printf("| %-26s | %2lld | %6lld | %4lld | %6lld | %8.3f | %8.3f | %6.2f |\n", g.what,
+                  static_cast<long long>(m), static_cast<long long>(g.n), static_cast<long long>(g.k),
+                  static_cast<long long>(g.splits), t.wall_ms, t.cpu_ms, t.cpu_ms / base);
+    }
+  }
+  std::printf("\none decode step's GEMVs (28 x the four layer GEMVs + lm_head) at batch m\n\n");
+  std::printf("| batch m | ms wall | ms CPU | x batch 1 (CPU) | ms CPU / row |\n");
+  std::printf("|---------|---------|--------|-----------------|--------------|\n");
+  for (int m = 1; m <= 8; ++m)
+    std::printf("| %7d | %7.1f | %6.1f | %15.2f | %12.1f |\n", m, step_wall[m], step_cpu[m], step_cpu[m] / step_cpu[1],
+                step_cpu[m] / m);
+}
+
+/// The lane-dot paths (portable = the scalar statement of the order) on a
+/// [4096, 1024] w, all m rows per w row, one split.
+void bench_lane_paths(int repeats, std::mt19937& rng) {
+  constexpr int64_t kN = 4096, kK = 1024;
+  const auto w = random_bf16(rng, static_cast<size_t>(kN * kK));
+  std::printf("\nGEMV lane-dot paths (gemv_lanes.h, identical bits), [%lld, %lld] w, one thread; ms CPU\n\n",
+              static_cast<long long>(kN), static_cast<long long>(kK));
+  std::printf("| path     | m | ms CPU | GMAC/s | w GB/s |\n|----------|---|--------|--------|--------|\n");
+  for (const auto isa : {kern::cpu::GemvIsa::kPortable, kern::cpu::GemvIsa::kAvx2, kern::cpu::GemvIsa::kAvx512}) {
+    if (!kern::cpu::gemv_isa_supported(isa)) continue;
+    for (const int64_t m : {1, 2, 4, 8}) {
+      std::vector<float> a(static_cast<size_t>(m * kK));
+      for (size_t x = 0; x < a.size(); ++x) a[x] = kern::bf16_to_f32(random_bf16(rng, 1)[0]);
+      std::vector<float> out(static_cast<size_t>(m * kN));
+      std::vector<double> cpu;
+      for (int r = 0; r <= repeats; ++r) {
+        const double c0 = cpu_ms();
+        const kern::cpu::GemvLaneDots dots(a.data(), m, kK, 1, isa);
+        dots.dots(w.data(), kN, out.data());
+        if (r > 0) cpu.push_back(cpu_ms() - c0);
+      }
+      std::sort(cpu.begin(), cpu.end());
+      const double ms = cpu[cpu.size() / 2];
+      std::printf("| %-8s | %lld | %6.2f | %6.2f | %6.2f |\n", kern::cpu::gemv_isa_name(isa),
+                  static_cast<long long>(m), ms, static_cast<double>(m * kN * kK) / (ms * 1e6),
+                  static_cast<double>(kN * kK * 2) / (ms * 1e6));
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -128,5 +232,7 @@ int main(int argc, char** argv) {
   bench_gemm("gemm down_proj (prefill 31)", 31, 1024, 3072, repeats, rng);
   bench_gemv("gemv gate_up_proj (decode)", 6144, 1024, repeats, rng);
   bench_gemv("gemv lm_head (decode)", 151936, 1024, repeats, rng);
+  bench_decode_batches(repeats, rng);
+  bench_lane_paths(repeats, rng);
   return 0;
 }

@@ -132,11 +132,12 @@ def prefill_program(c, d):
     return {"dispatches": with_taps_after(c, d, dispatches, after)}
 
 
-def fused_with_taps(c, d, advance):
+def fused_with_taps(c, d, advance, rows=1):
     """The fused decode program + taps (after each tapped layer's down_proj,
     which completes the layer's output in `residual`); without the step
-    advance for verify."""
-    dispatches = g.fused_decode_program(c, sampling=False)["dispatches"]  # speculative decoding stays greedy
+    advance for verify. `rows`: the a rows its norm gemvs are sized for
+    (decode_spec 1, verify the block)."""
+    dispatches = g.fused_decode_program(c, rows, sampling=False)["dispatches"]  # speculative decoding stays greedy
     if not advance:
         dispatches = dispatches[:-1]
     return {"dispatches": with_taps_after(c, d, dispatches, lambda layer: f"layers.{layer}.down_proj+residual")}
@@ -205,14 +206,14 @@ def manifest(c, d, tokens_max, model_label):
     kernels = g.kernels(c)
     del kernels["attention_decode"]  # the unfused decode's only; `argmax` stays unused too
     del kernels["argmax"]
-    kernels.update(g.fused_kernels(c))
+    kernels.update(g.fused_kernels(c, row_buckets=(1, d.block)))
     kernels.update(spec_kernels(c, d))
     base["kernels"] = kernels
     base["programs"] = {
         "prefill": prefill_program(c, d),
         "decode": base["programs"]["decode"],
         "decode_spec": fused_with_taps(c, d, advance=False),
-        "verify": fused_with_taps(c, d, advance=False),
+        "verify": fused_with_taps(c, d, advance=False, rows=d.block),
         "draft": draft_program(c, d),
         "draft_precompute": precompute_program(c, d),
     }

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gen_qwen3_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kernels fused|unfused]
+"""gen_qwen3_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kernels fused|unfused] [--max-batch 8]
 
 Writes a kern manifest v2 (SPEC §3) for a Hugging Face Qwen3 config.json:
 exactly the buffers, kernels (docs/kernels.md ABIs) and programs `prefill` /
@@ -9,7 +9,9 @@ layer, 3 around them); `--kernels unfused` keeps the original kernel set
 (12 per layer). Both read the same weights; `prefill` is the same in both. Both
 decode programs end with the sampling dispatch (`sample_dispatch`: per-row
 temperature, top_k, top_p, min_p and seed inputs; docs/qwen3-manifest.md
-"Sampling") and the step advance. The output is deterministic: keys in the
+"Sampling") and the step advance. The fused manifest also gets `decode_batch`,
+the batched decode over up to `--max-batch` sequences (default 8,
+docs/batching.md; greedy: it has no sampling dispatch yet). The output is deterministic: keys in the
 order this file inserts them, 2-space indent, one trailing newline
 (examples/json_out.py), so regenerating a checked-in manifest is byte-identical.
 
@@ -42,7 +44,11 @@ from tool_io import check_output_path, run, write_atomic
 
 PAGE = 16          # KV cache block size (tokens per page), docs/kernels.md
 ATTN_SPLITS = 16   # attention_decode split-KV count S
+# kern_attention_decode_bf16's S (docs/kernels.md §13): KV * 32 = 256 blocks for the 4B at one row, all
+# resident at once (3 per SM), twice the warps reading the cache per SM of 16 splits.
+ATTN_FUSED_SPLITS = 32
 ARGMAX_CHUNKS = 64 # argmax partial chunks per row
+ARGMAX_REDUCE_THREADS = 1024  # block of the fused lm_head's kern_argmax_reduce (docs/kernels.md §9)
 GEMV_COLS = 8      # output columns per gemv block (docs/kernels.md §11)
 GEMV_FILL_BLOCKS = 264  # split-K until a gemv has this many blocks (2 per SM of a 132-SM H100/H200)
 GEMV_MAX_SPLITS = 8
@@ -221,12 +227,20 @@ def gemv_splits(n, k):
     return max(1, min(want, GEMV_MAX_SPLITS, math.ceil(k / 8) // 32))
 
 
-def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False):
+def norm_gemv_name(base, rows):
+    """The kernel name of a norm-prologue gemv sized for `rows` a rows: the
+    base name for decode's 1 row, `<base>_m<rows>` otherwise (verify)."""
+    return base if rows == 1 else f"{base}_m{rows}"
+
+
+def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False, rows=1):
     """A decode gemv kernel for one weight shape (the grid is a literal per
     shape, as for head_rmsnorm). Interface params: a, [norm_weight], w, c,
     counters, i32 m, n, k, lda, ldc, [f32 eps]; the split-K partials are
     scratch. With `argmax`, a second step reduces the per-tile partials into
-    next_token (interface: ..., out next_token after counters)."""
+    next_token (interface: ..., out next_token after counters). A norm
+    variant's dynamic shared memory holds `rows` normalised rows (the rows
+    its program launches: decode 1; the kernel refuses more)."""
     splits = gemv_splits(n, k)
     tiles = math.ceil(n / GEMV_COLS)
     c_access = BF16_INOUT if symbol == "kern_gemv_acc_bf16" else BF16_OUT
@@ -251,50 +265,56 @@ def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False):
         step_params += ["out buffer<f32>", "out buffer<i32>"]
     step_params += ["i32"] * 6 + (["f32"] if norm else [])
     s = step(symbol, step_params, [128, 1, 1], [tiles, splits, 1], args + scalars)
-    if norm:  # the normalised rows, sized for the most rows a gemv takes (the bound must hold at tokens max)
-        s["shared_mem"] = GEMV_MAX_ROWS * 2 * k
+    if norm:  # the normalised rows, sized for the rows the program launches (5 KB at m = 1, not 40)
+        s["shared_mem"] = rows * 2 * k
     s["pdl"] = True
     steps = [s]
     if argmax:
+        # ceil(V / 8) tile partials (18,992 for Qwen3): a 1024-thread block, 8 loads in flight per thread.
         steps.append(step("kern_argmax_reduce", [F32_IN, "in buffer<i32>", "out buffer<i64>", "i32", "i32"],
-                          [64, 1, 1], [TOK, 1, 1],
+                          [ARGMAX_REDUCE_THREADS, 1, 1], [TOK, 1, 1],
                           [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}, {"arg": i_c + 2},
                            {"arg": i_m}, i32(tiles)]))
     return {"params": params, "impl": {"scratch": scratch, "steps": steps}}
 
 
-def fused_kernels(c):
-    """The fused decode kernels (docs/kernels.md §11-13), one gemv kernel per weight shape."""
+def fused_kernels(c, row_buckets=(1,)):
+    """The fused decode kernels (docs/kernels.md §11-13), one gemv kernel per
+    weight shape; the norm-prologue gemvs once per row count in `row_buckets`
+    (their shared memory is sized for it: norm_gemv_name)."""
     E, H, KV, D, I, V = c.hidden, c.heads, c.kv_heads, c.head_dim, c.intermediate, c.vocab
     attn_params = ATTN_PARAMS[:7] + ["inout ptr"] + ATTN_PARAMS[7:]
     attn = step("kern_attention_decode_bf16",
                 ATTN_PARAMS[:7] + ["out buffer<f32>", "out buffer<f32>", "inout ptr"] + ATTN_PARAMS[7:]
-                + ["i32"], [128, 1, 1], [KV, ATTN_SPLITS, TOK],
+                + ["i32"], [128, 1, 1], [KV, ATTN_FUSED_SPLITS, TOK],
                 [{"arg": i} for i in range(7)] + [{"scratch": "partial_o"}, {"scratch": "partial_ml"}]
-                + [{"arg": i} for i in range(7, 15)] + [i32(ATTN_SPLITS)])
+                + [{"arg": i} for i in range(7, 15)] + [i32(ATTN_FUSED_SPLITS)])
     attn["pdl"] = True
     qk = step("kern_qk_norm_rope_cache_bf16",
               [BF16_IN, BF16_IN, BF16_IN, "in buffer<i64>", F32_IN, BF16_OUT, "inout ptr", "in buffer<i64>",
                F32_IN, F32_IN, "i32", "i32", "i32", "i32", "i32", "i64", "f32", "u8"],
               [128, 1, 1], [math.ceil((H + 2 * KV) / 4), TOK, 1], [{"arg": i} for i in range(18)])
     qk["pdl"] = True
+    def per_rows(base, *a, **kw):
+        return {norm_gemv_name(base, r): gemv_kernel(*a, **kw, rows=r) for r in row_buckets}
+
     return {
-        "gemv_qkv": gemv_kernel("kern_gemv_rmsnorm_bf16", c.qkv_rows, E, norm=True),
+        **per_rows("gemv_qkv", "kern_gemv_rmsnorm_bf16", c.qkv_rows, E, norm=True),
         "qk_norm_rope_cache": {"params": qk["params"], "impl": {"steps": [qk]}},
         "attention_decode_fused": {
             "params": attn_params,
             "impl": {
                 "scratch": {  # decode rows only (the kernel does nothing above GEMV_MAX_ROWS)
-                    "partial_o": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_SPLITS * D]},
-                    "partial_ml": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_SPLITS * 2]},
+                    "partial_o": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_FUSED_SPLITS * D]},
+                    "partial_ml": {"dtype": "f32", "shape": [GEMV_MAX_ROWS, H * ATTN_FUSED_SPLITS * 2]},
                 },
                 "steps": [attn],
             },
         },
         "gemv_o_proj": gemv_kernel("kern_gemv_acc_bf16", E, H * D, norm=False),
-        "gemv_gate_up": gemv_kernel("kern_gemv_rmsnorm_silu_mul_bf16", I, E, norm=True, rows_per_col=2),
+        **per_rows("gemv_gate_up", "kern_gemv_rmsnorm_silu_mul_bf16", I, E, norm=True, rows_per_col=2),
         "gemv_down_proj": gemv_kernel("kern_gemv_acc_bf16", E, I, norm=False),
-        "lm_head_argmax": gemv_kernel("kern_gemv_rmsnorm_argmax_bf16", V, E, norm=True, argmax=True),
+        **per_rows("lm_head_argmax", "kern_gemv_rmsnorm_argmax_bf16", V, E, norm=True, argmax=True),
     }
 
 
@@ -423,50 +443,58 @@ def layer_dispatches(c, layer, attention, prefix="", state="kv_cache", state_lay
 COUNTERS = {"state": "decode_counters", "offset": 0}
 
 
-def fused_layer_dispatches(c, layer):
+def fused_layer_dispatches(c, layer, rows=1, batch=None):
     """The 6 fused decode dispatches of one layer (docs/qwen3-manifest.md):
     the residual stream lives in `residual`; o_proj and down_proj add into it
-    in place (kern_gemv_acc_bf16), the norms are gemv prologues."""
+    in place (kern_gemv_acc_bf16), the norms are gemv prologues sized for
+    `rows` rows at most (norm_gemv_name). With `batch` (a BatchDecode), the
+    batched program's: `batch` sequences, the batch step inputs and the
+    per-sequence attention (docs/batching.md)."""
     E, H, KV, D, I = c.hidden, c.heads, c.kv_heads, c.head_dim, c.intermediate
+    n = BATCH if batch else TOK  # the row count symbol of every dispatch below
     p, w = f"layers.{layer}.", f"model.layers.{layer}."
     eps = {"f32": F32(c.rms_norm_eps)}
     page_stride = c.layers * PAGE * KV * 2 * D
     kv_base = {"state": "kv_cache", "offset": layer * PAGE * KV * 2 * D * 2}
     cnt = COUNTERS
     return [
-        dispatch(p + "input_layernorm+qkv_proj", "gemv_qkv",
+        dispatch(p + "input_layernorm+qkv_proj", norm_gemv_name("gemv_qkv", rows),
                  [buf("residual"), buf(w + "input_layernorm.weight"), buf(w + "self_attn.qkv_proj.weight"),
-                  buf("qkv"), cnt, TOK, i32(c.qkv_rows), i32(E), i32(E), i32(c.qkv_rows), eps]),
-        dispatch(p + "qk_norm+rope+kv_cache_write", "qk_norm_rope_cache",
+                  buf("qkv"), cnt, n, i32(c.qkv_rows), i32(E), i32(E), i32(c.qkv_rows), eps]),
+        dispatch(p + "qk_norm+rope+kv_cache_write", batch.qk_kernel if batch else "qk_norm_rope_cache",
                  [buf("qkv"), buf(w + "self_attn.q_norm.weight"), buf(w + "self_attn.k_norm.weight"),
-                  buf("positions"), buf("rope.cos_sin_cache"), buf("q_normed"), kv_base, buf("slot_mapping"),
-                  buf("k_scale"), buf("v_scale"), TOK, i32(H), i32(KV), i32(D), i32(c.qkv_rows),
+                  buf(batch.positions if batch else "positions"), buf("rope.cos_sin_cache"), buf("q_normed"),
+                  kv_base, buf(batch.slot_mapping if batch else "slot_mapping"),
+                  buf("k_scale"), buf("v_scale"), n, i32(H), i32(KV), i32(D), i32(c.qkv_rows),
                   {"i64": page_stride}, eps, {"u8": 1}]),
+        batch.attention(c, p, kv_base, page_stride) if batch else
         dispatch(p + "attention", "attention_decode_fused",
                  [buf("q_normed"), kv_base, buf("block_table"), buf("seq_lens"), buf("cu_seqlens_q"),
-                  buf("k_scale"), buf("v_scale"), cnt, buf("attn_out"), TOK, i32(H), i32(KV), i32(D),
+                  buf("k_scale"), buf("v_scale"), cnt, buf("attn_out"), n, i32(H), i32(KV), i32(D),
                   {"i64": page_stride}, {"f32": F32(1.0 / math.sqrt(D))}]),
         dispatch(p + "o_proj+residual", "gemv_o_proj",
-                 [buf("attn_out"), buf(w + "self_attn.o_proj.weight"), buf("residual"), cnt, TOK, i32(E),
+                 [buf("attn_out"), buf(w + "self_attn.o_proj.weight"), buf("residual"), cnt, n, i32(E),
                   i32(H * D), i32(H * D), i32(E)]),
-        dispatch(p + "post_attention_layernorm+gate_up_proj+silu_and_mul", "gemv_gate_up",
+        dispatch(p + "post_attention_layernorm+gate_up_proj+silu_and_mul", norm_gemv_name("gemv_gate_up", rows),
                  [buf("residual"), buf(w + "post_attention_layernorm.weight"), buf(w + "mlp.gate_up_proj.weight"),
-                  buf("act"), cnt, TOK, i32(I), i32(E), i32(E), i32(I), eps]),
+                  buf("act"), cnt, n, i32(I), i32(E), i32(E), i32(I), eps]),
         dispatch(p + "down_proj+residual", "gemv_down_proj",
-                 [buf("act"), buf(w + "mlp.down_proj.weight"), buf("residual"), cnt, TOK, i32(E), i32(I), i32(I),
+                 [buf("act"), buf(w + "mlp.down_proj.weight"), buf("residual"), cnt, n, i32(E), i32(I), i32(I),
                   i32(E)]),
     ]
 
 
-def fused_decode_program(c, sampling=True):
-    """The fused decode program; `sampling` adds the sampling dispatch
-    after the lm_head argmax (the speculative programs stay greedy)."""
+def fused_decode_program(c, rows=1, sampling=True):
+    """The fused decode (1 row; `rows` > 1: the same dispatches over the
+    norm gemvs sized for that many rows, speculative verify's); `sampling`
+    adds the sampling dispatch after the lm_head argmax (the speculative
+    programs stay greedy)."""
     out = [dispatch("embed_tokens", "embedding",
                     [buf("token_ids"), buf("model.embed_tokens.weight"), buf("residual"), TOK,
                      i32(c.hidden), i32(c.vocab)])]
     for layer in range(c.layers):
-        out += fused_layer_dispatches(c, layer)
-    out.append(dispatch("norm+lm_head+argmax", "lm_head_argmax",
+        out += fused_layer_dispatches(c, layer, rows)
+    out.append(dispatch("norm+lm_head+argmax", norm_gemv_name("lm_head_argmax", rows),
                         [buf("residual"), buf("model.norm.weight"), buf("lm_head.weight"), buf("logits"),
                          COUNTERS, buf("next_token"), TOK, i32(c.vocab), i32(c.hidden),
                          i32(c.hidden), i32(c.vocab), {"f32": F32(c.rms_norm_eps)}]))
@@ -503,8 +531,9 @@ def program(c, attention, with_head):
     return {"dispatches": out}
 
 
-def manifest(c, tokens_max, model_label, fused=True):
-    """The whole manifest as an ordered dict tree."""
+def manifest(c, tokens_max, model_label, fused=True, max_batch=None):
+    """The whole manifest as an ordered dict tree. `max_batch` (fused only;
+    None: none) adds the batched decode program (docs/batching.md)."""
     ks = kernels(c)
     states = {"kv_cache": {"bytes_per_token": c.layers * c.kv_heads * 2 * c.head_dim * 2, "align": 256}}
     states.update(sampling_state())
@@ -512,7 +541,7 @@ def manifest(c, tokens_max, model_label, fused=True):
         del ks["attention_decode"], ks["argmax"]  # the unfused decode's only
         ks.update(fused_kernels(c))
         states["decode_counters"] = {"bytes_fixed": 4 * counter_slots(c), "align": 256}
-    return {
+    doc = {
         "meta": {"version": 2, "model": model_label},
         "symbols": {"tokens": {"min": 1, "max": tokens_max}},
         "states": states,
@@ -523,6 +552,120 @@ def manifest(c, tokens_max, model_label, fused=True):
             "decode": fused_decode_program(c) if fused else program(c, "attention_decode", with_head=True),
         },
     }
+    if fused and max_batch is not None:
+        add_batch_decode(doc, c, max_batch)
+    return doc
+
+
+# ---- The batched decode (docs/batching.md): one token per sequence per step
+# over up to `max_batch` sequences, each with its own position, KV slot,
+# length and row of the block tables [max_batch, pages]. Everything it adds
+# is named batch_* / *_batch so the batch-1 programs stay byte-identical.
+
+BATCH = {"sym": "batch"}
+MAX_BATCH_DEFAULT = 8
+
+
+class BatchDecode:
+    """What the batched program's layers use instead of the batch-1 decode's
+    (fused_layer_dispatches' `batch`)."""
+    qk_kernel = "qk_norm_rope_cache_batch"
+    positions = "batch_positions"
+    slot_mapping = "batch_slot_mapping"
+
+    def attention(self, c, p, kv_base, page_stride):
+        return dispatch(p + "attention", "attention_decode_batch",
+                        [buf("q_normed"), kv_base, buf("batch_block_tables"), buf("batch_seq_lens"),
+                         buf("k_scale"), buf("v_scale"), COUNTERS, buf("attn_out"), BATCH, i32(c.heads),
+                         i32(c.kv_heads), i32(c.head_dim), {"i64": page_stride},
+                         {"f32": F32(1.0 / math.sqrt(c.head_dim))}, i32(block_table_pages(c))])
+
+
+def batch_buffers(c):
+    """The batched step inputs (docs/batching.md): carries the program's
+    `advance_batch` moves on, and the per-sequence block tables (-1 padded)."""
+    return {
+        "batch_token_ids": {"dtype": "i64", "shape": ["batch"], "class": "carry"},
+        "batch_positions": {"dtype": "i64", "shape": ["batch"], "class": "carry"},
+        "batch_slot_mapping": {"dtype": "i64", "shape": ["batch"], "class": "carry"},
+        "batch_seq_lens": {"dtype": "i32", "shape": ["batch"], "class": "carry"},
+        "batch_block_tables": {"dtype": "i32", "shape": ["batch", block_table_pages(c)], "class": "input"},
+    }
+
+
+def batch_kernels(c, max_batch):
+    """The kernels of the batched program that the batch-1 decode lacks: the
+    per-sequence attention and advance, and the batch-row variants of the
+    kernels whose grid counts rows (their launch is the same symbol)."""
+    H, KV, D = c.heads, c.kv_heads, c.head_dim
+    base = kernels(c)
+    # The norm gemvs and lm_head sized for max_batch rows (norm_gemv_name).
+    fused = fused_kernels(c, row_buckets=(max_batch,))
+    norm_gemvs = {name: k for name, k in fused.items()
+                  if name in (norm_gemv_name("gemv_qkv", max_batch), norm_gemv_name("gemv_gate_up", max_batch))}
+    embed = base["embedding"]
+    embed["impl"]["steps"][0]["grid"] = [BATCH, 1, 1]
+    qk = fused["qk_norm_rope_cache"]
+    qk["impl"]["steps"][0]["grid"] = [math.ceil((H + 2 * KV) / 4), BATCH, 1]
+    head = fused[norm_gemv_name("lm_head_argmax", max_batch)]
+    head["impl"]["steps"][1]["grid"] = [BATCH, 1, 1]
+    attn_params = [BF16_IN, "in ptr", "in buffer<i32>", "in buffer<i32>", F32_IN, F32_IN, "inout ptr", BF16_OUT,
+                   "i32", "i32", "i32", "i32", "i64", "f32", "i32"]
+    attn = step("kern_attention_decode_batch_bf16",
+                attn_params[:6] + ["out buffer<f32>", "out buffer<f32>"] + attn_params[6:] + ["i32"],
+                [128, 1, 1], [KV, ATTN_SPLITS, BATCH],
+                [{"arg": i} for i in range(6)] + [{"scratch": "partial_o"}, {"scratch": "partial_ml"}]
+                + [{"arg": i} for i in range(6, 15)] + [i32(ATTN_SPLITS)])
+    attn["pdl"] = True
+    return {
+        **norm_gemvs,
+        "embedding_batch": embed,
+        "qk_norm_rope_cache_batch": qk,
+        "attention_decode_batch": {
+            "params": attn_params,
+            "impl": {
+                "scratch": {
+                    "partial_o": {"dtype": "f32", "shape": [max_batch, H * ATTN_SPLITS * D]},
+                    "partial_ml": {"dtype": "f32", "shape": [max_batch, H * ATTN_SPLITS * 2]},
+                },
+                "steps": [attn],
+            },
+        },
+        "lm_head_argmax_batch": head,
+        "decode_advance_batch": identity_kernel(
+            "kern_decode_advance_batch",
+            ["in buffer<i64>", "in buffer<i32>", "inout buffer<i64>", "inout buffer<i64>", "inout buffer<i64>",
+             "inout buffer<i32>", "i32", "i32", "i32"],
+            [64, 1, 1], [{"ceil_div": [BATCH, 64]}, 1, 1]),
+    }
+
+
+def batch_decode_program(c, max_batch):
+    """decode_batch: the fused decode over `batch` sequences, one token each,
+    ending with advance_batch (row r's next inputs from row r's token)."""
+    out = [dispatch("embed_tokens", "embedding_batch",
+                    [buf("batch_token_ids"), buf("model.embed_tokens.weight"), buf("residual"), BATCH,
+                     i32(c.hidden), i32(c.vocab)])]
+    for layer in range(c.layers):
+        out += fused_layer_dispatches(c, layer, rows=max_batch, batch=BatchDecode())
+    out.append(dispatch("norm+lm_head+argmax", "lm_head_argmax_batch",
+                        [buf("residual"), buf("model.norm.weight"), buf("lm_head.weight"), buf("logits"),
+                         COUNTERS, buf("next_token"), BATCH, i32(c.vocab), i32(c.hidden),
+                         i32(c.hidden), i32(c.vocab), {"f32": F32(c.rms_norm_eps)}]))
+    out.append(dispatch("advance", "decode_advance_batch",
+                        [buf("next_token"), buf("batch_block_tables"), buf("batch_token_ids"),
+                         buf("batch_positions"), buf("batch_slot_mapping"), buf("batch_seq_lens"), BATCH,
+                         i32(block_table_pages(c)), i32(PAGE)]))
+    return {"dispatches": out}
+
+
+def add_batch_decode(doc, c, max_batch):
+    """Adds the `batch` symbol (1 .. max_batch), the batch buffers and
+    kernels and the `decode_batch` program to a fused manifest."""
+    doc["symbols"]["batch"] = {"min": 1, "max": max_batch}
+    doc["buffers"].update(batch_buffers(c))
+    doc["kernels"].update(batch_kernels(c, max_batch))
+    doc["programs"]["decode_batch"] = batch_decode_program(c, max_batch)
 
 
 I32_MAX = 2**31 - 1
@@ -645,16 +788,25 @@ def main(argv):
     ap.add_argument("--tokens-max", type=int, default=512, help="upper bound of the `tokens` symbol (default 512)")
     add_pin_options(ap)
     ap.add_argument("--model", help="meta.model label (default: derived from the geometry)")
+    ap.add_argument("--max-batch", type=int, default=MAX_BATCH_DEFAULT,
+                    help=f"sequences of the batched decode program decode_batch (1 to {GEMV_MAX_ROWS}, the fused "
+                         f"decode kernels' row limit; default {MAX_BATCH_DEFAULT}; docs/batching.md); "
+                         "0: no batched program. Fused kernels only")
     ap.add_argument("--kernels", choices=("fused", "unfused"), default="fused",
                     help="decode kernel set: fused (default; docs/kernels.md §11-13) or unfused (the original 12 "
                          "launches per layer); prefill is the same")
     args = ap.parse_args(argv)
     if not 1 <= args.tokens_max <= I32_MAX:
         ap.error(f"--tokens-max must be from 1 to {I32_MAX}")
+    if not 0 <= args.max_batch <= GEMV_MAX_ROWS:
+        ap.error(f"--max-batch must be from 0 to {GEMV_MAX_ROWS} (the fused decode kernels take at most "
+                 f"{GEMV_MAX_ROWS} rows)")
     check_output_path(args.output, inputs=[("config", args.config)])
     c = load_config(args.config)
     check_i32_ranges(c, args.tokens_max, args.config)
-    doc = manifest(c, args.tokens_max, args.model or default_label(c), fused=args.kernels == "fused")
+    fused = args.kernels == "fused"
+    doc = manifest(c, args.tokens_max, args.model or default_label(c), fused=fused,
+                   max_batch=args.max_batch if fused and args.max_batch > 0 else None)
     check_i32_literals(doc, args.config)
     kernels_dir = resolve_kernels_dir(args, "gen_qwen3_manifest")
     if kernels_dir:

@@ -1,6 +1,8 @@
 // The step-driven generation engine at one sequence (engine.h).
 #include "kern-engine/engine.h"
 
+#include "kern-engine/batch_engine.h"
+
 #include <algorithm>
 #include <span>
 #include <string>
@@ -23,19 +25,41 @@ struct Engine::Sequence {
   uint64_t loop_steps = 0;  ///< ids the decode loop may take
   uint64_t loop_taken = 0;  ///< ids it took
   uint64_t issued = 0;      ///< asynchronous: steps it issued
+  uint64_t issued_at_first = 0;  ///< asynchronous: steps issued when the first id was taken (plain decode)
   bool fallback = false;    ///< speculative: plain decode after the capacity
 };
 
 Engine::Engine(Model& model, NowFn now)
     : model_(model), runner_(model.runner()), now_(clock_or_default(std::move(now))) {}
 
+Status Engine::set_max_batch(uint64_t max_batch) {
+  auto usage = [](const std::string& m) { return make_error(ErrorKind::kUsage, m); };
+  if (!idle() || (batch_ && !batch_->idle())) return usage("max_batch can only change while the engine is idle");
+  if (max_batch == 0) return usage("max_batch must be at least 1");
+  if (max_batch == 1) {
+    batch_.reset();
+    return {};
+  }
+  const BatchContract* b = model_.batch();
+  if (b == nullptr)
+    return usage("max_batch " + std::to_string(max_batch) + " needs a plan with the batched decode program "
+                 "'decode_batch' (regenerate the manifest with examples/gen_qwen3_manifest.py --max-batch N)");
+  if (max_batch > b->max_batch)
+    return usage("max_batch " + std::to_string(max_batch) + " exceeds the plan's max_batch " +
+                 std::to_string(b->max_batch) + " (its 'batch' symbol's bound)");
+  batch_ = std::make_unique<BatchEngine>(model_, max_batch, now_);
+  return {};
+}
+
 Engine::~Engine() {
+  batch_.reset();
   // Steps still queued for a sequence that never finished must land before
   // the runner (the Model's) serves another engine.
   if (runner_.in_flight() > 0) (void)runner_.discard_in_flight();
 }
 
 Status Engine::add_request(Request r) {
+  if (batch_) return batch_->add_request(std::move(r));
   auto usage = [](const std::string& m) { return make_error(ErrorKind::kUsage, m); };
   KERN_RETURN_IF_ERROR(check_request(model_.contract(), model_.capacity(), r));
   if (r.speculative && model_.spec() == nullptr)
@@ -48,6 +72,7 @@ Status Engine::add_request(Request r) {
 }
 
 void Engine::abort(RequestId id) {
+  if (batch_) return batch_->abort(id);
   auto it = std::find_if(waiting_.begin(), waiting_.end(), [id](const Request& r) { return r.id == id; });
   if (it != waiting_.end()) {
     // Never started: nothing to drain; reported by the next step.
@@ -65,10 +90,12 @@ void Engine::abort(RequestId id) {
 }
 
 bool Engine::idle() const {
+  if (batch_) return batch_->idle();
   return waiting_.empty() && !running_ && !aborted_ && aborted_waiting_.empty() && runner_.in_flight() == 0;
 }
 
 Status Engine::drain() {
+  if (batch_) return batch_->drain();
   if (aborted_ && !aborted_drained_) {
     aborted_drain_ = runner_.discard_in_flight();
     aborted_drained_ = true;
@@ -92,6 +119,7 @@ std::optional<TokenEvent> Engine::retire_aborted() {
 }
 
 Result<std::vector<TokenEvent>> Engine::step() {
+  if (batch_) return batch_->step();
   std::vector<TokenEvent> events;
   if (auto ev = retire_aborted()) events.push_back(std::move(*ev));
   for (TokenEvent& ev : aborted_waiting_) events.push_back(std::move(ev));
@@ -149,7 +177,8 @@ Status Engine::step_prefill(Sequence& s, TokenEvent& ev) {
     s.out.spec->prompt_precompute_ms += ms_between(t, now_());
     return st;
   };
-  KERN_ASSIGN_OR_RETURN(auto chunks, runner_.prefill(std::span(s.req.prompt_ids).subspan(s.prefilled, len), s.prefilled,
+  KERN_ASSIGN_OR_RETURN(auto chunks, runner_.prefill(std::span(s.req.prompt_ids).subspan(s.prefilled, len),
+                                                     s.req.start_pos + s.prefilled,
                                                      s.chunk, nullptr, s.req.speculative ? &precompute : nullptr));
   s.out.prefill_chunks += chunks;
   s.prefilled += len;
@@ -171,9 +200,9 @@ Status Engine::step_first(Sequence& s, TokenEvent& ev) {
   }
   // Decode: the last prompt token (the first generated id), then each generated id.
   s.token = last;
-  s.pos = n - 1;
+  s.pos = s.req.start_pos + n - 1;
   s.loop_steps = s.req.max_tokens;
-  if (!s.req.sync) KERN_RETURN_IF_ERROR(runner_.start_decode(last, n - 1));
+  if (!s.req.sync) KERN_RETURN_IF_ERROR(runner_.start_decode(last, s.pos));
   s.phase = Sequence::Phase::kDecode;
   return step_decode(s, ev);
 }
@@ -248,6 +277,7 @@ void Engine::emit(Sequence& s, int64_t id, TokenEvent& ev) {
   if (s.out.generated_ids.size() == 1) {
     s.out.prefill_ms = ms_between(s.t0, s.t_last);
     s.t_first = s.t_last;
+    if (!s.req.sync && !s.req.speculative) s.issued_at_first = s.issued;
   }
   s.out.stopped = is_stop_id(s.req.stop_ids, id);
   s.done = s.out.stopped || s.out.generated_ids.size() >= s.req.max_tokens;
@@ -268,6 +298,10 @@ void Engine::finish(Status failure, TokenEvent& ev) {
   } else {
     out.decode_steps = out.generated_ids.size() - 1;
     out.decode_ms = out.decode_steps > 0 ? ms_between(s.t_first, s.t_last) : 0.0;
+    // Steps issued with the first id (beyond its own) ran, at least in part,
+    // before the window opened: not timed.
+    const uint64_t early = s.issued_at_first > 1 ? s.issued_at_first - 1 : 0;
+    out.decode_steps_timed = out.decode_steps > early ? out.decode_steps - early : 0;
     out.records = runner_.records();
     out.stats = average_decode(steady_part(out.records));
     ev.finished = out.stopped ? FinishReason::kStop : FinishReason::kLength;

@@ -2,9 +2,10 @@
 // step-driven core in token ids. Requests are added, each step() does one
 // unit of work for the running sequence and returns the token events it
 // produced; a request can be aborted at any point. At one sequence (batch
-// size 1): requests run one after another in the order added (FIFO); the
-// next is admitted once the running one finished and its queued steps were
-// drained.
+// size 1, the default): requests run one after another in the order added
+// (FIFO); the next is admitted once the running one finished and its queued
+// steps were drained. set_max_batch(N > 1) hands every call to the batched
+// mode (batch_engine.h: continuous batching over decode_batch).
 //
 // A plain sequence: chunked prefill of the first n-1 prompt tokens through
 // `prefill` (one chunk per step), the last prompt token through `decode`
@@ -34,6 +35,8 @@
 
 namespace kern::engine {
 
+class BatchEngine;
+
 /// Why a sequence ended.
 enum class FinishReason {
   kStop,     ///< it produced a stop id (kept as its last id)
@@ -52,8 +55,16 @@ struct SequenceResult {
   uint64_t chunk = 0;          ///< prefill chunk actually used
   uint64_t prefill_chunks = 0; ///< prefill program runs
   double prefill_ms = 0;
-  double decode_ms = 0;        ///< total over decode_steps
+  double decode_ms = 0;        ///< wall time from the first id taken to the last (covers decode_steps_timed)
   uint64_t decode_steps = 0;   ///< generated ids - 1
+  /// Decode steps whose work lies inside decode_ms: those issued after the
+  /// first id was taken. The synchronous loop and speculative rounds issue
+  /// every step after the previous id is read (= decode_steps); the
+  /// asynchronous loop had kDecodeLookahead - 1 more issued with the first
+  /// (on the cpu device they ran before the first id was read), so it times
+  /// decode_steps - (kDecodeLookahead - 1), and 0 at --steps 2: per-token
+  /// figures are computed over these steps only, and are absent at 0.
+  uint64_t decode_steps_timed = 0;
   bool sync = false;           ///< the synchronous loop ran
   uint64_t surplus_steps = 0;  ///< asynchronous steps run after the end and discarded
   DecodeStats stats;           ///< steady-state figures per decode step
@@ -115,6 +126,15 @@ class Engine {
   /// The Model the engine runs on.
   Model& model() { return model_; }
 
+  /// Runs up to `max_batch` sequences at once through the plan's
+  /// decode_batch (continuous batching, batch_engine.h, docs/batching.md);
+  /// 1 (the default) runs one sequence at a time through decode. Call while
+  /// idle, before adding requests. Errors (kUsage): 0; above the plan's
+  /// max_batch; > 1 on a plan without decode_batch; not idle.
+  Status set_max_batch(uint64_t max_batch);
+  /// The batched mode, or null at max_batch 1 (tests read its pool and rows).
+  const BatchEngine* batch_engine() const { return batch_.get(); }
+
  private:
   struct Sequence;
   /// One unit of work of the running sequence; fills `ev`.
@@ -139,6 +159,7 @@ class Engine {
   Status aborted_drain_;              ///< the outcome of draining aborted_'s queued steps
   bool aborted_drained_ = false;      ///< drain() ran for aborted_
   std::vector<TokenEvent> aborted_waiting_;  ///< aborted before they ran; reported by the next step
+  std::unique_ptr<BatchEngine> batch_;  ///< set by set_max_batch(> 1): every call goes to it
 };
 
 }  // namespace kern::engine

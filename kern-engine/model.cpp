@@ -17,13 +17,15 @@ Result<ModelPlan> open_model_plan(const std::string& path, bool speculative) {
   if (speculative) {
     KERN_ASSIGN_OR_RETURN(spec, resolve_spec_contract(plan, contract), "speculative decoding");
   }
-  return ModelPlan{std::move(plan), contract, spec, ms_since(t0)};
+  KERN_ASSIGN_OR_RETURN(auto batch, resolve_batch_contract(plan, contract));
+  return ModelPlan{std::move(plan), contract, spec, batch, ms_since(t0)};
 }
 
 Model::Model(std::unique_ptr<load::Executable> exe, const Qwen3Contract& c, std::optional<SpecContract> spec,
-             uint64_t capacity)
-    : exe_(std::move(exe)), contract_(c), spec_(spec), capacity_(capacity) {
+             std::optional<BatchContract> batch, uint64_t capacity)
+    : exe_(std::move(exe)), contract_(c), spec_(spec), batch_(batch), capacity_(capacity) {
   runner_ = std::make_unique<ModelRunner>(*exe_, contract_, spec_ ? &*spec_ : nullptr);
+  runner_->set_batch(batch_ ? &*batch_ : nullptr);
 }
 
 Result<std::unique_ptr<Model>> Model::adopt(std::unique_ptr<load::Executable> exe, bool speculative,
@@ -33,11 +35,17 @@ Result<std::unique_ptr<Model>> Model::adopt(std::unique_ptr<load::Executable> ex
   if (speculative) {
     KERN_ASSIGN_OR_RETURN(spec, resolve_spec_contract(exe->plan_file(), c), "speculative decoding");
   }
+  KERN_ASSIGN_OR_RETURN(auto batch, resolve_batch_contract(exe->plan_file(), c));
   const uint64_t cap = capacity.value_or(default_capacity(c));
   KERN_RETURN_IF_ERROR(check_capacity(c, cap));
-  std::unique_ptr<Model> m(new Model(std::move(exe), c, spec, cap));
+  std::unique_ptr<Model> m(new Model(std::move(exe), c, spec, batch, cap));
   m->device_name_ = device_name.empty() ? m->exe_->device().name() : std::move(device_name);
   return m;
+}
+
+bool Model::random_weights() const {
+  const auto it = weights_metadata_.find("generator");
+  return seeded_weights_ || (it != weights_metadata_.end() && it->second == "gen_random_weights.py");
 }
 
 Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& config, const LoadObserver* observer) {
@@ -55,8 +63,10 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
   phases.device_ms = ms_since(t0);
   t0 = Clock::now();
   std::optional<load::Safetensors> weights;  // none with random weights
+  std::map<std::string, std::string> weights_metadata;
   if (!config.random_weights_seed) {
     KERN_ASSIGN_OR_RETURN(auto opened_weights, load::Safetensors::open(config.weights_path));
+    weights_metadata = opened_weights.metadata();
     weights = std::move(opened_weights);
   }
   phases.weights_open_ms = ms_since(t0);
@@ -67,6 +77,12 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
   // are checked against the capacity itself (Model::capacity).
   eo.capacity_tokens = (capacity + kKvBlockTokens - 1) / kKvBlockTokens * kKvBlockTokens;
   eo.graphs = config.graphs;
+  eo.max_graphs = config.max_graphs.value_or(8);
+  if (!config.max_graphs && plan.batch) {
+    // The buckets of batch_bucket (batch_engine.h): powers of two below max_batch, and max_batch.
+    ++eo.max_graphs;
+    for (uint64_t b = 1; b < plan.batch->max_batch; b *= 2) ++eo.max_graphs;
+  }
   eo.random_weights_seed = config.random_weights_seed;
   const std::string plan_path = plan.plan.path();
   std::filesystem::path kernels_dir = config.kernels_dir.empty() ? std::filesystem::path(plan_path).parent_path()
@@ -86,8 +102,10 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
                                                  &monitor)
                         : load::Executable::load(std::move(plan.plan), std::move(device), nullptr, eo, &monitor);
   KERN_ASSIGN_OR_RETURN(auto exe, std::move(loaded));
-  std::unique_ptr<Model> m(new Model(std::move(exe), plan.contract, plan.spec, capacity));
+  std::unique_ptr<Model> m(new Model(std::move(exe), plan.contract, plan.spec, plan.batch, capacity));
   m->device_name_ = device_name;
+  m->weights_metadata_ = std::move(weights_metadata);
+  m->seeded_weights_ = config.random_weights_seed.has_value();
   const load::LoadTimings& t = phases.executable;
   phases.total_ms = phases.plan_ms + phases.device_ms + phases.weights_open_ms + t.kernels_ms + t.allocate_ms +
                     t.weights_ms + t.stage_ms;

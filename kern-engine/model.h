@@ -11,11 +11,13 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "common/result.h"
+#include "kern-engine/batch_contract.h"
 #include "kern-engine/model_runner.h"
 #include "kern-engine/qwen3_contract.h"
 #include "kern-engine/spec_contract.h"
@@ -30,6 +32,7 @@ struct ModelPlan {
   load::PlanFile plan;
   Qwen3Contract contract;
   std::optional<SpecContract> spec;  ///< resolved by open_model_plan(path, true)
+  std::optional<BatchContract> batch;  ///< the batched decode's, when the plan has decode_batch
   double open_ms = 0;  ///< PlanFile::open + the contracts' resolution, wall time
 };
 
@@ -56,6 +59,10 @@ struct ModelConfig {
   /// KV capacity in tokens (check_capacity); none: default_capacity.
   std::optional<uint64_t> capacity;
   bool graphs = true;  ///< ExecutableOptions::graphs
+  /// ExecutableOptions::max_graphs; none: 8, plus one per decode_batch
+  /// batch-size bucket (1, 2, 4, ... up to the plan's max_batch) when the
+  /// plan has decode_batch, so no bucket silently runs eagerly.
+  std::optional<size_t> max_graphs;
   bool pdl = true;     ///< CudaDeviceOptions::pdl: false launches "pdl" steps plainly (--no-pdl)
   /// Fill the weights on the device with this seed (random_weights.h); no weights file is opened.
   std::optional<uint64_t> random_weights_seed;
@@ -96,23 +103,35 @@ class Model {
   const Qwen3Contract& contract() const { return contract_; }
   /// The speculative contract, or null when not loaded for speculation.
   const SpecContract* spec() const { return spec_ ? &*spec_ : nullptr; }
+  /// The batched decode contract, or null when the plan has no decode_batch.
+  const BatchContract* batch() const { return batch_ ? &*batch_ : nullptr; }
   load::Executable& executable() { return *exe_; }
   /// The one runner of this Executable (model_runner.h).
   ModelRunner& runner() { return *runner_; }
   const std::string& device_name() const { return device_name_; }
   const LoadPhases& phases() const { return phases_; }
+  /// The weights file's safetensors `__metadata__` (empty with random
+  /// weights, or when the file has none): gen_random_weights.py writes
+  /// "generator" = "gen_random_weights.py", the exporter "format".
+  const std::map<std::string, std::string>& weights_metadata() const { return weights_metadata_; }
+  /// Whether the weights are random: filled on the device from a seed
+  /// (ModelConfig::random_weights_seed) or written by gen_random_weights.py.
+  bool random_weights() const;
 
  private:
   Model(std::unique_ptr<load::Executable> exe, const Qwen3Contract& c, std::optional<SpecContract> spec,
-        uint64_t capacity);
+        std::optional<BatchContract> batch, uint64_t capacity);
 
   std::unique_ptr<load::Executable> exe_;
   Qwen3Contract contract_;
   std::optional<SpecContract> spec_;
+  std::optional<BatchContract> batch_;
   uint64_t capacity_ = 0;
   std::unique_ptr<ModelRunner> runner_;  ///< borrows exe_, contract_, spec_
   std::string device_name_;
   LoadPhases phases_;
+  std::map<std::string, std::string> weights_metadata_;
+  bool seeded_weights_ = false;  ///< ModelConfig::random_weights_seed was set
 };
 
 }  // namespace kern::engine

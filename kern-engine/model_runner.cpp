@@ -25,6 +25,7 @@ constexpr SamplingParams kZeroSampling{0.0f, 0, 0.0f, 0.0f, 0};
 ModelRunner::ModelRunner(load::Executable& exe, const Qwen3Contract& c, const SpecContract* spec)
     : exe_(exe), c_(c), spec_(spec) {
   symbols_.assign(exe.plan().symbols()->size(), 0);
+  if (c_.batch_symbol != Qwen3Contract::kNoSymbol) symbols_[c_.batch_symbol] = 1;  // the batch-1 programs
   timed_ = exe.device().supports_timing();
   sampling_.assign(c.sampling_rows, kZeroSampling);
   if (spec_ != nullptr) {
@@ -40,6 +41,7 @@ Status ModelRunner::run(uint32_t program, uint64_t tokens) {
 
 Status ModelRunner::write_block_table() {
   last_timed_ = UINT64_MAX;  // a new sequence: no gap to the previous one's steps
+  pages_.clear();
   std::vector<int32_t> table(c_.block_table_pages);
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
   return exe_.write_input(c_.block_table, as_bytes(table.data(), table.size() * sizeof(int32_t)));
@@ -78,19 +80,41 @@ Status ModelRunner::write_sampling(std::span<const SamplingParams> rows) {
   return {};
 }
 
+Status ModelRunner::use_pages(std::span<const int32_t> pages) {
+  if (pages.size() > c_.block_table_pages)
+    return make_error(ErrorKind::kUsage, std::to_string(pages.size()) + " pages exceed the block table's " +
+                                             std::to_string(c_.block_table_pages));
+  last_timed_ = UINT64_MAX;
+  std::vector<int32_t> table(c_.block_table_pages, -1);
+  std::copy(pages.begin(), pages.end(), table.begin());
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.block_table, as_bytes(table.data(), table.size() * sizeof(int32_t))));
+  pages_.assign(pages.begin(), pages.end());
+  return {};
+}
+
+int64_t slot_through(std::span<const int32_t> pages, uint64_t pos) {
+  const uint64_t page = pos / kKvBlockTokens;
+  return page < pages.size() ? static_cast<int64_t>(pages[page]) * static_cast<int64_t>(kKvBlockTokens) +
+                                   static_cast<int64_t>(pos % kKvBlockTokens)
+                             : -1;
+}
+
 Status ModelRunner::write_inputs(const int64_t* ids, uint64_t n, uint64_t pos) {
   if (n > token_ids_.size()) {
     token_ids_.resize(n);
     positions_.resize(n);
+    slots_.resize(n);
   }
   for (uint64_t i = 0; i < n; ++i) {
     token_ids_[i] = ids[i];
-    positions_[i] = static_cast<int64_t>(pos + i);  // identity block table: slot == position
+    positions_[i] = static_cast<int64_t>(pos + i);
+    // Identity block table: slot == position; else through use_pages' pages.
+    slots_[i] = pages_.empty() ? positions_[i] : slot_through(pages_, pos + i);
   }
   size_t bytes = n * sizeof(int64_t);
   KERN_RETURN_IF_ERROR(exe_.write_input(c_.token_ids, as_bytes(token_ids_.data(), bytes)));
   KERN_RETURN_IF_ERROR(exe_.write_input(c_.positions, as_bytes(positions_.data(), bytes)));
-  KERN_RETURN_IF_ERROR(exe_.write_input(c_.slot_mapping, as_bytes(positions_.data(), bytes)));
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.slot_mapping, as_bytes(slots_.data(), bytes)));
   int32_t seq_len = static_cast<int32_t>(pos + n);  // capacity <= INT32_MAX: check_request
   KERN_RETURN_IF_ERROR(exe_.write_input(c_.seq_lens, as_bytes(&seq_len, sizeof seq_len)));
   // Decode steps keep [0, 1]: written once. The cache is right because

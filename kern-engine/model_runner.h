@@ -2,8 +2,10 @@
 // contract (SPEC §7, docs/qwen3-manifest.md) and the speculative programs
 // (SPEC §8): chunked prefill through `prefill`, one token at a time through
 // `decode`, a DSpark round through `draft` / `verify` / `draft_precompute`.
-// Batch size 1 with an identity block table, so a token's KV slot is its
-// position. It is the only code that writes contract buffers, and the single
+// One sequence at a time with an identity block table (a token's KV slot is
+// its position), or, for the batched engine (docs/batching.md), prefill
+// through a sequence's own pages (use_pages) and decode_batch over the batch
+// rows (model_runner_batch.cpp). It is the only code that writes contract buffers, and the single
 // owner of the readback slots, the timing marks and the device-side input
 // cache (cu_seqlens_q): one runner per Executable (the Model's), so no other
 // writer can leave an input stale behind the cache's back.
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "kern-engine/batch_contract.h"
 #include "kern-engine/decode_stats.h"
 #include "kern-engine/qwen3_contract.h"
 #include "kern-engine/request.h"
@@ -37,6 +40,10 @@
 #include "kern-load/executable.h"
 
 namespace kern::engine {
+
+/// Slot of position `pos` through a sequence's `pages` (position order):
+/// pages[pos / 16] * 16 + pos % 16, or -1 past them.
+int64_t slot_through(std::span<const int32_t> pages, uint64_t pos);
 
 /// Decode steps queued on the device ahead of the token being read
 /// (asynchronous mode): step k + 1 is enqueued before step k's token is read.
@@ -57,6 +64,43 @@ class ModelRunner {
   /// Writes the identity block table [0, 1, ..., pages - 1]. Call once
   /// before the first prefill or decode of a sequence.
   Status write_block_table();
+  /// Writes `pages` (the sequence's KV pages from the pool, in position
+  /// order) as the block table, padded with -1; later write_inputs map
+  /// positions to slots through them (position p: pages[p / 16] * 16 + p %
+  /// 16, -1 past them). For a batched engine's prefill (docs/batching.md).
+  /// Errors: more pages than the table has (kUsage), the write's.
+  Status use_pages(std::span<const int32_t> pages);
+
+  // ---- Batched decode (docs/batching.md; model_runner_batch.cpp). Row r of
+  // the batch buffers belongs to the sequence in batch slot r; a free slot
+  // has seq_lens 0 and slot -1, so it writes no KV and never advances.
+
+  /// The batch contract (may be null: no batched decode). Set once, before any batch call.
+  void set_batch(const BatchContract* b) { batch_ = b; }
+  const BatchContract* batch() const { return batch_; }
+  /// Marks every row of the batch free (5 writes of max_batch rows). Errors
+  /// (kUsage): no batch contract, steps in flight.
+  Status batch_reset();
+  /// Puts a sequence into row `row`: its next input `token` at `pos`
+  /// (seq_lens pos + 1, the slot through `pages`) and its table row (`pages`,
+  /// -1 padded): 5 writes, stream-ordered after every step queued so far.
+  Status batch_join(uint32_t row, int64_t token, uint64_t pos, std::span<const int32_t> pages);
+  /// Frees row `row` (position 0, slot -1, seq_lens 0: 3 writes): steps
+  /// enqueued from now on write nothing for it.
+  Status batch_leave(uint32_t row);
+  /// Enqueues one decode_batch step over rows [0, rows) and the readback of
+  /// their next_token; no host write, no wait. Errors (kUsage): rows outside
+  /// [1, max_batch]; more than kReadbackSlots steps in flight.
+  Status enqueue_batch(uint64_t rows);
+  /// Waits for the oldest enqueued batch step and returns its rows' ids (one
+  /// per row; a free row's id is meaningless). Errors: none in flight (kUsage), the wait's.
+  Result<std::vector<int64_t>> next_batch();
+  /// Batch steps enqueued whose ids have not been taken.
+  uint64_t batch_in_flight() const { return batch_queue_.size(); }
+  /// Waits for every batch step in flight and drops its ids (joined failures).
+  Status discard_batch();
+  /// Checks a batch id of a live row, as decode() does ("next_token holds ...").
+  Status check_batch_id(int64_t id) const { return check_id(id, "next_token"); }
 
   /// Writes the per-row sampling inputs of the decode program
   /// (docs/qwen3-manifest.md "Sampling"): row i takes rows[i], the rest
@@ -156,13 +200,21 @@ class ModelRunner {
   Result<int64_t> check_token(int64_t next, uint64_t pos) const;
   /// An id read from `buffer` outside [0, vocab) is kDevice.
   Status check_id(int64_t id, const char* buffer) const;
-  /// Runs program `program` with tokens = `tokens`.
+  /// Runs program `program` with tokens = `tokens` (batch = 1).
   Status run(uint32_t program, uint64_t tokens);
+  /// A batch step enqueued by enqueue_batch and not yet taken.
+  struct BatchPending {
+    uint64_t rows;
+    uint32_t slot;
+  };
 
   load::Executable& exe_;
   const Qwen3Contract& c_;
   const SpecContract* spec_;
-  std::vector<int64_t> token_ids_, positions_;  ///< staging (grown on demand)
+  std::vector<int64_t> token_ids_, positions_, slots_;  ///< staging (grown on demand)
+  std::vector<int32_t> pages_;                  ///< use_pages' pages; empty: identity (slot = position)
+  const BatchContract* batch_ = nullptr;
+  std::deque<BatchPending> batch_queue_;
   std::vector<uint64_t> symbols_;               ///< indexed like Plan.symbols
   std::optional<int32_t> cu_seqlens_n_;         ///< cu_seqlens_q[1] last written (none: unknown)
   /// What the sampling inputs hold, per row (all zero when allocated); empty: unknown (a write failed).

@@ -80,9 +80,16 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
   int tokens = plan.find_symbol("tokens");
   if (tokens < 0) return contract_error(plan, "the plan has no symbol 'tokens'");
   for (const auto* s : *p.symbols())
-    if (s->name()->string_view() != "tokens")
-      return contract_error(plan, "the plan has symbol '" + s->name()->str() + "', kern-run only supplies 'tokens'");
+    if (s->name()->string_view() != "tokens" && s->name()->string_view() != "batch")
+      return contract_error(plan, "the plan has symbol '" + s->name()->str() +
+                                      "', kern-run only supplies 'tokens' and 'batch'");
   c.tokens_symbol = static_cast<uint32_t>(tokens);
+  if (int batch = plan.find_symbol("batch"); batch >= 0) {
+    c.batch_symbol = static_cast<uint32_t>(batch);
+    if (p.symbols()->Get(c.batch_symbol)->min() != 1)
+      return contract_error(plan, "symbol 'batch' has min " + std::to_string(p.symbols()->Get(c.batch_symbol)->min()) +
+                                      ", the batch-1 programs need batch = 1");
+  }
   c.tokens_min = p.symbols()->Get(c.tokens_symbol)->min();
   c.tokens_max = p.symbols()->Get(c.tokens_symbol)->max();
   if (c.tokens_min > 1)

@@ -19,7 +19,12 @@ inline constexpr uint64_t kKvBlockTokens = 16;
 struct Qwen3Contract {
   uint32_t prefill = 0;  ///< Plan.programs index of `prefill`
   uint32_t decode = 0;   ///< Plan.programs index of `decode`
-  uint32_t tokens_symbol = 0;  ///< Plan.symbols index of `tokens` (the plan's only symbol)
+  uint32_t tokens_symbol = 0;  ///< Plan.symbols index of `tokens`
+  /// Plan.symbols index of `batch` (the batched decode's sequences,
+  /// docs/batching.md), or kNoSymbol when the plan has none; every other
+  /// program runs at batch = 1.
+  uint32_t batch_symbol = kNoSymbol;
+  static constexpr uint32_t kNoSymbol = UINT32_MAX;
   uint64_t tokens_max = 0;     ///< its upper bound: the largest prefill chunk
   uint64_t tokens_min = 0;
   // Plan.buffers indices.
@@ -59,10 +64,11 @@ struct Qwen3Contract {
 /// wrong: a missing program `prefill`/`decode`; a missing buffer; a buffer
 /// with the wrong dtype or shape ("buffer 'seq_lens' has dtype i64, the qwen3
 /// contract needs i32"); an embedding whose rows differ from the logits'
-/// columns; no `tokens` symbol or any other symbol (kern-run
-/// cannot choose its value); a `rope.cos_sin_cache` that is not f32 [N, D];
-/// some but not all of the sampling inputs, or one of the wrong dtype,
-/// shape ([N], N the same for all) or class (input).
+/// columns; no `tokens` symbol, or a symbol other than `tokens` and `batch`
+/// (kern-run cannot choose its value); a `batch` symbol whose min is not 1;
+/// a `rope.cos_sin_cache` that is not f32 [N, D]; some but not all of the
+/// sampling inputs, or one of the wrong dtype, shape ([N], N the same for
+/// all) or class (input).
 Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan);
 
 }  // namespace kern::engine

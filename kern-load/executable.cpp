@@ -68,6 +68,8 @@ Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Execut
   GraphPolicyOptions gpo;
   gpo.enabled = options.graphs && exe->device_->supports_graphs();
   gpo.capture_after = options.graph_capture_after;
+  gpo.max_graphs = options.max_graphs;
+  gpo.max_tracked_keys = options.max_tracked_keys;
   exe->graphs_ = GraphPolicy(gpo);
   if (monitor != nullptr) exe->on_warning_ = monitor->on_warning;
   exe->poison_ = options.poison_workspace;
@@ -222,13 +224,8 @@ std::string Executable::launch_context(uint32_t program, size_t launch) const {
   return ctx;
 }
 
-Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbol_values) {
-  KERN_RETURN_IF_ERROR(check_open());
-  const plan::Plan& p = plan();
-  if (program >= staged_.size())
-    return make_error(ErrorKind::kUsage, "program index " + std::to_string(program) + " out of range (" +
-                                             std::to_string(staged_.size()) + " programs)");
-  const auto* symbols = p.symbols();
+Status Executable::check_symbols(std::span<const uint64_t> symbol_values) const {
+  const auto* symbols = plan().symbols();
   if (symbol_values.size() != symbols->size())
     return make_error(ErrorKind::kUsage, std::to_string(symbol_values.size()) + " symbol values given, the plan has " +
                                              std::to_string(symbols->size()) + " symbols");
@@ -239,6 +236,15 @@ Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbo
                                                " is outside its bounds [" + std::to_string(s->min()) + ", " +
                                                std::to_string(s->max()) + "]");
   }
+  return {};
+}
+
+Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbol_values) {
+  KERN_RETURN_IF_ERROR(check_open());
+  if (program >= staged_.size())
+    return make_error(ErrorKind::kUsage, "program index " + std::to_string(program) + " out of range (" +
+                                             std::to_string(staged_.size()) + " programs)");
+  KERN_RETURN_IF_ERROR(check_symbols(symbol_values));
   if (poison_) {  // every run starts from NaN workspace: nothing survives between runs
     KERN_RETURN_IF_ERROR(poison_arena(), "--poison-workspace");
   }
@@ -281,11 +287,13 @@ Status Executable::run_program(uint32_t program, std::span<const uint64_t> symbo
   return {};
 }
 
-Status Executable::launch_eager(uint32_t program) {
+Status Executable::launch_eager(uint32_t program) { return launch_range(program, 0, staged_[program].launches.size()); }
+
+Status Executable::launch_range(uint32_t program, size_t first, size_t end) {
   // Replay: array indexing only (style.md §5). Indices were checked by
   // validate_plan; pointers were resolved by stage_program.
   StagedProgram& sp = staged_[program];
-  for (size_t i = 0; i < sp.launches.size(); ++i) {
+  for (size_t i = first; i < end; ++i) {
     const StagedLaunch& l = sp.launches[i];
     KERN_RETURN_IF_ERROR(device_->launch_in_regions(l.step, l.dims, sp.param_ptrs.data() + l.first_param,
                                                     regions_[program].data() + l.first_param),

@@ -58,6 +58,17 @@ struct HostTraffic {
   uint64_t overlapped_waits = 0;
 };
 
+/// What kind of allocation a RegionRef names.
+enum class RegionKind : uint8_t { kBuffer, kState, kScratch };
+
+/// One region of an Executable's memory by plan index: Plan.buffers,
+/// Plan.states or Plan.scratch (the cold-path debugging API:
+/// Executable::read_region / write_region, `kern-run compare`).
+struct RegionRef {
+  RegionKind kind = RegionKind::kBuffer;
+  uint32_t index = 0;
+};
+
 /// Load-time options.
 struct ExecutableOptions {
   uint64_t capacity_tokens = 0;  ///< tokens of state to allocate (SPEC §6)
@@ -67,6 +78,11 @@ struct ExecutableOptions {
   bool graphs = true;
   /// Eager runs of a (program, symbol values) key before it is captured.
   uint32_t graph_capture_after = 1;
+  /// Captured graphs kept at most, and distinct (program, symbol values)
+  /// keys counted at most (GraphPolicyOptions; docs/batching.md: a batched
+  /// engine needs one graph per batch-size bucket beside prefill's and decode's).
+  size_t max_graphs = 8;
+  size_t max_tracked_keys = 64;
   /// Set: every weight buffer is filled with random_weights.h values of this
   /// seed (no file); `weights` must then be null.
   std::optional<uint64_t> random_weights_seed{};
@@ -163,6 +179,42 @@ class Executable {
   /// Host<->device traffic so far (launches, writes, waits).
   const HostTraffic& traffic() const { return traffic_; }
 
+  // The cold-path debugging API (docs/compare.md): run part of a program and
+  // read or write any region between the parts. Nothing here is used by
+  // run_program's replay; each call checks its arguments and names what it
+  // refuses.
+
+  /// Runs launches [first, first + count) of program `program` (indices into
+  /// its launch list, StagedProgram::launches; a dispatch may have several)
+  /// eagerly, in order, with `symbol_values`: never captured into or
+  /// replayed from a graph. With --poison-workspace the arena is poisoned
+  /// when `first` is 0 (the start of a run). Counted in traffic().launches,
+  /// not program_runs; last_symbol_values() becomes `symbol_values`.
+  /// Errors (kUsage): closed; a bad program index; the range beyond the
+  /// program's launches ("launches [3, 9) of program 'decode' (7 launches)");
+  /// symbol values as run_program's. (kDevice) an overflowing launch value or
+  /// a launch failure, with run_program's context.
+  Status run_launches(uint32_t program, std::span<const uint64_t> symbol_values, uint32_t first, uint32_t count);
+
+  /// Bytes allocated for region `r` (buffers at their maxima, states at the
+  /// capacity; 0 when the region is empty). Errors (kUsage): a bad index.
+  Result<uint64_t> region_size_bytes(RegionRef r) const;
+  /// "buffer 'x'", "state 'kv_cache'" or "scratch 'tmp'" (a bad index: "region ?").
+  std::string region_name(RegionRef r) const;
+  /// Copies `out.size()` bytes from region `r` + `offset_bytes` to `out`
+  /// after all issued work (Device::copy_to_host). Workspace buffers and
+  /// scratch share the arena: their bytes are meaningful only while the
+  /// region is live (read right after the launch that writes it). Errors
+  /// (kUsage): closed; a bad index; offset + size beyond the region's
+  /// region_size_bytes ("reading 64 B at offset 0 of state 'kv' of 32 B");
+  /// the device's copy error.
+  Status read_region(RegionRef r, uint64_t offset_bytes, std::span<uint8_t> out);
+  /// Copies `bytes` into region `r` + `offset_bytes` (Device::copy_to_device),
+  /// any class but weights (a weight may be the read-only mapped file).
+  /// Errors (kUsage): closed; a bad index; a weight buffer; offset + size
+  /// beyond the region; the device's copy error.
+  Status write_region(RegionRef r, uint64_t offset_bytes, std::span<const uint8_t> bytes);
+
   /// Byte size of buffer `buffer` at `symbol_values` (its shape evaluated),
   /// <= its max_size_bytes for values within bounds.
   Result<uint64_t> buffer_size_bytes(uint32_t buffer, std::span<const uint64_t> symbol_values) const;
@@ -203,6 +255,13 @@ class Executable {
   /// "program 'P', dispatch D 'label', step 'S'": the context of a failed launch.
   std::string launch_context(uint32_t program, size_t launch) const;
   Status launch_eager(uint32_t program);
+  /// Launches [first, end) of `program` (launch_eager's loop).
+  Status launch_range(uint32_t program, size_t first, size_t end);
+  /// kUsage when `symbol_values` do not match the plan's symbols or a value
+  /// is outside its bounds.
+  Status check_symbols(std::span<const uint64_t> symbol_values) const;
+  /// Region `r`'s address and size, or a kUsage error naming the bad index.
+  Result<std::pair<DevicePtr, uint64_t>> region_extent(RegionRef r) const;
   /// Captures program `program` at `symbol_values` and launches the graph.
   Status capture_and_launch(uint32_t program, std::span<const uint64_t> symbol_values);
   /// A graph step failed: warn once, turn graphs off.

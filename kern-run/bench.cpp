@@ -20,6 +20,7 @@
 #include "kern-engine/clock.h"
 #include "kern-engine/engine.h"
 #include "kern-engine/generate.h"
+#include "kern-engine/page_allocator.h"
 #include "kern-engine/request.h"
 #include "kern-run/load_model.h"
 #include "kern-run/progress.h"
@@ -59,6 +60,28 @@ Result<double> run_gen_once(engine::Engine& engine, const BenchTest& test, const
   return engine::ms_since(t0);
 }
 
+/// One run of batched tg test `test`: test.batch sequences, each a 1-token
+/// prompt (ids[i]) and test.n_gen ids, no stop ids, through `engine` at
+/// max_batch test.batch. Returns the wall time (admission to the last id).
+Result<double> run_batch_once(engine::Engine& engine, const BenchTest& test, const std::vector<int64_t>& ids) {
+  auto t0 = Clock::now();
+  for (uint64_t i = 0; i < test.batch; ++i)
+    KERN_RETURN_IF_ERROR(engine.add_request({i, {ids[i % ids.size()]}, test.n_gen, {}, 1}));
+  uint64_t taken = 0;
+  // Bounded: each step prefills nothing (1-token prompts) and decodes one id per sequence.
+  for (uint64_t k = 0; !engine.idle() && k <= 4 * (test.n_gen + 2); ++k) {
+    KERN_ASSIGN_OR_RETURN(auto events, engine.step());
+    for (const engine::TokenEvent& ev : events) {
+      taken += ev.ids.size();
+      if (ev.error) return *ev.error;
+    }
+  }
+  if (taken != test.batch * test.n_gen)
+    return make_error(ErrorKind::kDevice, "the batch gave " + std::to_string(taken) + " ids, not " +
+                                              std::to_string(test.batch * test.n_gen));
+  return engine::ms_since(t0);
+}
+
 /// The NVIDIA kernel driver's version from /proc/driver/nvidia/version
 /// ("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  ..."), or
 /// "none" for the cpu device, or "unknown".
@@ -91,7 +114,11 @@ Result<std::vector<uint64_t>> parse_lengths(const std::string& text, const std::
 uint64_t bench_capacity(const BenchPlan& plan) {
   uint64_t n = 1;
   for (uint64_t p : plan.prompt_lengths) n = std::max(n, p);
-  for (uint64_t g : plan.gen_lengths) n = std::max(n, g);
+  for (uint64_t g : plan.gen_lengths) {
+    n = std::max(n, g);
+    for (uint64_t b : plan.batches)
+      n = std::max(n, b * engine::pages_for_tokens(g + 1) * engine::kKvBlockTokens);
+  }
   return n;
 }
 
@@ -104,6 +131,8 @@ std::vector<BenchTest> bench_tests(const BenchPlan& plan) {
     if (plan.decode_async) tests.push_back({0, g, {}, {}, false});
     if (plan.decode_sync) tests.push_back({0, g, {}, {}, true});
     if (plan.spec) tests.push_back({0, g, {}, {}, true, engine::SpecStats{}});
+    for (uint64_t b : plan.batches)
+      if (b > 0) tests.push_back({0, g, {}, {}, false, {}, b});
   }
   return tests;
 }
@@ -119,12 +148,20 @@ Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& 
     if (t.spec && model.spec() == nullptr)
       return make_error(ErrorKind::kUsage, t.name() + ": the plan has no speculative contract");
     std::vector<engine::DecodeStepRecord> records;  // the timed repetitions' decode steps
+    std::optional<engine::Engine> batched;
+    if (t.batch > 0) {
+      batched.emplace(model);
+      KERN_RETURN_IF_ERROR(batched->set_max_batch(t.batch), t.name());
+    }
     for (uint64_t i = 0; i < plan.warmup + plan.reps; ++i) {
       engine::SequenceResult r;
-      auto ms = t.n_prompt > 0 ? run_prompt_once(model, t, plan, ids) : run_gen_once(engine, t, plan, ids[0], r);
+      auto ms = t.n_prompt > 0 ? run_prompt_once(model, t, plan, ids)
+                : t.batch > 0  ? run_batch_once(*batched, t, ids)
+                               : run_gen_once(engine, t, plan, ids[0], r);
       KERN_RETURN_IF_ERROR(ms, t.name());
       if (i < plan.warmup) continue;
       t.ms.push_back(*ms);
+      if (t.batch > 0) continue;  // no per-step records in the batched mode
       if (t.spec) {
         t.spec->merge(*r.spec);
         continue;
@@ -133,7 +170,7 @@ Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& 
       auto steady = engine::steady_part(r.records);
       records.insert(records.end(), steady.begin(), steady.end());
     }
-    if (t.n_gen > 0 && !t.spec) t.decode = engine::average_decode(records);
+    if (t.n_gen > 0 && !t.spec && t.batch == 0) t.decode = engine::average_decode(records);
     if (on_test_done) on_test_done(t);
   }
   return tests;
@@ -154,7 +191,7 @@ struct BenchCommand {
 /// (2, printed here).
 std::variant<BenchCommand, int> parse_bench_command(int argc, char** argv) {
   BenchCommand cmd;
-  std::string p_text = "512", n_text = "128", format_text = "md", decode_text = "async";
+  std::string p_text = "512", n_text = "128", format_text = "md", decode_text = "async", batch_text;
   BenchPlan& plan = cmd.plan;
   CLI::App app{"kern-run bench: prompt processing (pp) and text generation (tg) speed, like llama-bench",
                "kern-run bench"};
@@ -181,6 +218,9 @@ std::variant<BenchCommand, int> parse_bench_command(int argc, char** argv) {
   app.add_option("-o,--output", format_text, "md | csv | json | jsonl (every repetition)")->capture_default_str();
   app.add_flag("--spec", plan.spec, "also a speculative test per -n length (tgN-spec; a manifest with a DSpark "
                                     "draft, docs/speculative.md): tokens per round, acceptance, ms per round by phase");
+  app.add_option("--batch", batch_text,
+                 "batch sizes, comma-separated: per -n length a batched test per size (tgN-bB: B sequences decoded "
+                 "together, t/s over all their ids; docs/batching.md)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -201,6 +241,13 @@ std::variant<BenchCommand, int> parse_bench_command(int argc, char** argv) {
   if (!n.ok()) return fail(n.error());
   plan.prompt_lengths = *p;
   plan.gen_lengths = *n;
+  if (!batch_text.empty()) {
+    auto b = parse_lengths(batch_text, "--batch", "batch size");
+    if (!b.ok()) return fail(b.error());
+    for (uint64_t v : *b)
+      if (v == 0) return fail(make_error(ErrorKind::kUsage, "--batch: a batch size must be at least 1"));
+    plan.batches = *b;
+  }
   if (bench_tests(plan).empty())
     return fail(make_error(ErrorKind::kUsage,
                            "nothing to measure: every -p and -n length is 0 (or the lists are empty)"));

@@ -32,6 +32,10 @@ struct BenchPlan {
   /// `--spec`: per generation length also a speculative test (`tgN-spec`:
   /// a 1-token prompt, then N ids through the engine's speculative rounds, engine.h).
   bool spec = false;
+  /// `--batch 1,2,4,8`: per generation length one batched test per size
+  /// (`tgN-bB`: B sequences of 1-token prompts, N ids each, decoded together
+  /// through decode_batch; t/s counts every sequence's ids). Empty: none.
+  std::vector<uint64_t> batches;
 };
 
 /// Most warmup runs, and most repetitions, per test (keeps warmup + reps
@@ -43,7 +47,8 @@ inline constexpr uint64_t kMaxBenchRuns = 1000000;
 /// asynchronous tg test and/or a synchronous one (`tgN-sync`).
 std::vector<BenchTest> bench_tests(const BenchPlan& plan);
 
-/// The capacity in tokens the tests need (the longest test, at least 1).
+/// The capacity in tokens the tests need (the longest test, or the whole
+/// pages of a batched test's sequences, at least 1).
 uint64_t bench_capacity(const BenchPlan& plan);
 
 /// Runs every test on `model` (loaded with at least bench_capacity tokens,

@@ -99,6 +99,7 @@ std::string render_spec_md(const std::vector<BenchTest>& tests) {
 
 std::string BenchTest::name() const {
   if (n_prompt > 0) return "pp" + std::to_string(n_prompt);
+  if (batch > 0) return "tg" + std::to_string(n_gen) + "-b" + std::to_string(batch);
   return "tg" + std::to_string(n_gen) + (spec ? "-spec" : sync ? "-sync" : "");
 }
 
@@ -147,13 +148,13 @@ std::string render_bench_md_row(const BenchTest& t) {
 
 std::string render_bench_md_tail(const std::vector<BenchTest>& tests) {
   bool any_tg = false;
-  for (const BenchTest& t : tests) any_tg = any_tg || (t.n_gen > 0 && !t.spec);
+  for (const BenchTest& t : tests) any_tg = any_tg || (t.n_gen > 0 && !t.spec && t.batch == 0);
   if (!any_tg) return render_spec_md(tests);
   std::string out =
       "\n| test | decode loop | launches/step | host writes/step | host waits/step | GPU busy ms/step | "
       "GPU wall ms/step | host gap us/step |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const BenchTest& t : tests) {
-    if (t.n_gen == 0 || t.spec) continue;  // speculative tests: their own table
+    if (t.n_gen == 0 || t.spec || t.batch > 0) continue;  // speculative tests: their own table; batched: no per-step records
     const engine::DecodeStats& d = t.decode;
     auto steady = [&d](double v) { return d.steady_steps > 0 ? format_double("%.2f", v) : std::string("-"); };
     auto gpu = [&d](const char* f, double v) { return d.gpu_timed ? format_double(f, v) : std::string("-"); };

@@ -30,11 +30,14 @@ struct BenchTest {
   /// tg tests of `kern-run bench --spec`: speculative generation
   /// (the engine's speculative mode); the rounds of every timed repetition. Else empty.
   std::optional<engine::SpecStats> spec{};
+  /// tg tests of `kern-run bench --batch`: this many sequences of n_gen ids
+  /// each decoded together (the engine's batched mode, docs/batching.md); 0: one sequence.
+  uint64_t batch = 0;
 
-  /// "pp512", "tg128" (asynchronous decode), "tg128-sync" or "tg128-spec".
+  /// "pp512", "tg128" (asynchronous decode), "tg128-sync", "tg128-spec" or "tg128-b4" (batch 4).
   std::string name() const;
-  /// Tokens processed per repetition (n_prompt + n_gen).
-  uint64_t tokens() const { return n_prompt + n_gen; }
+  /// Tokens processed per repetition (n_prompt + n_gen, times the batch's sequences).
+  uint64_t tokens() const { return n_prompt + n_gen * (batch > 0 ? batch : 1); }
 };
 
 /// Summary of values: mean, sample standard deviation (n - 1; 0 for one

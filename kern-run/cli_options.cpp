@@ -106,7 +106,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   std::vector<std::string> dumps;
   uint64_t capacity = 0;
   CLI::App app{"kern-run: replay a .kplan; Qwen3 generation, greedy or sampled (SPEC §7).\n"
-               "Subcommands (first argument): tokenize, detokenize, bench (see kern-run SUBCOMMAND --help).",
+               "Subcommands (first argument): tokenize, detokenize, bench, compare, serve (see kern-run SUBCOMMAND --help).",
                "kern-run"};
   app.set_version_flag("--version", [] {
     std::string line = version_text("kern-run");
@@ -145,6 +145,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   std::string stop_text;
   auto* stops = app.add_option("--stop-ids", stop_text, "comma-separated ids that end generation (kept in the output), "
                                                          "besides the tokenizer's end tokens");
+  app.add_flag("-i,--interactive", o.interactive, "with --chat: a conversation on stdin, one message per line, "
+                                                 "the replies streamed; /exit or end of input ends it");
   app.add_flag("--spec", o.spec, "speculative decoding with the plan's DSpark draft (a manifest from "
                                  "examples/gen_qwen3_dspark_manifest.py; same ids as plain greedy decoding)");
   uint64_t seed = 0;
@@ -157,22 +159,42 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
       ->capture_default_str();
   auto* seed_opt = app.add_option("--seed", seed, "with --temperature: the sampling seed (default: a random one, "
                                                   "reported on stderr and in --json)");
+  uint64_t max_batch = 0;
+  auto* requests = app.add_option("--requests", o.requests_path,
+                                  "JSON Lines file of requests ('-': stdin), one object per line: prompt_ids or "
+                                  "prompt, max_tokens, temperature, top_k, top_p, min_p, seed, stop_ids, stop, "
+                                  "ignore_eos; prints one JSON result per line in request order (docs/batching.md)");
+  auto* batch = app.add_option("--max-batch", max_batch,
+                               "with --requests: sequences decoded at once (default: the plan's max_batch)")
+                    ->check(count_check(1));
+  batch->needs(requests);
+  requests->excludes(ids)->excludes(text)->excludes(file)->excludes(chat);
+  for (const char* name : {"--spec", "--sync", "--json", "--dump-buffer", "--stop-ids", "--temperature", "--top-k",
+                           "--top-p", "--min-p", "--seed"})
+    requests->excludes(app.get_option(name));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);
     return {std::nullopt, rc == 0 ? 0 : 2};
   }
+  if (batch->count() > 0) o.max_batch = max_batch;
   auto usage = [](const std::string& message) {
     print_error(message);
     return ParsedCommandLine{std::nullopt, 2};
   };
   if (Status s = load.finish(o.plan_path, &o.tokenizer_path); !s.ok()) return usage(s.error().message);
+  if (requests->count() > 0) {
+    if (cap->count() > 0) o.capacity = capacity;
+    return {std::move(o), 0};  // the requests carry their prompts (run_requests.h)
+  }
   if (ids->count() > 0) {
     auto parsed = parse_id_list(ids_text);
     if (!parsed.ok()) return usage(parsed.error().message);
     o.prompt_ids = std::move(parsed.value());
     if (o.chat) return usage("--chat needs a text prompt (--prompt, --prompt-file or stdin), not --prompt-ids");
+  } else if (o.interactive) {
+    // Messages come from stdin: the checks are the chat command's (chat_command.cpp).
   } else if (o.tokenizer_path.empty()) {
     if (text->count() == 0 && file->count() == 0)  // nothing given; stdin alone needs a tokenizer too
       return usage("no prompt: give token ids (--prompt-ids 1,2,3) or text (--prompt TEXT, --prompt-file FILE "

@@ -50,6 +50,9 @@ struct RunOptions {
   float top_p = 1.0f;           ///< --top-p (1: off)
   float min_p = 0.0f;           ///< --min-p (0: off)
   std::optional<uint64_t> seed; ///< --seed; none: kern-run picks one (std::random_device) and reports it
+  bool interactive = false;  ///< -i/--interactive with --chat: a conversation on stdin (chat_command.h)
+  std::string requests_path;  ///< --requests FILE.jsonl ("-": stdin): many requests, batched (run_requests.h)
+  std::optional<uint64_t> max_batch;  ///< --max-batch: sequences at once (default: the plan's max_batch)
 };
 
 /// The files of a model folder written by examples/convert_hf.py.

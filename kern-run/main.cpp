@@ -1,15 +1,19 @@
 // kern-run: the minimal executor and Qwen3 inference command (SPEC §2, §7).
 // main() only picks the subcommand (a first argument of tokenize,
-// detokenize or bench; anything else is a generation run), sets up logging
+// detokenize, bench, compare or serve; anything else is a generation run), sets up logging
 // to stderr, checks that stdout was written, and catches third-party
 // exceptions at the boundary (style.md §3).
 #include <cstring>
 #include <exception>
 #include <iostream>
 
+#include "kern-run/chat_command.h"
 #include "kern-run/cli_options.h"
 #include "kern-run/bench.h"
+#include "kern-run/compare_command.h"
 #include "kern-run/run_command.h"
+#include "kern-run/serve/serve_command.h"
+#include "kern-run/run_requests.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/token_tools.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -25,10 +29,14 @@ int dispatch(int argc, char** argv) {
     if (std::strcmp(argv[1], "tokenize") == 0) return kern::run::run_tokenize(argc - 1, argv + 1);
     if (std::strcmp(argv[1], "detokenize") == 0) return kern::run::run_detokenize(argc - 1, argv + 1);
     if (std::strcmp(argv[1], "bench") == 0) return kern::run::run_bench_command(argc - 1, argv + 1);
+    if (std::strcmp(argv[1], "compare") == 0) return kern::run::run_compare_command(argc - 1, argv + 1);
+    if (std::strcmp(argv[1], "serve") == 0) return kern::run::serve::run_serve(argc - 1, argv + 1);
   }
   auto parsed = kern::run::parse_command_line(argc, argv);
   if (!parsed.options) return parsed.exit_code;
   spdlog::set_level(parsed.options->load.verbose ? spdlog::level::info : spdlog::level::warn);
+  if (parsed.options->interactive) return kern::run::run_chat_command(*parsed.options);
+  if (!parsed.options->requests_path.empty()) return kern::run::run_requests_command(*parsed.options);
   return kern::run::run_command(*parsed.options);
 }
 

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "common/version.h"
 #include "kern-run/number_text.h"
@@ -18,16 +19,32 @@ namespace {
 
 struct Speeds {
   double prefill_tok_s = 0, decode_ms_per_token = 0, decode_tok_s = 0;
+  bool decode_timed = false;  ///< false: no decode step was timed (the decode figures are absent)
 };
 
+/// Decode figures are over the steps actually timed (SequenceResult::
+/// decode_steps_timed), never over ids whose steps ran before the window.
 Speeds speeds(const engine::SequenceResult& r, size_t prompt_tokens) {
   Speeds s;
   if (r.prefill_ms > 0) s.prefill_tok_s = static_cast<double>(prompt_tokens) * 1000.0 / r.prefill_ms;
-  if (r.decode_steps > 0) {
-    s.decode_ms_per_token = r.decode_ms / static_cast<double>(r.decode_steps);
-    if (r.decode_ms > 0) s.decode_tok_s = static_cast<double>(r.decode_steps) * 1000.0 / r.decode_ms;
+  if (r.decode_steps_timed > 0 && r.decode_ms > 0) {
+    s.decode_timed = true;
+    s.decode_ms_per_token = r.decode_ms / static_cast<double>(r.decode_steps_timed);
+    s.decode_tok_s = static_cast<double>(r.decode_steps_timed) * 1000.0 / r.decode_ms;
   }
   return s;
+}
+
+/// The "decode: ..." line of render_stats.
+std::string decode_line(const engine::SequenceResult& r, const Speeds& s) {
+  std::string out = "decode: " + std::to_string(r.decode_steps) + (r.decode_steps == 1 ? " step" : " steps");
+  if (r.decode_steps == 0) return out + "\n";
+  if (!s.decode_timed)
+    return out + ", too few timed for per-token figures (the asynchronous loop issues the second step with the "
+                 "first; more --steps, or --sync)\n";
+  if (r.decode_steps_timed != r.decode_steps) out += " (" + std::to_string(r.decode_steps_timed) + " timed)";
+  return out + ", " + format_double("%.3f", s.decode_ms_per_token) + " ms/token (" +
+         format_double("%.1f", s.decode_tok_s) + " tok/s)\n";
 }
 
 /// The weights phase of render_stats' load line: what was copied and what
@@ -46,6 +63,8 @@ std::string weights_phase(const engine::LoadPhases& l) {
 /// The decode loop's steady-state line of render_stats.
 std::string decode_stats_line(const engine::SequenceResult& r) {
   const engine::DecodeStats& st = r.stats;
+  if (r.spec && st.steady_steps == 0)  // rounds only: their figures are the speculative line's
+    return "decode loop: speculative rounds (each reads its ids back; figures by round below)\n";
   std::string out = std::string("decode loop: ") + (r.sync ? "synchronous" : "asynchronous");
   if (!r.sync) out += " (lookahead " + std::to_string(engine::kDecodeLookahead) + ")";
   if (st.steady_steps == 0) return out + "; too few steps for steady-state figures\n";
@@ -121,10 +140,12 @@ std::string render_stats(const engine::SequenceResult& r, const ReportContext& c
   out += "prefill: " + std::to_string(ctx.prompt_ids->size()) + " tokens in " + format_double("%.3f", r.prefill_ms) +
          " ms (" + format_double("%.1f", s.prefill_tok_s) + " tok/s, chunk " + std::to_string(r.chunk) +
          "); time to first token " + format_double("%.3f", r.prefill_ms) + " ms\n";
-  out += "decode: " + std::to_string(r.decode_steps) + " steps, " + format_double("%.3f", s.decode_ms_per_token) +
-         " ms/token (" + format_double("%.1f", s.decode_tok_s) + " tok/s)\n";
+  out += decode_line(r, s);
   out += decode_stats_line(r);
-  if (r.spec) out += spec_stats_line(*r.spec);
+  if (r.spec) {
+    out += spec_stats_line(*r.spec);
+    if (std::string note = spec_acceptance_note(*r.spec, ctx.random_weights); !note.empty()) out += note + "\n";
+  }
   out += "generated " + std::to_string(r.generated_ids.size()) + " tokens, stopped by " +
          (r.stopped ? "an end token" : "--steps") + "\n";
   out += "device: " + ctx.device + "\n";
@@ -213,11 +234,17 @@ std::string render_json(const engine::SequenceResult& r, const ReportContext& ct
   write_number(w, "time_to_first_token_ms", r.prefill_ms);
   write_number(w, "prefill_ms", r.prefill_ms);
   write_number(w, "prefill_tokens_per_s", s.prefill_tok_s);
-  write_number(w, "decode_ms_per_token", s.decode_ms_per_token);
-  write_number(w, "decode_tokens_per_s", s.decode_tok_s);
+  const std::pair<const char*, double> decode_figures[] = {{"decode_ms_per_token", s.decode_ms_per_token},
+                                                           {"decode_tokens_per_s", s.decode_tok_s}};
+  for (const auto& [key, v] : decode_figures) {
+    w.Key(key);
+    if (s.decode_timed) w.Double(v);
+    else w.Null();  // no step timed: no figure (0 would read as a measurement)
+  }
   write_u64(w, "decode_steps", r.decode_steps);
+  write_u64(w, "decode_steps_timed", r.decode_steps_timed);
   write_decode_stats(w, r);
-  if (r.spec) write_spec_json(w, *r.spec);
+  if (r.spec) write_spec_json(w, *r.spec, ctx.random_weights);
   if (ctx.sampling != nullptr) {  // docs/running.md "Sampling"
     const engine::SamplingParams& p = *ctx.sampling;
     // An f32 parameter as the user wrote it (0.8, not 0.800000011920929): its shortest decimal form.

@@ -27,6 +27,7 @@ struct ReportContext {
   uint64_t peak_rss_bytes = 0;  ///< the process's peak resident memory (getrusage), 0 = unknown
   /// How ids were picked (the `sampling` object of --json); may be null: no object.
   const engine::SamplingParams* sampling = nullptr;
+  bool random_weights = false;  ///< engine::Model::random_weights (explains a near-zero acceptance)
 };
 
 /// Writes the decode loop's per-step keys shared by kern-run --json and
@@ -65,7 +66,9 @@ std::string render_text(const engine::SequenceResult& r, const ReportContext& ct
 /// {weights, weights_in_place, states, workspace, scratch, arena,
 /// arena_unplanned, arena_peak_live, arena_planned, io, total,
 /// peak_rss} in bytes (docs/memory-plan.md); with --spec, the `spec` object
-/// of spec_report.h (after the decode figures). Speeds are 0 when nothing was timed.
+/// of spec_report.h (after the decode figures). `decode_steps_timed` is the
+/// steps the decode figures cover (engine::SequenceResult); with none,
+/// `decode_ms_per_token` and `decode_tokens_per_s` are null.
 std::string render_json(const engine::SequenceResult& r, const ReportContext& ctx);
 
 }  // namespace kern::run

@@ -13,6 +13,7 @@
 #include "kern-engine/generate.h"
 #include "kern-engine/request.h"
 #include "kern-load/executable.h"
+#include "kern-run/capacity_hint.h"
 #include "kern-run/dump_paths.h"
 #include "kern-run/load_model.h"
 #include "kern-run/progress.h"
@@ -20,7 +21,6 @@
 #include "kern-run/report.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/tokenizer/tokenizer.h"
-#include "kern-run/weights_hint.h"
 #include "kern-run/weights_hint.h"
 #include "spdlog/spdlog.h"
 
@@ -97,8 +97,10 @@ Status run(const RunOptions& o) {
   if (req.prompt_ids.empty())
     return make_error(ErrorKind::kUsage,
                       "the prompt is empty: give a prompt (--prompt, --prompt-file, stdin or --prompt-ids)");
-  if (Status s = engine::check_request(c, capacity, req); !s.ok())
-    return o.prompt_ids ? s.error() : s.error().with_context("the tokenized prompt");
+  if (Status s = engine::check_request(c, capacity, req); !s.ok()) {
+    Error e = with_capacity_next_step(s.error(), c, capacity, req.prompt_ids.size(), req.max_tokens);
+    return o.prompt_ids ? e : e.with_context("the tokenized prompt");
+  }
 
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
   auto loaded = load_model(std::move(opened), o.load, capacity, &progress);
@@ -120,6 +122,7 @@ Status run(const RunOptions& o) {
   ctx.memory = &model->executable().memory();
   ctx.peak_rss_bytes = peak_rss_bytes();
   ctx.sampling = &req.sampling;
+  ctx.random_weights = model->random_weights();
   if (o.json) {
     write_stdout(render_json(result, ctx) + "\n");
   } else if (tokenizer) {

@@ -16,7 +16,19 @@ std::string spec_stats_line(const engine::SpecStats& s) {
   return out + "\n";
 }
 
-void write_spec_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const engine::SpecStats& s) {
+std::string spec_acceptance_note(const engine::SpecStats& s, bool random_weights) {
+  if (s.rounds.empty() || s.acceptance_rate() >= kNearZeroAcceptance) return "";
+  const std::string cost = "each round then yields about one token for a draft and a verify, so speculation is "
+                           "slower than plain decoding";
+  if (random_weights)
+    return "note: acceptance is near zero because the draft's weights are random (--random-weights or "
+           "gen_random_weights.py): " + cost + "; a trained DSpark draft accepts ~3.4 tokens per round";
+  return "note: acceptance is near zero: the draft predicts almost none of the target's tokens; " + cost +
+         " (are the draft's weights random, or trained for another target model? docs/speculative.md)";
+}
+
+void write_spec_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const engine::SpecStats& s,
+                     std::optional<bool> random_weights) {
   w.Key("spec");
   w.StartObject();
   w.Key("block");
@@ -50,6 +62,12 @@ void write_spec_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const engine
   w.Double(s.prompt_precompute_ms);
   w.Key("fallback_steps");
   w.Uint64(s.fallback_steps);
+  if (random_weights) {
+    const std::string note = spec_acceptance_note(s, *random_weights);
+    w.Key("acceptance_note");
+    if (note.empty()) w.Null();
+    else w.String(note.data(), static_cast<rapidjson::SizeType>(note.size()));
+  }
   w.EndObject();
 }
 

@@ -7,12 +7,27 @@
 #include <cstring>
 #include <iostream>
 
+#include "spdlog/spdlog.h"
+
 namespace kern::run {
 
 StreamPrinter::StreamPrinter(const tok::Tokenizer* tokenizer, std::vector<int64_t> stop_ids, std::FILE* text_out,
-                             ProgressLine* progress)
-    : stop_ids_(std::move(stop_ids)), text_out_(text_out), progress_(progress) {
+                             ProgressLine* progress, WarningSink warn)
+    : tokenizer_(tokenizer), stop_ids_(std::move(stop_ids)), text_out_(text_out), progress_(progress),
+      warn_(std::move(warn)) {
   if (tokenizer != nullptr) decoder_.emplace(*tokenizer);
+  if (!warn_) warn_ = [](const std::string& w) { spdlog::warn("{}", w); };
+}
+
+std::string StreamPrinter::missing_token_warning(const tok::Tokenizer& tokenizer, int64_t id) {
+  const std::string range = "ids [0, " + std::to_string(tokenizer.vocab_size()) + ")";
+  const std::string head = "generated id " + std::to_string(id);
+  if (id >= tokenizer.vocab_size())
+    return head + " is past the tokenizer's " + range +
+           ": printed as nothing, as HF's decode does (an embedding padding row, which trained weights do not "
+           "choose: random weights, or a --tokenizer of another model?); said once per run";
+  return head + " has no token (a gap in the tokenizer's " + range +
+         "): printed as nothing, as HF's decode does (a --tokenizer of another model?); said once per run";
 }
 
 void StreamPrinter::on_prefill_progress(uint64_t done, uint64_t total) {
@@ -37,9 +52,12 @@ void StreamPrinter::set_error(int err) {
 void StreamPrinter::on_token(int64_t id) {
   if (progress_ != nullptr) progress_->clear();
   if (!decoder_ || engine::is_stop_id(stop_ids_, id)) return;
-  // Generated ids are < vocab (checked by the driver); ids without a token
-  // (the embedding's padding rows past the tokenizer's vocabulary) decode to
-  // nothing, as HF's decode skips them.
+  // Generated ids are < vocab (checked by the runner); ids without a token
+  // decode to nothing, as HF's decode skips them, but never silently.
+  if (!tokenizer_->has_token(id)) {
+    if (missing_tokens_++ == 0) warn_(missing_token_warning(*tokenizer_, id));
+    return;
+  }
   emit(decoder_->push(static_cast<int32_t>(id)));
 }
 

@@ -39,7 +39,7 @@ Result<std::vector<int32_t>> check_decodable(const tok::Tokenizer& tokenizer, co
     const std::string at = option + ": id " + std::to_string(id) + " at index " + std::to_string(i);
     if (id < 0 || id >= n)
       return make_error(ErrorKind::kUsage, at + " is outside the tokenizer's ids [0, " + std::to_string(n) + ")");
-    if (tokenizer.token_bytes(static_cast<int32_t>(id)).empty())
+    if (!tokenizer.has_token(id))
       return make_error(ErrorKind::kUsage,
                         at + " has no token (a gap in the tokenizer's ids [0, " + std::to_string(n) + "))");
     ids32.push_back(static_cast<int32_t>(id));

@@ -12,6 +12,7 @@ pkgs=(meson ninja-build pkg-config g++ rapidjson-dev libcli11-dev libspdlog-dev 
       catch2 libflatbuffers-dev flatbuffers-compiler libssl-dev libpcre2-dev python3)
 pkgs+=(libicu-dev)  # tokenizer: NFC normalization (kern-run/tokenizer)
 pkgs+=(librandom123-dev)  # kern_sample_bf16 and its cpu twin: Philox4x32-10 (Random123, header-only, host and CUDA)
+pkgs+=(libcpp-httplib-dev)  # kern-run serve: the HTTP server (kern-run/serve)
 pkgs+=(libboost-context-dev)  # test/sim/simt: the SIMT emulator runs each CUDA thread as a Boost.Context fiber
 pkgs+=(patchelf)  # test/gpu/bundle.sh: the GPU bundle's binaries find its libraries through an $ORIGIN rpath
 pkgs+=(python3-numpy python3-yaml git gcc)  # examples/convert_hf.py: F16/F32 to BF16 (numpy); llama.cpp oracle: gguf-py needs numpy and yaml; clone the bundle; build the C oracle (test/oracle)
@@ -19,6 +20,7 @@ if [ $build_only -eq 0 ] && ! command -v npm >/dev/null; then
   pkgs+=(nodejs npm)  # test references come from npm (oracles.md)
 fi
 if [ $build_only -eq 0 ]; then
+  pkgs+=(chromium)  # test/serve/chat_page_test.mjs: the chat page in headless Chromium (playwright-core)
   pkgs+=(clang-14 libclang-rt-14-dev)  # test/fuzz: libFuzzer + ASan + UBSan runtimes for clang 14; test/sim/simt compiles the .cu kernels as host code with clang 14
 fi
 missing=()
@@ -66,3 +68,12 @@ fi
 # JSON Schema oracle (test/schema): ajv, an off-the-shelf JSON Schema 2020-12
 # validator, into .cache/schema/.
 npm_pins "$here/.cache/schema" "the JSON Schema oracle" "ajv@8.17.1" || true
+
+# Chat template oracle (test/run/chat_template_oracle.mjs): HF's Jinja engine in
+# JS renders Qwen3's real template text, into .cache/chat/.
+npm_pins "$here/.cache/chat" "the chat template oracle" "@huggingface/jinja@0.5.11" || true
+
+# Server test clients (test/serve): the official OpenAI Node client (no
+# dependencies; its optional peers ws and zod are not needed) and
+# playwright-core (drives Debian's chromium for the chat page test), into .cache/serve/.
+npm_pins "$here/.cache/serve" "the server test clients" "openai@6.30.1 playwright-core@1.65.1" --legacy-peer-deps || true

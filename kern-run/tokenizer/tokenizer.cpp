@@ -79,6 +79,10 @@ bool Tokenizer::is_special(int32_t id) const {
   return id >= 0 && id < vocab_size() && (model_->id_flags[id] & TokenizerModel::kSpecial) != 0;
 }
 
+bool Tokenizer::has_token(int64_t id) const {
+  return id >= 0 && id < vocab_size() && (model_->id_flags[id] & TokenizerModel::kHasToken) != 0;
+}
+
 int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(model_->id_flags.size()); }
 
 const std::vector<AddedToken>& Tokenizer::added_tokens() const { return model_->added_tokens; }

@@ -66,6 +66,10 @@ class Tokenizer {
   /// The raw bytes token `id` decodes to (empty for ids with no token).
   std::string_view token_bytes(int32_t id) const;
 
+  /// Whether `id` has a token (a vocabulary entry or an added token):
+  /// false for negative ids, gaps and ids >= vocab_size().
+  bool has_token(int64_t id) const;
+
   /// Whether `id` is an added token marked special (skippable in decode).
   bool is_special(int32_t id) const;
 

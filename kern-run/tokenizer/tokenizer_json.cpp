@@ -5,6 +5,7 @@
 #include <rapidjson/error/en.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_set>
 
@@ -33,6 +34,33 @@ std::string line_column(std::string_view text, size_t offset) {
     }
   }
   return std::to_string(line) + ":" + std::to_string(offset - line_start + 1);
+}
+
+/// Byte offset of the first lone low surrogate escape (\udc00-\udfff not
+/// after a \ud800-\udbff one) in JSON text RapidJSON parsed, or npos.
+/// RapidJSON rejects a lone high surrogate but turns a lone low one into
+/// CESU-8 bytes (ED B0..BF xx), which are not UTF-8; serde_json, which HF
+/// tokenizers parse with, refuses both. Backslashes occur only inside
+/// strings in valid JSON, so a scan of the escapes is enough.
+size_t lone_low_surrogate_at(std::string_view json) {
+  auto hex4 = [&json](size_t at) -> long {
+    if (at + 4 > json.size()) return -1;
+    char buf[5] = {json[at], json[at + 1], json[at + 2], json[at + 3], 0};
+    char* end = nullptr;
+    const long v = std::strtol(buf, &end, 16);
+    return end == buf + 4 ? v : -1;
+  };
+  for (size_t i = 0; i + 1 < json.size(); ++i) {
+    if (json[i] != '\\') continue;
+    if (json[i + 1] != 'u') {
+      ++i;  // a one-character escape, \\ included
+      continue;
+    }
+    const long cp = hex4(i + 2);
+    if (cp >= 0xDC00 && cp <= 0xDFFF) return i;
+    i += (cp >= 0xD800 && cp <= 0xDBFF) ? 11 : 5;  // a pair (RapidJSON checked its low half), else one escape
+  }
+  return std::string_view::npos;
 }
 
 Result<int32_t> read_id(const JsonContext& ctx, const Value& v, const std::string& pointer) {
@@ -268,6 +296,11 @@ Result<std::shared_ptr<TokenizerModel>> parse_tokenizer_json(std::string_view js
   if (doc.HasParseError()) {
     return make_error(ErrorKind::kWeight, prefix + line_column(json, doc.GetErrorOffset()) +
                                               ": invalid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()));
+  }
+  if (const size_t at = lone_low_surrogate_at(json); at != std::string_view::npos) {
+    return make_error(ErrorKind::kWeight, prefix + line_column(json, at) + ": invalid JSON: lone low surrogate " +
+                                              std::string(json.substr(at, 6)) +
+                                              " (a \\udc00-\\udfff escape must follow a \\ud800-\\udbff one)");
   }
   if (!doc.IsObject()) return ctx.expected("", "an object", doc);
   auto model = std::make_shared<TokenizerModel>();

@@ -13,7 +13,9 @@
 //   * the RMSNorm prologue's sum of squares is block_sum's order over 128
 //     threads (thread t: groups t, t + 128, ...).
 // The per-split sums are also written to `partial` when splits > 1, as the
-// CUDA twin does; `counters` is left at zero.
+// CUDA twin does; `counters` is left at zero. The dots come from
+// GemvLaneDots (gemv_lanes.h): each w row is read once for all m rows, the
+// 32 lanes vectorised (AVX-512 / AVX2 where the machine has them, same bits).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -23,6 +25,7 @@
 
 #include "common/bf16.h"
 #include "common/extern_ops.h"
+#include "kernels-src/cpu/gemv_lanes.h"
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
 
@@ -34,7 +37,7 @@ constexpr int64_t kMaxM = 8;
 constexpr int64_t kCols = 8;           // output columns per block (grid.x = ceil(n / 8))
 constexpr uint32_t kBlockThreads = 128;
 constexpr int kLanes = 32;
-constexpr int64_t kThreadWork = int64_t{1} << 22;  // m*n*k above which threads help
+constexpr int64_t kThreadWork = int64_t{1} << 20;  // m*n*k above which threads help (as the GEMM)
 constexpr unsigned kMaxThreads = 8;
 
 enum class Epi { kStore, kAcc, kResidual, kSiluMul, kArgmax };
@@ -54,20 +57,6 @@ float butterfly(std::array<float, kLanes> v) {
     v = t;
   }
   return v[0];
-}
-
-/// The dot of a (f32) and w row (bf16) over groups [gb, ge) of 8 elements
-/// (elements below k), in the CUDA twin's lane order. Cloned for FMA
-/// hardware (std::fma inline) with a portable default (a libm call); fma is
-/// exactly rounded, so both give the same bits.
-__attribute__((target_clones("fma", "default"))) float split_dot(const float* a, const uint16_t* w, int64_t k, int64_t gb, int64_t ge) {
-  std::array<float, kLanes> lanes{};
-  for (int64_t g = gb; g < ge; ++g) {
-    float& acc = lanes[(g - gb) % kLanes];
-    const int64_t end = std::min(k, 8 * g + 8);
-    for (int64_t x = 8 * g; x < end; ++x) acc = std::fma(a[x], bf16_to_f32(w[x]), acc);
-  }
-  return butterfly(lanes);
 }
 
 /// The normalised row bf16(a * rsqrt(mean(a^2) + eps) * nw) as f32, with the
@@ -116,41 +105,57 @@ int64_t w_row(const Problem& p, int64_t col, int64_t& up) {
   return col;
 }
 
-/// The merged dot of a row i with w row `row`, writing per-split sums to partial.
-float full_dot(const Problem& p, int64_t i, int64_t row) {
-  const int64_t groups = (p.k + 7) / 8;
-  const int64_t per_split = (groups + p.splits - 1) / p.splits;
+/// Columns per GemvLaneDots::dots call in compute_columns.
+constexpr int64_t kChunkCols = 32;
+
+/// sums[c * m + i] = the merged dot of a row i with w row row0 + c (c <
+/// cols): the per-split sums `split` ([cols, splits, m], from
+/// GemvLaneDots::dots), written to partial when split, added in split order.
+void merge_splits(const Problem& p, int64_t row0, int64_t cols, const float* split, float* sums) {
   const int64_t rows_total = p.v->epi == Epi::kSiluMul ? 2 * p.n : p.n;
-  const float* a = p.a_f32.data() + i * p.k;
-  const uint16_t* w = p.w + row * p.k;
-  float sum = 0.0f;
-  for (int64_t s = 0; s < p.splits; ++s) {
-    const int64_t gb = std::min(groups, s * per_split);
-    const int64_t ge = std::min(groups, gb + per_split);
-    const float d = split_dot(a, w, p.k, gb, ge);
-    if (p.splits > 1) p.partial[(s * p.m + i) * rows_total + row] = d;
-    sum = s == 0 ? d : sum + d;
+  for (int64_t c = 0; c < cols; ++c) {
+    for (int64_t i = 0; i < p.m; ++i) {
+      float sum = 0.0f;
+      for (int64_t s = 0; s < p.splits; ++s) {
+        const float d = split[(c * p.splits + s) * p.m + i];
+        if (p.splits > 1) p.partial[(s * p.m + i) * rows_total + row0 + c] = d;
+        sum = s == 0 ? d : sum + d;
+      }
+      sums[c * p.m + i] = sum;
+    }
   }
-  return sum;
 }
 
-/// Output columns [col_begin, col_end) for every row.
-void compute_columns(const Problem& p, int64_t col_begin, int64_t col_end) {
-  for (int64_t col = col_begin; col < col_end; ++col) {
-    int64_t up_row = 0;
-    const int64_t row = w_row(p, col, up_row);
-    for (int64_t i = 0; i < p.m; ++i) {
-      const float d = full_dot(p, i, row);
-      uint16_t* c = p.c + i * p.ldc + col;
-      switch (p.v->epi) {
-        case Epi::kStore:
-        case Epi::kArgmax: *c = f32_to_bf16(d); break;
-        case Epi::kAcc: *c = f32_to_bf16(bf16_to_f32(*c) + d); break;
-        case Epi::kResidual: *c = f32_to_bf16(bf16_to_f32(p.residual[i * p.ldc + col]) + d); break;
-        case Epi::kSiluMul: {
-          const float u = full_dot(p, i, up_row);
-          *c = f32_to_bf16(d / (1.0f + std::exp(-d)) * u);
-          break;
+/// Output columns [col_begin, col_end) for every row, kChunkCols at a time:
+/// each w row is read once for all m a rows.
+void compute_columns(const Problem& p, const GemvLaneDots& dots, int64_t col_begin, int64_t col_end) {
+  const auto chunk = static_cast<size_t>(kChunkCols * p.m);
+  std::vector<float> split(chunk * static_cast<size_t>(p.splits)), d(chunk), u(chunk);
+  for (int64_t c0 = col_begin; c0 < col_end; c0 += kChunkCols) {
+    const int64_t cols = std::min(kChunkCols, col_end - c0);
+    int64_t up0 = 0;
+    const int64_t row0 = w_row(p, c0, up0);
+    dots.dots(p.w + row0 * p.k, cols, split.data());
+    merge_splits(p, row0, cols, split.data(), d.data());
+    if (p.v->epi == Epi::kSiluMul) {
+      dots.dots(p.w + up0 * p.k, cols, split.data());
+      merge_splits(p, up0, cols, split.data(), u.data());
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      const int64_t col = c0 + c;
+      for (int64_t i = 0; i < p.m; ++i) {
+        const float di = d[static_cast<size_t>(c * p.m + i)];
+        uint16_t* out = p.c + i * p.ldc + col;
+        switch (p.v->epi) {
+          case Epi::kStore:
+          case Epi::kArgmax: *out = f32_to_bf16(di); break;
+          case Epi::kAcc: *out = f32_to_bf16(bf16_to_f32(*out) + di); break;
+          case Epi::kResidual: *out = f32_to_bf16(bf16_to_f32(p.residual[i * p.ldc + col]) + di); break;
+          case Epi::kSiluMul: {
+            const float ui = u[static_cast<size_t>(c * p.m + i)];
+            *out = f32_to_bf16(di / (1.0f + std::exp(-di)) * ui);
+            break;
+          }
         }
       }
     }
@@ -185,6 +190,7 @@ void compute(Problem& p) {
     if (v.norm) norm_row(p.a + i * p.lda, p.nw, p.k, p.eps, row);
     else if (p.k > 0) bf16_to_f32_n(p.a + i * p.lda, row, static_cast<size_t>(p.k));
   }
+  const GemvLaneDots dots(p.a_f32.data(), p.m, p.k, p.splits, gemv_best_isa());
   // Threads over column tiles; every element's arithmetic is the same whatever the split.
   const int64_t tiles = (p.n + kCols - 1) / kCols;
   const int64_t work = p.m * p.n * std::max<int64_t>(p.k, 1) * (v.epi == Epi::kSiluMul ? 2 : 1);
@@ -204,17 +210,17 @@ void compute(Problem& p) {
     for (; spawned < threads; ++spawned) {
       int64_t b = 0, e = 0;
       range(spawned, b, e);
-      pool.emplace_back(compute_columns, std::cref(p), b, e);
+      pool.emplace_back(compute_columns, std::cref(p), std::cref(dots), b, e);
     }
   } catch (const std::system_error&) {
     // No more threads: the remaining ranges run here.
   }
   int64_t b = 0, e = 0;
   range(0, b, e);
-  compute_columns(p, b, e);
+  compute_columns(p, dots, b, e);
   for (unsigned t = spawned; t < threads; ++t) {
     range(t, b, e);
-    compute_columns(p, b, e);
+    compute_columns(p, dots, b, e);
   }
   for (std::thread& th : pool) th.join();
 }

@@ -73,6 +73,12 @@ Status paged_attention_noncausal_bf16(const CpuLaunch& launch);
 /// per kv head, head_dim <= 512.
 Status attention_decode_bf16(const CpuLaunch& launch);
 
+/// `kern_attention_decode_batch_bf16` (§15): batched decode attention, row
+/// r over row r of the block tables [B, pages_per_seq] and seq_lens[r]; each
+/// row the values of attention_decode_bf16 at one query. Grid = [>= KV,
+/// num_splits, >= B]; B <= 8, at most 8 query heads per kv head, head_dim <= 256.
+Status attention_decode_batch_bf16(const CpuLaunch& launch);
+
 /// `kern_argmax_partial_bf16` (§9, step 1): per (row, chunk) the largest
 /// non-NaN logit and its smallest index; an empty chunk writes
 /// (-inf, INT32_MAX). Grid = [num_chunks, >= rows, 1].
@@ -96,6 +102,11 @@ Status decode_advance(const CpuLaunch& launch);
 /// entry and left zero (a non-zero count at a key the row has is an error);
 /// rows > max_rows is an error.
 Status sample_bf16(const CpuLaunch& launch);
+/// `kern_decode_advance_batch` (§16): per row r with seq_lens[r] > 0,
+/// token_ids[r] = next_token[r], positions[r] += 1, slot_mapping[r] = that
+/// position's slot through row r of the block tables (-1 outside it or on a
+/// negative entry), seq_lens[r] += 1. Grid.x >= ceil(B / 64).
+Status decode_advance_batch(const CpuLaunch& launch);
 
 /// `extern:cublaslt_bf16_tn` (§10): c[m, n] = bf16(a[m, k] . w[n, k]^T), f32
 /// accumulation. Grid and block are ignored.
@@ -158,5 +169,7 @@ Status gemv_rmsnorm_silu_mul_bf16_extents(const CpuLaunch& launch, CpuExtents& o
 Status gemv_rmsnorm_argmax_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status qk_norm_rope_cache_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status attention_decode_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status attention_decode_batch_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status decode_advance_batch_extents(const CpuLaunch& launch, CpuExtents& out);
 
 }  // namespace kern::cpu

@@ -41,6 +41,7 @@ constexpr const char* kNonCausal = "kern_paged_attention_noncausal_bf16";
 constexpr int64_t kMaxGroup = 8;      // query heads per kv head (the CUDA twin's registers)
 constexpr int64_t kMaxHeadDim = 512;  // the CUDA twin's shared-memory rows
 constexpr int64_t kMaxDecodeRows = 8;  // query rows of one kern_attention_decode_bf16 launch (its scratch's rows)
+constexpr int64_t kMaxDecodeSplits = 64;  // num_splits of kern_attention_decode_bf16 (the CUDA twin's shared split weights)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 /// The interface params (docs/kernels.md §8) of one attention launch, checked.
@@ -302,6 +303,10 @@ Status attention_decode_bf16(const CpuLaunch& l) {
     return launch_error(kDecode, "param 11 (num_tokens) is " + std::to_string(a.tokens) + "; must be <= " +
                                      std::to_string(kMaxDecodeRows) +
                                      " (decode rows; prefill uses kern_paged_attention_prefill_bf16)");
+  }
+  if (p.splits > kMaxDecodeSplits) {
+    return launch_error(kDecode, "param 17 (num_splits) is " + std::to_string(p.splits) + "; must be <= " +
+                                     std::to_string(kMaxDecodeSplits));
   }
   KERN_RETURN_IF_ERROR(check_grid_covers(l, kDecode, 0, a.kv_heads, "one block per kv head"));
   KERN_RETURN_IF_ERROR(check_grid_equals(l, kDecode, 1, 17, "num_splits", p.splits));

@@ -37,7 +37,8 @@ namespace kern_gemv {
 constexpr int kMaxM = 8;        // rows of a (decode: 1; speculative verify: up to 8)
 constexpr int kCols = 8;        // output columns per block
 constexpr int kWarps = 4;       // block [128, 1, 1]: kWarps * w rows per warp = kCols (x2 for SiLU)
-constexpr int kUnroll = 4;      // 16-byte w loads in flight per lane per w row
+constexpr int kUnroll = 4;      // 16-byte w loads in flight per lane per w row (m = 1)
+constexpr int kUnrollM = 2;     // the same for 2 <= m <= 8 (registers go to the 8 rows' accumulators)
 
 enum class Epi { kStore, kAcc, kResidual, kSiluMul, kArgmax };
 
@@ -191,11 +192,11 @@ __device__ __forceinline__ void load_w_groups(uint4 (&wv)[kR][kU], const Args& g
 
 /// acc[r][i] += a[i, 8 (gr + 32 u) + 0..7] . (w group wv[r][u]) for every a
 /// row i < m (lda elements apart), element by element with fmaf.
-template <int kR, int kU>
-__device__ __forceinline__ void fma_group(float (&acc)[kR][kMaxM], const uint4 (&wv)[kR][kU], int u,
+template <int kR, int kU, int kM>
+__device__ __forceinline__ void fma_group(float (&acc)[kR][kM], const uint4 (&wv)[kR][kU], int u,
                                           const __nv_bfloat16* a, int lda, const Args& g, int gr) {
 #pragma unroll
-  for (int i = 0; i < kMaxM; ++i) {
+  for (int i = 0; i < kM; ++i) {
     if (i >= g.m) break;
     float x[8];
     load8(a + static_cast<int64_t>(i) * lda + 8 * (gr + 32 * u), x);
@@ -212,8 +213,8 @@ __device__ __forceinline__ void fma_group(float (&acc)[kR][kMaxM], const uint4 (
 /// Scalar path (any k, lda, alignment): this lane's groups gb + lane + 32 t
 /// below ge into acc in the same element order as the vector path, one bf16
 /// at a time, stopping at k.
-template <int kR>
-__device__ __forceinline__ void accumulate_scalar(float (&acc)[kR][kMaxM], const Args& g, const __nv_bfloat16* a,
+template <int kR, int kM>
+__device__ __forceinline__ void accumulate_scalar(float (&acc)[kR][kM], const Args& g, const __nv_bfloat16* a,
                                                   int lda, const int (&wrow)[kR], const bool (&live)[kR], int lane,
                                                   int gb, int ge) {
   for (int gr = gb + lane; gr < ge; gr += 32) {
@@ -225,7 +226,7 @@ __device__ __forceinline__ void accumulate_scalar(float (&acc)[kR][kMaxM], const
         if (!live[r]) continue;
         const float wf = bf16_to_f32(g.w[static_cast<int64_t>(wrow[r]) * g.k + x0]);
 #pragma unroll
-        for (int i = 0; i < kMaxM; ++i) {
+        for (int i = 0; i < kM; ++i) {
           if (i >= g.m) break;
           acc[r][i] = fmaf(bf16_to_f32(a[static_cast<int64_t>(i) * lda + x0]), wf, acc[r][i]);
         }
@@ -236,28 +237,28 @@ __device__ __forceinline__ void accumulate_scalar(float (&acc)[kR][kMaxM], const
 
 /// splits > 1, lane 0 of each warp: this split's sums of the warp's live w
 /// rows to partial[split, i, wrow[r]] (f32, w_rows_total per a row i < m).
-template <int kR>
-__device__ __forceinline__ void store_partials(const Args& g, const float (&acc)[kR][kMaxM], const int (&wrow)[kR],
+template <int kR, int kM>
+__device__ __forceinline__ void store_partials(const Args& g, const float (&acc)[kR][kM], const int (&wrow)[kR],
                                                const bool (&live)[kR], int split, int w_rows_total) {
 #pragma unroll
   for (int r = 0; r < kR; ++r)
     if (live[r])
 #pragma unroll
-      for (int i = 0; i < kMaxM; ++i)
+      for (int i = 0; i < kM; ++i)
         if (i < g.m) g.partial[(static_cast<int64_t>(split) * g.m + i) * w_rows_total + wrow[r]] = acc[r][i];
 }
 
 /// splits > 1, lane 0 of each warp in the tile's last block: acc[r][i] =
 /// the sum of partial[sp, i, wrow[r]] over splits sp = 0, 1, ... in order
 /// (read through L2: the other blocks wrote them).
-template <int kR>
-__device__ __forceinline__ void sum_partials(float (&acc)[kR][kMaxM], const Args& g, const int (&wrow)[kR],
+template <int kR, int kM>
+__device__ __forceinline__ void sum_partials(float (&acc)[kR][kM], const Args& g, const int (&wrow)[kR],
                                              const bool (&live)[kR], int w_rows_total) {
 #pragma unroll
   for (int r = 0; r < kR; ++r) {
     if (!live[r]) continue;
 #pragma unroll
-    for (int i = 0; i < kMaxM; ++i) {
+    for (int i = 0; i < kM; ++i) {
       if (i >= g.m) break;
       const float* p = g.partial + static_cast<int64_t>(i) * w_rows_total + wrow[r];
       const int64_t step = static_cast<int64_t>(g.m) * w_rows_total;
@@ -273,13 +274,13 @@ __device__ __forceinline__ void sum_partials(float (&acc)[kR][kMaxM], const Args
 /// [m, gridDim.x], over the bf16 values the unfused argmax would read:
 /// greater value, then smaller column; NaN never wins; an all-NaN tile gives
 /// (-inf, INT_MAX). best_v / best_i: the block's shared per-warp bests.
-template <int kR>
-__device__ __forceinline__ void argmax_epilogue(const Args& g, const float (&acc)[kR][kMaxM],
+template <int kR, int kM>
+__device__ __forceinline__ void argmax_epilogue(const Args& g, const float (&acc)[kR][kM],
                                                 const bool (&live)[kR], int lane, int warp, int c0,
                                                 float (&best_v)[kWarps][kMaxM], int (&best_i)[kWarps][kMaxM]) {
   if (lane == 0) {
 #pragma unroll
-    for (int i = 0; i < kMaxM; ++i) {
+    for (int i = 0; i < kM; ++i) {
       if (i >= g.m) break;
       float bv = -CUDART_INF_F;
       int bi = INT_MAX;
@@ -310,8 +311,8 @@ __device__ __forceinline__ void argmax_epilogue(const Args& g, const float (&acc
 
 /// The other epilogues (lane 0 of each warp): c[i, col] for this warp's live
 /// columns and every a row i < m; SiLU*mul pairs gate row h with up row h + 2.
-template <Epi kE>
-__device__ __forceinline__ void store_epilogue(const Args& g, const float (&acc)[kRowsPerWarp<kE>][kMaxM],
+template <Epi kE, int kM>
+__device__ __forceinline__ void store_epilogue(const Args& g, const float (&acc)[kRowsPerWarp<kE>][kM],
                                                const bool (&live)[kRowsPerWarp<kE>], int warp, int c0) {
   constexpr int kR = kRowsPerWarp<kE>;
   if constexpr (kE == Epi::kSiluMul) {
@@ -319,7 +320,7 @@ __device__ __forceinline__ void store_epilogue(const Args& g, const float (&acc)
     for (int h = 0; h < 2; ++h) {
       if (!live[h]) continue;
 #pragma unroll
-      for (int i = 0; i < kMaxM; ++i)
+      for (int i = 0; i < kM; ++i)
         if (i < g.m) epilogue<kE>(g, i, c0 + 2 * warp + h, acc[h][i], acc[h + 2][i]);
     }
   } else {
@@ -327,36 +328,36 @@ __device__ __forceinline__ void store_epilogue(const Args& g, const float (&acc)
     for (int r = 0; r < kR; ++r) {
       if (!live[r]) continue;
 #pragma unroll
-      for (int i = 0; i < kMaxM; ++i)
+      for (int i = 0; i < kM; ++i)
         if (i < g.m) epilogue<kE>(g, i, c0 + warp * kR + r, acc[r][i], 0.0f);
     }
   }
 }
 
 /// acc = 0 (every w row r, every a row slot i).
-template <int kR>
-__device__ __forceinline__ void zero_acc(float (&acc)[kR][kMaxM]) {
+template <int kR, int kM>
+__device__ __forceinline__ void zero_acc(float (&acc)[kR][kM]) {
 #pragma unroll
   for (int r = 0; r < kR; ++r)
 #pragma unroll
-    for (int i = 0; i < kMaxM; ++i) acc[r][i] = 0.0f;
+    for (int i = 0; i < kM; ++i) acc[r][i] = 0.0f;
 }
 
 /// acc[r][i] = the sum of the 32 lanes' acc[r][i] (xor butterfly 16, 8, 4,
 /// 2, 1): every lane gets the same sum.
-template <int kR>
-__device__ __forceinline__ void reduce_lanes(float (&acc)[kR][kMaxM]) {
+template <int kR, int kM>
+__device__ __forceinline__ void reduce_lanes(float (&acc)[kR][kM]) {
 #pragma unroll
   for (int r = 0; r < kR; ++r)
 #pragma unroll
-    for (int i = 0; i < kMaxM; ++i) acc[r][i] = warp_sum(acc[r][i]);
+    for (int i = 0; i < kM; ++i) acc[r][i] = warp_sum(acc[r][i]);
 }
 
 /// One block of the GEMV: column tile [c0, c0 + 8) = blockIdx.x * 8, split
 /// blockIdx.y; warp w owns kRowsPerWarp w rows, lane l their groups
 /// gb + l + 32 t (see the file comment for the reduction order).
-template <bool kNorm, Epi kE>
-__device__ void gemv(const Args& g) {
+template <bool kNorm, Epi kE, int kM, int kU>
+__device__ void gemv_rows(const Args& g) {
   constexpr int kR = kRowsPerWarp<kE>;  // w rows per warp
   static_assert(kWarps * kR == (kE == Epi::kSiluMul ? 2 : 1) * kCols);
   KERN_DYNAMIC_SHARED(unsigned char, smem_raw);
@@ -366,6 +367,10 @@ __device__ void gemv(const Args& g) {
   const int c0 = blockIdx.x * kCols;
   const int split = blockIdx.y;
   if (c0 >= g.n || g.m <= 0 || g.m > kMaxM || g.splits < 1 || g.k < 0) return;
+  // The normalised rows need m k 2 bytes of dynamic shared memory; the plan
+  // sizes it for the rows its program launches (docs/kernels.md §11) and the
+  // cpu twin reports less, so a launch with more rows is an error here too.
+  if (kNorm && static_cast<uint64_t>(g.m) * g.k * 2 > dynamic_shared_bytes()) __trap();
   const int nt = min(kCols, g.n - c0);
   const int w_rows_total = kE == Epi::kSiluMul ? 2 * g.n : g.n;
 
@@ -391,17 +396,17 @@ __device__ void gemv(const Args& g) {
     lda = g.k;
   }
 
-  float acc[kR][kMaxM];
+  float acc[kR][kM];
   zero_acc(acc);
   const bool vec = (g.k & 7) == 0 && (lda & 7) == 0 && aligned_to(a, 16) && aligned_to(g.w, 16);
   if (vec) {
     int gr = gb + lane;
-    // kUnroll groups per w row in flight, then consumed in group order.
-    for (; gr + 32 * (kUnroll - 1) < ge; gr += 32 * kUnroll) {
-      uint4 wv[kR][kUnroll];
+    // kU groups per w row in flight, then consumed in group order.
+    for (; gr + 32 * (kU - 1) < ge; gr += 32 * kU) {
+      uint4 wv[kR][kU];
       load_w_groups(wv, g, wrow, live, gr);
 #pragma unroll
-      for (int u = 0; u < kUnroll; ++u) fma_group(acc, wv, u, a, lda, g, gr);
+      for (int u = 0; u < kU; ++u) fma_group(acc, wv, u, a, lda, g, gr);
     }
     for (; gr < ge; gr += 32) {
       uint4 wv[kR][1];
@@ -432,6 +437,18 @@ __device__ void gemv(const Args& g) {
   }
   if (lane != 0) return;
   store_epilogue<kE>(g, acc, live, warp, c0);
+}
+
+/// The GEMV with the a-row count bucketed at compile time: m = 1 (decode)
+/// holds one accumulator per w row and keeps kUnroll weight loads in
+/// flight; 2 <= m <= 8 (speculative verify) holds eight and kUnrollM loads
+/// (each weight group feeds up to 8 rows there). The per-element operation
+/// order is the same in both (group order, the butterfly, the splits in
+/// order), so a row's bits do not depend on the bucket.
+template <bool kNorm, Epi kE>
+__device__ void gemv(const Args& g) {
+  if (g.m == 1) gemv_rows<kNorm, kE, 1, kUnroll>(g);
+  else gemv_rows<kNorm, kE, kMaxM, kUnrollM>(g);
 }
 
 }  // namespace kern_gemv

@@ -151,6 +151,21 @@ __device__ __forceinline__ void prefetch_l2(const void* p) {
 #define KERN_DYNAMIC_SHARED(type, name) extern __shared__ __align__(16) type name[]
 #endif
 
+/// The bytes of dynamic shared memory this launch was given (sharedMemBytes
+/// of cuLaunchKernel: PTX %dynamic_smem_size), so a kernel can refuse a
+/// launch that gave it less than its params need.
+__device__ __forceinline__ uint32_t dynamic_shared_bytes() {
+#if defined(__CUDA_ARCH__)
+  uint32_t v;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(v));
+  return v;
+#elif defined(KERN_SIMT)
+  return ::kern::sim::rt::dynamic_shared_bytes();
+#else
+  return 0;  // the host pass of nvcc: never called
+#endif
+}
+
 /// True when `p` is aligned to `bytes` (a power of two).
 __device__ __forceinline__ bool aligned_to(const void* p, uintptr_t bytes) {
   return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0;

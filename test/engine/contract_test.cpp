@@ -5,6 +5,7 @@
 
 #include <functional>
 
+#include "kern-engine/batch_contract.h"
 #include "kern-engine/qwen3_contract.h"
 #include "test/load/plan_builder.h"
 
@@ -65,8 +66,10 @@ TEST_CASE("a plan breaking the qwen3 contract is rejected naming what is wrong",
       {"no decode", [](PlanDesc& d) { d.programs.pop_back(); }, "the plan has no program 'decode'"},
       {"no prefill", [](PlanDesc& d) { d.programs[0].name = "warmup"; }, "the plan has no program 'prefill'"},
       {"no tokens", [](PlanDesc& d) { d.symbols[0].name = "n"; }, "the plan has no symbol 'tokens'"},
-      {"extra symbol", [](PlanDesc& d) { d.symbols.push_back({"batch", 1, 4}); },
-       "the plan has symbol 'batch', kern-run only supplies 'tokens'"},
+      {"extra symbol", [](PlanDesc& d) { d.symbols.push_back({"pos", 1, 4}); },
+       "the plan has symbol 'pos', kern-run only supplies 'tokens' and 'batch'"},
+      {"batch min", [](PlanDesc& d) { d.symbols.push_back({"batch", 2, 4}); },
+       "symbol 'batch' has min 2, the batch-1 programs need batch = 1"},
       {"tokens min", [](PlanDesc& d) { d.symbols[0].min = 2; },
        "symbol 'tokens' has min 2, decode needs tokens = 1"},
       {"missing buffer", [](PlanDesc& d) { d.buffers[6].name = "next_id"; }, "the plan has no buffer 'next_token'"},
@@ -102,5 +105,79 @@ TEST_CASE("a plan breaking the qwen3 contract is rejected naming what is wrong",
     CHECK(r.error().kind == ErrorKind::kManifest);
     CHECK(r.error().message ==
           std::string("q.kplan: ") + c.expect + " (the qwen3 caller contract, docs/qwen3-manifest.md)");
+  }
+}
+
+namespace {
+
+/// contract_plan() plus the batched decode's symbol, buffers and program (docs/batching.md).
+PlanDesc batch_plan() {
+  using plan::BufferClass;
+  using plan::DType;
+  PlanDesc d = contract_plan();
+  d.symbols.push_back({"batch", 1, 8});
+  const ExprDesc b = ExprDesc::s(1);
+  for (const char* n : {"batch_token_ids", "batch_positions", "batch_slot_mapping"})
+    d.buffers.push_back({n, DType::i64, BufferClass::carry, {b}, 64});
+  d.buffers.push_back({"batch_seq_lens", DType::i32, BufferClass::carry, {b}, 32});
+  d.buffers.push_back({"batch_block_tables", DType::i32, BufferClass::input, {b, ExprDesc::c(4)}, 128});
+  d.programs.push_back({"decode_batch", 0, {}, std::nullopt});
+  return d;
+}
+
+Result<std::optional<engine::BatchContract>> resolve_batch(const PlanDesc& d) {
+  auto plan = load::PlanFile::from_bytes(serialize(d), "q.kplan");
+  if (!plan.ok()) FAIL(plan.error().message);
+  auto c = engine::resolve_qwen3_contract(plan.value());
+  REQUIRE(c.ok());
+  return engine::resolve_batch_contract(plan.value(), c.value());
+}
+
+}  // namespace
+
+TEST_CASE("the batch contract resolves decode_batch, max_batch and the batch buffers, and is absent without them",
+          "[run][contract][batch]") {
+  auto none = resolve_batch(contract_plan());
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  auto b = resolve_batch(batch_plan());
+  REQUIRE(b.ok());
+  REQUIRE(b->has_value());
+  CHECK((*b)->decode_batch == 2);
+  CHECK((*b)->batch_symbol == 1);
+  CHECK((*b)->max_batch == 8);
+  CHECK((*b)->pages_per_seq == 4);
+  CHECK((*b)->block_tables == 13);
+}
+
+TEST_CASE("a plan breaking the batch contract is rejected naming what is wrong", "[run][contract][batch]") {
+  struct Case {
+    const char* what;
+    std::function<void(PlanDesc&)> mutate;
+    const char* expect;
+  };
+  const std::vector<Case> cases = {
+      {"no batch symbol", [](PlanDesc& d) { d.symbols.pop_back(); for (auto& b : d.buffers) for (auto& e : b.shape)
+                                              if (e.nodes.size() == 1 && e.nodes[0].op() == plan::ExprOp::sym &&
+                                                  e.nodes[0].operand() == 1) e = ExprDesc::c(8); },
+       "the plan has program 'decode_batch' but no symbol 'batch'"},
+      {"missing buffer", [](PlanDesc& d) { d.buffers[11].name = "batch_slots"; },
+       "the plan has no buffer 'batch_slot_mapping'"},
+      {"table width", [](PlanDesc& d) { d.buffers[13].shape[1] = ExprDesc::c(5); d.buffers[13].max_size_bytes = 160; },
+       "buffer 'batch_block_tables' must be i32 [batch, 4]"},
+      {"lens dtype", [](PlanDesc& d) { d.buffers[12].dtype = plan::DType::i64; d.buffers[12].max_size_bytes = 64; },
+       "buffer 'batch_seq_lens' must be i32 [batch]"},
+      {"class", [](PlanDesc& d) { d.buffers[9].cls = plan::BufferClass::input; },
+       "buffer 'batch_token_ids' must be of class carry"},
+  };
+  for (const Case& c : cases) {
+    PlanDesc d = batch_plan();
+    c.mutate(d);
+    INFO(c.what);
+    auto r = resolve_batch(d);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error().kind == ErrorKind::kManifest);
+    CHECK(r.error().message ==
+          std::string("q.kplan: ") + c.expect + " (the batched decode contract, docs/batching.md)");
   }
 }

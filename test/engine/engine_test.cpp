@@ -243,7 +243,21 @@ TEST_CASE("an injected clock makes prefill, decode and round timings exact", "[e
     CHECK(r->prefill_ms == 1.0);
     CHECK(r->decode_ms == 4.0);
     CHECK(r->decode_steps == 4);
+    // Asynchronous: the second step was issued with the first, before the
+    // window opened, so 3 steps' work lies in the 4 ms (issue 25 item 4).
+    CHECK(r->decode_steps_timed == (sync ? 4 : 3));
     CHECK(r->prefill_chunks == 3);
+  }
+  // --steps 2 and 1: the asynchronous loop times no step; the synchronous one times its one.
+  for (uint64_t steps : {1, 2}) {
+    for (bool sync : {false, true}) {
+      INFO("steps " << steps << (sync ? " sync" : " async"));
+      engine::Engine e(*m.model, make_clock());
+      auto r = engine::generate(e, request(kPrompt, steps, 8, {}, sync));
+      REQUIRE(r.ok());
+      CHECK(r->decode_steps == steps - 1);
+      CHECK(r->decode_steps_timed == (sync ? steps - 1 : 0));
+    }
   }
   TinyModel d = load_dspark();
   engine::Engine e(*d.model, make_clock());
@@ -263,6 +277,9 @@ TEST_CASE("an injected clock makes prefill, decode and round timings exact", "[e
     const bool last = i + 1 == r->spec->rounds.size();
     CHECK(round.precompute_ms == (last ? 0.0 : 1.0));
   }
+  // Every round reads its ids back before the next is issued: all timed.
+  CHECK(r->decode_steps == 8);
+  CHECK(r->decode_steps_timed == 8);
 }
 
 TEST_CASE("speculative and plain requests share one model runner: ids equal plain greedy both ways", "[engine]") {
@@ -310,7 +327,7 @@ TEST_CASE("the capacity is bounded by the RoPE table's rows (issue 22 item 3)", 
         "max_position_embeddings)");
   CHECK(engine::check_capacity(*c, 17).ok());
   // Loaded by the engine, the Model's capacity is 17 and decoding to its last position works.
-  engine::ModelPlan mp{std::move(plan.value()), *c, std::nullopt, 0};
+  engine::ModelPlan mp{std::move(plan.value()), *c, std::nullopt, std::nullopt, 0};
   engine::ModelConfig config;
   config.device = load::DeviceChoice::kCpu;
   config.random_weights_seed = 1;
@@ -331,4 +348,75 @@ TEST_CASE("the capacity is bounded by the RoPE table's rows (issue 22 item 3)", 
   auto big = engine::Model::load(std::move(plan2.value()), config);
   REQUIRE_FALSE(big.ok());
   CHECK(big.error().message.rfind("capacity 32 tokens exceeds the RoPE table (17 positions", 0) == 0);
+}
+
+// Issue 25 item 10 (kern-run --chat --interactive): a conversation's next
+// turn continues the sequence: the KV cache keeps the earlier tokens and
+// only the new ones are fed, from Request::start_pos.
+TEST_CASE("a continued request gives the ids of one uninterrupted sequence", "[engine][continue]") {
+  TinyModel m = load_tiny_model();
+  for (bool sync : {false, true}) {
+    INFO((sync ? "sync" : "async"));
+    engine::Engine e(*m.model);
+    auto whole = engine::generate(e, request(kPrompt, 12, 4, {}, sync));
+    REQUIRE(whole.ok());
+    // Turn 1: the first 5 ids; the KV cache then holds the prompt and ids 0..3.
+    auto first = engine::generate(e, request(kPrompt, 5, 4, {}, sync));
+    REQUIRE(first.ok());
+    REQUIRE(first->generated_ids ==
+            std::vector<int64_t>(whole->generated_ids.begin(), whole->generated_ids.begin() + 5));
+    // Turn 2 feeds only the last id (not yet in the KV cache) at its position.
+    engine::Request next = request({first->generated_ids.back()}, 7, 4, {}, sync);
+    next.start_pos = kPrompt.size() + 4;
+    auto second = engine::generate(e, next);
+    REQUIRE(second.ok());
+    CHECK(second->prefill_chunks == 0);
+    CHECK(second->generated_ids ==
+          std::vector<int64_t>(whole->generated_ids.begin() + 5, whole->generated_ids.end()));
+  }
+}
+
+TEST_CASE("a continued request prefills only its new tokens, attending to the earlier ones", "[engine][continue]") {
+  TinyModel m = load_tiny_model();
+  engine::Engine e(*m.model);
+  auto first = engine::generate(e, request(kPrompt, 3, 4));
+  REQUIRE(first.ok());
+  // The new turn: the last generated id plus 6 more tokens.
+  std::vector<int64_t> turn = {first->generated_ids.back(), 50, 60, 70, 80, 90, 100};
+  engine::Request next = request(turn, 6, 4);
+  next.start_pos = kPrompt.size() + 2;
+  auto continued = engine::generate(e, next);
+  REQUIRE(continued.ok());
+  CHECK(continued->prefill_chunks == 2);  // 6 of the 7 new tokens, in chunks of 4: not the whole history
+  // The same history as one prompt from position 0.
+  std::vector<int64_t> history = kPrompt;
+  history.insert(history.end(), first->generated_ids.begin(), first->generated_ids.end() - 1);
+  history.insert(history.end(), turn.begin(), turn.end());
+  auto fresh = engine::generate(e, request(history, 6, 4));
+  REQUIRE(fresh.ok());
+  CHECK(continued->generated_ids == fresh->generated_ids);
+  // A different history gives different ids: the earlier tokens are attended to.
+  engine::Request alone = request(turn, 6, 4);
+  auto without = engine::generate(e, alone);
+  REQUIRE(without.ok());
+  CHECK(without->generated_ids != continued->generated_ids);
+}
+
+TEST_CASE("a continued request is checked against the capacity with its earlier tokens", "[engine][continue]") {
+  TinyModel m = load_tiny_model(64);
+  engine::Engine e(*m.model);
+  engine::Request r = request({1, 2, 3}, 10);
+  r.start_pos = 52;
+  Status s = e.add_request(r);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().kind == ErrorKind::kUsage);
+  CHECK(s.error().message ==
+        "earlier tokens (52) + prompt (3 tokens) + steps (10) = 65 tokens exceeds the capacity 64 tokens");
+  r.start_pos = 51;
+  CHECK(e.add_request(r).ok());
+  engine::Request spec = request({1}, 1);
+  spec.start_pos = 4;
+  spec.speculative = true;
+  CHECK(engine::check_request(m.model->contract(), 64, spec).error().message ==
+        "a continued sequence (start position 4) cannot be speculative: the draft's context is not continued");
 }

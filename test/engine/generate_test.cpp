@@ -37,7 +37,7 @@ std::vector<int64_t> decode_only_ids(const std::vector<int64_t>& prompt, uint64_
   const int32_t cu[2] = {0, 1};
   REQUIRE(exe.write_input(c.cu_seqlens_q, bytes(cu, 8)).ok());
   std::vector<int64_t> out;
-  std::vector<uint64_t> symbols = {1};
+  std::vector<uint64_t> symbols(exe.plan().symbols()->size(), 1);  // tokens = 1 (and batch = 1)
   int64_t token = prompt[0];
   for (int64_t pos = 0; out.size() < steps; ++pos) {
     int32_t seq_len = static_cast<int32_t>(pos + 1);

@@ -52,8 +52,18 @@ class Qwen3_4B_DSpark(unittest.TestCase):
         self.assertEqual(counts, {"prefill": 438, "decode": 220, "decode_spec": 223, "verify": 223, "draft": 84,
                                   "draft_precompute": 21})
         self.assertEqual(self.doc["programs"]["decode"], load("qwen3-4b")["programs"]["decode"])
-        # decode_spec leaves the step inputs for draft_precompute: no advance, the same dispatches as verify.
-        self.assertEqual(self.doc["programs"]["decode_spec"], self.doc["programs"]["verify"])
+        # decode_spec leaves the step inputs for draft_precompute: no advance, the same dispatches as verify,
+        # except that verify's norm gemvs are the ones sized for the block's 8 rows (their shared memory).
+        spec, verify = self.doc["programs"]["decode_spec"], self.doc["programs"]["verify"]
+        sized = {"gemv_qkv", "gemv_gate_up", "lm_head_argmax"}
+        self.assertEqual(len(spec["dispatches"]), len(verify["dispatches"]))
+        for a, b in zip(spec["dispatches"], verify["dispatches"]):
+            self.assertEqual(b["kernel"], a["kernel"] + "_m8" if a["kernel"] in sized else a["kernel"])
+            self.assertEqual((a["label"], a["args"]), (b["label"], b["args"]))
+        for name in sized:
+            one, eight = self.doc["kernels"][name]["impl"]["steps"][0], self.doc["kernels"][name + "_m8"]["impl"]["steps"][0]
+            self.assertEqual(one["shared_mem"] * 8, eight["shared_mem"])  # k * 2 bytes per row
+            self.assertEqual(one["shared_mem"], 2 * 2560)
         self.assertNotIn("advance", [d["label"] for d in self.doc["programs"]["verify"]["dispatches"]])
         self.assertEqual(self.doc["meta"]["spec"], {"block": 8, "mask_token": 151669})
         # Draft KV: 5 layers x 8 kv heads x (k, v) x 128 x 2 bytes.

@@ -190,6 +190,12 @@ class GeneratedManifests(unittest.TestCase):
         fused_bufs, unfused_bufs = dict(doc["buffers"]), dict(unfused["buffers"])
         self.assertEqual(fused_bufs.pop("logits")["shape"], [8, 151936])
         self.assertEqual(unfused_bufs.pop("logits")["shape"], ["tokens", 151936])
+        # The fused manifest also has the batched decode's inputs (docs/batching.md).
+        batch_bufs = sorted(n for n in fused_bufs if n.startswith("batch_"))
+        self.assertEqual(batch_bufs, ["batch_block_tables", "batch_positions", "batch_seq_lens", "batch_slot_mapping",
+                                      "batch_token_ids"])
+        for n in batch_bufs:
+            fused_bufs.pop(n)
         self.assertEqual(fused_bufs, unfused_bufs)
         self.assertEqual(doc["programs"]["prefill"], unfused["programs"]["prefill"])
         # The fused kernels are marked for programmatic dependent launch; the others are not.
@@ -373,6 +379,38 @@ class GeneratedManifests(unittest.TestCase):
                 json.dump(doc, f)
             proc = subprocess.run([KERN_VERIFY, src, "-o", os.path.join(tmp, "bad.kplan")], capture_output=True, text=True)
             self.assertNotEqual(proc.returncode, 0)
+
+
+    def test_max_batch_adds_decode_batch_and_leaves_the_batch_1_programs_byte_identical(self):
+        # docs/batching.md: decode_batch over `batch` sequences (symbol max =
+        # --max-batch), its batch_* buffers; prefill and decode unchanged.
+        with tempfile.TemporaryDirectory() as tmp:
+            docs = {}
+            for n in ("0", "3", "8"):
+                out = os.path.join(tmp, n + ".json")
+                proc = gen(example("tiny-qwen3.config.json"), "-o", out, "--max-batch", n)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(out, "r", encoding="utf-8") as f:
+                    docs[n] = json.load(f)
+            self.assertNotIn("decode_batch", docs["0"]["programs"])
+            self.assertNotIn("batch", docs["0"]["symbols"])
+            self.assertEqual(docs["3"]["symbols"]["batch"], {"min": 1, "max": 3})
+            self.assertEqual(docs["8"]["symbols"]["batch"], {"min": 1, "max": 8})
+            for n in ("3", "8"):
+                for prog in ("prefill", "decode"):
+                    self.assertEqual(docs[n]["programs"][prog], docs["0"]["programs"][prog])
+                d = docs[n]["programs"]["decode_batch"]["dispatches"]
+                self.assertEqual([x["kernel"] for x in d[:1] + d[-2:]],
+                                 ["embedding_batch", "lm_head_argmax_batch", "decode_advance_batch"])
+                self.assertEqual(len(d), len(docs[n]["programs"]["decode"]["dispatches"]))
+                attn = [x for x in d if x["kernel"] == "attention_decode_batch"]
+                self.assertEqual(len(attn), 2)  # one per layer
+                self.assertEqual(attn[0]["args"][2], {"buf": "batch_block_tables"})
+                self.assertEqual(docs[n]["buffers"]["batch_block_tables"]["shape"], ["batch", 64])
+            for bad in ("9", "-1"):
+                proc = gen(example("tiny-qwen3.config.json"), "-o", os.path.join(tmp, "x.json"), "--max-batch", bad)
+                self.assertEqual(proc.returncode, 2)
+                self.assertIn("--max-batch must be from 0 to 8", proc.stderr)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,8 @@ FAMILIES = {
                         "kern_paged_attention_prefill_bf16", "kern_attention_decode_bf16",
                         "kern_paged_attention_noncausal_bf16"],
     "argmax": ["kern_argmax_partial_bf16", "kern_argmax_reduce"],
+    "attention_decode_batch": ["kern_attention_decode_batch_bf16"],
+    "decode_advance_batch": ["kern_decode_advance_batch"],
     "gemv": ["kern_gemv_bf16", "kern_gemv_acc_bf16", "kern_gemv_residual_bf16", "kern_gemv_silu_mul_bf16",
              "kern_gemv_rmsnorm_bf16", "kern_gemv_rmsnorm_silu_mul_bf16", "kern_gemv_rmsnorm_argmax_bf16"],
     "qk_norm_rope_cache": ["kern_qk_norm_rope_cache_bf16"],

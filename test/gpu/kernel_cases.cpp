@@ -424,10 +424,10 @@ Case qk_norm_rope_cache(Rng& r, int t, int h, int kv, int d, float k_scale, bool
 }
 
 /// One-launch decode attention (docs/kernels.md §13): partials compared as
-/// f32; the counters start at zero.
-Case attention_decode_one(Rng& r, int t, int h, int kv, int d, int ctx, bool bench) {
-  const int splits = 16;
-  Builder b{{shape("attention_decode_one", {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx", ctx}}), {}, {},
+/// f32; the counters start at zero. `splits`: the generator's 32 by default.
+Case attention_decode_one(Rng& r, int t, int h, int kv, int d, int ctx, bool bench, int splits = 32) {
+  Builder b{{shape("attention_decode_one",
+                   {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx", ctx}, {"S", splits}}), {}, {},
              4.0 * d * ctx * kv * t + 4.0 * t * h * d + 8.0 * (d + 2) * t * h * splits, bench}};
   const AttnInputs in = attn_inputs(b, r, t, h, kv, d, ctx, 1.0f);
   const int po = b.buf("partial_o", poison(size_t(t) * h * splits * d * 4), Compare::kF32);
@@ -465,7 +465,8 @@ Case lm_head_argmax(Rng& r, int m, int n, int k, int splits, bool bench) {
            {arg_buf(a), arg_buf(nw), arg_buf(w), arg_buf(c), arg_buf(part), arg_buf(cnt), arg_buf(pv), arg_buf(pi),
             arg_i32(m), arg_i32(n), arg_i32(k), arg_i32(k), arg_i32(n), arg_i32(splits), arg_f32(1e-6f)});
   b.c.launches.back().shared_mem = uint32_t(m) * uint32_t(k) * 2;
-  b.launch("argmax.fatbin", "kern_argmax_reduce", {uint32_t(m), 1, 1}, 64,
+  // The generator's block for the fused lm_head's reduce (ARGMAX_REDUCE_THREADS): 1024 threads.
+  b.launch("argmax.fatbin", "kern_argmax_reduce", {uint32_t(m), 1, 1}, 1024,
            {arg_buf(pv), arg_buf(pi), arg_buf(nt), arg_i32(m), arg_i32(tiles)});
   return b.c;
 }
@@ -491,6 +492,72 @@ Case decode_advance(Rng& r, int t, int64_t p0, int pages) {
   const int sl = b.buf("seq_lens", pod_bytes(seq), Compare::kExact);
   b.launch("decode_advance.fatbin", "kern_decode_advance", {1, 1, 1}, 1,
            {arg_buf(nt), arg_buf(bt), arg_buf(ti), arg_buf(ps), arg_buf(sm), arg_buf(sl), arg_i32(t),
+            arg_i32(pages), arg_i32(16)});
+  return b.c;
+}
+
+/// Batched decode attention (docs/kernels.md §15): one query per sequence,
+/// each over its own shuffled pages of one cache (row r's length
+/// ctxs[r]; 0 is a free slot), partials compared as f32.
+Case attention_decode_batch(Rng& r, int h, int kv, int d, const std::vector<int32_t>& ctxs, bool bench) {
+  const int splits = 16, rows = static_cast<int>(ctxs.size());
+  int pages_per_seq = 1, total = 0;
+  double ctx_sum = 0;
+  for (int32_t n : ctxs) {
+    pages_per_seq = std::max(pages_per_seq, (n + 15) / 16 + 1);
+    total += (n + 15) / 16;
+    ctx_sum += n;
+  }
+  Builder b{{shape("attention_decode_batch", {{"B", rows}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx0", ctxs[0]}}), {},
+             {}, 4.0 * d * ctx_sum * kv + 4.0 * rows * h * d + 8.0 * (d + 2) * rows * h * splits, bench}};
+  const Cache c{kv, d, total + 2};
+  std::vector<int32_t> pool(c.pages);
+  std::iota(pool.begin(), pool.end(), 0);
+  for (size_t i = pool.size() - 1; i > 0; --i) std::swap(pool[i], pool[size_t(r.range(0, int64_t(i) + 1))]);
+  std::vector<int32_t> tables(size_t(rows) * pages_per_seq, -1);
+  int next = 0;
+  for (int row = 0; row < rows; ++row)
+    for (int p = 0; p < (ctxs[row] + 15) / 16; ++p) tables[size_t(row) * pages_per_seq + p] = pool[next++];
+  const int q = b.buf("q", bf16_random(r, size_t(rows) * h * d, -1, 1));
+  const int cache = b.buf("kv_cache", bf16_random(r, c.elems(), -1, 1));
+  const int bt = b.buf("block_tables", pod_bytes(tables));
+  const int sl = b.buf("seq_lens", pod_bytes(ctxs));
+  const int ks = b.buf("k_scale", pod_bytes(std::vector<float>{1.0f}));
+  const int vs = b.buf("v_scale", pod_bytes(std::vector<float>{0.75f}));
+  const int po = b.buf("partial_o", poison(size_t(rows) * h * splits * d * 4), Compare::kF32);
+  const int pml = b.buf("partial_ml", poison(size_t(rows) * h * splits * 2 * 4), Compare::kF32);
+  const int cnt = b.buf("counters", std::vector<uint8_t>(size_t(rows) * kv * 4, 0));
+  const int out = b.buf("out", poison(size_t(rows) * h * d * 2), Compare::kBf16);
+  b.launch("attention_decode_batch.fatbin", "kern_attention_decode_batch_bf16",
+           {uint32_t(kv), uint32_t(splits), uint32_t(rows)}, 128,
+           {arg_buf(q), arg_buf(cache, c.layer1_offset_bytes()), arg_buf(bt), arg_buf(sl), arg_buf(ks), arg_buf(vs),
+            arg_buf(po), arg_buf(pml), arg_buf(cnt), arg_buf(out), arg_i32(rows), arg_i32(h), arg_i32(kv), arg_i32(d),
+            arg_i64(c.page_stride()), arg_f32(1.0f / std::sqrt(float(d))), arg_i32(pages_per_seq),
+            arg_i32(splits)});
+  return b.c;
+}
+
+/// Batched decode advance (§16): rows crossing a page, past their table
+/// row, on a -1 entry, and a free slot (left alone).
+Case decode_advance_batch(Rng& r) {
+  const int rows = 5, pages = 3;
+  Builder b{{shape("decode_advance_batch", {{"B", rows}, {"pages", pages}}), {}, {}, 50.0 * rows, false}};
+  std::vector<int64_t> next(rows), ids(rows);
+  for (int i = 0; i < rows; ++i) {
+    next[i] = r.range(0, 151936);
+    ids[i] = r.range(0, 151936);
+  }
+  const std::vector<int64_t> pos = {14, 31, 47, 20, 99}, slot = {1, 2, 3, 4, -1};
+  const std::vector<int32_t> lens = {15, 32, 48, 21, 0};
+  const std::vector<int32_t> tables = {7, 8, 9, 2, 4, 6, 1, 3, 5, 10, -1, -1, -1, -1, -1};
+  const int nt = b.buf("next_token", pod_bytes(next));
+  const int bt = b.buf("block_tables", pod_bytes(tables));
+  const int ti = b.buf("token_ids", pod_bytes(ids), Compare::kExact);
+  const int ps = b.buf("positions", pod_bytes(pos), Compare::kExact);
+  const int sm = b.buf("slot_mapping", pod_bytes(slot), Compare::kExact);
+  const int sl = b.buf("seq_lens", pod_bytes(lens), Compare::kExact);
+  b.launch("decode_advance_batch.fatbin", "kern_decode_advance_batch", {1, 1, 1}, 64,
+           {arg_buf(nt), arg_buf(bt), arg_buf(ti), arg_buf(ps), arg_buf(sm), arg_buf(sl), arg_i32(rows),
             arg_i32(pages), arg_i32(16)});
   return b.c;
 }
@@ -572,6 +639,8 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(attention_decode_one(r, 1, 32, 8, 128, 1024, true));
   cs.push_back(attention_decode_one(r, 8, 32, 8, 128, 1024, false));  // speculative verify rows
   cs.push_back(attention_decode_one(r, 1, 4, 2, 16, 37, false));
+  cs.push_back(attention_decode_one(r, 1, 8, 2, 128, 300, false, 16));  // the first pass's 16 splits
+  cs.push_back(attention_decode_one(r, 1, 4, 2, 128, 200, false, 64));  // the most splits; 0.6B's group of 2
   cs.push_back(attention_decode_one(r, 2, 4, 2, 64, 5, false));  // ctx < splits: empty splits
   cs.push_back(attention_decode_one(r, 1, 2, 1, 96, 100, false));  // strided lanes
   cs.push_back(attention_decode_one(r, 3, 8, 1, 256, 300, false));
@@ -583,6 +652,12 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(decode_advance(r, 1, 15, 8));   // crosses a page: slot through the table
   cs.push_back(decode_advance(r, 3, 40, 8));   // the last of 3 rows feeds row 0
   cs.push_back(decode_advance(r, 1, 127, 8));  // past the table: slot -1
+  cs.push_back(attention_decode_batch(r, 32, 8, 128, {512, 512, 512, 512}, true));  // the 4B geometry, 4 sequences
+  cs.push_back(attention_decode_batch(r, 4, 2, 16, {37, 1, 0, 100, 16}, false));  // a free slot, empty splits
+  cs.push_back(attention_decode_batch(r, 8, 1, 64, {5, 300, 17}, false));
+  cs.push_back(attention_decode_batch(r, 2, 1, 96, {100, 33}, false));   // strided lanes
+  cs.push_back(attention_decode_batch(r, 4, 4, 256, {300, 64}, false));
+  cs.push_back(decode_advance_batch(r));
   return cs;
 }
 

@@ -240,12 +240,65 @@ EOF
   [ $v = 0 ] && [ $ok = 1 ]
 }
 
+# kern-run compare (docs/compare.md): one plan on the cpu device (A) and on
+# cuda (B), every dispatch a span, replayed from A's inputs and run free: the
+# tiny model with its weights (8 decode steps) and the Qwen3-0.6B geometry
+# with random weights (4 prompt ids, 2 steps), so a first GPU run names the
+# first dispatch that disagrees instead of only a different id list. PASS
+# (exit 0) passes; FAIL (1) and INCONCLUSIVE (3) fail with the verdict's
+# reason; 2 is an error. The JSON reports are compare_<model>.json.
+s_compare() {
+  local m args v ok=0 line=""
+  plan tiny-qwen3 || return 1
+  plan qwen3-0.6b || return 1
+  for m in tiny-qwen3 qwen3-0.6b; do
+    case $m in
+      tiny-qwen3) args=(--weights examples/tiny-qwen3.safetensors --prompt-ids 1,17,42,99,3,250,7 --steps 8) ;;
+      qwen3-0.6b) args=(--random-weights 1 --prompt-ids 1,17,42,99 --steps 2) ;;
+    esac
+    "$BIN/kern-run" compare "$WORK/$m.kplan" --device-a cpu --device-b cuda --kernels-b "$KERNELS" "${args[@]}" \
+      --json > "$RES/compare_$m.json" 2> "$WORK/compare_$m.err"
+    v=$?
+    echo "== $m: exit $v"; cat "$WORK/compare_$m.err"
+    if [ $v = 2 ] || [ ! -s "$RES/compare_$m.json" ]; then
+      ok=1; line="$line $m: error: $(grep -v '^\s*$' "$WORK/compare_$m.err" | tail -1 | cut -c1-150);"; continue
+    fi
+    python3 - "$RES/compare_$m.json" > "$WORK/compare_$m.txt" <<'EOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+first = d["first_bad_span"]
+where = f"; first span past tolerance ({first['mode']}): {first['program']} {first['span']} {'+'.join(first['b_labels'])}" if first else ""
+print(f"{d['verdict']}: {d['reason']}{where}")
+err = lambda r: float("inf") if r["replay"]["max_abs"] is None else r["replay"]["max_abs"]  # null: not finite
+spans = sorted(d["spans"], key=lambda s: -max([err(r) for r in s["regions"]] or [0]))
+for s in spans[:5]:
+    worst = max(s["regions"], key=err) if s["regions"] else None
+    if worst:
+        f = worst["replay"]["first_diff"]
+        print(f"  {s['program']} span {s['span']} {'+'.join(s['b_labels'])}: {worst['name']} replay max abs "
+              f"{worst['replay']['max_abs']}, free {worst['free']['max_abs']}"
+              + (f"; first at {f['index']} ({f['at']}): cpu {f['a']} cuda {f['b']}" if f else "")
+              + f"; ms cpu {s['a_ms']:.3f} cuda {s['b_ms']:.3f}")
+for k, s in enumerate(d["steps"]):
+    l = s["logits"]
+    print(f"  step {k}: ids {s['a_id']}/{s['b_id']} KL {l['kl']} floor {s['floor']['kl']}"
+          + (f" flip {'near-tie' if l['near_tie'] else 'NOT a near-tie'} gap {l['a_gap']}" if l["flip"] else ""))
+EOF2
+    cat "$WORK/compare_$m.txt"
+    [ $v = 0 ] || ok=1
+    line="$line $m: $(head -1 "$WORK/compare_$m.txt" | cut -c1-200);"
+  done
+  detail "$line"
+  return $ok
+}
+
 # PDL on and off (docs/gpu.md "Programmatic dependent launch"): greedy ids of
-# MODEL with random weights, with PDL under CUDA graphs, with --no-pdl under
-# graphs and with --no-pdl --eager: all must be equal. A difference with PDL
-# only is a PDL race (a kernel reading before its griddepcontrol.wait).
+# MODEL with random weights (STEPS ids, default 64), with PDL under CUDA
+# graphs, with --no-pdl under graphs and with --no-pdl --eager: all must be
+# equal. A difference with PDL only is a PDL race (a kernel reading before
+# its griddepcontrol.wait).
 s_pdl() {
-  local m=$1 label args
+  local m=$1 steps=${2:-64} label args
   plan "$m" || return 1
   for label in pdl nopdl nopdl_eager; do
     case $label in
@@ -254,7 +307,7 @@ s_pdl() {
       nopdl_eager) args=(--no-pdl --eager) ;;
     esac
     "$BIN/kern-run" "$WORK/$m.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
-      --prompt-ids 1,17,42,99,3,250,7 --steps 64 --ignore-eos --json "${args[@]}" > "$RES/pdl_$label.json" \
+      --prompt-ids 1,17,42,99,3,250,7 --steps "$steps" --ignore-eos --json "${args[@]}" > "$RES/pdl_$label.json" \
       2> "$WORK/pdl_$label.err"
     echo "== $label: exit $?"; cat "$WORK/pdl_$label.err"
   done
@@ -274,16 +327,18 @@ s_pdl() {
 # tg32 pair gives wall ms/step, GPU busy ms/step and the host gap of each
 # (docs/runtime.md "Asynchronous decode"); the unfused comparison model runs
 # the asynchronous loop under CUDA graphs only (its step's time budget: it is
-# there to compare kernels with bench-4b, not modes).
+# there to compare kernels with bench-4b, not modes). PROMPT and GEN (default
+# 512 and 1,32: the figures results.json reads) are for the simulated GPU's
+# reduced rehearsal.
 s_bench() {
-  local m=$1 reps=${2:-20} mode modes=(graph eager) flag decode=(--decode both) rc=0 line=""
+  local m=$1 reps=${2:-20} pp=${3:-512} ng=${4:-1,32} mode modes=(graph eager) flag decode=(--decode both) rc=0 line=""
   plan "$m" || return 1
   [ "$m" = qwen3-4b-unfused ] && decode=() && modes=(graph)
   for mode in "${modes[@]}"; do
     flag=()
     [ $mode = eager ] && flag=(--eager)
     "$BIN/kern-run" bench "$WORK/$m.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
-      -p 512 -n 1,32 -r "$reps" --warmup 2 "${decode[@]}" -o json "${flag[@]}" > "$RES/bench_${m}_$mode.json" \
+      -p "$pp" -n "$ng" -r "$reps" --warmup 2 "${decode[@]}" -o json "${flag[@]}" > "$RES/bench_${m}_$mode.json" \
       2> "$WORK/bench.err"
     local r=$?
     echo "== $mode: exit $r"; cat "$WORK/bench.err"
@@ -298,32 +353,36 @@ s_bench() {
 
 # Speculative decoding (docs/speculative.md): the tiny DSpark model with
 # random weights, --spec on cuda against plain greedy decoding on cpu (ids
-# equal); then the Qwen3-4B-geometry DSpark manifest with random weights on
-# cuda: ms per round by phase (draft, verify, precompute) and the tok/s it
-# projects at the reference system's 3.44 tokens per round (random weights
-# accept almost nothing, so the measured tokens/round is about 1).
+# equal); then the DSpark manifest MODEL (default qwen3-4b-dspark, the
+# Qwen3-4B geometry; the simulated GPU's rehearsal passes the tiny one) with
+# random weights on cuda for STEPS ids (default 64): ms per round by phase (draft, verify, precompute)
+# and the tok/s it projects at the reference system's 3.44 tokens per round
+# (random weights accept almost nothing, so the measured tokens/round is
+# about 1).
 s_spec() {
+  local big=${1:-qwen3-4b-dspark} steps=${2:-64}
   plan tiny-qwen3-dspark || return 1
-  plan qwen3-4b-dspark || return 1
+  plan "$big" || return 1
   local ids=1,17,42,99,3,250,7
   "$BIN/kern-run" "$WORK/tiny-qwen3-dspark.kplan" --random-weights 3 --device cpu --prompt-ids $ids --steps 40 \
     --json > "$RES/spec_tiny_cpu.json" 2> "$WORK/spec.err" &&
   "$BIN/kern-run" "$WORK/tiny-qwen3-dspark.kplan" --random-weights 3 --device cuda --kernels "$KERNELS" \
     --prompt-ids $ids --steps 40 --spec --json > "$RES/spec_tiny_cuda.json" 2>> "$WORK/spec.err" &&
-  "$BIN/kern-run" "$WORK/qwen3-4b-dspark.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
-    --prompt-ids $ids --steps 64 --spec --json > "$RES/spec_4b_cuda.json" 2>> "$WORK/spec.err"
+  "$BIN/kern-run" "$WORK/$big.kplan" --random-weights 1 --device cuda --kernels "$KERNELS" \
+    --prompt-ids $ids --steps "$steps" --spec --json > "$RES/spec_4b_cuda.json" 2>> "$WORK/spec.err"
   local rc=$?
   cat "$WORK/spec.err"
   [ $rc = 0 ] || { detail "exit $rc: $(grep -m1 -i error "$WORK/spec.err" | cut -c1-200)"; return 1; }
-  python3 - "$RES" > "$WORK/spec_verdict.txt" <<'EOF2'
+  python3 - "$RES" "$big" > "$WORK/spec_verdict.txt" <<'EOF2'
 import json, os, sys
 load = lambda n: json.load(open(os.path.join(sys.argv[1], n)))
+label = "4b" if sys.argv[2] == "qwen3-4b-dspark" else sys.argv[2]
 cpu, cuda, big = load("spec_tiny_cpu.json"), load("spec_tiny_cuda.json"), load("spec_4b_cuda.json")
 same = cpu["generated_ids"] == cuda["generated_ids"]
 s = big["spec"]
 m = s["ms_per_round"]
 print(f"tiny --spec cuda vs plain cpu: {'equal' if same else 'DIFFERS'} ({len(cuda['generated_ids'])} ids); "
-      f"4b: {s['rounds']} rounds, {s['tokens_per_round']:.2f} tokens/round, ms/round draft {m['draft']:.3f} "
+      f"{label}: {s['rounds']} rounds, {s['tokens_per_round']:.2f} tokens/round, ms/round draft {m['draft']:.3f} "
       f"verify {m['verify']:.3f} precompute {m['precompute']:.3f} total {m['total']:.3f}; "
       f"projected at 3.44 tokens/round: {3.44 * 1000 / m['total']:.0f} tok/s")
 sys.exit(0 if same else 1)
@@ -380,7 +439,7 @@ s_memcheck() {
   return $rc
 }
 
-export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_pdl s_bench s_spec s_hf s_memcheck
+export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_compare s_pdl s_bench s_spec s_hf s_memcheck
 
 # --- the runner ------------------------------------------------------------
 

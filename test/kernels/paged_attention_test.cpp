@@ -397,3 +397,31 @@ TEST_CASE("one-launch decode attention rejects more than 8 query rows (its scrat
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().message.find("param 11 (num_tokens) is 9; must be <= 8") != std::string::npos);
 }
+
+TEST_CASE("one-launch decode attention rejects more than 64 splits (the merge keeps the split weights in shared memory)",
+          "[kernels][attention]") {
+  std::mt19937 rng(73);
+  const AttnData d = make_data(AttnCase{1, 2, 1, 16, 100}, rng);
+  constexpr int kMany = 65;
+  std::vector<float> po(2 * kMany * 16), pml(2 * kMany * 2);
+  std::vector<int32_t> counters(1);
+  std::vector<uint16_t> out(2 * 16);
+  ArgPack p;
+  add_inputs(p, d, &d.c.k_scale, &d.c.v_scale);
+  p.add(po.data()).add(pml.data()).add(counters.data()).add(out.data());
+  add_scalars(p, d);
+  p.add<int32_t>(kMany);
+  kern::Status s = launch("kern_attention_decode_bf16", p, 1, kMany, 1);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.find("param 17 (num_splits) is 65; must be <= 64") != std::string::npos);
+  // 64 splits (100 positions: some splits hold 1 position, none is empty) still run.
+  constexpr int kMax = 64;
+  std::vector<float> po2(2 * kMax * 16), pml2(2 * kMax * 2);
+  ArgPack q;
+  add_inputs(q, d, &d.c.k_scale, &d.c.v_scale);
+  q.add(po2.data()).add(pml2.data()).add(counters.data()).add(out.data());
+  add_scalars(q, d);
+  q.add<int32_t>(kMax);
+  s = launch("kern_attention_decode_bf16", q, 1, kMax, 1);
+  CHECK(s.ok());
+}

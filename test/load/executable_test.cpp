@@ -255,3 +255,76 @@ TEST_CASE("each weights-file tensor the plan does not use is one note through Lo
   exe.value().reset();
   CHECK(warnings.empty());
 }
+
+// The cold-path debugging API (issue: kern-run compare needs a program run
+// in parts with any region read or written between the parts).
+TEST_CASE("a program run in launch ranges gives the outputs of one run_program", "[load][debug]") {
+  auto whole = load_plan(tiny_plan());
+  auto parts = load_plan(tiny_plan());
+  REQUIRE(whole.ok());
+  REQUIRE(parts.ok());
+  auto ids = i64_bytes({1, 2, 3, 4, 5});
+  const uint64_t t5[] = {5};
+  REQUIRE(whole.value()->exe->write_input(0, ids).ok());
+  REQUIRE(whole.value()->exe->run_program(0, t5).ok());
+  load::Executable& exe = *parts.value()->exe;
+  REQUIRE(exe.write_input(0, ids).ok());
+  REQUIRE(exe.run_launches(0, t5, 0, 1).ok());
+  // acc (buffer 2) = ids + bias after the first launch; read it before the next part.
+  std::vector<int64_t> acc(5);
+  REQUIRE(exe.read_region({load::RegionKind::kBuffer, 2}, 0, std::span(reinterpret_cast<uint8_t*>(acc.data()), 40)).ok());
+  CHECK(acc == std::vector<int64_t>{11, 22, 33, 44, 15});
+  REQUIRE(exe.run_launches(0, t5, 1, 2).ok());
+  CHECK(read_i64(exe, 3, 5) == read_i64(*whole.value()->exe, 3, 5));
+  CHECK(exe.traffic().launches == 3);
+  CHECK(exe.traffic().program_runs == 0);
+  CHECK(exe.graph_stats().eager_runs == 0);
+}
+
+TEST_CASE("a region written between launch ranges is what the later launches read", "[load][debug]") {
+  auto l = load_plan(tiny_plan());
+  REQUIRE(l.ok());
+  load::Executable& exe = *l.value()->exe;
+  REQUIRE(exe.write_input(0, i64_bytes({1, 2})).ok());
+  const uint64_t t2[] = {2};
+  REQUIRE(exe.run_launches(0, t2, 0, 1).ok());
+  auto acc = i64_bytes({100, 200});  // replaces ids + bias in the workspace
+  REQUIRE(exe.write_region({load::RegionKind::kBuffer, 2}, 0, acc).ok());
+  REQUIRE(exe.run_launches(0, t2, 1, 2).ok());
+  auto plain = load_plan(tiny_plan());
+  REQUIRE(plain.ok());
+  REQUIRE(plain.value()->exe->write_input(0, i64_bytes({90, 180})).ok());  // ids that make the same acc
+  REQUIRE(plain.value()->exe->run_program(0, t2).ok());
+  CHECK(read_i64(exe, 3, 2) == read_i64(*plain.value()->exe, 3, 2));
+  // The state (kv, 8 B per token) is read and written like any buffer.
+  std::vector<int64_t> kv(3);
+  REQUIRE(exe.read_region({load::RegionKind::kState, 0}, 0, std::span(reinterpret_cast<uint8_t*>(kv.data()), 24)).ok());
+  CHECK(kv == std::vector<int64_t>{0, 1, 1});
+  REQUIRE(exe.write_region({load::RegionKind::kState, 0}, 8, i64_bytes({7})).ok());
+  REQUIRE(exe.read_region({load::RegionKind::kState, 0}, 0, std::span(reinterpret_cast<uint8_t*>(kv.data()), 24)).ok());
+  CHECK(kv == std::vector<int64_t>{0, 7, 1});
+  CHECK(exe.region_size_bytes({load::RegionKind::kState, 0}).value() == 128);
+  CHECK(exe.region_name({load::RegionKind::kScratch, 0}) == "scratch 'tmp'");
+}
+
+TEST_CASE("the launch-range and region calls refuse bad ranges, indices and weights", "[load][debug]") {
+  auto l = load_plan(tiny_plan());
+  REQUIRE(l.ok());
+  load::Executable& exe = *l.value()->exe;
+  const uint64_t t2[] = {2};
+  CHECK(exe.run_launches(0, t2, 2, 2).error().message == "launches [2, 4) of program 'main' (3 launches)");
+  CHECK(exe.run_launches(1, t2, 0, 1).error().message == "program index 1 out of range (1 programs)");
+  const uint64_t t9[] = {9};
+  CHECK(exe.run_launches(0, t9, 0, 1).error().message == "symbol 'tokens' = 9 is outside its bounds [1, 8]");
+  uint8_t bytes[16] = {};
+  CHECK(exe.write_region({load::RegionKind::kBuffer, 1}, 0, std::span(bytes, 8)).error().message ==
+        "buffer 'bias' is a weight: weights cannot be written");
+  CHECK(exe.read_region({load::RegionKind::kBuffer, 0}, 60, std::span(bytes, 8)).error().message ==
+        "reading 8 B at offset 60 of buffer 'ids' of 64 B");
+  CHECK(exe.write_region({load::RegionKind::kState, 3}, 0, std::span(bytes, 8)).error().message ==
+        "state ?: index 3 out of range");
+  CHECK(exe.region_size_bytes({load::RegionKind::kScratch, 1}).error().kind == ErrorKind::kUsage);
+  REQUIRE(exe.close().ok());
+  CHECK(exe.run_launches(0, t2, 0, 1).error().kind == ErrorKind::kUsage);
+  CHECK(exe.read_region({load::RegionKind::kBuffer, 0}, 0, std::span(bytes, 8)).error().kind == ErrorKind::kUsage);
+}

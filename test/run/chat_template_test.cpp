@@ -27,6 +27,26 @@ TEST_CASE("the chat template appends an empty think block when thinking is off",
         "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
 }
 
+TEST_CASE("the multi-turn template drops an earlier assistant turn's think content", "[run][chat]") {
+  std::vector<run::ChatMessage> m = {{"user", "a", std::nullopt},
+                                     {"assistant", "<think>\nr\n</think>\n\nb", std::nullopt},
+                                     {"user", "c", std::nullopt}};
+  auto out = run::render_qwen3_messages(m, {});
+  REQUIRE(out.ok());
+  CHECK(*out ==
+        "<|im_start|>user\na<|im_end|>\n<|im_start|>assistant\nb<|im_end|>\n"
+        "<|im_start|>user\nc<|im_end|>\n<|im_start|>assistant\n");
+}
+
+TEST_CASE("the multi-turn template refuses an empty history and unknown roles", "[run][chat]") {
+  auto empty = run::render_qwen3_messages({}, {});
+  REQUIRE_FALSE(empty.ok());
+  CHECK(empty.error().message == "messages: at least one message is needed");
+  auto bad = run::render_qwen3_messages({{"user", "a", std::nullopt}, {"developer", "b", std::nullopt}}, {});
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error().message == "messages[1].role: 'developer' is not one of system, user, assistant, tool");
+}
+
 TEST_CASE("the end tokens are Qwen3's <|im_end|> and <|endoftext|>", "[run][chat]") {
   auto tok = tok::Tokenizer::load(test::env_path("KERN_QWEN3_TOKENIZER_JSON"));
   if (!tok.ok()) FAIL(tok.error().message);

@@ -234,7 +234,18 @@ TEST_CASE("kern-run given a manifest or a weights file as the plan says what to 
 TEST_CASE("kern-run rejects a prompt longer than the capacity with exit code 2", "[run][cli]") {
   CliResult r = kern_run(tiny_args("--prompt-ids 1,2,3,4,5,6,7,8 --steps 3 --capacity 10"));
   CHECK(r.rc == 2);
-  CHECK(r.err == "kern-run: error: prompt (8 tokens) + steps (3) = 11 tokens exceeds the capacity 10 tokens\n");
+  // The engine's message names no flag; kern-run adds which to change (issue 25).
+  CHECK(r.err == "kern-run: error: prompt (8 tokens) + steps (3) = 11 tokens exceeds the capacity 10 tokens; raise "
+                 "--capacity (this plan holds up to 1024 tokens) or lower --steps\n");
+}
+
+TEST_CASE("kern-run says to shorten a prompt longer than the plan's largest capacity", "[run][cli]") {
+  std::string ids = "1";
+  for (int i = 1; i < 1030; ++i) ids += ",1";
+  CliResult r = kern_run(tiny_args("--prompt-ids " + ids + " --steps 1 --capacity 1024"));
+  CHECK(r.rc == 2);
+  CHECK(r.err == "kern-run: error: prompt (1030 tokens) + steps (1) = 1031 tokens exceeds the capacity 1024 tokens; "
+                 "this plan holds at most 1024 tokens: shorten the prompt\n");
 }
 
 TEST_CASE("kern-run rejects a capacity beyond the block table", "[run][cli]") {
@@ -277,7 +288,8 @@ TEST_CASE("kern-run bounds the capacity by the RoPE table: max_position_embeddin
   CHECK_THAT(fits.out, Contains("\"capacity\":17"));
   CliResult past = kern_run(base + " --steps 16");
   CHECK(past.rc == 2);
-  CHECK(past.err == "kern-run: error: prompt (2 tokens) + steps (16) = 18 tokens exceeds the capacity 17 tokens\n");
+  CHECK(past.err == "kern-run: error: prompt (2 tokens) + steps (16) = 18 tokens exceeds the capacity 17 tokens; "
+                    "this plan holds at most 17 tokens: lower --steps to at most 15\n");
   CliResult big = kern_run(base + " --steps 1 --capacity 32");
   CHECK(big.rc == 2);
   CHECK(big.err == "kern-run: error: --capacity: capacity 32 tokens exceeds the RoPE table (17 positions: "
@@ -360,7 +372,8 @@ TEST_CASE("kern-run rejects --steps near 2^64 as exceeding the capacity", "[run]
     CliResult r = kern_run(tiny_args("--prompt-ids 1,2,3,4,5 --steps ") + steps);
     CHECK(r.rc == 2);
     CHECK(r.err == std::string("kern-run: error: prompt (5 tokens) + steps (") + steps +
-                       ") exceeds the capacity 1024 tokens\n");
+                       ") exceeds the capacity 1024 tokens; this plan holds at most 1024 tokens: lower --steps to "
+                       "at most 1019\n");
   }
   CliResult over = kern_run(tiny_args("--prompt-ids 1 --steps 18446744073709551616"));
   CHECK(over.rc == 2);

@@ -11,6 +11,7 @@
 #include "kern-run/tokenizer/tokenizer.h"
 #include "rapidjson/document.h"
 #include "test/run/cli_runner.h"
+#include "test/tokenizer/tokenizer_fixture.h"
 
 #include <fstream>
 
@@ -324,4 +325,35 @@ TEST_CASE("weights truncated under a running kern-run: one error line naming the
   CHECK(WEXITSTATUS(status) == 2);
   CHECK_THAT(message, StartsWith("kern-run: error: " + weights + ": the file was truncated while in use (offset "));
   CHECK_THAT(message, Contains(" B is past its end now); stopped (replace a file in use with mv, never cp over it)\n"));
+}
+
+// Issue 22 item 15: a --tokenizer that lacks the ids the plan produces (the
+// 263-token test fixture under the 151,936-row text-vocab model) printed
+// empty text silently; each id without a token still prints as nothing (HF's
+// decode) and the first is named once on stderr.
+TEST_CASE("kern-run warns once when generated ids have no token in the tokenizer", "[run][text]") {
+  TempDir dir;
+  const std::string small = dir.file("small-tokenizer.json");
+  std::ofstream(small, std::ios::binary) << tok::testing::fixture_json();
+  const std::string args = env_path("KERN_TEXTVOCAB_PLAN") + " --weights " + env_path("KERN_TEXTVOCAB_WEIGHTS") +
+                           " --device cpu --tokenizer " + small + " --prompt hello --steps 8";
+  CliResult r = kern_run(args + " --json");
+  INFO(r.err);
+  REQUIRE(r.rc == 0);
+  rapidjson::Document doc;
+  doc.Parse(r.out.c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  std::vector<int64_t> missing;
+  for (int64_t id : ids_of(doc["generated_ids"]))
+    if (id >= 263) missing.push_back(id);
+  REQUIRE_FALSE(missing.empty());  // random weights over 151,936 rows: most ids are past the fixture's 263
+  CHECK(r.err == "kern-run: warning: generated id " + std::to_string(missing[0]) +
+                     " is past the tokenizer's ids [0, 263): printed as nothing, as HF's decode does (an embedding "
+                     "padding row, which trained weights do not choose: random weights, or a --tokenizer of another "
+                     "model?); said once per run\n");
+  // Streamed: the same one warning; the text is what decode gives (ids with a token only).
+  CliResult streamed = kern_run(args);
+  CHECK(streamed.rc == 0);
+  CHECK_THAT(streamed.err, StartsWith(r.err));
+  CHECK(std::string(doc["text"].GetString()) + "\n" == streamed.out);
 }

@@ -2,6 +2,7 @@
 // line:column, what was expected and what was found), never a crash. One
 // valid base document, one change each (style.md §6).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -255,4 +256,54 @@ TEST_CASE("a FIFO or /dev/zero as the tokenizer is refused at once", "[tokenizer
   auto zero = Tokenizer::load("/dev/zero");  // used to end in std::bad_alloc
   REQUIRE_FALSE(zero.ok());
   CHECK(zero.error().message == "/dev/zero: is a character device, not a regular file");
+}
+
+namespace {
+
+/// The fixture with `escape` written (as JSON text) inside the "<tool>" added token's content.
+std::string with_escape_in_content(const std::string& escape) {
+  std::string json = fixture_json();
+  const std::string at = "\"content\": \"<tool>\"";
+  const size_t i = json.find(at);
+  REQUIRE(i != std::string::npos);
+  return json.replace(i, at.size(), "\"content\": \"<tool" + escape + ">\"");
+}
+
+/// line:column of the first `needle` in `text` (1-based, bytes).
+std::string position_of(const std::string& text, const std::string& needle) {
+  const size_t at = text.find(needle);
+  REQUIRE(at != std::string::npos);
+  const size_t line_start = text.rfind('\n', at) == std::string::npos ? 0 : text.rfind('\n', at) + 1;
+  return std::to_string(1 + std::count(text.begin(), text.begin() + static_cast<long>(at), '\n')) + ":" +
+         std::to_string(at - line_start + 1);
+}
+
+}  // namespace
+
+// Issue 22: a lone surrogate escape in tokenizer.json is a clear error with
+// its line:column (HF's serde_json refuses both halves), never CESU-8 bytes
+// in a token or a crash.
+TEST_CASE("a lone surrogate escape in tokenizer.json is an error at its line and column", "[tokenizer][load]") {
+  const std::string low = with_escape_in_content("\\udc00");
+  CHECK(load_error(low) == "tok.json:" + position_of(low, "\\udc00") +
+                               ": invalid JSON: lone low surrogate \\udc00 (a \\udc00-\\udfff escape must follow a "
+                               "\\ud800-\\udbff one)");
+  const std::string low_in_vocab = [] {
+    std::string json = fixture_json();
+    const size_t i = json.find("\"he\": 256");
+    return json.replace(i, 4, "\"h\\uDFFF\"");
+  }();
+  CHECK(load_error(low_in_vocab) == "tok.json:" + position_of(low_in_vocab, "\\uDFFF") +
+                                        ": invalid JSON: lone low surrogate \\uDFFF (a \\udc00-\\udfff escape must "
+                                        "follow a \\ud800-\\udbff one)");
+  const std::string high = with_escape_in_content("\\ud800");
+  const std::string high_error = load_error(high);
+  CHECK(high_error.rfind("tok.json:" + position_of(high, "\\ud800").substr(0, position_of(high, "\\ud800").find(':')) +
+                             ":", 0) == 0);
+  CHECK_THAT(high_error, Catch::Matchers::EndsWith(": invalid JSON: The surrogate pair in string is invalid."));
+  // A valid pair, an escaped backslash before "udc00", and \u00e9 still load.
+  for (const char* ok : {"\\ud83d\\ude00", "\\\\udc00", "\\u00e9"}) {
+    INFO(ok);
+    CHECK(Tokenizer::from_json(with_escape_in_content(ok), "tok.json").ok());
+  }
 }

@@ -4,7 +4,8 @@
 kern-run --device cuda on the simulated GPU (test/sim/with-sim-gpu) against
 the cpu device, on the tiny example models: fused (pinned) and unfused
 kernels, the same fused plan unpinned, DSpark --spec, each with graphs and
---eager, async and --sync. The generated ids must equal the cpu device's; a
+--eager, async and --sync; and kern-run --requests, whose ids must not
+depend on --max-batch (batch invariance). The generated ids must equal the cpu device's; a
 divergence is accepted only at a near-tie shown from both sides' logits
 (the two candidate ids within 2 bf16 ulps of the largest logit on each
 side). Every run is also clean for the simulation (no violation reported,
@@ -123,6 +124,38 @@ def compare(ctx, label, plan, weights, extra=()):
     print(f"{label}: {'same ids' if a == b else 'near-tie'} ({b})", flush=True)
 
 
+def batch_invariance(ctx, plan, weights):
+    """kern-run --requests on the simulated GPU (docs/batching.md): each
+    request's ids with up to 4 sequences per decode_batch step (joining and
+    leaving at different lengths) equal its ids one sequence at a time
+    (--max-batch 1: the batch-1 decode), bit for bit; the simulation stays clean."""
+    reqs = os.path.join(ctx.tmp, "requests.jsonl")
+    with open(reqs, "w") as f:
+        for ids, n in (([1, 2, 3, 4, 5], 12), ([7], 5), ([9, 8, 7, 6, 5, 4, 3, 2, 1] * 2, 9), ([42, 43], 16),
+                       ([100, 5], 3), ([3] * 20, 7)):
+            f.write(json.dumps({"prompt_ids": ids, "max_tokens": n}) + "\n")
+    got = {}
+    for batch in ("4", "1"):
+        report = os.path.join(ctx.tmp, "report.txt")
+        if os.path.exists(report):
+            os.remove(report)
+        env = dict(os.environ, KERN_BUILD_DIR=ctx.build, KERN_SIM_REPORT=report, KERN_SIM_LEAKS="report")
+        cmd = [ctx.wrapper, ctx.run, plan] + weights + ["--requests", reqs, "--max-batch", batch, "--chunk",
+                                                        str(CHUNK), "--device", "cuda", "--kernels", ctx.kernels]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
+        label = f"--requests --max-batch {batch}"
+        ctx.check(p.returncode == 0, f"{label}: exit {p.returncode}: {p.stderr.strip()[-600:]}")
+        rep = open(report).read() if os.path.exists(report) else ""
+        ctx.check(rep == "", f"{label}: the simulation reported: {rep.strip()[:600]}")
+        try:
+            got[batch] = [json.loads(line)["ids"] for line in p.stdout.splitlines()]
+        except ValueError:
+            got[batch] = None
+    ctx.check(got["4"] is not None and len(got["4"]) == 6 and got["4"] == got["1"],
+              f"--requests: ids at --max-batch 4 {got['4']} differ from --max-batch 1 {got['1']}")
+    print(f"--requests: the same ids at --max-batch 4 and 1 ({got['4']})", flush=True)
+
+
 def failure(ctx, label, plan, weights, spec, want_rc, needles):
     rc, doc, err, _ = ctx.kern_run(plan, weights, "cuda", env_extra={"KERN_SIM_FAIL": spec})
     ctx.check(rc == want_rc, f"{label}: exit {rc}, expected {want_rc}: {err.strip()[-500:]}")
@@ -164,6 +197,7 @@ def main(argv):
     compare(ctx, "fused unpinned (graphs, async)", unpinned, random_w)
     compare(ctx, "dspark --spec (graphs)", dspark, ["--random-weights", "3"], ["--spec"])
     compare(ctx, "dspark --spec --eager", dspark, ["--random-weights", "3"], ["--spec", "--eager"])
+    batch_invariance(ctx, fused, random_w)
 
     # Seeded sampling (docs/kernels.md §15): sample.cu on the emulator inside the graphed decode draws the cpu
     # twin's ids. (Deterministic here; a draw can move only where the emulated logits differ from the cpu's

@@ -327,6 +327,8 @@ void trap() {
 
 void* dynamic_shared() { return g_launch->dynamic_shared; }
 
+unsigned dynamic_shared_bytes() { return g_launch->params.dynamic_shared_bytes; }
+
 std::string run_grid(std::string_view kernel, const LaunchParams& lp, Body body, const unsigned char* param_block,
                      size_t param_bytes) {
   std::lock_guard<std::mutex> lock(detail::g_mutex);

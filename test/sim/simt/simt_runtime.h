@@ -65,6 +65,9 @@ void pdl_launch_dependents();
 /// 16-byte aligned, poisoned at block start).
 void* dynamic_shared();
 
+/// Its size in bytes (the launch's sharedMemBytes: %dynamic_smem_size on a GPU).
+unsigned dynamic_shared_bytes();
+
 /// The instantiated kernel called with its parameters from `param_block`.
 using Body = void (*)(const unsigned char* param_block);
 

@@ -229,5 +229,50 @@ TEST_CASE("launch geometry beyond CUDA's limits is refused") {
   CHECK(contains(launch("sim_no_pdl_wait", 0, 32, out.p()), "empty grid"));
 }
 
+
+// docs/kernels.md §11: a norm gemv needs m k 2 bytes of dynamic shared memory
+// for its normalised rows; the plan sizes it for the rows its program launches
+// (decode: 1), and a launch with more rows traps instead of overrunning it.
+TEST_CASE("a norm-prologue gemv given shared memory for fewer rows than m traps instead of overrunning it") {
+  const KernelEntry* k = find_kernel("kern_gemv_rmsnorm_bf16");
+  REQUIRE(k != nullptr);
+  constexpr int kK = 64, kN = 8;
+  alignas(16) static uint16_t a[2 * kK], nw[kK], w[kN * kK], c[2 * kN];
+  static float partial[4];
+  static int counters[1];
+  std::fill(std::begin(a), std::end(a), uint16_t(0x3f80));  // bf16 1.0
+  std::fill(std::begin(nw), std::end(nw), uint16_t(0x3f80));
+  std::fill(std::begin(w), std::end(w), uint16_t(0x3c00));   // bf16 2^-7
+  on_alloc(a, sizeof a), on_write(a, sizeof a);
+  on_alloc(nw, sizeof nw), on_write(nw, sizeof nw);
+  on_alloc(w, sizeof w), on_write(w, sizeof w);
+  on_alloc(c, sizeof c);
+  on_alloc(partial, sizeof partial);
+  on_alloc(counters, sizeof counters), on_write(counters, sizeof counters);
+  auto run = [&](int m, unsigned smem) {
+    const uint16_t* pa = a;
+    const uint16_t* pnw = nw;
+    const uint16_t* pw = w;
+    uint16_t* pc = c;
+    float* pp = partial;
+    int* pcnt = counters;
+    int mm = m, n = kN, kk = kK, lda = kK, ldc = kN, splits = 1;
+    float eps = 1e-6f;
+    void* params[] = {&pa, &pnw, &pw, &pc, &pp, &pcnt, &mm, &n, &kk, &lda, &ldc, &splits, &eps};
+    LaunchParams lp;
+    lp.grid.x = 1;
+    lp.block.x = 128;
+    lp.dynamic_shared_bytes = smem;
+    return k->launch(lp, params);
+  };
+  CHECK(run(1, 2 * kK) == "");      // decode's one row in one row's bytes
+  CHECK(run(2, 2 * 2 * kK) == "");  // two rows in two rows' bytes
+  CHECK(c[kN] == 0x3f00);           // row 1, column 0: 64 x 1.0 x 2^-7 = 0.5
+  CHECK(contains(run(2, 2 * kK), "__trap()"));  // two rows in one row's bytes
+  for (void* p : {static_cast<void*>(a), static_cast<void*>(nw), static_cast<void*>(w), static_cast<void*>(c),
+                  static_cast<void*>(partial), static_cast<void*>(counters)})
+    on_free(p);
+}
+
 }  // namespace
 }  // namespace kern::sim

@@ -1,0 +1,284 @@
+// The engine's batched mode (batch_engine.h, docs/batching.md).
+#include "kern-engine/batch_engine.h"
+
+#include <algorithm>
+#include <string>
+
+#include "kern-engine/scheduler.h"
+
+namespace kern::engine {
+
+/// A request from admission to its last event.
+struct BatchEngine::Seq {
+  enum class Phase { kWaiting, kPrefill, kJoin, kDecode };
+  uint64_t serial = 0;
+  Request req;
+  Phase phase = Phase::kWaiting;
+  std::vector<int32_t> pages;  ///< owned pages, position order
+  uint32_t pages_needed = 0;
+  uint64_t chunk = 0;
+  uint64_t prefilled = 0;  ///< prompt tokens (of n - 1) prefilled
+  int64_t row = -1;        ///< batch row while kDecode
+  uint64_t issued = 0;     ///< decode steps issued with this sequence in its row
+  bool done = false;
+  bool aborted = false;
+  SequenceResult out;
+  Clock::time_point t0, t_first, t_last;
+};
+
+uint64_t batch_bucket(uint64_t live, uint64_t max_batch) {
+  uint64_t b = 1;
+  while (b < live) b *= 2;
+  return std::min(b, max_batch);
+}
+
+BatchEngine::BatchEngine(Model& model, uint64_t max_batch, NowFn now)
+    : model_(model),
+      runner_(model.runner()),
+      batch_(*model.batch()),
+      max_batch_(max_batch),
+      now_(clock_or_default(std::move(now))),
+      pages_(static_cast<uint32_t>(model.capacity() / kKvBlockTokens)),
+      rows_(max_batch, nullptr) {}
+
+BatchEngine::~BatchEngine() {
+  if (runner_.batch_in_flight() > 0) (void)runner_.discard_batch();
+}
+
+Status BatchEngine::add_request(Request r) {
+  auto usage = [](const std::string& m) { return make_error(ErrorKind::kUsage, m); };
+  KERN_RETURN_IF_ERROR(check_request(model_.contract(), model_.capacity(), r));
+  if (r.speculative) return usage("speculative decoding runs one sequence at a time (max_batch 1)");
+  if (r.sync) return usage("the synchronous decode loop runs one sequence at a time (max_batch 1)");
+  if (!r.sampling.greedy())
+    return usage("sampling (temperature " + std::to_string(r.sampling.temperature) +
+                 ") runs one sequence at a time (max_batch 1): the batched decode program (decode_batch) is "
+                 "greedy; use temperature 0, or max_batch 1 (kern-run --max-batch 1)");
+  const uint64_t tokens = r.prompt_ids.size() + r.max_tokens;
+  const uint32_t need = pages_for_tokens(tokens);
+  if (need > pages_.total_pages() || need > batch_.pages_per_seq)
+    return usage("the prompt (" + std::to_string(r.prompt_ids.size()) + " tokens) + max_tokens (" +
+                 std::to_string(r.max_tokens) + ") need " + std::to_string(need) + " KV pages of " +
+                 std::to_string(kKvBlockTokens) + " tokens; the KV pool has " + std::to_string(pages_.total_pages()) +
+                 " pages in all, so it can never fit");
+  auto same = [&r](const std::unique_ptr<Seq>& s) { return s->req.id == r.id; };
+  if (std::any_of(waiting_.begin(), waiting_.end(), same) || std::any_of(admitted_.begin(), admitted_.end(), same))
+    return usage("request " + std::to_string(r.id) + " is already queued");
+  auto s = std::make_unique<Seq>();
+  s->serial = next_serial_++;
+  s->pages_needed = need;
+  s->req = std::move(r);
+  waiting_.push_back(std::move(s));
+  return {};
+}
+
+void BatchEngine::abort(RequestId id) {
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
+    if ((*it)->req.id != id) continue;
+    TokenEvent ev;
+    ev.id = id;
+    ev.finished = FinishReason::kAborted;
+    pending_events_.push_back(std::move(ev));
+    waiting_.erase(it);
+    return;
+  }
+  for (auto& s : admitted_)
+    if (s->req.id == id) s->aborted = true;  // ended by the next step
+}
+
+bool BatchEngine::idle() const {
+  return waiting_.empty() && admitted_.empty() && pending_events_.empty() && runner_.batch_in_flight() == 0;
+}
+
+Status BatchEngine::drain() {
+  queued_.clear();
+  return runner_.discard_batch();
+}
+
+uint64_t BatchEngine::live_rows() const {
+  return static_cast<uint64_t>(std::count_if(rows_.begin(), rows_.end(), [](const Seq* s) { return s != nullptr; }));
+}
+
+TokenEvent& BatchEngine::event_for(std::vector<TokenEvent>& events, RequestId id) {
+  for (TokenEvent& ev : events)
+    if (ev.id == id && !ev.finished) return ev;
+  events.emplace_back();
+  events.back().id = id;
+  return events.back();
+}
+
+Status BatchEngine::admit() {
+  std::vector<WaitingEntry> entries;
+  entries.reserve(waiting_.size());
+  for (const auto& s : waiting_) entries.push_back({s->serial, s->pages_needed});
+  const SchedulerOutput plan =
+      schedule({max_batch_, static_cast<uint64_t>(admitted_.size()), pages_.free_pages(), entries});
+  for (size_t i = 0; i < plan.admit.size(); ++i) {
+    std::unique_ptr<Seq> s = std::move(waiting_.front());
+    waiting_.pop_front();
+    KERN_ASSIGN_OR_RETURN(s->pages, pages_.allocate(s->pages_needed));  // fits: schedule() checked
+    s->chunk = model_.contract().clamp_chunk(s->req.chunk);
+    s->out.chunk = s->chunk;
+    s->t0 = now_();
+    s->phase = s->req.prompt_ids.size() > 1 ? Seq::Phase::kPrefill : Seq::Phase::kJoin;
+    admitted_.push_back(std::move(s));
+  }
+  return {};
+}
+
+Status BatchEngine::prefill_one(std::vector<TokenEvent>& events) {
+  for (auto& sp : admitted_) {
+    Seq& s = *sp;
+    if (s.phase != Seq::Phase::kPrefill || s.aborted) continue;
+    // One chunk of the first n - 1 prompt tokens through `prefill`, its
+    // slots through the sequence's own pages; the chunk starts at a multiple
+    // of the chunk size from the sequence's start (batch invariance on cuda).
+    const uint64_t total = s.req.prompt_ids.size() - 1;
+    const uint64_t len = std::min(s.chunk, total - s.prefilled);
+    Status st = runner_.use_pages(s.pages);
+    if (st.ok()) {
+      auto chunks = runner_.prefill(std::span(s.req.prompt_ids).subspan(s.prefilled, len), s.prefilled, s.chunk);
+      if (chunks.ok()) s.out.prefill_chunks += *chunks;
+      else st = chunks.error();
+    }
+    TokenEvent& ev = event_for(events, s.req.id);
+    if (!st.ok()) {
+      finish(s, ev, st);
+      return {};
+    }
+    s.prefilled += len;
+    ev.prefilled = s.prefilled;
+    ev.prefill_total = total;
+    if (s.prefilled == total) s.phase = Seq::Phase::kJoin;
+    return {};  // one chunk per step, between decode steps
+  }
+  return {};
+}
+
+Status BatchEngine::join_ready() {
+  for (auto& sp : admitted_) {
+    Seq& s = *sp;
+    if (s.phase != Seq::Phase::kJoin || s.aborted) continue;
+    auto free_row = std::find(rows_.begin(), rows_.end(), nullptr);
+    if (free_row == rows_.end()) break;  // admission keeps admitted <= max_batch: not reached
+    if (!reset_) {
+      KERN_RETURN_IF_ERROR(runner_.batch_reset());
+      reset_ = true;
+    }
+    const uint32_t row = static_cast<uint32_t>(free_row - rows_.begin());
+    const uint64_t n = s.req.prompt_ids.size();
+    KERN_RETURN_IF_ERROR(runner_.batch_join(row, s.req.prompt_ids.back(), n - 1, s.pages));
+    s.row = row;
+    *free_row = &s;
+    s.phase = Seq::Phase::kDecode;
+  }
+  return {};
+}
+
+void BatchEngine::emit(Seq& s, int64_t id, TokenEvent& ev) {
+  s.t_last = now_();
+  s.out.generated_ids.push_back(id);
+  ev.ids.push_back(id);
+  if (s.out.generated_ids.size() == 1) {
+    s.out.prefill_ms = ms_between(s.t0, s.t_last);
+    s.t_first = s.t_last;
+  }
+  s.out.stopped = is_stop_id(s.req.stop_ids, id);
+  s.done = s.out.stopped || s.out.generated_ids.size() >= s.req.max_tokens;
+}
+
+void BatchEngine::finish(Seq& s, TokenEvent& ev, Status failure) {
+  if (s.row >= 0) {
+    Status left = runner_.batch_leave(static_cast<uint32_t>(s.row));
+    failure = join(std::move(failure), left);
+    rows_[static_cast<size_t>(s.row)] = nullptr;
+    s.row = -1;
+  }
+  // Every step using these pages is already enqueued: a later owner's work
+  // comes after them on the stream.
+  pages_.release(s.pages);
+  if (!failure.ok()) {
+    ev.finished = FinishReason::kError;
+    ev.error = failure.error();
+  } else if (s.aborted) {
+    ev.finished = FinishReason::kAborted;
+  } else {
+    s.out.decode_steps = s.out.generated_ids.size() - 1;
+    s.out.decode_ms = s.out.decode_steps > 0 ? ms_between(s.t_first, s.t_last) : 0.0;
+    ev.finished = s.out.stopped ? FinishReason::kStop : FinishReason::kLength;
+    ev.result = std::make_shared<const SequenceResult>(std::move(s.out));
+  }
+  const uint64_t serial = s.serial;
+  admitted_.erase(std::find_if(admitted_.begin(), admitted_.end(),
+                               [serial](const std::unique_ptr<Seq>& p) { return p->serial == serial; }));
+}
+
+void BatchEngine::fail_all(std::vector<TokenEvent>& events, const Error& failure) {
+  Status drained = runner_.discard_batch();
+  queued_.clear();
+  while (!admitted_.empty()) {
+    Seq& s = *admitted_.front();
+    finish(s, event_for(events, s.req.id), join(Status(failure), drained));
+  }
+}
+
+Status BatchEngine::decode_step(std::vector<TokenEvent>& events) {
+  uint64_t live = 0;
+  for (size_t r = 0; r < rows_.size(); ++r)
+    if (rows_[r] != nullptr) live = r + 1;
+  // Keep kDecodeLookahead steps queued while some row still needs ids; a row
+  // that needs none gets at most one surplus step (its ids are dropped; it
+  // writes KV inside its own reserved pages).
+  while (live > 0 && runner_.batch_in_flight() < kDecodeLookahead) {
+    bool needed = false;
+    for (const Seq* s : rows_)
+      if (s != nullptr && s->issued < s->req.max_tokens) needed = true;
+    if (!needed) break;
+    KERN_RETURN_IF_ERROR(runner_.enqueue_batch(batch_bucket(live, max_batch_)));
+    std::vector<uint64_t> serials(rows_.size(), 0);
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      if (rows_[r] == nullptr) continue;
+      serials[r] = rows_[r]->serial;
+      ++rows_[r]->issued;
+    }
+    queued_.push_back(std::move(serials));
+  }
+  if (queued_.empty()) return {};
+  KERN_ASSIGN_OR_RETURN(auto ids, runner_.next_batch());
+  const std::vector<uint64_t> serials = std::move(queued_.front());
+  queued_.pop_front();
+  for (size_t r = 0; r < serials.size() && r < ids.size(); ++r) {
+    Seq* s = rows_[r];
+    if (serials[r] == 0 || s == nullptr || s->serial != serials[r] || s->done) continue;  // left since: surplus
+    TokenEvent& ev = event_for(events, s->req.id);
+    Status ok = runner_.check_batch_id(ids[r]);
+    if (!ok.ok()) {
+      finish(*s, ev, ok);
+      continue;
+    }
+    emit(*s, ids[r], ev);
+    if (s->done) finish(*s, ev, Status{});
+  }
+  return {};
+}
+
+Result<std::vector<TokenEvent>> BatchEngine::step() {
+  std::vector<TokenEvent> events = std::move(pending_events_);
+  pending_events_.clear();
+  // Aborted admitted sequences leave now (their queued steps' ids are dropped).
+  for (size_t i = 0; i < admitted_.size();) {
+    if (admitted_[i]->aborted) {
+      finish(*admitted_[i], event_for(events, admitted_[i]->req.id), Status{});
+      continue;
+    }
+    ++i;
+  }
+  Status st = admit();
+  if (st.ok()) st = prefill_one(events);
+  if (st.ok()) st = join_ready();
+  if (st.ok()) st = decode_step(events);
+  if (!st.ok()) fail_all(events, st.error());
+  return events;
+}
+
+}  // namespace kern::engine

@@ -1,0 +1,85 @@
+// The engine's batched mode (docs/batching.md): continuous batching of up to
+// max_batch sequences over the plan's `decode_batch` program. Each step():
+//   1. admits waiting requests (schedule(): FIFO, a batch slot and the pages
+//      for prompt + max_tokens reserved up front, so nothing is preempted);
+//   2. runs one prefill chunk of the oldest admitted sequence still
+//      prefilling (chunks cut at multiples of the chunk size from the
+//      sequence's own start, whatever else runs);
+//   3. joins sequences whose prompt is prefilled into a free batch row (host
+//      writes for that row only);
+//   4. keeps kDecodeLookahead decode_batch steps queued (rows padded to the
+//      next batch-size bucket 1, 2, 4, 8, ... so each bucket is one graph) and
+//      takes the oldest step's ids: one id per live row.
+// A finished or aborted sequence leaves its row (3 writes) and returns its
+// pages at once: every step that still uses them was enqueued before any
+// work of a later owner (one in-order stream). Steady state: no host write.
+// Greedy only; speculative and --sync requests run at max_batch 1.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "common/result.h"
+#include "kern-engine/batch_contract.h"
+#include "kern-engine/clock.h"
+#include "kern-engine/engine.h"
+#include "kern-engine/model.h"
+#include "kern-engine/page_allocator.h"
+
+namespace kern::engine {
+
+/// Rows a decode_batch step runs for `live` rows (the highest used slot +
+/// 1): the next power of two, at most `max_batch`.
+uint64_t batch_bucket(uint64_t live, uint64_t max_batch);
+
+class BatchEngine {
+ public:
+  /// `max_batch` in [1, the plan's max_batch] (the Engine checks it).
+  BatchEngine(Model& model, uint64_t max_batch, NowFn now);
+  ~BatchEngine();
+
+  Status add_request(Request r);
+  void abort(RequestId id);
+  Result<std::vector<TokenEvent>> step();
+  bool idle() const;
+  Status drain();
+
+  /// Pages of the KV pool, and free now.
+  uint32_t pool_pages() const { return pages_.total_pages(); }
+  uint32_t free_pages() const { return pages_.free_pages(); }
+  /// Sequences in batch rows now.
+  uint64_t live_rows() const;
+
+ private:
+  struct Seq;
+  Status admit();
+  Status prefill_one(std::vector<TokenEvent>& events);
+  Status join_ready();
+  Status decode_step(std::vector<TokenEvent>& events);
+  /// Takes id `id` for `s`; sets s.done on a stop id or max_tokens.
+  void emit(Seq& s, int64_t id, TokenEvent& ev);
+  /// Removes `s` (done, aborted or failed): leaves its row, frees its pages, fills `ev`.
+  void finish(Seq& s, TokenEvent& ev, Status failure);
+  TokenEvent& event_for(std::vector<TokenEvent>& events, RequestId id);
+  /// Ends every admitted sequence with `failure` after a device error.
+  void fail_all(std::vector<TokenEvent>& events, const Error& failure);
+
+  Model& model_;
+  ModelRunner& runner_;
+  const BatchContract& batch_;
+  uint64_t max_batch_;
+  NowFn now_;
+  PageAllocator pages_;
+  uint64_t next_serial_ = 1;
+  std::deque<std::unique_ptr<Seq>> waiting_;
+  std::vector<std::unique_ptr<Seq>> admitted_;  ///< prefilling, joining or in a row
+  std::vector<Seq*> rows_;                      ///< per batch row: its sequence or null
+  /// Per queued step, oldest first: the serial of each row's sequence at enqueue (0: free).
+  std::deque<std::vector<uint64_t>> queued_;
+  std::vector<TokenEvent> pending_events_;  ///< aborted waiting requests, reported by the next step
+  bool reset_ = false;                      ///< batch_reset ran
+};
+
+}  // namespace kern::engine

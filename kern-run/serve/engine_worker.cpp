@@ -1,0 +1,205 @@
+// The engine thread of kern-run serve (engine_worker.h).
+#include "kern-run/serve/engine_worker.h"
+
+#include <algorithm>
+
+#include "kern-engine/qwen3_contract.h"
+
+namespace kern::run::serve {
+
+void Job::push(engine::TokenEvent ev) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    events_.push_back(std::move(ev));
+  }
+  cv_.notify_one();
+}
+
+std::optional<engine::TokenEvent> Job::pop(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!cv_.wait_until(lock, deadline, [this] { return !events_.empty(); })) return std::nullopt;
+  engine::TokenEvent ev = std::move(events_.front());
+  events_.pop_front();
+  return ev;
+}
+
+namespace {
+
+engine::TokenEvent aborted_event(engine::RequestId id, std::optional<std::string> why) {
+  engine::TokenEvent ev;
+  ev.id = id;
+  ev.finished = engine::FinishReason::kAborted;
+  if (why) ev.error = make_error(ErrorKind::kUsage, *why);
+  return ev;
+}
+
+}  // namespace
+
+EngineWorker::EngineWorker(Config config) : config_(config) {}
+
+EngineWorker::~EngineWorker() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    exit_ = true;
+    accepting_ = false;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EngineWorker::start(Loader loader, std::function<void(const Error&)> on_failure) {
+  thread_ = std::thread([this, loader = std::move(loader), on_failure = std::move(on_failure)]() mutable {
+    run(std::move(loader), std::move(on_failure));
+  });
+}
+
+void EngineWorker::run(Loader loader, std::function<void(const Error&)> on_failure) {
+  if (config_.load_delay.count() > 0) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait_for(lock, config_.load_delay, [this] { return exit_; });
+    if (exit_) return;
+  }
+  auto model = loader();
+  if (!model.ok()) {
+    state_ = State::kFailed;
+    if (on_failure) on_failure(model.error());
+    return;
+  }
+  limits_.capacity = (*model)->capacity();
+  limits_.vocab = (*model)->contract().vocab;
+  limits_.device = (*model)->device_name();
+  {
+    engine::Engine engine(**model);
+    state_ = State::kReady;
+    loop(engine);
+    state_ = State::kStopped;
+  }
+  idle_cv_.notify_all();
+}
+
+EngineWorker::Submit EngineWorker::submit(const std::shared_ptr<Job>& job) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!accepting_) return Submit::kStopping;
+  if (state_.load() != State::kReady) return Submit::kLoading;
+  if (waiting_.size() >= config_.max_queue) return Submit::kQueueFull;
+  job->request().id = next_id_++;
+  waiting_.push_back(job);
+  cv_.notify_all();
+  return Submit::kOk;
+}
+
+void EngineWorker::cancel(const std::shared_ptr<Job>& job) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cancels_.insert(job->request().id);
+  cv_.notify_all();
+}
+
+void EngineWorker::stop_accepting() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  accepting_ = false;
+  for (auto& job : waiting_) job->push(aborted_event(job->request().id, "the server is shutting down"));
+  waiting_.clear();
+  cv_.notify_all();
+}
+
+void EngineWorker::abort_running() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [id, r] : running_) cancels_.insert(id);
+  cv_.notify_all();
+}
+
+bool EngineWorker::wait_idle(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  return idle_cv_.wait_until(lock, deadline, [this] {
+    return (running_.empty() && waiting_.empty()) || state_.load() != State::kReady;
+  });
+}
+
+EngineGauges EngineWorker::gauges() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  EngineGauges g;
+  g.running = running_.size();
+  g.waiting = waiting_.size();
+  g.max_batch = config_.max_batch;
+  g.batch_size = batch_size_;
+  if (state_.load() == State::kReady) {
+    const uint64_t page = engine::kKvBlockTokens;
+    g.kv_pages_total = (limits_.capacity + page - 1) / page;
+    for (const auto& [id, r] : running_) g.kv_pages_used += (r.tokens + page - 1) / page;
+  }
+  return g;
+}
+
+void EngineWorker::loop(engine::Engine& engine) {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      cv_.wait(lock, [&] { return exit_ || !waiting_.empty() || !cancels_.empty() || !engine.idle(); });
+      if (exit_) {
+        for (auto& [id, r] : running_) r.job->push(aborted_event(id, "the server is shutting down"));
+        for (auto& job : waiting_) job->push(aborted_event(job->request().id, "the server is shutting down"));
+        running_.clear();
+        waiting_.clear();
+        break;
+      }
+      for (engine::RequestId id : cancels_) {
+        auto w = std::find_if(waiting_.begin(), waiting_.end(),
+                              [id](const std::shared_ptr<Job>& j) { return j->request().id == id; });
+        if (w != waiting_.end()) {
+          (*w)->push(aborted_event(id, std::nullopt));
+          waiting_.erase(w);
+        } else if (running_.count(id)) {
+          engine.abort(id);  // reported by the next step
+        }
+      }
+      cancels_.clear();
+      while (running_.size() < config_.max_batch && !waiting_.empty()) {
+        std::shared_ptr<Job> job = std::move(waiting_.front());
+        waiting_.pop_front();
+        Status added = engine.add_request(job->request());
+        if (!added.ok()) {
+          engine::TokenEvent ev;
+          ev.id = job->request().id;
+          ev.finished = engine::FinishReason::kError;
+          ev.error = added.error();
+          job->push(std::move(ev));
+          continue;
+        }
+        running_[job->request().id] = Running{job, 0};
+      }
+    }
+    if (engine.idle()) continue;
+    auto events = engine.step();
+    if (config_.step_delay.count() > 0) std::this_thread::sleep_for(config_.step_delay);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!events.ok()) {
+      // A step that failed outside any one request: end them all.
+      for (auto& [id, r] : running_) {
+        engine.abort(id);
+        engine::TokenEvent ev;
+        ev.id = id;
+        ev.finished = engine::FinishReason::kError;
+        ev.error = events.error();
+        r.job->push(std::move(ev));
+      }
+      running_.clear();
+      (void)engine.drain();
+    } else {
+      batch_size_ = 0;
+      for (engine::TokenEvent& ev : *events) {
+        auto it = running_.find(ev.id);
+        if (it == running_.end()) continue;
+        if (!ev.ids.empty() || ev.prefilled) ++batch_size_;
+        Running& r = it->second;
+        if (r.tokens == 0) r.tokens = r.job->request().prompt_ids.size();
+        r.tokens += ev.ids.size();
+        const bool done = ev.finished.has_value();
+        r.job->push(std::move(ev));
+        if (done) running_.erase(it);
+      }
+    }
+    if (running_.empty() && waiting_.empty()) idle_cv_.notify_all();
+  }
+}
+
+}  // namespace kern::run::serve

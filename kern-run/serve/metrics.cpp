@@ -1,0 +1,96 @@
+// Prometheus text for kern-run serve (metrics.h).
+#include "kern-run/serve/metrics.h"
+
+#include <cstdio>
+
+namespace kern::run::serve {
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+void header(std::string& out, const char* name, const char* type, const char* help) {
+  out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n";
+}
+
+void gauge(std::string& out, const char* name, const char* help, uint64_t v) {
+  header(out, name, "gauge", help);
+  out += std::string(name) + " " + std::to_string(v) + "\n";
+}
+
+}  // namespace
+
+Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
+
+void Histogram::observe(double v) {
+  size_t i = 0;
+  while (i < bounds_.size() && v > bounds_[i]) ++i;
+  ++counts_[i];
+  sum_ += v;
+  ++count_;
+}
+
+void Histogram::render(const std::string& name, std::string& out) const {
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i < bounds_.size(); ++i) {
+    cumulative += counts_[i];
+    out += name + "_bucket{le=\"" + number(bounds_[i]) + "\"} " + std::to_string(cumulative) + "\n";
+  }
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(count_) + "\n";
+  out += name + "_sum " + number(sum_) + "\n";
+  out += name + "_count " + std::to_string(count_) + "\n";
+}
+
+Metrics::Metrics()
+    : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
+      itl_({0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1,
+            2.5, 5}) {}
+
+void Metrics::count_request(int status) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++requests_[status];
+}
+
+void Metrics::add_tokens(uint64_t prompt, uint64_t generated) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  prompt_tokens_ += prompt;
+  generated_tokens_ += generated;
+}
+
+void Metrics::observe_ttft(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ttft_.observe(seconds);
+}
+
+void Metrics::observe_itl(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  itl_.observe(seconds);
+}
+
+std::string Metrics::render(const EngineGauges& g) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::string out;
+  header(out, "kern_requests_total", "counter", "Generation requests answered, by HTTP status.");
+  for (const auto& [status, n] : requests_)
+    out += "kern_requests_total{status=\"" + std::to_string(status) + "\"} " + std::to_string(n) + "\n";
+  header(out, "kern_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.");
+  out += "kern_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
+  header(out, "kern_generation_tokens_total", "counter", "Tokens generated.");
+  out += "kern_generation_tokens_total " + std::to_string(generated_tokens_) + "\n";
+  header(out, "kern_time_to_first_token_seconds", "histogram", "Time from arrival to the first generated token.");
+  ttft_.render("kern_time_to_first_token_seconds", out);
+  header(out, "kern_inter_token_latency_seconds", "histogram", "Time between consecutive generated tokens.");
+  itl_.render("kern_inter_token_latency_seconds", out);
+  gauge(out, "kern_requests_running", "Requests in the engine.", g.running);
+  gauge(out, "kern_requests_waiting", "Requests queued before the engine.", g.waiting);
+  gauge(out, "kern_kv_pages_used", "KV cache pages holding tokens of unfinished sequences.", g.kv_pages_used);
+  gauge(out, "kern_kv_pages_free", "KV cache pages free.", g.kv_pages_total - g.kv_pages_used);
+  gauge(out, "kern_decode_batch_size", "Sequences advanced by the last engine step.", g.batch_size);
+  gauge(out, "kern_max_batch", "The most sequences the engine is given at once (--max-batch).", g.max_batch);
+  return out;
+}
+
+}  // namespace kern::run::serve

@@ -1,0 +1,59 @@
+// kern-run serve's /metrics: counters and histograms in the Prometheus text
+// exposition format (version 0.0.4), names prefixed "kern_". Updated from
+// the HTTP threads (requests, tokens, latencies) and read with a snapshot of
+// the engine worker's gauges (running, waiting, KV pages, batch).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace kern::run::serve {
+
+/// A cumulative histogram with fixed upper bounds (seconds).
+class Histogram {
+ public:
+  explicit Histogram(std::vector<double> bounds);
+  void observe(double v);
+  /// Appends "<name>_bucket{le=...} N", _sum and _count lines.
+  void render(const std::string& name, std::string& out) const;
+
+ private:
+  std::vector<double> bounds_;
+  std::vector<uint64_t> counts_;  ///< per bucket, not cumulative; last: +Inf
+  double sum_ = 0;
+  uint64_t count_ = 0;
+};
+
+/// The engine worker's state at one moment.
+struct EngineGauges {
+  uint64_t running = 0;        ///< requests handed to the engine, not finished
+  uint64_t waiting = 0;        ///< requests queued before the engine (bounded by --max-queue)
+  uint64_t kv_pages_used = 0;  ///< KV cache pages holding tokens of unfinished sequences
+  uint64_t kv_pages_total = 0; ///< the pages of the loaded capacity
+  uint64_t batch_size = 0;     ///< sequences the last engine step advanced
+  uint64_t max_batch = 0;
+};
+
+/// The server's metrics (thread-safe).
+class Metrics {
+ public:
+  Metrics();
+  /// One finished HTTP request on a generation endpoint with `status`.
+  void count_request(int status);
+  void add_tokens(uint64_t prompt, uint64_t generated);
+  void observe_ttft(double seconds);
+  void observe_itl(double seconds);
+  /// The exposition text with `g` as the gauges.
+  std::string render(const EngineGauges& g) const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<int, uint64_t> requests_;  ///< by HTTP status
+  uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+  Histogram ttft_, itl_;
+};
+
+}  // namespace kern::run::serve

@@ -1,0 +1,93 @@
+// `kern-run serve`'s command line (serve_options.h).
+#include "kern-run/serve/serve_options.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "CLI/CLI.hpp"
+#include "kern-run/cli_checks.h"
+#include "kern-run/cli_errors.h"
+#include "kern-run/cli_options.h"
+
+namespace kern::run::serve {
+namespace {
+
+/// A test hook from the environment: unset or empty is 0. Errors (kUsage) name the variable.
+Result<uint64_t> env_ms(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return uint64_t{0};
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end != '\0' || errno != 0 || v[0] == '-')
+    return make_error(ErrorKind::kUsage, std::string("$") + name + ": '" + printable(v) +
+                                             "' is not a number of milliseconds");
+  return static_cast<uint64_t>(n);
+}
+
+}  // namespace
+
+ParsedServe parse_serve_command_line(int argc, char** argv) {
+  ServeOptions o;
+  CLI::App app{"kern-run serve: an OpenAI-compatible HTTP server (docs/serving.md)", "kern-run serve"};
+  app.add_option("plan", o.plan_path, "the .kplan written by kern-verify, or a model folder (examples/convert_hf.py)")
+      ->required();
+  LoadOptionsParser load(app, o.load);
+  app.add_option("--tokenizer", o.tokenizer_path, "HF tokenizer.json (default: the model folder's)");
+  app.add_option("--host", o.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", o.port, "TCP port (0: any free port, named in the log)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--max-batch", o.max_batch, "requests handed to the engine at once")
+      ->capture_default_str()
+      ->check(count_check(1, 4096));
+  app.add_option("--max-queue", o.max_queue, "requests that may wait for the engine; more get 429")
+      ->capture_default_str()
+      ->check(count_check(1, 65536));
+  app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on /v1/* (default: $KERN_API_KEY)");
+  app.add_option("--served-model-name", o.served_model_name, "the model id clients name (default: the plan's name)");
+  app.add_option("--default-max-tokens", o.default_max_tokens, "max_tokens of a request that gives none")
+      ->capture_default_str()
+      ->check(count_check(1));
+  app.add_option("--capacity", o.capacity, "KV capacity in tokens per sequence (prompt + generated)")
+      ->check(count_check(1));
+  app.add_option("--chunk", o.chunk, "prefill chunk in tokens")->capture_default_str()->check(count_check(1));
+  app.add_option("--max-body-bytes", o.max_body_bytes, "larger request bodies get 413")
+      ->capture_default_str()
+      ->check(count_check(1));
+  app.add_option("--request-timeout", o.request_timeout_s, "seconds before a request is cancelled (504)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--sse-keepalive", o.keepalive_s, "seconds without data before an SSE keep-alive comment")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  app.add_option("--shutdown-grace", o.shutdown_grace_s, "seconds running requests may finish after SIGTERM")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return {std::nullopt, app.exit(e) == 0 ? 0 : 2};
+  }
+  if (Status s = load.finish(o.plan_path, &o.tokenizer_path); !s.ok()) return {std::nullopt, fail(s.error())};
+  if (o.tokenizer_path.empty())
+    return {std::nullopt, fail(make_error(ErrorKind::kUsage, "serve needs --tokenizer (or a model folder with "
+                                                             "tokenizer.json): requests are text"))};
+  if (o.api_key.empty())
+    if (const char* k = std::getenv("KERN_API_KEY")) o.api_key = k;
+  if (o.served_model_name.empty()) {
+    std::filesystem::path p(o.plan_path);
+    // A model folder's plan is DIR/model.kplan: name it after DIR.
+    if (p.filename() == kModelPlanFile && p.has_parent_path()) p = p.parent_path();
+    o.served_model_name = p.filename().replace_extension().string();
+  }
+  auto load_ms = env_ms("KERN_SERVE_TEST_LOAD_DELAY_MS");
+  if (!load_ms.ok()) return {std::nullopt, fail(load_ms.error())};
+  auto step_ms = env_ms("KERN_SERVE_TEST_STEP_DELAY_MS");
+  if (!step_ms.ok()) return {std::nullopt, fail(step_ms.error())};
+  o.test_load_delay_ms = *load_ms;
+  o.test_step_delay_ms = *step_ms;
+  return {o, 0};
+}
+
+}  // namespace kern::run::serve

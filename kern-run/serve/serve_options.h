@@ -1,0 +1,50 @@
+// `kern-run serve`'s command line (docs/serving.md), parsed with CLI11; the
+// load options (--weights, --device, ...) are kern-run's own
+// (LoadOptionsParser), and a model folder is accepted like a plan.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kern-run/load_settings.h"
+
+namespace kern::run::serve {
+
+/// Everything `kern-run serve` is told.
+struct ServeOptions {
+  std::string plan_path;
+  LoadSettings load;
+  std::string tokenizer_path;  ///< required (a model folder's tokenizer.json by default)
+  std::string host = "127.0.0.1";
+  int port = 8000;  ///< 0: any free port (the "listening on" log line names it)
+  size_t max_batch = 8;   ///< requests handed to the engine at once
+  size_t max_queue = 64;  ///< requests waiting before the engine; more get 429
+  std::string api_key;    ///< --api-key or $KERN_API_KEY; empty: no authentication
+  std::string served_model_name;  ///< empty: the plan's (or model folder's) file name
+  uint64_t default_max_tokens = 256;  ///< max_tokens when a request has none (clamped to the capacity)
+  std::optional<uint64_t> capacity;   ///< tokens per sequence; default engine::default_capacity
+  uint64_t chunk = 512;               ///< prefill chunk in tokens
+  size_t max_body_bytes = 8u << 20;   ///< larger request bodies get 413
+  double request_timeout_s = 600;     ///< a request running longer is cancelled (504)
+  double keepalive_s = 5;             ///< an SSE comment after this long without data
+  double shutdown_grace_s = 30;       ///< SIGTERM: running requests may finish for this long
+  // Test hooks (environment, docs/serving.md): slow loading and slow steps.
+  uint64_t test_load_delay_ms = 0;  ///< $KERN_SERVE_TEST_LOAD_DELAY_MS
+  uint64_t test_step_delay_ms = 0;  ///< $KERN_SERVE_TEST_STEP_DELAY_MS
+};
+
+/// Outcome of parsing: options, or an exit code to return (0 after --help, 2 on an error printed).
+struct ParsedServe {
+  std::optional<ServeOptions> options;
+  int exit_code = 0;
+};
+
+/// Parses `kern-run serve` argv (argv[0] is "serve"). Errors (exit 2,
+/// printed): CLI11's (a port outside [0, 65535], --max-batch or --max-queue
+/// 0); LoadOptionsParser::finish's; no tokenizer; a test hook variable that
+/// is not a number.
+ParsedServe parse_serve_command_line(int argc, char** argv);
+
+}  // namespace kern::run::serve

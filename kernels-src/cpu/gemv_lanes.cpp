@@ -1,0 +1,320 @@
+// GemvLaneDots (gemv_lanes.h): the lane-order dots of the decode GEMV twins,
+// portable, AVX2 and AVX-512 paths with the same bits.
+#include "kernels-src/cpu/gemv_lanes.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which
+// -Wmaybe-uninitialized reports once inlined into a target("avx512f") body.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#define KERN_GEMV_X86 1
+#else
+#define KERN_GEMV_X86 0
+#endif
+
+#include "common/bf16.h"
+
+namespace kern::cpu {
+
+namespace {
+
+constexpr int kLanes = 32;            // one warp
+constexpr int64_t kBlockElems = 256;  // one 8-element group per lane
+constexpr int kMaxM = 8;
+
+/// v[0] after the xor butterfly (16, 8, 4, 2, 1) over 32 lane sums: level
+/// o adds v[x + o] to v[x] for x < o (the lanes lane 0's sum depends on).
+[[gnu::always_inline]] inline float butterfly0(float* v) {
+  for (int o = kLanes / 2; o > 0; o >>= 1)
+    for (int x = 0; x < o; ++x) v[x] = v[x] + v[x + o];
+  return v[0];
+}
+
+/// Continues the 32 lane sums with groups [g0, ge) of the split starting at
+/// gb (group g to lane (g - gb) % 32, elements below k, one fma each).
+[[gnu::always_inline]] inline void scalar_groups(const float* a, const uint16_t* w, int64_t k, int64_t gb, int64_t g0,
+                                                 int64_t ge, float* lanes) {
+  for (int64_t g = g0; g < ge; ++g) {
+    float& acc = lanes[(g - gb) % kLanes];
+    const int64_t end = std::min(k, 8 * g + 8);
+    for (int64_t x = 8 * g; x < end; ++x) acc = std::fma(a[x], bf16_to_f32(w[x]), acc);
+  }
+}
+
+/// The portable path: one a row at a time, lane by lane (FMA hardware clone:
+/// std::fma inline; default: a libm call; both exactly rounded).
+__attribute__((target_clones("fma", "default"))) void dots_portable(const float* a, int64_t m, int64_t k,
+                                                                    const uint16_t* w, int64_t gb, int64_t ge,
+                                                                    float* out) {
+  for (int64_t i = 0; i < m; ++i) {
+    float lanes[kLanes] = {};
+    scalar_groups(a + i * k, w, k, gb, gb, ge, lanes);
+    out[i] = butterfly0(lanes);
+  }
+}
+
+#if KERN_GEMV_X86
+
+/// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), all M a rows per w
+/// block. Per half: 4 loads of 4 groups, a dword transpose (permutex2var,
+/// then 256-bit halves) gives v[d] = dword d (elements 2d, 2d+1) of the 16
+/// groups; the low word widens by a shift, the high one by a mask.
+/// acc[i][h] += one 16-lane half of a w block for every a row: `z` holds
+/// the half's 16 groups in 4 zmm (4 groups each), `at` the a rows' lane-major
+/// block (row stride `row_stride`) at this half; `lanes` masks the lanes that
+/// have a group (others keep their sum exactly).
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void half_block_avx512(
+    __m512 (&acc)[M][2], int h, const __m512i (&z)[4], const float* at, int64_t row_stride, __mmask16 lanes) {
+  const __m512i idx_a = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const __m512i idx_b = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  // Dword d of group p: z[p / 4][4 (p % 4) + d]; t..a: d = 0, 1 of 8 groups, t..b: d = 2, 3.
+  const __m512i t01a = _mm512_permutex2var_epi32(z[0], idx_a, z[1]), t01b = _mm512_permutex2var_epi32(z[0], idx_b, z[1]);
+  const __m512i t23a = _mm512_permutex2var_epi32(z[2], idx_a, z[3]), t23b = _mm512_permutex2var_epi32(z[2], idx_b, z[3]);
+  const __m512i v[4] = {_mm512_shuffle_i64x2(t01a, t23a, 0x44), _mm512_shuffle_i64x2(t01a, t23a, 0xee),
+                        _mm512_shuffle_i64x2(t01b, t23b, 0x44), _mm512_shuffle_i64x2(t01b, t23b, 0xee)};
+  for (int d = 0; d < 4; ++d) {
+    const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v[d], 16));  // element 2d (low word)
+    const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v[d], high));  // element 2d + 1
+    for (int i = 0; i < M; ++i) {
+      const float* ai = at + i * row_stride + 2 * d * kLanes;
+      if (lanes == 0xffff) {
+        acc[i][h] = _mm512_fmadd_ps(_mm512_loadu_ps(ai), we, acc[i][h]);
+        acc[i][h] = _mm512_fmadd_ps(_mm512_loadu_ps(ai + kLanes), wo, acc[i][h]);
+      } else {
+        acc[i][h] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai), we, acc[i][h], lanes);
+        acc[i][h] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai + kLanes), wo, acc[i][h], lanes);
+      }
+    }
+  }
+}
+
+/// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), all M a rows per w
+/// block. Per half: 4 loads of 4 groups, a dword transpose (permutex2var,
+/// then 256-bit halves) gives v[d] = dword d (elements 2d, 2d+1) of the 16
+/// groups; the low word widens by a shift, the high one by a mask. The
+/// split's last `part` (< 32) whole groups run with masked loads and fmas.
+template <int M>
+__attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int64_t k, const uint16_t* w,
+                                                              int64_t gb, int64_t ge, int64_t full, int64_t part,
+                                                              const float* la, float* out) {
+  __m512 acc[M][2];
+  for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
+  for (int64_t t = 0; t < full; ++t) {
+    const uint16_t* wb = w + 8 * (gb + kLanes * t);
+    for (int h = 0; h < 2; ++h) {
+      const uint16_t* wh = wb + 128 * h;
+      const __m512i z[4] = {_mm512_loadu_si512(wh), _mm512_loadu_si512(wh + 32), _mm512_loadu_si512(wh + 64),
+                            _mm512_loadu_si512(wh + 96)};
+      half_block_avx512<M>(acc, h, z, la + t * kBlockElems + 16 * h, row_stride, 0xffff);
+    }
+  }
+  if (part > 0) {
+    const uint16_t* wb = w + 8 * (gb + kLanes * full);
+    for (int h = 0; h < 2; ++h) {
+      const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
+      if (cnt == 0) continue;
+      __m512i z[4];
+      for (int j = 0; j < 4; ++j) {
+        const int groups = std::clamp(cnt - 4 * j, 0, 4);
+        const auto dwords = static_cast<__mmask16>((1u << (4 * groups)) - 1u);
+        z[j] = _mm512_maskz_loadu_epi32(dwords, wb + 128 * h + 32 * j);
+      }
+      half_block_avx512<M>(acc, h, z, la + full * kBlockElems + 16 * h, row_stride,
+                           static_cast<__mmask16>((1u << cnt) - 1u));
+    }
+  }
+  const int64_t done = gb + kLanes * full + part;
+  if (done < ge) {  // the partial last group: lane by lane, then the butterfly
+    for (int i = 0; i < M; ++i) {
+      alignas(64) float lanes[kLanes];
+      _mm512_store_ps(lanes, acc[i][0]);
+      _mm512_store_ps(lanes + 16, acc[i][1]);
+      scalar_groups(a + i * k, w, k, gb, done, ge, lanes);
+      out[i] = butterfly0(lanes);
+    }
+    return;
+  }
+  for (int i = 0; i < M; ++i) {  // the butterfly as halving sums: +16, +8, +4, +2, +1
+    const __m512 s16 = _mm512_add_ps(acc[i][0], acc[i][1]);
+    const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s16),
+                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s16), 1)));
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    out[i] = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+  }
+}
+
+/// acc[i] += one quarter (8 lanes) of a w block for every a row: `gq` the
+/// quarter's 8 groups, `at` the a rows' lane-major block at this quarter
+/// (row stride `row_stride`); lanes outside `live` (all-ones floats mark a
+/// live lane; null: all live) keep their sums exactly. The groups load as
+/// 128-bit pairs (g, g + 4); a 4x4 dword transpose per 128-bit half gives
+/// v[d] = dword d (elements 2d, 2d + 1) of the 8 groups.
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx2,fma"))) void quarter_block_avx2(
+    __m256 (&acc)[M], const __m128i* gq, const float* at, int64_t row_stride, const __m256* live) {
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m256i ga = _mm256_loadu2_m128i(gq + 4, gq), gb = _mm256_loadu2_m128i(gq + 5, gq + 1);
+  const __m256i gc = _mm256_loadu2_m128i(gq + 6, gq + 2), gd = _mm256_loadu2_m128i(gq + 7, gq + 3);
+  const __m256i ab_lo = _mm256_unpacklo_epi32(ga, gb), ab_hi = _mm256_unpackhi_epi32(ga, gb);
+  const __m256i cd_lo = _mm256_unpacklo_epi32(gc, gd), cd_hi = _mm256_unpackhi_epi32(gc, gd);
+  const __m256i v[4] = {_mm256_unpacklo_epi64(ab_lo, cd_lo), _mm256_unpackhi_epi64(ab_lo, cd_lo),
+                        _mm256_unpacklo_epi64(ab_hi, cd_hi), _mm256_unpackhi_epi64(ab_hi, cd_hi)};
+  for (int d = 0; d < 4; ++d) {
+    const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v[d], 16));  // element 2d (low word)
+    const __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(v[d], high));  // element 2d + 1
+    for (int i = 0; i < M; ++i) {
+      const float* ai = at + i * row_stride + 2 * d * kLanes;
+      if (live == nullptr) {
+        acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]);
+        acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]);
+      } else {
+        acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]), *live);
+        acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]), *live);
+      }
+    }
+  }
+}
+
+/// AVX2: lanes 8q..8q+7 in one ymm, one quarter q at a time (M accumulators
+/// fit the 16 registers). The split's last `part` (< 32) whole groups run
+/// from a zero-padded copy with the missing lanes masked.
+template <int M>
+__attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, const uint16_t* w, int64_t gb,
+                                                   int64_t ge, int64_t full, int64_t part, const float* la,
+                                                   float* out) {
+  alignas(32) float lanes[M][kLanes];
+  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
+  const auto* g16 = reinterpret_cast<const __m128i*>(w);  // w as 16-byte groups
+  alignas(32) uint16_t tail[kBlockElems] = {};            // the partial block's groups, zero-padded
+  if (part > 0) std::copy_n(w + 8 * (gb + kLanes * full), 8 * part, tail);
+  for (int q = 0; q < 4; ++q) {
+    __m256 acc[M];
+    for (int i = 0; i < M; ++i) acc[i] = _mm256_setzero_ps();
+    for (int64_t t = 0; t < full; ++t)
+      quarter_block_avx2<M>(acc, g16 + gb + kLanes * t + 8 * q, la + t * kBlockElems + 8 * q, row_stride, nullptr);
+    const int cnt = static_cast<int>(std::clamp<int64_t>(part - 8 * q, 0, 8));  // lanes with a group
+    if (cnt > 0) {
+      alignas(32) int32_t bits[8];
+      for (int l = 0; l < 8; ++l) bits[l] = l < cnt ? -1 : 0;
+      const __m256 live = _mm256_castsi256_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(bits)));
+      quarter_block_avx2<M>(acc, reinterpret_cast<const __m128i*>(tail) + 8 * q, la + full * kBlockElems + 8 * q,
+                            row_stride, &live);
+    }
+    for (int i = 0; i < M; ++i) _mm256_store_ps(lanes[i] + 8 * q, acc[i]);
+  }
+  for (int i = 0; i < M; ++i) {  // the partial last group, if any, then the butterfly
+    scalar_groups(a + i * k, w, k, gb, gb + kLanes * full + part, ge, lanes[i]);
+    out[i] = butterfly0(lanes[i]);
+  }
+}
+
+/// The function of each path for M a rows.
+using DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, const float*,
+                        float*);
+
+template <int... Ms>
+constexpr DotsFn avx512_table(int m, std::integer_sequence<int, Ms...>) {
+  DotsFn fns[] = {&dots_avx512<Ms + 1>...};
+  return fns[m - 1];
+}
+template <int... Ms>
+constexpr DotsFn avx2_table(int m, std::integer_sequence<int, Ms...>) {
+  DotsFn fns[] = {&dots_avx2<Ms + 1>...};
+  return fns[m - 1];
+}
+
+#endif  // KERN_GEMV_X86
+
+}  // namespace
+
+bool gemv_isa_supported(GemvIsa isa) {
+  switch (isa) {
+    case GemvIsa::kPortable: return true;
+#if KERN_GEMV_X86
+    case GemvIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case GemvIsa::kAvx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+#else
+    case GemvIsa::kAvx2:
+    case GemvIsa::kAvx512: return false;
+#endif
+  }
+  return false;
+}
+
+GemvIsa gemv_best_isa() {
+  static const GemvIsa best = gemv_isa_supported(GemvIsa::kAvx512) ? GemvIsa::kAvx512
+                              : gemv_isa_supported(GemvIsa::kAvx2) ? GemvIsa::kAvx2
+                                                                   : GemvIsa::kPortable;
+  return best;
+}
+
+const char* gemv_isa_name(GemvIsa isa) {
+  switch (isa) {
+    case GemvIsa::kPortable: return "portable";
+    case GemvIsa::kAvx2: return "avx2";
+    case GemvIsa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits, GemvIsa isa)
+    : a_(a), m_(m), k_(k), isa_(gemv_isa_supported(isa) ? isa : GemvIsa::kPortable) {
+  const int64_t groups = (k + 7) / 8;
+  const int64_t per_split = (groups + splits - 1) / splits;
+  const bool vector = isa_ != GemvIsa::kPortable && m >= 1 && m <= kMaxM;
+  if (!vector) isa_ = GemvIsa::kPortable;
+  int64_t size = 0;
+  splits_.resize(static_cast<size_t>(splits));
+  for (int64_t s = 0; s < splits; ++s) {
+    Split& sp = splits_[static_cast<size_t>(s)];
+    sp.gb = std::min(groups, s * per_split);
+    sp.ge = std::min(groups, sp.gb + per_split);
+    // The last group is partial when 8 does not divide k: it stays scalar.
+    const int64_t whole_end = (k % 8 != 0 && sp.ge == groups && sp.ge > sp.gb) ? sp.ge - 1 : sp.ge;
+    sp.full = vector ? (whole_end - sp.gb) / kLanes : 0;
+    sp.part = vector ? (whole_end - sp.gb) % kLanes : 0;
+    sp.offset = size;
+    size += m * (sp.full + (sp.part > 0 ? 1 : 0)) * kBlockElems;
+  }
+  lane_a_.resize(static_cast<size_t>(size));
+  for (const Split& sp : splits_) {
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t blocks = sp.full + (sp.part > 0 ? 1 : 0);
+      float* dst = lane_a_.data() + sp.offset + i * blocks * kBlockElems;
+      const float* row = a + i * k;
+      for (int64_t t = 0; t < blocks; ++t)
+        for (int l = 0; l < (t < sp.full ? kLanes : sp.part); ++l)  // lanes past `part` stay zero
+          for (int e = 0; e < 8; ++e) dst[t * kBlockElems + e * kLanes + l] = row[8 * (sp.gb + kLanes * t + l) + e];
+    }
+  }
+}
+
+void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out) const {
+  const auto splits = static_cast<int64_t>(splits_.size());
+  for (int64_t s = 0; s < splits; ++s) {
+    const Split& sp = splits_[static_cast<size_t>(s)];
+    float* o = out + s * m_;
+    const int64_t o_stride = splits * m_;
+#if KERN_GEMV_X86
+    const float* la = lane_a_.data() + sp.offset;
+    if (isa_ != GemvIsa::kPortable) {
+      const DotsFn fn = isa_ == GemvIsa::kAvx512
+                            ? avx512_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{})
+                            : avx2_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{});
+      for (int64_t r = 0; r < rows; ++r) fn(a_, k_, w + r * k_, sp.gb, sp.ge, sp.full, sp.part, la, o + r * o_stride);
+      continue;
+    }
+#endif
+    for (int64_t r = 0; r < rows; ++r) dots_portable(a_, m_, k_, w + r * k_, sp.gb, sp.ge, o + r * o_stride);
+  }
+}
+
+}  // namespace kern::cpu

@@ -1,0 +1,66 @@
+// The decode GEMV twins' dot products (kernels-src/cpu/gemv.cpp) in the CUDA
+// kernel's exact operation order, for all m a rows of a launch from one read
+// of each w row, vectorised across the kernel's 32 lanes:
+//   * a split's 8-element groups g = gb + l + 32 t go to lane l; each lane
+//     accumulates its groups' elements in order with one fma per element;
+//   * the 32 lane sums are combined by the xor butterfly (16, 8, 4, 2, 1);
+//   * the caller adds the splits in order 0, 1, ...
+// A SIMD register holds consecutive lanes (8 or 16 of them), so every lane's
+// chain of fmas is the scalar one and the butterfly is the usual halving
+// horizontal sum; the w groups are transposed in registers (16-bit pairs,
+// widened by a shift or a mask) so that w is read once, in order, for every
+// a row. fma is exactly rounded, so all paths give identical bits; the
+// portable path (GemvIsa::kPortable) is the scalar statement of the order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kern::cpu {
+
+/// The instruction sets the lane-order dots have a path for.
+enum class GemvIsa { kPortable, kAvx2, kAvx512 };
+
+/// Whether this machine can run `isa` (cpuid; kPortable always).
+bool gemv_isa_supported(GemvIsa isa);
+
+/// The fastest supported GemvIsa (kAvx512 > kAvx2 > kPortable).
+GemvIsa gemv_best_isa();
+
+/// "portable", "avx2" or "avx512".
+const char* gemv_isa_name(GemvIsa isa);
+
+/// The a rows of one GEMV launch laid out for the lane-order dots: per split,
+/// each a row's 32-group blocks in [block][element 0..7][lane 0..31] order
+/// (the operand of lane l at step e sits at lane l), a partial last group
+/// read from the row-major rows.
+class GemvLaneDots {
+ public:
+  /// a: m rows of k f32 (row stride k, kept by reference: it must outlive
+  /// this object), 1 <= m <= 8; the k axis is cut into `splits` (>= 1) ranges of
+  /// ceil(ceil(k / 8) / splits) groups as the CUDA kernel does. `isa` must be
+  /// supported (gemv_isa_supported); an unsupported one runs kPortable.
+  GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits, GemvIsa isa);
+
+  /// out[(r * splits + s) * m + i] = split s's sum of a row i . w row r,
+  /// for r < rows, s < splits and i < m, each in the CUDA kernel's order (w:
+  /// `rows` rows of k bf16 bits, row stride k). Split by split, so the a
+  /// blocks in use (m * k / splits floats) stay in the L1 cache.
+  void dots(const uint16_t* w, int64_t rows, float* out) const;
+
+ private:
+  /// One split's groups [gb, ge): `full` complete 32-group blocks from gb,
+  /// then `part` (< 32) whole groups (no element at or past k), then at most
+  /// one partial group; a row i's blocks (the partial one zero-padded) at
+  /// lane_a_[offset + i * blocks * 256].
+  struct Split {
+    int64_t gb = 0, ge = 0, full = 0, part = 0, offset = 0;
+  };
+  const float* a_;
+  int64_t m_, k_;
+  GemvIsa isa_;
+  std::vector<Split> splits_;
+  std::vector<float> lane_a_;
+};
+
+}  // namespace kern::cpu

@@ -1,0 +1,25 @@
+#!/bin/sh
+# After changing a CUDA kernel (kernels-src/cuda/): rebuild the fatbins,
+# regenerate the checked-in manifests' pins (docs/gpu.md "Pinned
+# manifests") and the static launch report of the Qwen3-4B decode
+# (docs/kernels.md "Static launch report"). Rewrites checked-in files:
+# review the diff. Needs nvcc and a configured build directory.
+#
+#   scripts/regen_kernels.sh [BUILD_DIR]   (default: build)
+set -eu
+cd "$(dirname "$0")/.."
+build=${1:-build}
+[ -d "$build" ] || { echo "regen_kernels.sh: no build directory '$build' (meson setup $build)" >&2; exit 2; }
+ninja -C "$build" -j2
+for m in tiny-qwen3 tiny-qwen3-textvocab qwen3-0.6b qwen3-4b; do
+  examples/gen_qwen3_manifest.py examples/$m.config.json -o examples/$m.json --kernels-dir "$build/kernels"
+done
+for m in tiny-qwen3 qwen3-4b; do
+  examples/gen_qwen3_manifest.py examples/$m.config.json -o examples/$m-unfused.json --kernels unfused \
+    --kernels-dir "$build/kernels"
+  examples/gen_qwen3_dspark_manifest.py examples/$m.config.json examples/$m-dspark.config.json \
+    -o examples/$m-dspark.json --kernels-dir "$build/kernels"
+done
+bench/launch_report.py examples/qwen3-4b.json --kern-verify "$build/kern-verify/kern-verify" \
+  -o bench/results/launch-report-qwen3-4b-decode.md
+echo "regenerated the manifests' pins and bench/results/launch-report-qwen3-4b-decode.md"

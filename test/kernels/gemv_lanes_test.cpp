@@ -1,0 +1,124 @@
+// GemvLaneDots (kernels-src/cpu/gemv_lanes.h), every path this machine runs
+// (portable, AVX2, AVX-512), against an independent scalar statement of the
+// CUDA kernel's order (kernels-src/cuda/gemv.cu: lane l of a split takes
+// groups gb + l + 32 t, one fmaf per element in order; the warp's xor
+// butterfly; splits kept apart), bit for bit, at every m in 1..8 and k with
+// and without full 32-group blocks, a partial last group and several splits.
+// The data spans 40 binades so that any other order (sequential, pairwise,
+// a lane shifted) rounds differently: the test checks that it does.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "common/bf16.h"
+#include "kernels-src/cpu/gemv_lanes.h"
+
+using kern::cpu::GemvIsa;
+using kern::cpu::GemvLaneDots;
+
+namespace {
+
+/// Values +-2^e * (1 + f), e in [-20, 20): sums of them depend on the order.
+float wide(std::mt19937& rng) {
+  std::uniform_int_distribution<int> ex(-20, 19);
+  std::uniform_real_distribution<float> frac(1.0f, 2.0f);
+  const float v = std::ldexp(frac(rng), ex(rng));
+  return (rng() & 1) != 0 ? -v : v;
+}
+
+/// The CUDA order for one split: 32 lane sums (fmaf per element, groups
+/// dealt round robin from gb), then every lane's xor butterfly; lane 0's sum.
+float cuda_order_dot(const std::vector<float>& a, const std::vector<uint16_t>& w, int64_t k, int64_t gb,
+                     int64_t ge) {
+  float lane[32] = {};
+  for (int l = 0; l < 32; ++l)
+    for (int64_t g = gb + l; g < ge; g += 32)
+      for (int64_t x = 8 * g; x < std::min(k, 8 * g + 8); ++x)
+        lane[l] = std::fma(a[static_cast<size_t>(x)], kern::bf16_to_f32(w[static_cast<size_t>(x)]), lane[l]);
+  for (int o = 16; o > 0; o >>= 1) {
+    float next[32];
+    for (int l = 0; l < 32; ++l) next[l] = lane[l] + lane[l ^ o];
+    std::copy(next, next + 32, lane);
+  }
+  return lane[0];
+}
+
+std::vector<GemvIsa> supported_isas() {
+  std::vector<GemvIsa> out;
+  for (const GemvIsa isa : {GemvIsa::kPortable, GemvIsa::kAvx2, GemvIsa::kAvx512})
+    if (kern::cpu::gemv_isa_supported(isa)) out.push_back(isa);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("every gemv lane-dot path gives the CUDA kernel's order bit for bit at m = 1..8", "[kernels][gemv]") {
+  std::mt19937 rng(271);
+  const auto isas = supported_isas();
+  INFO("best path here: " << kern::cpu::gemv_isa_name(kern::cpu::gemv_best_isa()));
+  REQUIRE(kern::cpu::gemv_isa_supported(kern::cpu::gemv_best_isa()));
+  int order_sensitive = 0, checked = 0;
+  // k: below one block, exactly one, blocks plus a partial group, blocks plus
+  // whole groups, Qwen3 sizes; splits cut blocks unevenly.
+  for (const auto& [k, splits] : std::vector<std::tuple<int64_t, int64_t>>{
+           {1, 1}, {37, 1}, {256, 1}, {257, 1}, {264, 2}, {1000, 3}, {1024, 1}, {1024, 3}, {2056, 1}, {3072, 5},
+           {3075, 2}}) {
+    for (int64_t m = 1; m <= 8; ++m) {
+      std::vector<float> a(static_cast<size_t>(m * k));
+      for (float& x : a) x = kern::round_to_bf16(wide(rng));
+      std::vector<uint16_t> w(static_cast<size_t>(k));
+      for (uint16_t& x : w) x = kern::f32_to_bf16(wide(rng));
+      const int64_t groups = (k + 7) / 8, per = (groups + splits - 1) / splits;
+      std::vector<float> want(static_cast<size_t>(splits * m));
+      for (int64_t s = 0; s < splits; ++s) {
+        const int64_t gb = std::min(groups, s * per), ge = std::min(groups, gb + per);
+        for (int64_t i = 0; i < m; ++i) {
+          const std::vector<float> row(a.begin() + i * k, a.begin() + (i + 1) * k);
+          want[static_cast<size_t>(s * m + i)] = cuda_order_dot(row, w, k, gb, ge);
+          if (ge - gb > 32) {  // does a sequential sum round differently?
+            float seq = 0.0f;
+            for (int64_t x = 8 * gb; x < std::min(k, 8 * ge); ++x)
+              seq = std::fma(row[static_cast<size_t>(x)], kern::bf16_to_f32(w[static_cast<size_t>(x)]), seq);
+            order_sensitive += seq != want[static_cast<size_t>(s * m + i)];
+          }
+        }
+      }
+      for (const GemvIsa isa : isas) {
+        const GemvLaneDots dots(a.data(), m, k, splits, isa);
+        std::vector<float> got(static_cast<size_t>(splits * m), -1.0f);
+        dots.dots(w.data(), 1, got.data());
+        for (size_t j = 0; j < got.size(); ++j) {
+          INFO(kern::cpu::gemv_isa_name(isa) << " k " << k << " splits " << splits << " m " << m << " split "
+                                             << j / m << " row " << j % m);
+          REQUIRE(std::bit_cast<uint32_t>(got[j]) == std::bit_cast<uint32_t>(want[j]));
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked > 0);
+  CHECK(order_sensitive > 50);  // the data has teeth: another order would fail
+}
+
+TEST_CASE("gemv lane-dot paths report what they run on", "[kernels][gemv]") {
+  CHECK(kern::cpu::gemv_isa_supported(GemvIsa::kPortable));
+  CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kPortable)) == "portable");
+  CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kAvx2)) == "avx2");
+  CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kAvx512)) == "avx512");
+  // An unsupported path falls back to the portable one and still gives the order.
+  std::vector<float> a(40, 1.5f);
+  std::vector<uint16_t> w(40, kern::f32_to_bf16(0.25f));
+  for (const GemvIsa isa : {GemvIsa::kAvx2, GemvIsa::kAvx512}) {
+    const GemvLaneDots dots(a.data(), 1, 40, 1, isa);
+    float out = 0.0f;
+    dots.dots(w.data(), 1, &out);
+    CHECK(out == 15.0f);
+  }
+}

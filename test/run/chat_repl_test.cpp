@@ -1,0 +1,209 @@
+// The conversation loop of kern-run --chat --interactive (kern-run/chat_repl.h)
+// on the tiny Qwen3 with Qwen3's real vocabulary (random weights: gibberish
+// text, but exact ids) and the cpu device, with scripted input: each reply
+// is the one a single generation over the whole history from position 0
+// gives; blank lines are skipped, /exit ends, the capacity is never crossed
+// (a reply is cut there, a message that cannot fit is refused with the
+// tokens left), an interrupt stops a reply and the conversation goes on.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <deque>
+
+#include "kern-engine/generate.h"
+#include "kern-run/chat_repl.h"
+#include "kern-run/chat_session.h"
+#include "kern-run/chat_template.h"
+#include "test/engine/tiny_model.h"
+
+using namespace kern;
+using Catch::Matchers::StartsWith;
+
+namespace {
+
+const tok::Tokenizer& qwen3() {
+  static auto tok = tok::Tokenizer::load(test::env_path("KERN_QWEN3_TOKENIZER_JSON"));
+  if (!tok.ok()) FAIL(tok.error().message);
+  return *tok;
+}
+
+test::TinyModel textvocab(uint64_t capacity = 0) {
+  return test::load_tiny_model(capacity, nullptr, "KERN_TEXTVOCAB_PLAN", "KERN_TEXTVOCAB_WEIGHTS");
+}
+
+std::string contents(std::FILE* f) {
+  std::fflush(f);
+  std::string out(static_cast<size_t>(std::ftell(f)), '\0');
+  std::rewind(f);
+  out.resize(std::fread(out.data(), 1, out.size(), f));
+  std::fseek(f, 0, SEEK_END);
+  return out;
+}
+
+/// Scripted input and captured output.
+struct Script {
+  std::deque<std::string> lines;
+  size_t read = 0;
+  std::vector<std::string> notes;
+  std::FILE* out = std::tmpfile();
+  run::ChatReplIo io;
+  explicit Script(std::vector<std::string> input) : lines(input.begin(), input.end()) {
+    io.out = out;
+    io.read_message = [this]() -> std::optional<std::string> {
+      if (lines.empty()) return std::nullopt;
+      ++read;
+      std::string l = lines.front();
+      lines.pop_front();
+      return l;
+    };
+    io.note = [this](const std::string& n) { notes.push_back(n); };
+  }
+  ~Script() { std::fclose(out); }
+};
+
+run::ChatReplSettings settings(uint64_t steps) {
+  run::ChatReplSettings s;
+  s.steps = steps;
+  s.chunk = 8;
+  s.end_ids = run::qwen3_end_token_ids(qwen3());
+  s.stop_ids = s.end_ids;
+  s.max_capacity = 1024;
+  return s;
+}
+
+/// Text of `ids` as the reply prints it: up to a stop id, then a newline.
+std::string reply_text(const std::vector<int64_t>& ids, const std::vector<int64_t>& stops) {
+  std::vector<int32_t> text_ids;
+  for (int64_t id : ids) {
+    if (engine::is_stop_id(stops, id)) break;
+    text_ids.push_back(static_cast<int32_t>(id));
+  }
+  return qwen3().decode(text_ids) + "\n";
+}
+
+/// The ids a fresh generation over `history` (from position 0) gives.
+std::vector<int64_t> fresh(engine::Model& model, const std::vector<int64_t>& history, uint64_t steps,
+                           const std::vector<int64_t>& stops) {
+  engine::Engine e(model);
+  engine::Request r;
+  r.prompt_ids = history;
+  r.max_tokens = steps;
+  r.stop_ids = stops;
+  r.chunk = 8;
+  auto g = engine::generate(e, r);
+  REQUIRE(g.ok());
+  return g->generated_ids;
+}
+
+}  // namespace
+
+TEST_CASE("a two-turn conversation gives each reply of one generation over its whole history", "[run][chat]") {
+  test::TinyModel m = textvocab();
+  const run::ChatReplSettings s = settings(6);
+  // The expected replies, from fresh generations over the history so far.
+  run::ChatSession expect(qwen3(), s.system, false, s.end_ids);
+  auto t1 = expect.next_turn("Hello there");
+  REQUIRE(t1.ok());
+  const auto r1 = fresh(*m.model, t1->ids, 6, s.stop_ids);
+  expect.add_reply(*t1, r1);
+  auto t2 = expect.next_turn("And then?");
+  REQUIRE(t2.ok());
+  std::vector<int64_t> history = t1->ids;
+  history.insert(history.end(), r1.begin(), r1.end() - 1);
+  history.insert(history.end(), t2->ids.begin(), t2->ids.end());
+  const auto r2 = fresh(*m.model, history, 6, s.stop_ids);
+
+  engine::Engine e(*m.model);
+  Script script({"Hello there", "", "   ", "And then?", "/exit", "never read"});
+  auto outcome = run::run_chat_repl(e, qwen3(), s, script.io);
+  REQUIRE(outcome.ok());
+  CHECK(outcome->replies == 2);
+  CHECK(outcome->refused == 0);
+  CHECK(script.read == 5);  // blank lines skipped, nothing read after /exit
+  CHECK(contents(script.out) == reply_text(r1, s.stop_ids) + reply_text(r2, s.stop_ids));
+  CHECK(outcome->cached_tokens == history.size() + r2.size() - 1);
+  CHECK(script.notes.empty());
+  CHECK(e.idle());
+}
+
+TEST_CASE("a conversation never crosses the capacity: a reply is cut there, a message too long is refused",
+          "[run][chat]") {
+  test::TinyModel m = textvocab(48);
+  const run::ChatReplSettings s = settings(100);
+  engine::Engine e(*m.model);
+  // Whatever the first turn's length, its reply stops at the 48th token of the conversation.
+  run::ChatSession probe(qwen3(), std::nullopt, false, s.end_ids);
+  auto t1 = probe.next_turn("hello world");
+  REQUIRE(t1.ok());
+  const uint64_t n1 = t1->ids.size();
+  REQUIRE(n1 < 40);
+  Script script({"hello world", "this message cannot fit any more", "/exit"});
+  auto outcome = run::run_chat_repl(e, qwen3(), s, script.io);
+  REQUIRE(outcome.ok());
+  const auto r1 = fresh(*m.model, t1->ids, 48 - n1, s.stop_ids);
+  // The random weights never pick an end token here (the ids are exact: the cpu device is deterministic).
+  REQUIRE_FALSE(engine::is_stop_id(s.stop_ids, r1.back()));
+  CHECK(r1.size() == 48 - n1);
+  CHECK(contents(script.out) == reply_text(r1, s.stop_ids));
+  REQUIRE(script.notes.size() == 2);
+  CHECK(script.notes[0] == "the reply reached the capacity (48 tokens): the conversation is full; /exit and start "
+                           "a new one, or raise --capacity (this plan holds up to 1024 tokens)");
+  CHECK_THAT(script.notes.back(), StartsWith("error: the conversation is full: this message needs "));
+  CHECK_THAT(script.notes.back(), Catch::Matchers::EndsWith(
+                                      " of the capacity 48 tokens are left; send a shorter message, or /exit and "
+                                      "start a new conversation, or raise --capacity (this plan holds up to 1024 "
+                                      "tokens)"));
+  CHECK(outcome->refused == 1);
+  CHECK(outcome->replies == 1);
+  CHECK(e.idle());
+}
+
+TEST_CASE("an interrupt stops the streaming reply; its ids stay and the next turn continues from them",
+          "[run][chat]") {
+  test::TinyModel m = textvocab();
+  run::ChatReplSettings s = settings(40);
+  s.stop_ids.clear();  // --ignore-eos: only the steps or the interrupt end a reply
+  for (bool sync : {false, true}) {
+    INFO((sync ? "sync" : "async"));
+    s.sync = sync;
+    engine::Engine e(*m.model);
+    Script script({"Count to ten", "More", "/exit"});
+    int polls = 0;
+    bool armed = true;
+    // The interrupt comes at the 5th poll of the first reply (deterministic: no clock, no signal).
+    script.io.interrupted = [&] {
+      if (!armed) return false;
+      if (++polls < 5) return false;
+      armed = false;
+      return true;
+    };
+    auto outcome = run::run_chat_repl(e, qwen3(), s, script.io);
+    REQUIRE(outcome.ok());
+    CHECK(outcome->interrupted == 1);
+    CHECK(outcome->replies == 2);
+    REQUIRE(script.notes.size() == 1);
+    CHECK_THAT(script.notes[0], StartsWith("interrupted: the reply so far ("));
+    // The interrupted reply's ids: those of a full reply, cut.
+    run::ChatSession expect(qwen3(), std::nullopt, false, s.end_ids);
+    auto t1 = expect.next_turn("Count to ten");
+    REQUIRE(t1.ok());
+    const auto full = fresh(*m.model, t1->ids, 40, {});
+    REQUIRE(outcome->reply_tokens.size() == 2);
+    const uint64_t k = outcome->reply_tokens[0];
+    REQUIRE(k >= 1);
+    REQUIRE(k < 10);  // stopped after a few steps, far from the 40
+    const std::vector<int64_t> first(full.begin(), full.begin() + static_cast<long>(k));
+    const std::string out = contents(script.out);
+    CHECK(out.rfind(reply_text(first, {}), 0) == 0);
+    // The second reply continues from the cut reply.
+    const std::vector<int64_t>& cut = first;
+    expect.add_reply(*t1, cut);
+    auto t2 = expect.next_turn("More");
+    REQUIRE(t2.ok());
+    std::vector<int64_t> history = t1->ids;
+    history.insert(history.end(), cut.begin(), cut.end() - 1);
+    history.insert(history.end(), t2->ids.begin(), t2->ids.end());
+    CHECK(out == reply_text(first, {}) + reply_text(fresh(*m.model, history, 40, {}), {}));
+    CHECK(e.idle());
+  }
+}

@@ -1,0 +1,42 @@
+// kern-run serve's Prometheus text (kern-run/serve/metrics.h).
+#include <catch2/catch.hpp>
+
+#include "kern-run/serve/metrics.h"
+
+using namespace kern::run::serve;
+
+TEST_CASE("a histogram's buckets are cumulative and end with +Inf, _sum and _count", "[serve][metrics]") {
+  Histogram h({0.1, 1});
+  h.observe(0.05);
+  h.observe(0.1);
+  h.observe(0.5);
+  h.observe(3);
+  std::string out;
+  h.render("x", out);
+  CHECK(out ==
+        "x_bucket{le=\"0.1\"} 2\nx_bucket{le=\"1\"} 3\nx_bucket{le=\"+Inf\"} 4\nx_sum 3.65\nx_count 4\n");
+}
+
+TEST_CASE("the metrics text has requests by status, tokens and the engine gauges", "[serve][metrics]") {
+  Metrics m;
+  m.count_request(200);
+  m.count_request(200);
+  m.count_request(429);
+  m.add_tokens(10, 4);
+  EngineGauges g;
+  g.running = 1;
+  g.waiting = 2;
+  g.kv_pages_used = 3;
+  g.kv_pages_total = 64;
+  g.batch_size = 1;
+  g.max_batch = 8;
+  std::string t = m.render(g);
+  CHECK(t.find("kern_requests_total{status=\"200\"} 2\n") != std::string::npos);
+  CHECK(t.find("kern_requests_total{status=\"429\"} 1\n") != std::string::npos);
+  CHECK(t.find("kern_prompt_tokens_total 10\n") != std::string::npos);
+  CHECK(t.find("kern_generation_tokens_total 4\n") != std::string::npos);
+  CHECK(t.find("kern_kv_pages_used 3\n") != std::string::npos);
+  CHECK(t.find("kern_kv_pages_free 61\n") != std::string::npos);
+  CHECK(t.find("kern_requests_waiting 2\n") != std::string::npos);
+  CHECK(t.find("# TYPE kern_time_to_first_token_seconds histogram\n") != std::string::npos);
+}

@@ -1,0 +1,400 @@
+// kern-run serve against a real process (docs/serving.md; the pattern of
+// llama.cpp's server tests): the tiny model with Qwen3's real vocabulary
+// (random weights, the real tokenizer) on the cpu device, driven by the
+// official `openai` npm client (.cache/serve, scripts/setup.sh) and curl for
+// the error statuses. Every test and wait is bounded in time; exit 77 (skip)
+// with the reason when the client or curl is missing.
+// usage: node serve_test.mjs KERN_RUN PLAN WEIGHTS TOKENIZER OPENAI_DIR
+import { execFile } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { promisify } from "node:util";
+
+import { ServerProcess, parseMetrics, metric, sleep } from "./server_process.mjs";
+
+const [kernRun, plan, weights, tokenizer, openaiDir] = process.argv.slice(2);
+const openaiEntry = path.join(openaiDir, "node_modules", "openai", "index.mjs");
+if (!existsSync(openaiEntry)) {
+  console.log(`SKIP: the openai client is not installed at ${openaiDir} (scripts/setup.sh installs it)`);
+  process.exit(77);
+}
+if (!existsSync(tokenizer)) {
+  console.log(`SKIP: Qwen3's tokenizer.json is not at ${tokenizer} (scripts/setup.sh installs it)`);
+  process.exit(77);
+}
+const run = promisify(execFile);  // execFile itself is used for exit codes
+try {
+  await run("curl", ["--version"]);
+} catch {
+  console.log("SKIP: curl is not installed");
+  process.exit(77);
+}
+const { default: OpenAI } = await import(pathToFileURL(openaiEntry).href);
+
+const base = [plan, "--weights", weights, "--tokenizer", tokenizer, "--device", "cpu", "--served-model-name", "tiny"];
+let failures = 0;
+
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+function assertEq(actual, expected, what) {
+  const a = JSON.stringify(actual), e = JSON.stringify(expected);
+  if (a !== e) throw new Error(`${what}: expected ${e}, got ${a}`);
+}
+
+async function test(name, fn, timeoutMs = 120000) {
+  let timer;
+  try {
+    await Promise.race([fn(), new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs); })]);
+    console.log(`ok: ${name}`);
+  } catch (e) {
+    failures++;
+    console.log(`FAIL: ${name}\n  ${e.stack ?? e}`);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/// curl: returns {status, body (parsed JSON when it is JSON)}.
+async function curl(url, args = []) {
+  const { stdout } = await run("curl", ["-s", "-m", "60", "-w", "\n%{http_code}", ...args, url], { maxBuffer: 64 << 20 });
+  const cut = stdout.lastIndexOf("\n");
+  const text = stdout.slice(0, cut);
+  let body = text;
+  try { body = JSON.parse(text); } catch {}
+  return { status: Number(stdout.slice(cut + 1)), body };
+}
+const postJson = (url, obj, extra = []) =>
+  curl(url, ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", typeof obj === "string" ? obj : JSON.stringify(obj), ...extra]);
+
+function checkError(r, status, what) {
+  assertEq(r.status, status, `${what}: status`);
+  assert(r.body && r.body.error && typeof r.body.error.message === "string", `${what}: no error object in ${JSON.stringify(r.body)}`);
+  for (const k of ["message", "type", "param", "code"]) assert(k in r.body.error, `${what}: error.${k} missing`);
+  return r.body.error;
+}
+
+async function collectChat(client, params, opts) {
+  const stream = await client.chat.completions.create({ ...params, stream: true }, opts);
+  const chunks = [];
+  for await (const c of stream) chunks.push(c);
+  return chunks;
+}
+const chatText = (chunks) => chunks.flatMap((c) => c.choices).map((ch) => ch.delta?.content ?? "").join("");
+
+const msgs = [{ role: "system", content: "You are kern." }, { role: "user", content: "Tell me a story." }];
+
+await test("a load failure ends the server with exit 2 and the error; so does a missing tokenizer", async () => {
+  const exitOf = (args) => new Promise((resolve) => {
+    execFile(kernRun, ["serve", ...args, "--port", "0"], { timeout: 60000 }, (err, stdout, stderr) =>
+      resolve({ code: err ? err.code : 0, stderr }));
+  });
+  let r = await exitOf([plan, "--weights", "/nonexistent.safetensors", "--tokenizer", tokenizer, "--device", "cpu"]);
+  assertEq(r.code, 2, "exit code (missing weights)");
+  assert(r.stderr.includes("kern-run: error: /nonexistent.safetensors: cannot open: No such file or directory"), r.stderr);
+  r = await exitOf([plan, "--weights", weights]);
+  assertEq(r.code, 2, "exit code (no tokenizer)");
+  assert(r.stderr.includes("serve needs --tokenizer"), r.stderr);
+});
+
+await test("a model folder is served like a plan, named after the folder", async () => {
+  const dir = path.join(mkdtempSync(path.join(os.tmpdir(), "kern-serve-")), "my-model");
+  mkdirSync(dir);
+  symlinkSync(path.resolve(plan), path.join(dir, "model.kplan"));
+  symlinkSync(path.resolve(weights), path.join(dir, "weights.safetensors"));
+  symlinkSync(path.resolve(tokenizer), path.join(dir, "tokenizer.json"));
+  const f = new ServerProcess(kernRun, [dir, "--device", "cpu"]);
+  try {
+    await f.start();
+    await f.waitReady();
+    const models = (await curl(f.url + "/v1/models")).body;
+    assertEq(models.data.map((m) => m.id), ["my-model"], "model ids");
+    const r = await postJson(f.url + "/v1/completions", { model: "my-model", prompt: "Hi", max_tokens: 2 });
+    assertEq(r.status, 200, "completion status");
+  } finally {
+    assertEq(await f.stop("SIGTERM"), 0, "exit code");
+    rmSync(path.dirname(dir), { recursive: true, force: true });
+  }
+});
+
+// ---------------------------------------------------------------- server A
+const a = new ServerProcess(kernRun, [...base, "--max-batch", "8", "--max-queue", "32"]);
+await a.start();
+await a.waitReady();
+const client = new OpenAI({ baseURL: a.url + "/v1", apiKey: "unused", maxRetries: 0, timeout: 60000 });
+
+await test("/health is 200 and /v1/models lists the served model", async () => {
+  assertEq((await curl(a.url + "/health")).status, 200, "health");
+  const models = await client.models.list();
+  assertEq(models.data.map((m) => m.id), ["tiny"], "model ids");
+});
+
+let solo;  // the greedy chat answer, for the streaming and concurrency checks
+await test("a chat completion has OpenAI's shape and usage", async () => {
+  const r = await client.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 12, temperature: 0, ignore_eos: true });
+  assert(r.id.startsWith("chatcmpl-"), "id " + r.id);
+  assertEq(r.object, "chat.completion", "object");
+  assertEq(r.model, "tiny", "model");
+  assertEq(r.choices.length, 1, "choices");
+  assertEq(r.choices[0].message.role, "assistant", "role");
+  assertEq(r.choices[0].finish_reason, "length", "finish_reason");
+  const tok = await postJson(a.url + "/tokenize", { messages: msgs });
+  assertEq(r.usage.prompt_tokens, tok.body.count, "prompt_tokens (as /tokenize counts the templated messages)");
+  assertEq(r.usage.completion_tokens, 12, "completion_tokens");
+  assertEq(r.usage.total_tokens, tok.body.count + 12, "total_tokens");
+  assert(r.choices[0].message.content.length > 0, "empty content");
+  solo = r.choices[0].message.content;
+});
+
+await test("a streamed chat carries one id, the role first, the finish reason last, then usage", async () => {
+  const chunks = await collectChat(client, { model: "tiny", messages: msgs, max_tokens: 12, temperature: 0, ignore_eos: true,
+                                             stream_options: { include_usage: true } });
+  assert(chunks.length >= 3, `only ${chunks.length} chunks`);
+  assertEq(new Set(chunks.map((c) => c.id)).size, 1, "distinct ids");
+  assertEq(chunks[0].object, "chat.completion.chunk", "object");
+  assertEq(chunks[0].choices[0].delta.role, "assistant", "first delta's role");
+  const last = chunks[chunks.length - 1];
+  assertEq(last.choices, [], "usage chunk's choices");
+  assertEq(last.usage.completion_tokens, 12, "usage.completion_tokens");
+  const fin = chunks[chunks.length - 2].choices[0];
+  assertEq(fin.finish_reason, "length", "finish_reason");
+  assertEq(fin.delta.content ?? "", "", "the finish chunk's content");
+  for (const c of chunks.slice(0, -2)) assertEq(c.choices[0].finish_reason, null, "finish_reason before the end");
+  assertEq(chatText(chunks), solo, "streamed text = the non-streamed answer");
+});
+
+await test("completions, streaming and not, agree; token-id prompts work", async () => {
+  const r = await client.completions.create({ model: "tiny", prompt: "Once upon a time", max_tokens: 10, temperature: 0, ignore_eos: true });
+  assertEq(r.object, "text_completion", "object");
+  assert(r.id.startsWith("cmpl-"), "id");
+  assertEq(r.choices[0].finish_reason, "length", "finish_reason");
+  const stream = await client.completions.create({ model: "tiny", prompt: "Once upon a time", max_tokens: 10, temperature: 0,
+                                                   ignore_eos: true, stream: true });
+  let text = "", finish = null;
+  for await (const c of stream) { text += c.choices[0]?.text ?? ""; finish = c.choices[0]?.finish_reason ?? finish; }
+  assertEq(text, r.choices[0].text, "streamed text");
+  assertEq(finish, "length", "streamed finish_reason");
+  const ids = (await postJson(a.url + "/tokenize", { prompt: "Once upon a time" })).body.tokens;
+  const byIds = await client.completions.create({ model: "tiny", prompt: ids, max_tokens: 10, temperature: 0, ignore_eos: true });
+  assertEq(byIds.choices[0].text, r.choices[0].text, "text from the prompt's ids");
+  const detok = await postJson(a.url + "/detokenize", { tokens: ids });
+  assertEq(detok.body.prompt, "Once upon a time", "/detokenize");
+});
+
+await test("a stop string ends the text before it, with finish_reason stop", async () => {
+  const full = (await client.completions.create({ model: "tiny", prompt: "Hello", max_tokens: 24, temperature: 0, ignore_eos: true })).choices[0].text;
+  // A stop string from the middle of the greedy text (its first occurrence).
+  let k = Math.floor(full.length / 2);
+  const stop = full.slice(k, k + 3);
+  k = full.indexOf(stop);
+  assert(stop.length === 3 && k > 0, `no usable stop string in ${JSON.stringify(full)}`);
+  for (const stream of [false, true]) {
+    const params = { model: "tiny", prompt: "Hello", max_tokens: 24, temperature: 0, ignore_eos: true, stop: [stop] };
+    let text = "", finish;
+    if (stream) {
+      for await (const c of await client.completions.create({ ...params, stream: true })) {
+        text += c.choices[0]?.text ?? "";
+        finish = c.choices[0]?.finish_reason ?? finish;
+      }
+    } else {
+      const r = await client.completions.create(params);
+      text = r.choices[0].text;
+      finish = r.choices[0].finish_reason;
+    }
+    assertEq(text, full.slice(0, k), `text before the stop string (stream ${stream})`);
+    assertEq(finish, "stop", `finish_reason (stream ${stream})`);
+  }
+});
+
+await test("a seed with temperature 0 gives the greedy text; temperature > 0 is a 400 until sampling lands", async () => {
+  const r = await client.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 12, temperature: 0, seed: 1234, ignore_eos: true });
+  assertEq(r.choices[0].message.content, solo, "seeded greedy text");
+  const e = checkError(await postJson(a.url + "/v1/chat/completions", { messages: msgs, temperature: 0.7, seed: 1 }), 400, "temperature 0.7");
+  assertEq(e.param, "temperature", "param");
+});
+
+await test("malformed requests are 400s naming the field; unknown model and path are 404s", async () => {
+  const url = a.url + "/v1/chat/completions";
+  let e = checkError(await postJson(url, "{\"messages\": [}"), 400, "malformed JSON");
+  assert(e.message.startsWith("invalid JSON at byte"), e.message);
+  e = checkError(await postJson(url, { messages: msgs, n: 2 }), 400, "n=2");
+  assertEq(e.param, "n", "n param");
+  e = checkError(await postJson(url, { messages: msgs, logprobs: true }), 400, "logprobs");
+  assertEq(e.message, "'logprobs' is not supported yet", "logprobs message");
+  e = checkError(await postJson(url, { messages: msgs, max_tokens: 100000 }), 400, "context length");
+  assertEq(e.code, "context_length_exceeded", "code");
+  e = checkError(await postJson(url, { model: "gpt-4", messages: msgs }), 404, "unknown model");
+  assertEq(e.code, "model_not_found", "code");
+  checkError(await curl(a.url + "/v1/nothing"), 404, "unknown path");
+  e = checkError(await postJson(url, { messages: msgs, stop_token_ids: [999999999] }), 400, "stop id");
+  assertEq(e.param, "stop_token_ids", "param");
+});
+
+await test("unknown fields are ignored and logged once per name", async () => {
+  for (let i = 0; i < 2; i++) {
+    const r = await postJson(a.url + "/v1/chat/completions", { messages: msgs, max_tokens: 2, user: "u", kern_unknown_x: 1 });
+    assertEq(r.status, 200, "status");
+  }
+  assertEq((a.log.match(/request field 'kern_unknown_x' is not used by kern; ignored/g) ?? []).length, 1, "log lines");
+});
+
+await test("16 concurrent streams with --max-batch 8 each equal the same request sent alone", async () => {
+  const prompts = Array.from({ length: 16 }, (_, i) => [{ role: "user", content: `Request number ${i}: say something.` }]);
+  const params = (m, i) => ({ model: "tiny", messages: m, max_tokens: 6 + (i % 5), temperature: 0, ignore_eos: true, seed: i });
+  const alone = [];
+  for (let i = 0; i < 16; i++) alone.push((await client.chat.completions.create(params(prompts[i], i))).choices[0].message.content);
+  const together = await Promise.all(prompts.map((m, i) => collectChat(client, params(m, i))));
+  for (let i = 0; i < 16; i++) assertEq(chatText(together[i]), alone[i], `request ${i}`);
+  assert(new Set(alone).size > 1, "every request gave the same text: the comparison would prove nothing");
+}, 300000);
+
+await test("/metrics is Prometheus text with requests, tokens, latencies and KV pages", async () => {
+  const r = await fetch(a.url + "/metrics");
+  assert(r.headers.get("content-type").startsWith("text/plain"), "content type");
+  const m = parseMetrics(await r.text());
+  assert(metric(m, "kern_requests_total", { status: "200" }) >= 30, "200s counted");
+  assert(metric(m, "kern_requests_total", { status: "400" }) >= 5, "400s counted");
+  assert(metric(m, "kern_generation_tokens_total") > 100, "generated tokens");
+  assert(metric(m, "kern_prompt_tokens_total") > 100, "prompt tokens");
+  const ttft = m["kern_time_to_first_token_seconds_bucket"];
+  assertEq(ttft[ttft.length - 1].labels.le, "+Inf", "last bucket");
+  assertEq(ttft[ttft.length - 1].value, metric(m, "kern_time_to_first_token_seconds_count"), "+Inf bucket = count");
+  for (let i = 1; i < ttft.length; i++) assert(ttft[i].value >= ttft[i - 1].value, "buckets are cumulative");
+  assert(metric(m, "kern_inter_token_latency_seconds_count") > 50, "inter-token latencies");
+  assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used when idle");
+  assert(metric(m, "kern_kv_pages_free") > 0, "pages free");
+  assertEq(metric(m, "kern_requests_running"), 0, "running");
+  assertEq(metric(m, "kern_requests_waiting"), 0, "waiting");
+});
+
+await test("SIGTERM during a stream lets it finish, then the server exits 0", async () => {
+  const pending = collectChat(client, { model: "tiny", messages: msgs, max_tokens: 40, temperature: 0, ignore_eos: true });
+  await sleep(100);
+  const code = a.stop("SIGTERM");
+  const chunks = await pending;
+  assertEq(chunks[chunks.length - 1].choices[0].finish_reason, "length", "the running stream finished");
+  assertEq(await code, 0, "exit code");
+  assert(/stopped/.test(a.log), "no 'stopped' log line");
+  assert(/finish length/.test(a.log), "no per-request log line");
+});
+await a.stop("SIGKILL");
+
+// ---------------------------------------------------------------- server B: slow on purpose
+// Loading waits 1.5 s and every engine step 50 ms (test hooks), one request
+// runs and one waits: the 503, 429 and abort paths are deterministic.
+const b = new ServerProcess(kernRun, [...base, "--max-batch", "1", "--max-queue", "1", "--api-key", "sekret",
+                                      "--max-body-bytes", "4096", "--sse-keepalive", "0.02"],
+                            { KERN_SERVE_TEST_LOAD_DELAY_MS: "1500", KERN_SERVE_TEST_STEP_DELAY_MS: "50" });
+await b.start();
+const auth = ["-H", "Authorization: Bearer sekret"];
+await test("while loading, /health and requests are 503", async () => {
+  checkError(await curl(b.url + "/health"), 503, "health while loading");
+  const e = checkError(await postJson(b.url + "/v1/chat/completions", { messages: msgs }, auth), 503, "chat while loading");
+  assertEq(e.code, "model_loading", "code");
+});
+await b.waitReady();
+const slow = new OpenAI({ baseURL: b.url + "/v1", apiKey: "sekret", maxRetries: 0, timeout: 60000 });
+
+await test("--api-key: a missing or wrong key is 401; probes stay open", async () => {
+  checkError(await postJson(b.url + "/v1/chat/completions", { messages: msgs }), 401, "no key");
+  checkError(await postJson(b.url + "/v1/chat/completions", { messages: msgs }, ["-H", "Authorization: Bearer nope"]), 401, "wrong key");
+  assertEq((await curl(b.url + "/health")).status, 200, "health without a key");
+});
+
+await test("a body over --max-body-bytes is 413", async () => {
+  const big = JSON.stringify({ messages: [{ role: "user", content: "x".repeat(10000) }] });
+  checkError(await postJson(b.url + "/v1/chat/completions", big, auth), 413, "big body");
+});
+
+await test("a full queue is 429; a client aborting mid-stream frees its pages at once", async () => {
+  const ctl = new AbortController();
+  const running = await slow.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 200, temperature: 0, ignore_eos: true, stream: true },
+                                                      { signal: ctl.signal });
+  const it = running[Symbol.asyncIterator]();
+  await it.next();  // the role chunk: the request runs
+  await it.next();
+  const queued = slow.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 2, temperature: 0, ignore_eos: true });
+  // Wait until the second request is queued, then a third finds the queue full.
+  let m;
+  for (let i = 0; i < 200; i++) {
+    m = parseMetrics(await (await fetch(b.url + "/metrics")).text());
+    if (metric(m, "kern_requests_waiting") === 1) break;
+    await sleep(20);
+  }
+  assertEq(metric(m, "kern_requests_waiting"), 1, "waiting");
+  assert(metric(m, "kern_kv_pages_used") > 0, "the running stream holds pages");
+  const e = checkError(await postJson(b.url + "/v1/chat/completions", { messages: msgs, max_tokens: 2 }, auth), 429, "queue full");
+  assertEq(e.code, "queue_full", "code");
+  ctl.abort();
+  try { while (!(await it.next()).done); } catch {}
+  const q = await queued;  // runs once the aborted stream left
+  assertEq(q.choices[0].finish_reason, "length", "the queued request ran");
+  for (let i = 0; i < 200; i++) {
+    m = parseMetrics(await (await fetch(b.url + "/metrics")).text());
+    if (metric(m, "kern_kv_pages_used") === 0 && metric(m, "kern_requests_running") === 0) break;
+    await sleep(20);
+  }
+  assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used after the abort");
+  assertEq(metric(m, "kern_requests_total", { status: "499" }), 1, "the aborted request counted as 499");
+  assertEq(metric(m, "kern_requests_total", { status: "429" }), 1, "the 429 counted");
+  assert(metric(m, "kern_generation_tokens_total") < 100, "the aborted stream did not run to 200 tokens");
+});
+
+await test("slow steps get SSE keep-alive comments between data lines", async () => {
+  const r = await fetch(b.url + "/v1/completions", {
+    method: "POST", headers: { "Content-Type": "application/json", Authorization: "Bearer sekret" },
+    body: JSON.stringify({ prompt: "Hi", max_tokens: 3, temperature: 0, ignore_eos: true, stream: true }),
+  });
+  assertEq(r.status, 200, "status");
+  assert(r.headers.get("content-type").startsWith("text/event-stream"), "content type");
+  const text = await r.text();
+  assert(text.includes(": keep-alive\n\n"), "no keep-alive comment in " + JSON.stringify(text.slice(0, 300)));
+  assert(text.endsWith("data: [DONE]\n\n"), "the stream ends with [DONE]");
+});
+
+await test("SIGTERM cancels queued requests with 503 and exits 0", async () => {
+  const running = slow.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 30, temperature: 0, ignore_eos: true });
+  await sleep(200);
+  const queued = postJson(b.url + "/v1/chat/completions", { messages: msgs, max_tokens: 2 }, auth);
+  let m;
+  for (let i = 0; i < 200; i++) {
+    m = parseMetrics(await (await fetch(b.url + "/metrics")).text());
+    if (metric(m, "kern_requests_waiting") === 1) break;
+    await sleep(20);
+  }
+  const code = b.stop("SIGTERM");
+  checkError(await queued, 503, "the queued request at shutdown");
+  assertEq((await running).choices[0].finish_reason, "length", "the running request finished");
+  assertEq(await code, 0, "exit code");
+});
+await b.stop("SIGKILL");
+
+// ---------------------------------------------------------------- server C: a short request timeout
+const c = new ServerProcess(kernRun, [...base, "--request-timeout", "0.5"], { KERN_SERVE_TEST_STEP_DELAY_MS: "50" });
+await c.start();
+await c.waitReady();
+await test("a request running past --request-timeout is cancelled: 504, or an error event in a stream", async () => {
+  const e = checkError(await postJson(c.url + "/v1/chat/completions", { messages: msgs, max_tokens: 200, ignore_eos: true }), 504, "timeout");
+  assertEq(e.code, "timeout", "code");
+  const r = await fetch(c.url + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ messages: msgs, max_tokens: 200, ignore_eos: true, stream: true }),
+  });
+  const text = await r.text();
+  assert(/data: \{"error":\{"message":"the request ran longer than --request-timeout"/.test(text), "no error event in " + text.slice(-300));
+  assert(text.endsWith("data: [DONE]\n\n"), "no [DONE]");
+  let m;
+  for (let i = 0; i < 200; i++) {
+    m = parseMetrics(await (await fetch(c.url + "/metrics")).text());
+    if (metric(m, "kern_requests_running") === 0) break;
+    await sleep(20);
+  }
+  assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used after the timeouts");
+  assertEq(metric(m, "kern_requests_total", { status: "504" }), 2, "504s counted");
+});
+assertEq(await c.stop("SIGTERM"), 0, "server C's exit code");
+
+console.log(failures ? `${failures} test(s) failed` : "all server tests passed");
+process.exit(failures ? 1 : 0);
