@@ -190,7 +190,11 @@ Status build_spans(Side& side, int prog, const std::vector<DispatchSpan>& spans,
 }
 
 Status write_step_inputs(Side& side, const int64_t* ids, uint64_t n, uint64_t pos) {
-  side.symbols.assign(side.plan().symbols()->size(), 0);
+  // Every symbol at its min (the batched program's 'batch' is 1; compare runs
+  // the batch-1 programs), `tokens` at this step's token count.
+  const auto* syms = side.plan().symbols();
+  side.symbols.assign(syms->size(), 0);
+  for (uint32_t i = 0; i < syms->size(); ++i) side.symbols[i] = syms->Get(i)->min();
   side.symbols[side.contract().tokens_symbol] = n;
   return side.model->runner().write_inputs(ids, n, pos);
 }

@@ -299,8 +299,9 @@ Case argmax(Rng& r, int rows, int v, bool specials, bool bench) {
 
 /// Random sampling (docs/kernels.md §15): rows with different parameters
 /// (one greedy, one all-NaN, ties, every cut), the argmax's ids in
-/// next_token; the sampled ids and the histogram state (zero before, zero
-/// after) compared exactly.
+/// next_token; the sampled ids compared exactly (the histogram state starts
+/// and ends at zero, so it is not a compared output; the twin errors on a
+/// non-zero count it finds).
 Case sample(Rng& r, int rows, int v, bool bench) {
   Builder b{{shape("sample", {{"rows", rows}, {"V", v}}), {}, {}, 4.0 * rows * v + 3.0 * 4 * 65536 * rows, bench}};
   std::vector<uint8_t> logits = bf16_random(r, size_t(rows) * v, -6, 4);
@@ -332,7 +333,7 @@ Case sample(Rng& r, int rows, int v, bool bench) {
   const int bm = b.buf("min_p", pod_bytes(mp));
   const int bs = b.buf("seed", pod_bytes(seed));
   const int bpos = b.buf("positions", pod_bytes(pos));
-  const int h = b.buf("histogram", std::vector<uint8_t>(size_t(rows) * 65536 * 4, 0), Compare::kExact);
+  const int h = b.buf("histogram", std::vector<uint8_t>(size_t(rows) * 65536 * 4, 0));
   b.launch("sample.fatbin", "kern_sample_bf16", {uint32_t(rows), 1, 1}, 256,
            {arg_buf(lg), arg_buf(nt), arg_buf(bt), arg_buf(bk), arg_buf(bp), arg_buf(bm), arg_buf(bs), arg_buf(bpos),
             arg_buf(h), arg_i32(rows), arg_i32(v), arg_i32(rows)});
