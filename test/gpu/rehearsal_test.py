@@ -21,7 +21,7 @@ The GPU run (test/gpu/run.sh) rehearsed on a machine without a GPU
   summary.txt, exits non-zero, leaves at most 8 plain files in $OUT, and
   never sets LD_LIBRARY_PATH for the tools it calls;
 with --bundle (the CUDA build exists: fatbins and kern-gpu-compare):
-- bundle.sh builds the bundle under the 20 MB limit and says its size;
+- bundle.sh builds the bundle under the 32 MB limit and says its size;
   refuses a size over KERN_BUNDLE_LIMIT_MB and fatbins that differ from the
   manifests' pins, leaving nothing behind;
 - the bundle moved to another directory: its binaries start from there
@@ -347,8 +347,8 @@ class Bundle(unittest.TestCase):
 
     def test_bundle_is_under_the_limit_and_says_its_size(self):
         total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self.bundle) for f in fs)
-        self.assertLessEqual(total, 24_000_000)
-        self.assertRegex(self.bundle_proc.stdout, r"bundle\.sh: .*: \d+ bytes \(\d+\.\d MB; limit 20 MB\): "
+        self.assertLessEqual(total, 32_000_000)
+        self.assertRegex(self.bundle_proc.stdout, r"bundle\.sh: .*: \d+ bytes \(\d+\.\d MB; limit 32 MB\): "
                          + str(cuda_families()) + r" fatbins, 3 binaries, \d+ libraries")
         self.assertEqual(sorted(os.listdir(os.path.join(self.bundle, "bin"))),
                          ["kern-gpu-compare", "kern-run", "kern-verify"])

@@ -63,7 +63,9 @@ def share_layer0_kv_region(manifest_text):
                 assert d["args"][1]["state"] == "kv_cache" and d["args"][1]["offset"] > 0, d["args"][1]
                 d["args"][1] = {"state": "kv_cache", "offset": 0}
                 moved += 1
-    assert moved == 2, "expected layers.1.attention in prefill and decode"
+    # prefill, decode and (fused manifests) decode_batch.
+    assert moved == len([p for p in ("prefill", "decode", "decode_batch") if p in doc["programs"]]), \
+        "expected layers.1.attention in prefill, decode and decode_batch"
     return json.dumps(doc, indent=1)
 
 
