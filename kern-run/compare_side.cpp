@@ -190,11 +190,7 @@ Status build_spans(Side& side, int prog, const std::vector<DispatchSpan>& spans,
 }
 
 Status write_step_inputs(Side& side, const int64_t* ids, uint64_t n, uint64_t pos) {
-  // Every symbol at its min (the batched program's 'batch' is 1; compare runs
-  // the batch-1 programs), `tokens` at this step's token count.
-  const auto* syms = side.plan().symbols();
-  side.symbols.assign(syms->size(), 0);
-  for (uint32_t i = 0; i < syms->size(); ++i) side.symbols[i] = syms->Get(i)->min();
+  side.symbols.assign(side.plan().symbols()->size(), 0);
   side.symbols[side.contract().tokens_symbol] = n;
   // The batch-1 programs (prefill, decode) run at batch = 1 (model_runner.cpp).
   if (side.contract().batch_symbol != engine::Qwen3Contract::kNoSymbol) side.symbols[side.contract().batch_symbol] = 1;
