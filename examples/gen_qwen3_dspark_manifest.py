@@ -137,7 +137,7 @@ def fused_with_taps(c, d, advance, rows=1):
     which completes the layer's output in `residual`); without the step
     advance for verify. `rows`: the a rows its norm gemvs are sized for
     (decode_spec 1, verify the block)."""
-    dispatches = g.fused_decode_program(c, rows)["dispatches"]
+    dispatches = g.fused_decode_program(c, rows, sampling=False)["dispatches"]  # speculative decoding stays greedy
     if not advance:
         dispatches = dispatches[:-1]
     return {"dispatches": with_taps_after(c, d, dispatches, lambda layer: f"layers.{layer}.down_proj+residual")}

@@ -6,9 +6,12 @@ exactly the buffers, kernels (docs/kernels.md ABIs) and programs `prefill` /
 `decode` of docs/qwen3-manifest.md. `--kernels fused` (the default) gives
 `decode` the fused decode kernels (docs/kernels.md §11-13: 6 launches per
 layer, 3 around them); `--kernels unfused` keeps the original kernel set
-(12 per layer). Both read the same weights; `prefill` is the same in both.
-The fused manifest also gets `decode_batch`, the batched decode over up to
-`--max-batch` sequences (default 8, docs/batching.md). The output is deterministic: keys in the
+(12 per layer). Both read the same weights; `prefill` is the same in both. Both
+decode programs end with the sampling dispatch (`sample_dispatch`: per-row
+temperature, top_k, top_p, min_p and seed inputs; docs/qwen3-manifest.md
+"Sampling") and the step advance. The fused manifest also gets `decode_batch`,
+the batched decode over up to `--max-batch` sequences (default 8,
+docs/batching.md; greedy: it has no sampling dispatch yet). The output is deterministic: keys in the
 order this file inserts them, 2-space indent, one trailing newline
 (examples/json_out.py), so regenerating a checked-in manifest is byte-identical.
 
@@ -51,6 +54,12 @@ GEMV_FILL_BLOCKS = 264  # split-K until a gemv has this many blocks (2 per SM of
 GEMV_MAX_SPLITS = 8
 GEMV_MAX_ROWS = 8  # decode gemv rows (tokens) at most: decode is 1, speculative verify up to 8
 TOK = {"sym": "tokens"}
+SAMPLE_THREADS = 256   # kern_sample_bf16's block (its scan order is defined for it, docs/kernels.md §15)
+SAMPLE_KEYS = 65536    # histogram bins per row: one per bf16 bit pattern
+SAMPLE_ROWS = GEMV_MAX_ROWS  # rows the sampling inputs and histogram hold (decode rows at most)
+# The per-row sampling inputs (docs/qwen3-manifest.md "Sampling"), written by the caller when they change.
+SAMPLING_INPUTS = (("sample_temperature", "f32"), ("sample_top_k", "i32"), ("sample_top_p", "f32"),
+                   ("sample_min_p", "f32"), ("sample_seed", "i64"))
 # kern's built-in GEMMs (docs/kernels.md, kernel 10); every generator names them from here.
 EXTERN_PREFIX = "extern:"
 GEMM_SYMBOL = EXTERN_PREFIX + "cublaslt_bf16_tn"          # c = a . w^T
@@ -164,12 +173,48 @@ def kernels(c):
             [1, 1, 1], [1, 1, 1]),
         # The decode step advance: feeds the sampled token back and moves the
         # step counters on the device (docs/qwen3-manifest.md, "Who writes what").
+        "sample": sample_kernel(),
         "decode_advance": identity_kernel(
             "kern_decode_advance",
             ["in buffer<i64>", "in buffer<i32>", "inout buffer<i64>", "inout buffer<i64>", "inout buffer<i64>",
              "inout buffer<i32>", "i32", "i32", "i32"],
             [1, 1, 1], [1, 1, 1]),
     }
+
+
+def sample_kernel(rows=TOK):
+    """kern_sample_bf16 (docs/kernels.md §15), one block per row: `rows` is
+    the grid's row expression (the decode rows symbol)."""
+    return identity_kernel(
+        "kern_sample_bf16",
+        [BF16_IN, "inout buffer<i64>", F32_IN, "in buffer<i32>", F32_IN, F32_IN, "in buffer<i64>", "in buffer<i64>",
+         "inout ptr", "i32", "i32", "i32"],
+        [SAMPLE_THREADS, 1, 1], [rows, 1, 1])
+
+
+def sampling_buffers(rows=SAMPLE_ROWS):
+    """The per-row sampling inputs, `rows` entries each (zero = greedy:
+    temperature 0; the caller writes them when a row's request changes)."""
+    return {name: {"dtype": dtype, "shape": [rows], "class": "input"} for name, dtype in SAMPLING_INPUTS}
+
+
+def sampling_state(rows=SAMPLE_ROWS):
+    """The sampler's histogram state: i32 [rows, 65536], zero when allocated
+    and left zero by every launch (a state, so no plan overlays it)."""
+    return {"sample_histogram": {"bytes_fixed": 4 * SAMPLE_KEYS * rows, "align": 256}}
+
+
+def sample_dispatch(c, rows=TOK, max_rows=SAMPLE_ROWS, logits="logits", next_token="next_token",
+                    positions="positions"):
+    """The decode program's sampling dispatch, after the argmax and before
+    `advance`: rows whose temperature is > 0 replace their argmax id in
+    `next_token` by a sampled one (RNG counter: the row's position); greedy
+    rows keep it. `rows` is the rows argument (an expression), `max_rows`
+    the rows the sampling inputs and histogram hold."""
+    return dispatch("sample", "sample",
+                    [buf(logits), buf(next_token)] + [buf(name) for name, _ in SAMPLING_INPUTS]
+                    + [buf(positions), {"state": "sample_histogram", "offset": 0}, rows, i32(c.vocab),
+                       i32(max_rows)])
 
 
 def gemv_splits(n, k):
@@ -302,6 +347,7 @@ def buffers(c, fused=True):
         "block_table": {"dtype": "i32", "shape": [block_table_pages(c)], "class": "input"},
         "next_token": {"dtype": "i64", "shape": ["tokens"], "class": "output"},
     }
+    out.update(sampling_buffers())
     for name, width in (("residual", E), ("normed", E), ("qkv", c.qkv_rows), ("q_normed", c.heads * D),
                         ("k_normed", c.kv_heads * D), ("attn_out", c.heads * D), ("proj_out", E),
                         ("gate_up", 2 * I), ("act", I)):
@@ -438,9 +484,11 @@ def fused_layer_dispatches(c, layer, rows=1, batch=None):
     ]
 
 
-def fused_decode_program(c, rows=1):
+def fused_decode_program(c, rows=1, sampling=True):
     """The fused decode (1 row; `rows` > 1: the same dispatches over the
-    norm gemvs sized for that many rows, speculative verify's)."""
+    norm gemvs sized for that many rows, speculative verify's); `sampling`
+    adds the sampling dispatch after the lm_head argmax (the speculative
+    programs stay greedy)."""
     out = [dispatch("embed_tokens", "embedding",
                     [buf("token_ids"), buf("model.embed_tokens.weight"), buf("residual"), TOK,
                      i32(c.hidden), i32(c.vocab)])]
@@ -450,6 +498,8 @@ def fused_decode_program(c, rows=1):
                         [buf("residual"), buf("model.norm.weight"), buf("lm_head.weight"), buf("logits"),
                          COUNTERS, buf("next_token"), TOK, i32(c.vocab), i32(c.hidden),
                          i32(c.hidden), i32(c.vocab), {"f32": F32(c.rms_norm_eps)}]))
+    if sampling:
+        out.append(sample_dispatch(c))
     out.append(advance_dispatch(c))
     return {"dispatches": out}
 
@@ -475,6 +525,7 @@ def program(c, attention, with_head):
                       i32(c.hidden), {"f32": F32(c.rms_norm_eps)}]),
             gemm("lm_head", "normed", "lm_head.weight", "logits", c.vocab, c.hidden),
             dispatch("argmax", "argmax", [buf("logits"), buf("next_token"), TOK, i32(c.vocab)]),
+            sample_dispatch(c),
             advance_dispatch(c),
         ]
     return {"dispatches": out}
@@ -485,6 +536,7 @@ def manifest(c, tokens_max, model_label, fused=True, max_batch=None):
     None: none) adds the batched decode program (docs/batching.md)."""
     ks = kernels(c)
     states = {"kv_cache": {"bytes_per_token": c.layers * c.kv_heads * 2 * c.head_dim * 2, "align": 256}}
+    states.update(sampling_state())
     if fused:
         del ks["attention_decode"], ks["argmax"]  # the unfused decode's only
         ks.update(fused_kernels(c))

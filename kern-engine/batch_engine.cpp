@@ -50,6 +50,10 @@ Status BatchEngine::add_request(Request r) {
   KERN_RETURN_IF_ERROR(check_request(model_.contract(), model_.capacity(), r));
   if (r.speculative) return usage("speculative decoding runs one sequence at a time (max_batch 1)");
   if (r.sync) return usage("the synchronous decode loop runs one sequence at a time (max_batch 1)");
+  if (!r.sampling.greedy())
+    return usage("sampling (temperature " + std::to_string(r.sampling.temperature) +
+                 ") runs one sequence at a time (max_batch 1): the batched decode program (decode_batch) is "
+                 "greedy; use temperature 0, or max_batch 1 (kern-run --max-batch 1)");
   const uint64_t tokens = r.prompt_ids.size() + r.max_tokens;
   const uint32_t need = pages_for_tokens(tokens);
   if (need > pages_.total_pages() || need > batch_.pages_per_seq)

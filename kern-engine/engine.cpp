@@ -152,6 +152,7 @@ Status Engine::advance(Sequence& s, TokenEvent& ev) {
       }
       runner_.clear_records();
       KERN_RETURN_IF_ERROR(runner_.write_block_table());
+      KERN_RETURN_IF_ERROR(runner_.write_sampling(std::span(&r.sampling, 1)));
       s.t0 = now_();
       s.phase = r.prompt_ids.size() > 1 ? Sequence::Phase::kPrefill : Sequence::Phase::kFirst;
       return advance(s, ev);

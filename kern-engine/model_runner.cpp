@@ -2,6 +2,7 @@
 #include "kern-engine/model_runner.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <string>
 
@@ -16,6 +17,9 @@ uint32_t end_mark(uint64_t index) { return static_cast<uint32_t>((2 * index + 1)
 
 std::string at(uint64_t pos) { return "decode at position " + std::to_string(pos); }
 
+/// A row of zeroed sampling inputs (as allocated): temperature 0 = greedy.
+constexpr SamplingParams kZeroSampling{0.0f, 0, 0.0f, 0.0f, 0};
+
 }  // namespace
 
 ModelRunner::ModelRunner(load::Executable& exe, const Qwen3Contract& c, const SpecContract* spec)
@@ -23,6 +27,7 @@ ModelRunner::ModelRunner(load::Executable& exe, const Qwen3Contract& c, const Sp
   symbols_.assign(exe.plan().symbols()->size(), 0);
   if (c_.batch_symbol != Qwen3Contract::kNoSymbol) symbols_[c_.batch_symbol] = 1;  // the batch-1 programs
   timed_ = exe.device().supports_timing();
+  sampling_.assign(c.sampling_rows, kZeroSampling);
   if (spec_ != nullptr) {
     rows_.resize(spec_->block);
     pred_.resize(spec_->block);
@@ -40,6 +45,39 @@ Status ModelRunner::write_block_table() {
   std::vector<int32_t> table(c_.block_table_pages);
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
   return exe_.write_input(c_.block_table, as_bytes(table.data(), table.size() * sizeof(int32_t)));
+}
+
+Status ModelRunner::write_sampling(std::span<const SamplingParams> rows) {
+  const uint64_t n = c_.sampling_rows;
+  const bool all_greedy = std::all_of(rows.begin(), rows.end(), [](const SamplingParams& p) { return p.greedy(); });
+  if (n == 0) {  // an older plan: greedy only, nothing to write
+    if (all_greedy) return {};
+    return make_error(ErrorKind::kUsage, "the plan's decode program does not sample (no sampling inputs)");
+  }
+  if (rows.size() > n)
+    return make_error(ErrorKind::kUsage,
+                      std::to_string(rows.size()) + " sampling rows; the plan has " + std::to_string(n));
+  std::vector<SamplingParams> want(n, kZeroSampling);
+  for (size_t i = 0; i < rows.size() && i < n; ++i) want[i] = rows[i].greedy() ? kZeroSampling : rows[i];
+  if (want == sampling_) return {};
+  sampling_.clear();  // unknown until every write succeeded
+  std::vector<float> t(n), tp(n), mp(n);
+  std::vector<int32_t> tk(n);
+  std::vector<int64_t> seed(n);
+  for (uint64_t i = 0; i < n; ++i) {
+    t[i] = want[i].temperature;
+    tk[i] = static_cast<int32_t>(std::min<uint32_t>(want[i].top_k, INT32_MAX));  // >= vocab is off anyway
+    tp[i] = want[i].top_p;
+    mp[i] = want[i].min_p;
+    seed[i] = static_cast<int64_t>(want[i].seed);
+  }
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_temperature, as_bytes(t.data(), n * 4)));
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_top_k, as_bytes(tk.data(), n * 4)));
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_top_p, as_bytes(tp.data(), n * 4)));
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_min_p, as_bytes(mp.data(), n * 4)));
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_seed, as_bytes(seed.data(), n * 8)));
+  sampling_ = std::move(want);
+  return {};
 }
 
 Status ModelRunner::use_pages(std::span<const int32_t> pages) {

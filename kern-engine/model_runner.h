@@ -35,6 +35,7 @@
 #include "kern-engine/batch_contract.h"
 #include "kern-engine/decode_stats.h"
 #include "kern-engine/qwen3_contract.h"
+#include "kern-engine/request.h"
 #include "kern-engine/spec_contract.h"
 #include "kern-load/executable.h"
 
@@ -100,6 +101,16 @@ class ModelRunner {
   Status discard_batch();
   /// Checks a batch id of a live row, as decode() does ("next_token holds ...").
   Status check_batch_id(int64_t id) const { return check_id(id, "next_token"); }
+
+  /// Writes the per-row sampling inputs of the decode program
+  /// (docs/qwen3-manifest.md "Sampling"): row i takes rows[i], the rest
+  /// are greedy. Only when they differ from what the buffers hold (they
+  /// are zero when allocated: greedy), so a run of greedy requests, or a
+  /// sequence's steps, costs no host write; otherwise one write per input
+  /// (5). Greedy rows are written as zeros. Errors (kUsage): more rows than
+  /// the plan's sampling rows; a sampled row on a plan without sampling
+  /// inputs.
+  Status write_sampling(std::span<const SamplingParams> rows);
 
   /// Runs `prefill` over `ids` at positions [start, start + ids.size()) in
   /// chunks of `chunk` tokens (>= 1; the caller clamps it to the tokens
@@ -206,6 +217,8 @@ class ModelRunner {
   std::deque<BatchPending> batch_queue_;
   std::vector<uint64_t> symbols_;               ///< indexed like Plan.symbols
   std::optional<int32_t> cu_seqlens_n_;         ///< cu_seqlens_q[1] last written (none: unknown)
+  /// What the sampling inputs hold, per row (all zero when allocated); empty: unknown (a write failed).
+  std::vector<SamplingParams> sampling_;
   bool timed_ = false;                          ///< the device has timing marks
   uint64_t steps_ = 0;                          ///< decode steps issued (both modes)
   uint64_t last_timed_ = UINT64_MAX;            ///< index of the last step whose end mark is valid

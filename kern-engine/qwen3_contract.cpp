@@ -148,6 +148,32 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
   if (rows != c.vocab)
     return contract_error(plan, "buffer 'model.embed_tokens.weight' has " + std::to_string(rows) +
                                     " rows, the logits buffer " + std::to_string(c.vocab) + " columns");
+  // Sampling inputs: all five or none (a manifest from before device sampling).
+  struct SamplingWant {
+    uint32_t* out;
+    const char* name;
+    DType dtype;
+  };
+  const SamplingWant sampling[] = {{&c.sample_temperature, "sample_temperature", DType::f32},
+                                   {&c.sample_top_k, "sample_top_k", DType::i32},
+                                   {&c.sample_top_p, "sample_top_p", DType::f32},
+                                   {&c.sample_min_p, "sample_min_p", DType::f32},
+                                   {&c.sample_seed, "sample_seed", DType::i64}};
+  int present = 0;
+  for (const SamplingWant& w : sampling) present += plan.find_buffer(w.name) >= 0;
+  if (present != 0) {
+    for (const SamplingWant& w : sampling) {
+      KERN_ASSIGN_OR_RETURN(auto i, find_buffer(plan, w.name, w.dtype, {any}, c.tokens_symbol));
+      if (p.buffers()->Get(i)->class_() != plan::BufferClass::input)
+        return contract_error(plan, std::string("buffer '") + w.name + "' is not of class input");
+      const uint64_t rows = p.buffers()->Get(i)->shape()->Get(0)->nodes()->Get(0)->operand();
+      if (c.sampling_rows != 0 && rows != c.sampling_rows)
+        return contract_error(plan, std::string("buffer '") + w.name + "' has " + std::to_string(rows) +
+                                        " rows, sample_temperature " + std::to_string(c.sampling_rows));
+      c.sampling_rows = rows;
+      *w.out = i;
+    }
+  }
   // The RoPE table bounds the positions a sequence may reach (its rows are
   // max_position_embeddings); a plan without one (another position scheme)
   // has no such bound.

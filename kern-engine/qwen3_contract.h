@@ -38,6 +38,12 @@ struct Qwen3Contract {
   uint32_t logits = 0;        ///< [tokens or R, vocab] workspace
   uint64_t block_table_pages = 0;  ///< max_pages (block_table's constant length)
   uint64_t vocab = 0;  ///< logits' last dimension = model.embed_tokens.weight's rows: valid ids are [0, vocab)
+  /// The per-row sampling inputs (docs/qwen3-manifest.md "Sampling"):
+  /// f32 / i32 / f32 / f32 / i64 [sampling_rows] inputs read by `decode`'s
+  /// sample dispatch. sampling_rows = 0: the plan has none (an older
+  /// manifest; only greedy decoding runs).
+  uint32_t sample_temperature = 0, sample_top_k = 0, sample_top_p = 0, sample_min_p = 0, sample_seed = 0;
+  uint64_t sampling_rows = 0;
   /// Rows of the RoPE table `rope.cos_sin_cache` (f32 [max_position_embeddings, D]): positions
   /// [0, rope_positions) have a rotation; 0 when the plan has no such buffer (no bound).
   uint64_t rope_positions = 0;
@@ -60,7 +66,9 @@ struct Qwen3Contract {
 /// contract needs i32"); an embedding whose rows differ from the logits'
 /// columns; no `tokens` symbol, or a symbol other than `tokens` and `batch`
 /// (kern-run cannot choose its value); a `batch` symbol whose min is not 1;
-/// a `rope.cos_sin_cache` that is not f32 [N, D].
+/// a `rope.cos_sin_cache` that is not f32 [N, D]; some but not all of the
+/// sampling inputs, or one of the wrong dtype, shape ([N], N the same for
+/// all) or class (input).
 Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan);
 
 }  // namespace kern::engine

@@ -51,9 +51,6 @@ Status check_sampling(const SamplingParams& p) {
     return usage("temperature " + num(p.temperature) + " must be a finite number >= 0");
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) return usage("top_p " + num(p.top_p) + " must be in (0, 1]");
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) return usage("min_p " + num(p.min_p) + " must be in [0, 1]");
-  if (!p.greedy())
-    return usage("sampling (temperature " + num(p.temperature) +
-                 ") is not supported yet: only greedy decoding (temperature 0) runs");
   return {};
 }
 
@@ -65,6 +62,13 @@ Status check_request(const Qwen3Contract& c, uint64_t capacity, const Request& r
     return usage(s.error().message + " (the embedding's rows)");
   KERN_RETURN_IF_ERROR(check_token_ids(r.stop_ids, c.vocab, "stop"));
   KERN_RETURN_IF_ERROR(check_sampling(r.sampling));
+  if (!r.sampling.greedy() && r.speculative)
+    return usage("speculative decoding is greedy only: temperature " + num(r.sampling.temperature) +
+                 " asks for sampling (use temperature 0, or plain decoding)");
+  if (!r.sampling.greedy() && c.sampling_rows == 0)
+    return usage("sampling (temperature " + num(r.sampling.temperature) +
+                 ") needs a plan whose decode program samples; this one has no sampling inputs "
+                 "(sample_temperature ...): regenerate its manifest with examples/gen_qwen3_manifest.py");
   if (r.start_pos > 0 && r.speculative)
     return usage("a continued sequence (start position " + std::to_string(r.start_pos) +
                  ") cannot be speculative: the draft's context is not continued");

@@ -23,20 +23,23 @@ inline constexpr uint64_t kDefaultChunk = 512;
 inline constexpr uint64_t kDefaultCapacityCap = 4096;
 
 /// How a request picks each generated id from the logits (the OpenAI/vLLM
-/// fields). temperature 0 is greedy argmax; otherwise the logits are
-/// divided by temperature, truncated by top_k (0: off), top_p (1: off) and
-/// min_p (0: off) and sampled with a counter-based generator keyed by
-/// (seed, position), so a seeded sequence samples the same ids alone or in
-/// any batch. Until device sampling lands, check_request refuses
-/// temperature > 0.
+/// fields). temperature 0 is greedy argmax (the decode program's argmax,
+/// bit for bit); otherwise the decode program's sample dispatch
+/// (docs/kernels.md §15) divides the logits by temperature, keeps the ids
+/// min_p (0: off) and top_k (0: off) keep, then top_p (1: off) of those
+/// (ids tied at a cut stay), and draws from Philox4x32-10 keyed by (seed,
+/// the token's position), so a seeded sequence samples the same ids alone
+/// or in any batch. The engine does not choose seeds: a caller without one
+/// picks it (kern-run: from std::random_device, reported).
 struct SamplingParams {
   float temperature = 0.0f;  ///< >= 0; 0 = greedy
-  uint32_t top_k = 0;        ///< keep the k most likely ids; 0 = all
-  float top_p = 1.0f;        ///< (0, 1]: keep the smallest set whose probability reaches top_p
+  uint32_t top_k = 0;        ///< keep the k most likely ids (and ids tied with the k-th); 0 = all
+  float top_p = 1.0f;        ///< (0, 1]: keep the smallest set (whole ties) whose probability reaches top_p
   float min_p = 0.0f;        ///< [0, 1]: drop ids below min_p x the top probability
-  uint64_t seed = 0;         ///< generator key (with the position); the caller picks one when absent
+  uint64_t seed = 0;         ///< generator key (with the position)
   /// Greedy: every id is the argmax of its logits.
   bool greedy() const { return temperature == 0.0f; }
+  bool operator==(const SamplingParams&) const = default;
 };
 
 /// One generation.
@@ -87,8 +90,7 @@ uint64_t default_capacity(const Qwen3Contract& c);
 Status check_capacity(const Qwen3Contract& c, uint64_t capacity);
 
 /// Checks sampling parameters. Errors (kUsage): temperature negative, NaN or
-/// infinite; top_p outside (0, 1]; min_p outside [0, 1]; temperature > 0
-/// while device sampling is not implemented (names it).
+/// infinite; top_p outside (0, 1]; min_p outside [0, 1].
 Status check_sampling(const SamplingParams& p);
 
 /// Checks a request for a model of contract `c` loaded at `capacity`
@@ -96,9 +98,11 @@ Status check_sampling(const SamplingParams& p);
 /// 0; chunk 0; a prompt id outside [0, vocab) (vocab = the `logits` buffer's
 /// last dimension = the embedding's rows; names the index and the id); a
 /// stop id outside [0, vocab) ("stop id 256 at index 0 is outside the
-/// vocabulary [0, 256)"); check_sampling's; start_pos + prompt + max_tokens >
-/// capacity (names them, without wrapping u64); start_pos > 0 with
-/// speculative (the draft's context is not continued).
+/// vocabulary [0, 256)"); check_sampling's; sampling (temperature > 0) with
+/// a plan whose decode program does not sample (no sampling inputs), or
+/// with speculative decoding (which stays greedy); start_pos + prompt +
+/// max_tokens > capacity (names them, without wrapping u64); start_pos > 0
+/// with speculative (the draft's context is not continued).
 Status check_request(const Qwen3Contract& c, uint64_t capacity, const Request& r);
 
 }  // namespace kern::engine

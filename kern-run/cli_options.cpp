@@ -105,7 +105,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   std::string ids_text, prompt_text, system;
   std::vector<std::string> dumps;
   uint64_t capacity = 0;
-  CLI::App app{"kern-run: replay a .kplan; greedy Qwen3 generation (SPEC §7).\n"
+  CLI::App app{"kern-run: replay a .kplan; Qwen3 generation, greedy or sampled (SPEC §7).\n"
                "Subcommands (first argument): tokenize, detokenize, bench, compare, serve (see kern-run SUBCOMMAND --help).",
                "kern-run"};
   app.set_version_flag("--version", [] {
@@ -149,6 +149,16 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
                                                  "the replies streamed; /exit or end of input ends it");
   app.add_flag("--spec", o.spec, "speculative decoding with the plan's DSpark draft (a manifest from "
                                  "examples/gen_qwen3_dspark_manifest.py; same ids as plain greedy decoding)");
+  uint64_t seed = 0;
+  app.add_option("--temperature", o.temperature, "sample with this temperature (0: greedy argmax, the default)")
+      ->capture_default_str();
+  app.add_option("--top-k", o.top_k, "with --temperature: keep the k most likely ids (0: all)")->capture_default_str();
+  app.add_option("--top-p", o.top_p, "with --temperature: keep the most likely ids up to this probability (1: all)")
+      ->capture_default_str();
+  app.add_option("--min-p", o.min_p, "with --temperature: drop ids below this fraction of the top probability (0: off)")
+      ->capture_default_str();
+  auto* seed_opt = app.add_option("--seed", seed, "with --temperature: the sampling seed (default: a random one, "
+                                                  "reported on stderr and in --json)");
   uint64_t max_batch = 0;
   auto* requests = app.add_option("--requests", o.requests_path,
                                   "JSON Lines file of requests ('-': stdin), one object per line: prompt_ids or "
@@ -159,7 +169,8 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
                     ->check(count_check(1));
   batch->needs(requests);
   requests->excludes(ids)->excludes(text)->excludes(file)->excludes(chat);
-  for (const char* name : {"--spec", "--sync", "--json", "--dump-buffer", "--stop-ids"})
+  for (const char* name : {"--spec", "--sync", "--json", "--dump-buffer", "--stop-ids", "--temperature", "--top-k",
+                           "--top-p", "--min-p", "--seed"})
     requests->excludes(app.get_option(name));
   try {
     app.parse(argc, argv);
@@ -195,6 +206,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   if (text->count() > 0) o.prompt_text = std::move(prompt_text);
   if (sys->count() > 0) o.system = std::move(system);
   if (cap->count() > 0) o.capacity = capacity;
+  if (seed_opt->count() > 0) o.seed = seed;
   if (stops->count() > 0) {
     auto parsed = parse_id_list(stop_text, "--stop-ids");
     if (!parsed.ok()) return usage(parsed.error().message);

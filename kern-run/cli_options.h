@@ -44,6 +44,12 @@ struct RunOptions {
   bool sync = false;  ///< --sync: the synchronous decode loop (model_runner.h)
   std::vector<int64_t> stop_ids;  ///< --stop-ids: more ids that end generation (besides the tokenizer's end tokens)
   bool spec = false;  ///< --spec: speculative decoding with the plan's DSpark draft (engine.h)
+  // Sampling (engine::SamplingParams; docs/running.md "Sampling"): --temperature 0 is greedy.
+  float temperature = 0.0f;     ///< --temperature
+  uint32_t top_k = 0;           ///< --top-k (0: off)
+  float top_p = 1.0f;           ///< --top-p (1: off)
+  float min_p = 0.0f;           ///< --min-p (0: off)
+  std::optional<uint64_t> seed; ///< --seed; none: kern-run picks one (std::random_device) and reports it
   bool interactive = false;  ///< -i/--interactive with --chat: a conversation on stdin (chat_command.h)
   std::string requests_path;  ///< --requests FILE.jsonl ("-": stdin): many requests, batched (run_requests.h)
   std::optional<uint64_t> max_batch;  ///< --max-batch: sequences at once (default: the plan's max_batch)

@@ -3,6 +3,9 @@
 
 #include <sys/resource.h>
 
+#include <charconv>
+#include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "common/version.h"
@@ -242,6 +245,27 @@ std::string render_json(const engine::SequenceResult& r, const ReportContext& ct
   write_u64(w, "decode_steps_timed", r.decode_steps_timed);
   write_decode_stats(w, r);
   if (r.spec) write_spec_json(w, *r.spec, ctx.random_weights);
+  if (ctx.sampling != nullptr) {  // docs/running.md "Sampling"
+    const engine::SamplingParams& p = *ctx.sampling;
+    // An f32 parameter as the user wrote it (0.8, not 0.800000011920929): its shortest decimal form.
+    auto f32 = [&w](const char* key, float v) {
+      char text[32];
+      const auto end = std::to_chars(text, text + sizeof text, v).ptr;
+      w.Key(key);
+      w.Double(std::strtod(std::string(text, end).c_str(), nullptr));
+    };
+    w.Key("sampling");
+    w.StartObject();
+    f32("temperature", p.temperature);
+    w.Key("top_k");
+    w.Uint(p.top_k);
+    f32("top_p", p.top_p);
+    f32("min_p", p.min_p);
+    w.Key("seed");  // the seed used (the caller's or kern-run's); null when greedy
+    if (p.greedy()) w.Null();
+    else w.Uint64(p.seed);
+    w.EndObject();
+  }
   write_u64(w, "chunk", r.chunk);
   write_u64(w, "capacity", ctx.capacity);
   w.Key("device");

@@ -25,6 +25,8 @@ struct ReportContext {
   /// The loaded plan's memory (bytes by class, arena); may be null: no memory line / object.
   const load::MemoryPlan* memory = nullptr;
   uint64_t peak_rss_bytes = 0;  ///< the process's peak resident memory (getrusage), 0 = unknown
+  /// How ids were picked (the `sampling` object of --json); may be null: no object.
+  const engine::SamplingParams* sampling = nullptr;
   bool random_weights = false;  ///< engine::Model::random_weights (explains a near-zero acceptance)
 };
 

@@ -94,6 +94,14 @@ Status argmax_reduce(const CpuLaunch& launch);
 /// Nothing when num_tokens is 0. Grid.x >= 1.
 Status decode_advance(const CpuLaunch& launch);
 
+/// `kern_sample_bf16` (§15): for each row with temperature > 0, replaces
+/// next_token[r] (the argmax) by an id sampled from softmax(logits / t)
+/// truncated by min_p, top_k and top_p, with Philox4x32-10 keyed by
+/// (seed[r], positions[r]); other rows are left alone. Grid.x >= rows,
+/// block [256, 1, 1]; the histogram state (i32 [max_rows, 65536]) is zero on
+/// entry and left zero (a non-zero count at a key the row has is an error);
+/// rows > max_rows is an error.
+Status sample_bf16(const CpuLaunch& launch);
 /// `kern_decode_advance_batch` (§16): per row r with seq_lens[r] > 0,
 /// token_ids[r] = next_token[r], positions[r] += 1, slot_mapping[r] = that
 /// position's slot through row r of the block tables (-1 outside it or on a
@@ -149,6 +157,7 @@ Status paged_attention_prefill_bf16_extents(const CpuLaunch& launch, CpuExtents&
 Status argmax_partial_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status argmax_reduce_extents(const CpuLaunch& launch, CpuExtents& out);
 Status decode_advance_extents(const CpuLaunch& launch, CpuExtents& out);
+Status sample_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 /// Both GEMM ops (the _acc variant touches the same bytes).
 Status gemm_bf16_tn_extents(const CpuLaunch& launch, CpuExtents& out);
 /// The decode GEMV family (one declaration per variant's param layout).

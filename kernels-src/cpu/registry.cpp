@@ -23,7 +23,7 @@ struct Entry {
 };
 
 // Each kernel is wrapped by guarded<> (kernel_args.h): no exception escapes.
-constexpr std::array<Entry, 27> kRegistry = {{
+constexpr std::array<Entry, 28> kRegistry = {{
     {"kern_embedding_bf16", {guarded<embedding_bf16>, embedding_bf16_extents}},
     {"kern_rmsnorm_bf16", {guarded<rmsnorm_bf16>, rmsnorm_bf16_extents}},
     {"kern_add_rmsnorm_bf16", {guarded<add_rmsnorm_bf16>, add_rmsnorm_bf16_extents}},
@@ -51,6 +51,7 @@ constexpr std::array<Entry, 27> kRegistry = {{
     {"kern_qk_norm_rope_cache_bf16", {guarded<qk_norm_rope_cache_bf16>, qk_norm_rope_cache_bf16_extents}},
     {"kern_attention_decode_bf16", {guarded<attention_decode_bf16>, attention_decode_bf16_extents}},
     {"kern_decode_advance", {guarded<decode_advance>, decode_advance_extents}},
+    {"kern_sample_bf16", {guarded<sample_bf16>, sample_bf16_extents}},
     {"kern_attention_decode_batch_bf16",
      {guarded<attention_decode_batch_bf16>, attention_decode_batch_bf16_extents}},
     {"kern_decode_advance_batch", {guarded<decode_advance_batch>, decode_advance_batch_extents}},

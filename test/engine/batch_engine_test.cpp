@@ -254,3 +254,23 @@ TEST_CASE("the batched loop writes to the device only when the batch composition
   // Each of the three left its row: 3 writes each.
   CHECK(tm.exe->traffic().host_writes == writes + 5 + 3 * 3);
 }
+
+TEST_CASE("the batched mode refuses sampling (decode_batch is greedy); max_batch 1 samples", "[engine][batch][sampling]") {
+  TinyModel tm = load_tiny_model(60);
+  engine::Engine e(*tm.model);
+  REQUIRE(e.set_max_batch(4).ok());
+  engine::Request r = make_request(1, 5, 4);
+  r.sampling.temperature = 0.8f;
+  r.sampling.seed = 42;
+  Status s = e.add_request(r);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().kind == ErrorKind::kUsage);
+  CHECK(s.error().message.find("decode_batch) is greedy") != std::string::npos);
+  r.sampling.temperature = 0.0f;  // greedy is admitted
+  CHECK(e.add_request(r).ok());
+  for (int k = 0; k < 100 && !e.idle(); ++k) REQUIRE(e.step().ok());
+  REQUIRE(e.set_max_batch(1).ok());
+  r.id = 2;
+  r.sampling.temperature = 0.8f;
+  CHECK(e.add_request(r).ok());
+}

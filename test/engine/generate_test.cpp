@@ -152,7 +152,7 @@ TEST_CASE("stop ids outside the vocabulary are refused (issue 22 item 16)", "[ru
   CHECK(engine::check_request(c, 64, request({1, 2}, 4, 4, {0, 255})).ok());
 }
 
-TEST_CASE("sampling parameters are checked; sampling is refused until device sampling lands", "[run][generate]") {
+TEST_CASE("sampling parameters are checked; temperature > 0 samples on a plan that samples", "[run][generate]") {
   TinyModel m = load_tiny_model(64);
   auto err = [&](engine::SamplingParams p) {
     engine::Request r = request({1, 2}, 4, 4);
@@ -167,8 +167,9 @@ TEST_CASE("sampling parameters are checked; sampling is refused until device sam
   CHECK(err({.top_p = 0.0f}) == "top_p 0 must be in (0, 1]");
   CHECK(err({.top_p = 1.5f}) == "top_p 1.5 must be in (0, 1]");
   CHECK(err({.min_p = -0.25f}) == "min_p -0.25 must be in [0, 1]");
-  CHECK(err({.temperature = 0.5f}) ==
-        "sampling (temperature 0.5) is not supported yet: only greedy decoding (temperature 0) runs");
+  engine::Request hot = request({1, 2}, 4, 4);
+  hot.sampling = {.temperature = 0.5f, .top_k = 5, .top_p = 0.9f, .min_p = 0.1f, .seed = 7};
+  CHECK(engine::check_request(m.contract, 64, hot).ok());  // refused before device sampling (sampling_test.cpp)
   engine::Request greedy = request({1, 2}, 4, 4);
   greedy.sampling = {.top_k = 5, .top_p = 0.9f, .min_p = 0.1f, .seed = 7};
   CHECK(engine::check_request(m.contract, 64, greedy).ok());

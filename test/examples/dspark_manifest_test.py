@@ -47,8 +47,9 @@ class Qwen3_4B_DSpark(unittest.TestCase):
     def test_six_programs_with_their_dispatch_counts(self):
         counts = {name: len(p["dispatches"]) for name, p in self.doc["programs"].items()}
         # prefill 433 + 5 taps; decode as qwen3-4b.json; decode_spec and verify: 219 + 5 taps without the
-        # step advance; draft 1 + 5 x 12 + norm + lm_head + 7 x 3 (the seed's 84); precompute 1 + 5 x 4.
-        self.assertEqual(counts, {"prefill": 438, "decode": 219, "decode_spec": 223, "verify": 223, "draft": 84,
+        # sampling dispatch (speculative decoding is greedy) and the step advance; draft 1 + 5 x 12 + norm +
+        # lm_head + 7 x 3 (the seed's 84); precompute 1 + 5 x 4.
+        self.assertEqual(counts, {"prefill": 438, "decode": 220, "decode_spec": 223, "verify": 223, "draft": 84,
                                   "draft_precompute": 21})
         self.assertEqual(self.doc["programs"]["decode"], load("qwen3-4b")["programs"]["decode"])
         # decode_spec leaves the step inputs for draft_precompute: no advance, the same dispatches as verify,
@@ -138,7 +139,7 @@ class Qwen3_4B_DSpark(unittest.TestCase):
         found = dict((m.group(1), (int(m.group(2)), int(m.group(3))))
                      for m in re.finditer(r"^program (\w+): (\d+) dispatches, (\d+) launches$", dump, re.M))
         # Launches: argmax kernels are 2 steps, the fused lm_head_argmax 2.
-        self.assertEqual(found, {"prefill": (438, 438), "decode": (219, 220), "decode_spec": (223, 224),
+        self.assertEqual(found, {"prefill": (438, 438), "decode": (220, 221), "decode_spec": (223, 224),
                                  "verify": (223, 224), "draft": (84, 91), "draft_precompute": (21, 21)})
 
 

@@ -160,29 +160,30 @@ class GeneratedManifests(unittest.TestCase):
                         else:
                             self.assertEqual(list(arg), [ptype], d["label"])
 
-    def test_qwen3_4b_has_433_prefill_and_437_decode_dispatches_and_311_buffers(self):
+    def test_qwen3_4b_has_433_prefill_and_438_decode_dispatches_and_316_buffers(self):
         doc = load("qwen3-4b-unfused")
         self.assertEqual(len(doc["programs"]["prefill"]["dispatches"]), 433)
-        self.assertEqual(len(doc["programs"]["decode"]["dispatches"]), 437)  # SPEC §7: 436 + advance
-        self.assertEqual(len(doc["buffers"]), 311)  # docs/qwen3-4b-counts.md: SPEC §7 says 310
+        self.assertEqual(len(doc["programs"]["decode"]["dispatches"]), 438)  # SPEC §7: 436 + sample + advance
+        self.assertEqual(len(doc["buffers"]), 316)  # docs/qwen3-4b-counts.md: SPEC §7 says 310; + 5 sampling inputs
         self.assertEqual(doc["states"]["kv_cache"]["bytes_per_token"], 147456)
 
     def test_qwen3_4b_fused_decode_is_at_most_6_launches_per_layer_plus_4(self):
-        # docs/qwen3-manifest.md: 36 layers x 6 + embedding + lm_head/argmax (2 steps) + advance = 220 launches.
+        # docs/qwen3-manifest.md: 36 layers x 6 + embedding + lm_head/argmax (2 steps) + sample + advance = 221.
         doc = load("qwen3-4b")
         unfused = load("qwen3-4b-unfused")
         decode = doc["programs"]["decode"]["dispatches"]
         launches = sum(len(doc["kernels"][d["kernel"]]["impl"]["steps"]) for d in decode)
-        self.assertEqual(launches, 220)
-        self.assertLessEqual(launches, 6 * 36 + 4)
-        # Both decode programs end with the step advance (docs/qwen3-manifest.md "Who writes what").
-        self.assertEqual(decode[-1]["label"], "advance")
-        self.assertEqual(unfused["programs"]["decode"]["dispatches"][-1], decode[-1])
+        self.assertEqual(launches, 221)
+        self.assertLessEqual(launches, 6 * 36 + 5)
+        # Both decode programs end with the sampling dispatch and the step advance (docs/qwen3-manifest.md
+        # "Who writes what", "Sampling").
+        self.assertEqual([d["label"] for d in decode[-2:]], ["sample", "advance"])
+        self.assertEqual(unfused["programs"]["decode"]["dispatches"][-2:], decode[-2:])
         for layer in range(36):
             per_layer = [d for d in decode if d["label"].startswith(f"layers.{layer}.")]
             self.assertEqual(sum(len(doc["kernels"][d["kernel"]]["impl"]["steps"]) for d in per_layer), 6)
         old = sum(len(unfused["kernels"][d["kernel"]]["impl"]["steps"]) for d in unfused["programs"]["decode"]["dispatches"])
-        self.assertEqual(old, 474)
+        self.assertEqual(old, 475)
         # Same weights, same prefill, same buffers: only decode's kernels differ,
         # and the logits rows: at most 8 for the fused lm_head_argmax (decode 1,
         # speculative verify the block), `tokens` for the unfused lm_head GEMM.
@@ -215,7 +216,7 @@ class GeneratedManifests(unittest.TestCase):
                 arg = [a for a in by_label[f"layers.{layer}.{what}"]["args"] if "state" in a][0]
                 self.assertEqual(arg, {"state": "kv_cache", "offset": layer * 16 * 8 * 2 * 128 * 2})
         self.assertEqual(by_label["layers.3.attention"]["args"][12], {"i64": 36 * 16 * 8 * 2 * 128})
-        self.assertEqual([d["label"] for d in disp[-4:]], ["norm", "lm_head", "argmax", "advance"])
+        self.assertEqual([d["label"] for d in disp[-5:]], ["norm", "lm_head", "argmax", "sample", "advance"])
         # The step advance (docs/qwen3-manifest.md "Who writes what"): next_token feeds the carries.
         self.assertEqual(disp[-1]["args"], [{"buf": "next_token"}, {"buf": "block_table"}, {"buf": "token_ids"},
                                             {"buf": "positions"}, {"buf": "slot_mapping"}, {"buf": "seq_lens"},
@@ -401,7 +402,8 @@ class GeneratedManifests(unittest.TestCase):
                 d = docs[n]["programs"]["decode_batch"]["dispatches"]
                 self.assertEqual([x["kernel"] for x in d[:1] + d[-2:]],
                                  ["embedding_batch", "lm_head_argmax_batch", "decode_advance_batch"])
-                self.assertEqual(len(d), len(docs[n]["programs"]["decode"]["dispatches"]))
+                # decode_batch is greedy: decode's dispatches less the sample dispatch
+                self.assertEqual(len(d) + 1, len(docs[n]["programs"]["decode"]["dispatches"]))
                 attn = [x for x in d if x["kernel"] == "attention_decode_batch"]
                 self.assertEqual(len(attn), 2)  # one per layer
                 self.assertEqual(attn[0]["args"][2], {"buf": "batch_block_tables"})

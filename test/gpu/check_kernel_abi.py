@@ -45,6 +45,7 @@ FAMILIES = {
              "kern_gemv_rmsnorm_bf16", "kern_gemv_rmsnorm_silu_mul_bf16", "kern_gemv_rmsnorm_argmax_bf16"],
     "qk_norm_rope_cache": ["kern_qk_norm_rope_cache_bf16"],
     "decode_advance": ["kern_decode_advance"],
+    "sample": ["kern_sample_bf16"],
 }
 
 FATBIN_MAGIC = 0xBA55ED50

@@ -297,6 +297,49 @@ Case argmax(Rng& r, int rows, int v, bool specials, bool bench) {
 }
 
 
+/// Random sampling (docs/kernels.md §15): rows with different parameters
+/// (one greedy, one all-NaN, ties, every cut), the argmax's ids in
+/// next_token; the sampled ids compared exactly (the histogram state starts
+/// and ends at zero, so it is not a compared output; the twin errors on a
+/// non-zero count it finds).
+Case sample(Rng& r, int rows, int v, bool bench) {
+  Builder b{{shape("sample", {{"rows", rows}, {"V", v}}), {}, {}, 4.0 * rows * v + 3.0 * 4 * 65536 * rows, bench}};
+  std::vector<uint8_t> logits = bf16_random(r, size_t(rows) * v, -6, 4);
+  auto set = [&](int row, int i, float x) {
+    const uint16_t bits = f32_to_bf16(x);
+    std::memcpy(&logits[(size_t(row) * v + i) * 2], &bits, 2);
+  };
+  std::vector<float> t(rows), tp(rows), mp(rows);
+  std::vector<int32_t> tk(rows);
+  std::vector<int64_t> seed(rows), pos(rows), next(rows);
+  for (int i = 0; i < rows; ++i) {
+    t[i] = 0.4f + 0.3f * float(i % 5);
+    tk[i] = i % 4 == 1 ? 1 + i : 0;
+    tp[i] = i % 3 == 2 ? 0.85f : 1.0f;
+    mp[i] = i % 5 == 3 ? 0.05f : 0.0f;
+    seed[i] = int64_t(r.next());
+    pos[i] = r.range(0, 40000);
+    next[i] = r.range(0, v);
+    for (int j = 0; j < 3; ++j) set(i, int(r.range(0, v)), 5.0f);  // ties at the top
+  }
+  if (rows > 1) t[1] = 0.0f;  // greedy: next_token stays
+  if (rows > 2)
+    for (int i = 0; i < v; ++i) set(2, i, std::nanf(""));  // no finite logit: stays
+  const int lg = b.buf("logits", std::move(logits));
+  const int nt = b.buf("next_token", pod_bytes(next), Compare::kExact);
+  const int bt = b.buf("temperature", pod_bytes(t));
+  const int bk = b.buf("top_k", pod_bytes(tk));
+  const int bp = b.buf("top_p", pod_bytes(tp));
+  const int bm = b.buf("min_p", pod_bytes(mp));
+  const int bs = b.buf("seed", pod_bytes(seed));
+  const int bpos = b.buf("positions", pod_bytes(pos));
+  const int h = b.buf("histogram", std::vector<uint8_t>(size_t(rows) * 65536 * 4, 0));
+  b.launch("sample.fatbin", "kern_sample_bf16", {uint32_t(rows), 1, 1}, 256,
+           {arg_buf(lg), arg_buf(nt), arg_buf(bt), arg_buf(bk), arg_buf(bp), arg_buf(bm), arg_buf(bs), arg_buf(bpos),
+            arg_buf(h), arg_i32(rows), arg_i32(v), arg_i32(rows)});
+  return b.c;
+}
+
 /// The decode GEMV family (docs/kernels.md §11). a and c are rows inside
 /// larger buffers (a_off / c_off elements in, strides k + pad and n + pad);
 /// partial is compared too (both sides write each split's sum in the same
@@ -591,6 +634,9 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(argmax(r, 1, 151936, false, true));
   cs.push_back(argmax(r, 3, 1000, true, false));
   cs.push_back(argmax(r, 2, 50, true, false));  // V < 64: empty chunks
+  cs.push_back(sample(r, 1, 151936, true));
+  cs.push_back(sample(r, 6, 1000, false));
+  cs.push_back(sample(r, 3, 37, false));
   cs.push_back(attention_decode_one(r, 1, 32, 8, 128, 1024, true));
   cs.push_back(attention_decode_one(r, 8, 32, 8, 128, 1024, false));  // speculative verify rows
   cs.push_back(attention_decode_one(r, 1, 4, 2, 16, 37, false));

@@ -208,10 +208,16 @@ await test("a stop string ends the text before it, with finish_reason stop", asy
   }
 });
 
-await test("a seed with temperature 0 gives the greedy text; temperature > 0 is a 400 until sampling lands", async () => {
+await test("a seed with temperature 0 gives the greedy text; a seeded temperature > 0 repeats its text; temperature 3 is a 400", async () => {
   const r = await client.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 12, temperature: 0, seed: 1234, ignore_eos: true });
   assertEq(r.choices[0].message.content, solo, "seeded greedy text");
-  const e = checkError(await postJson(a.url + "/v1/chat/completions", { messages: msgs, temperature: 0.7, seed: 1 }), 400, "temperature 0.7");
+  const sampled = [];
+  for (let i = 0; i < 2; ++i) {
+    const s = await client.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 12, temperature: 0.7, seed: 7, ignore_eos: true });
+    sampled.push(s.choices[0].message.content);
+  }
+  assertEq(sampled[1], sampled[0], "the same seed samples the same text");
+  const e = checkError(await postJson(a.url + "/v1/chat/completions", { messages: msgs, temperature: 3, seed: 1 }), 400, "temperature 3");
   assertEq(e.param, "temperature", "param");
 });
 

@@ -2,7 +2,7 @@
 """Every checked-in example manifest (examples/*.json, not *.config.json)
 verifies with no errors and lowers to a plan; the Qwen3-4B plan dump shows the
 buffer count of its manifest and the dispatch counts of docs/qwen3-manifest.md
-(prefill 433, fused decode 219 with the step advance).
+(prefill 433, fused decode 220 with the sampling dispatch and the step advance).
 
 usage: examples_test.py KERN_VERIFY EXAMPLES_DIR
 """
@@ -49,10 +49,10 @@ with tempfile.TemporaryDirectory() as tmp:
         s = summary[0] if summary else ""
         check(f"the 4B dump shows its {n_buffers} buffers", s.startswith(f"summary: {n_buffers} buffers;"), s)
         check("the 4B dump shows prefill's 433 dispatches", "prefill: 433 dispatches" in s, s)
-        # The fused decode (docs/qwen3-manifest.md): 6 launches per layer + 3, + the step advance.
-        check("the 4B dump shows decode's 219 dispatches and 220 launches", "decode: 219 dispatches, 220 launches" in s, s)
+        # The fused decode (docs/qwen3-manifest.md): 6 launches per layer + 3, + sample + the step advance.
+        check("the 4B dump shows decode's 220 dispatches and 221 launches", "decode: 220 dispatches, 221 launches" in s, s)
         check("the 4B dump lists the programs", "program prefill: 433 dispatches" in p.stdout
-              and "program decode: 219 dispatches, 220 launches" in p.stdout)
+              and "program decode: 220 dispatches, 221 launches" in p.stdout)
     else:
         check("qwen3-4b.json lowered to a plan", False)
 

@@ -199,6 +199,16 @@ def main(argv):
     compare(ctx, "dspark --spec --eager", dspark, ["--random-weights", "3"], ["--spec", "--eager"])
     batch_invariance(ctx, fused, random_w)
 
+    # Seeded sampling (docs/kernels.md §15): sample.cu on the emulator inside the graphed decode draws the cpu
+    # twin's ids. (Deterministic here; a draw can move only where the emulated logits differ from the cpu's
+    # in the last bit, which these 12 steps of the tiny model do not hit.)
+    sampling = ["--temperature", "2", "--top-k", "60", "--top-p", "0.9", "--min-p", "0.02", "--seed", "99"]
+    _, cpu_s, err_cpu, _ = ctx.kern_run(fused, tiny_w, "cpu", sampling)
+    rc, sim_s, err, rep = ctx.kern_run(fused, tiny_w, "cuda", sampling)
+    ctx.check(rc == 0 and sim_s is not None and rep == "", f"sampled: sim run failed (exit {rc}): {err.strip()[-400:]} {rep[:400]}")
+    ctx.check(cpu_s is not None and sim_s is not None and sim_s["generated_ids"] == cpu_s["generated_ids"],
+              f"sampled: sim ids {sim_s and sim_s['generated_ids']}, cpu {cpu_s and cpu_s['generated_ids']}")
+
     _, cpu, _, _ = ctx.kern_run(fused, random_w, "cpu")
     cpu_ids = cpu["generated_ids"] if cpu else None
     for spec, call in (("capture", "cuLaunchKernel"), ("end_capture", "cuStreamEndCapture"),

@@ -98,6 +98,8 @@ inline int __float_as_int(float x) { return std::bit_cast<int>(x); }
 inline float __uint_as_float(unsigned x) { return std::bit_cast<float>(x); }
 inline unsigned __float_as_uint(float x) { return std::bit_cast<unsigned>(x); }
 inline float __expf(float x) { return ::expf(x); }
+/// A product never contracted into an FMA (here nothing is: -ffp-contract=off).
+inline float __fmul_rn(float a, float b) { return a * b; }
 
 // CUDA's unqualified integer min/max overloads.
 inline int min(int a, int b) { return a < b ? a : b; }

@@ -49,7 +49,14 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 TEST_CASE("every real kernel entry is emulated, with the parameter layout of its signature") {
   const auto& all = all_kernels();
-  CHECK(all.size() == 25);  // 23 + the batched decode's attention and advance
+  CHECK(all.size() == 26);  // 23 + the batched decode's attention and advance + kern_sample_bf16
+  // kern_sample_bf16: 9 pointers, then rows, vocab, max_rows (i32).
+  const KernelEntry* s = find_kernel("kern_sample_bf16");
+  REQUIRE(s != nullptr);
+  CHECK(s->family == "sample");
+  REQUIRE(s->param_sizes.size() == 12);
+  CHECK(s->param_offsets[8] == 64);
+  CHECK(s->param_offsets[11] == 80);
   const KernelEntry* g = find_kernel("kern_gemv_rmsnorm_argmax_bf16");
   REQUIRE(g != nullptr);
   CHECK(g->family == "gemv");
