@@ -94,7 +94,7 @@ Status argmax_reduce(const CpuLaunch& launch);
 /// Nothing when num_tokens is 0. Grid.x >= 1.
 Status decode_advance(const CpuLaunch& launch);
 
-/// `kern_sample_bf16` (§15): for each row with temperature > 0, replaces
+/// `kern_sample_bf16` (§17): for each row with temperature > 0, replaces
 /// next_token[r] (the argmax) by an id sampled from softmax(logits / t)
 /// truncated by min_p, top_k and top_p, with Philox4x32-10 keyed by
 /// (seed[r], positions[r]); other rows are left alone. Grid.x >= rows,

@@ -1,4 +1,4 @@
-// Random sampling of the next token per row (docs/kernels.md §15), the cpu
+// Random sampling of the next token per row (docs/kernels.md §17), the cpu
 // twin of kernels-src/cuda/sample.cu. It replays the CUDA kernel's
 // arithmetic in the same order (the 65536-key histogram, the per-thread key
 // chunks and the sequential chunk offsets below), so both pick the same id

@@ -1,4 +1,4 @@
-// The pieces of kern_sample_bf16 (docs/kernels.md §15) that fix its order
+// The pieces of kern_sample_bf16 (docs/kernels.md §17) that fix its order
 // of operations and its random numbers, for the cpu twin (sample.cpp) and
 // its tests. kernels-src/cuda/sample.cu writes the same steps in device
 // code; both must change together.
