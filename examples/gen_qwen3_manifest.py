@@ -611,13 +611,17 @@ def batch_kernels(c, max_batch):
     qk["impl"]["steps"][0]["grid"] = [math.ceil((H + 2 * KV) / 4), BATCH, 1]
     head = fused[norm_gemv_name("lm_head_argmax", max_batch)]
     head["impl"]["steps"][1]["grid"] = [BATCH, 1, 1]
+    # The batched attention splits each row's context as the batch-1 decode's
+    # kern_attention_decode_bf16 does (ATTN_FUSED_SPLITS): the same splits give
+    # the same f32 sums, so a row's bits equal `decode`'s alone (a sampled draw
+    # depends on every bit of the logits, not only on their argmax).
     attn_params = [BF16_IN, "in ptr", "in buffer<i32>", "in buffer<i32>", F32_IN, F32_IN, "inout ptr", BF16_OUT,
                    "i32", "i32", "i32", "i32", "i64", "f32", "i32"]
     attn = step("kern_attention_decode_batch_bf16",
                 attn_params[:6] + ["out buffer<f32>", "out buffer<f32>"] + attn_params[6:] + ["i32"],
-                [128, 1, 1], [KV, ATTN_SPLITS, BATCH],
+                [128, 1, 1], [KV, ATTN_FUSED_SPLITS, BATCH],
                 [{"arg": i} for i in range(6)] + [{"scratch": "partial_o"}, {"scratch": "partial_ml"}]
-                + [{"arg": i} for i in range(6, 15)] + [i32(ATTN_SPLITS)])
+                + [{"arg": i} for i in range(6, 15)] + [i32(ATTN_FUSED_SPLITS)])
     attn["pdl"] = True
     return {
         **norm_gemvs,
@@ -627,8 +631,8 @@ def batch_kernels(c, max_batch):
             "params": attn_params,
             "impl": {
                 "scratch": {
-                    "partial_o": {"dtype": "f32", "shape": [max_batch, H * ATTN_SPLITS * D]},
-                    "partial_ml": {"dtype": "f32", "shape": [max_batch, H * ATTN_SPLITS * 2]},
+                    "partial_o": {"dtype": "f32", "shape": [max_batch, H * ATTN_FUSED_SPLITS * D]},
+                    "partial_ml": {"dtype": "f32", "shape": [max_batch, H * ATTN_FUSED_SPLITS * 2]},
                 },
                 "steps": [attn],
             },

@@ -138,7 +138,13 @@ PlanDesc sampling_batch_plan(uint64_t rows, bool reads) {
   d.buffers.push_back({"sample_top_p", DType::f32, BufferClass::input, {n}, rows * 4});
   d.buffers.push_back({"sample_min_p", DType::f32, BufferClass::input, {n}, rows * 4});
   d.buffers.push_back({"sample_seed", DType::i64, BufferClass::input, {n}, rows * 8});
-  if (reads) {
+  if (reads) {  // one kernel of one step taking one f32 buffer
+    const plan::Param param = buf(plan::Access::in_, DType::f32);
+    d.kernels.push_back({"sample", {param}, {0}});
+    StepDesc step;
+    step.symbol = "kern_sample_bf16";
+    step.params = {param};
+    d.steps.push_back(step);
     ArgDesc arg;
     arg.kind = plan::ArgKind::buffer;
     arg.index = temperature;

@@ -57,24 +57,19 @@ TEST_CASE("kern-run --chat -i samples with --temperature/--top-k/--top-p/--min-p
   REQUIRE(greedy.rc == 0);
   CliResult single = kern_run(chat_args("--steps 8 --ignore-eos --prompt Hello " + sampling));
   REQUIRE(single.rc == 0);
-  CliResult chat = kern_run(chat_args("--steps 8 --ignore-eos -i " + sampling), "Hello
-");
+  CliResult chat = kern_run(chat_args("--steps 8 --ignore-eos -i " + sampling), "Hello\n");
   INFO(chat.err);
   CHECK(chat.rc == 0);
   CHECK(chat.out == single.out);   // the first turn samples as the plain --chat prompt does
   CHECK(chat.out != greedy.out);   // sampled, not greedy
   CHECK(chat.err.empty());         // seeded: no seed line
-  CliResult again = kern_run(chat_args("--steps 8 --ignore-eos -i " + sampling), "Hello
-");
+  CliResult again = kern_run(chat_args("--steps 8 --ignore-eos -i " + sampling), "Hello\n");
   CHECK(again.out == chat.out);
   CliResult other = kern_run(chat_args("--steps 8 --ignore-eos -i --temperature 2 --top-k 50 --top-p 0.95 "
-                                       "--min-p 0.01 --seed 8"), "Hello
-");
+                                       "--min-p 0.01 --seed 8"), "Hello\n");
   CHECK(other.out != chat.out);
   // Without --seed: one is drawn and printed once, and passing it back repeats the conversation.
-  CliResult drawn = kern_run(chat_args("--steps 8 --ignore-eos -i --temperature 2"), "Hello
-And then?
-");
+  CliResult drawn = kern_run(chat_args("--steps 8 --ignore-eos -i --temperature 2"), "Hello\nAnd then?\n");
   REQUIRE(drawn.rc == 0);
   const std::string key = "kern-run: sampling with seed ";
   const size_t at = drawn.err.find(key);
@@ -82,13 +77,10 @@ And then?
   CHECK(drawn.err.find(key, at + 1) == std::string::npos);
   const std::string seed = drawn.err.substr(at + key.size(), drawn.err.find(' ', at + key.size()) - at - key.size());
   CliResult repeat = kern_run(chat_args("--steps 8 --ignore-eos -i --temperature 2 --seed " + seed),
-                              "Hello
-And then?
-");
+                              "Hello\nAnd then?\n");
   CHECK(repeat.out == drawn.out);
   // Out of range: refused before the model loads.
-  CliResult bad = kern_run(chat_args("-i --temperature 1 --top-p 0"), "Hello
-");
+  CliResult bad = kern_run(chat_args("-i --temperature 1 --top-p 0"), "Hello\n");
   CHECK(bad.rc == 2);
   CHECK_THAT(bad.err, Contains("top_p 0 must be in (0, 1]"));
 }
