@@ -96,13 +96,19 @@ std::vector<int64_t> fresh(engine::Model& model, const std::vector<int64_t>& his
   return g->generated_ids;
 }
 
-/// The replies of a two-turn conversation `m1`, `m2` under `s`, from fresh
-/// generations over the history so far (from position 0), and that history.
+/// The replies of a two-turn conversation `m1`, `m2` under `s`, and its
+/// history: the first from a fresh generation over the first turn; the
+/// second from a fresh generation over the whole history from position 0,
+/// or (`continued`) from a request continuing the first one's sequence
+/// (Request::start_pos, right after it on the same Model). The two agree
+/// for greedy ids here; a sampled draw can tell them apart, since the first
+/// reply's ids went through `decode` in the conversation but through
+/// `prefill` in a fresh generation (another f32 path to the same KV).
 struct TwoTurns {
   std::vector<int64_t> r1, r2, history;
 };
 TwoTurns expected_two_turns(engine::Model& model, const run::ChatReplSettings& s, const std::string& m1,
-                            const std::string& m2) {
+                            const std::string& m2, bool continued = false) {
   TwoTurns t;
   run::ChatSession expect(qwen3(), s.system, false, s.end_ids);
   auto t1 = expect.next_turn(m1);
@@ -114,7 +120,21 @@ TwoTurns expected_two_turns(engine::Model& model, const run::ChatReplSettings& s
   t.history = t1->ids;
   t.history.insert(t.history.end(), t.r1.begin(), t.r1.end() - 1);
   t.history.insert(t.history.end(), t2->ids.begin(), t2->ids.end());
-  t.r2 = fresh(model, t.history, s.steps, s.stop_ids, s.sampling);
+  if (!continued) {
+    t.r2 = fresh(model, t.history, s.steps, s.stop_ids, s.sampling);
+    return t;
+  }
+  engine::Engine e(model);
+  engine::Request r;
+  r.prompt_ids = t2->ids;
+  r.start_pos = t2->start_pos;
+  r.max_tokens = s.steps;
+  r.stop_ids = s.stop_ids;
+  r.chunk = 8;
+  r.sampling = s.sampling;
+  auto g = engine::generate(e, r);
+  REQUIRE(g.ok());
+  t.r2 = g->generated_ids;
   return t;
 }
 
@@ -138,14 +158,14 @@ TEST_CASE("a two-turn conversation gives each reply of one generation over its w
   CHECK(e.idle());
 }
 
-TEST_CASE("a sampled conversation: each reply is the seeded generation over its whole history, not the greedy one",
+TEST_CASE("a sampled conversation: each turn's reply is its seeded generation (continuing the sequence), not greedy",
           "[run][chat][sampling]") {
   test::TinyModel m = textvocab();
   run::ChatReplSettings s = settings(8);
   s.stop_ids.clear();  // every reply takes its 8 ids
   s.sampling = {.temperature = 2.0f, .top_p = 0.95f, .seed = 31};
-  // The second turn continues at its position in the conversation: the same draws as one generation there.
-  const auto [r1, r2, history] = expected_two_turns(*m.model, s, "Hello there", "And then?");
+  // The second turn continues the sequence at its position: the draws of a request continuing it there.
+  const auto [r1, r2, history] = expected_two_turns(*m.model, s, "Hello there", "And then?", /*continued=*/true);
   auto greedy = s;
   greedy.sampling = {};
   CHECK(expected_two_turns(*m.model, greedy, "Hello there", "And then?").r1 != r1);  // it samples
