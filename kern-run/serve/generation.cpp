@@ -210,9 +210,9 @@ bool stream_events(ServerContext& ctx, StreamState& s, httplib::DataSink& sink) 
     return sink.write(text.data(), text.size());
   };
   auto gone = [&] {
+    ctx.metrics.count_request(499);  // counted before the engine can let the sequence go
     s.reader->cancel("client disconnected");
     s.finished = true;
-    ctx.metrics.count_request(499);
     return false;
   };
   const auto keepalive = std::chrono::duration_cast<Clock::duration>(
@@ -336,23 +336,29 @@ void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib:
     fail(ApiError{504, "the request ran longer than --request-timeout", "timeout", "", "timeout"});
   };
   const PeerWatch peer(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-  if (!peer.found()) spdlog::debug("{}: the connection's socket was not found: a client leaving is seen only by a write", meta.id);
-  // The next event, looking at the connection every kPeerPoll; a timeout
-  // step at the deadline, or `gone` when the client left.
+  if (!peer.found())
+    spdlog::warn("{}: the connection's socket was not found: a client that leaves is noticed only by a write", meta.id);
+  // The next event, looking at the connection every kPeerPoll (events or
+  // not); a timeout step at the deadline, or `gone` when the client left.
   bool gone = false;
+  auto next_peer_check = Clock::now() + kPeerPoll;
   auto wait = [&]() -> Step {
     for (;;) {
-      Step st = reader->next(std::min(deadline, Clock::now() + kPeerPoll));
-      if (!st.timeout || Clock::now() >= deadline) return st;
-      if (!peer.alive()) {
-        gone = true;
-        return st;
+      Step st = reader->next(std::min(deadline, next_peer_check));
+      const auto now = Clock::now();
+      if (now >= next_peer_check) {
+        next_peer_check = now + kPeerPoll;
+        if (!peer.alive()) {
+          gone = true;
+          return st;
+        }
       }
+      if (!st.timeout || now >= deadline) return st;
     }
   };
   auto client_gone = [&] {
+    ctx.metrics.count_request(499);  // counted before the engine can let the sequence go
     reader->cancel("client disconnected");
-    ctx.metrics.count_request(499);
     res.status = 499;  // nobody reads it
   };
   // The first event (after the queue wait): a request that never ran gets its status.
@@ -388,8 +394,8 @@ void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib:
       [&ctx, state](bool) {
         // The connection ended before the stream did (a write error, the server stopping).
         if (!state->finished) {
-          state->reader->cancel("client disconnected");
           ctx.metrics.count_request(499);
+          state->reader->cancel("client disconnected");
         }
       });
 }

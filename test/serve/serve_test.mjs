@@ -501,9 +501,10 @@ await test("a non-streaming client that disconnects cancels its sequence: its pa
   m = await dUntil((m) => metric(m, "kern_requests_running") === 0);
   assertEq(metric(m, "kern_requests_running"), 0, "running after the disconnect");
   assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used after the disconnect");
-  assertEq(metric(m, "kern_requests_total", { status: "499" }), metric(before, "kern_requests_total", { status: "499" }) + 1, "499s");
   const generated = metric(m, "kern_generation_tokens_total") - metric(before, "kern_generation_tokens_total");
   assert(generated > 0 && generated < 200, `it generated ${generated} of its 400 tokens`);
+  assertEq(metric(m, "kern_requests_total", { status: "499" }), metric(before, "kern_requests_total", { status: "499" }) + 1, "499s");
+  assert(/finish client disconnected/.test(d.log.split("\n").filter((l) => l.includes("prompt")).pop()), "its log line");
 });
 
 await test("a request whose pages are not free yet waits in the queue, then joins the batch when they are", async () => {
