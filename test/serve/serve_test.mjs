@@ -4,7 +4,8 @@
 // official `openai` npm client (.cache/serve, scripts/setup.sh) and curl for
 // the error statuses. Every test and wait is bounded in time; exit 77 (skip)
 // with the reason when the client or curl is missing.
-// usage: node serve_test.mjs KERN_RUN PLAN WEIGHTS TOKENIZER OPENAI_DIR
+// usage: node serve_test.mjs KERN_RUN PLAN WEIGHTS TOKENIZER OPENAI_DIR SPEC_PLAN
+// (SPEC_PLAN: a speculative plan, which has no batched decode program)
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
@@ -14,7 +15,7 @@ import { promisify } from "node:util";
 
 import { ServerProcess, parseMetrics, metric, sleep } from "./server_process.mjs";
 
-const [kernRun, plan, weights, tokenizer, openaiDir] = process.argv.slice(2);
+const [kernRun, plan, weights, tokenizer, openaiDir, specPlan] = process.argv.slice(2);
 const openaiEntry = path.join(openaiDir, "node_modules", "openai", "index.mjs");
 if (!existsSync(openaiEntry)) {
   console.log(`SKIP: the openai client is not installed at ${openaiDir} (scripts/setup.sh installs it)`);
@@ -86,7 +87,7 @@ const chatText = (chunks) => chunks.flatMap((c) => c.choices).map((ch) => ch.del
 
 const msgs = [{ role: "system", content: "You are kern." }, { role: "user", content: "Tell me a story." }];
 
-await test("a load failure ends the server with exit 2 and the error; so does a missing tokenizer", async () => {
+await test("a load failure ends the server with exit 2 and the error; so do a missing tokenizer and --max-batch above the plan's", async () => {
   const exitOf = (args) => new Promise((resolve) => {
     execFile(kernRun, ["serve", ...args, "--port", "0"], { timeout: 60000 }, (err, stdout, stderr) =>
       resolve({ code: err ? err.code : 0, stderr }));
@@ -100,6 +101,11 @@ await test("a load failure ends the server with exit 2 and the error; so does a 
   r = await exitOf([plan, "--weights", weights, "--tokenizer", tokenizer, "--device", "cpu", "--max-batch", "9"]);
   assertEq(r.code, 2, "exit code (--max-batch above the plan's)");
   assert(r.stderr.includes("kern-run: error: --max-batch 9 exceeds the plan's max_batch 8 (its 'batch' symbol's bound)"), r.stderr);
+  // A speculative plan has no decode_batch: one sequence at a time.
+  r = await exitOf([specPlan, "--random-weights", "1", "--tokenizer", tokenizer, "--device", "cpu", "--max-batch", "2"]);
+  assertEq(r.code, 2, "exit code (--max-batch 2 with a speculative plan)");
+  assert(r.stderr.includes("kern-run: error: --max-batch 2 exceeds the plan's max_batch 1 (it has no batched decode " +
+                           "program decode_batch: a speculative plan"), r.stderr);
 });
 
 await test("a model folder is served like a plan, named after the folder", async () => {
