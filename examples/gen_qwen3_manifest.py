@@ -11,8 +11,9 @@ decode programs end with the sampling dispatch (`sample_dispatch`: per-row
 temperature, top_k, top_p, min_p and seed inputs; docs/qwen3-manifest.md
 "Sampling") and the step advance. The fused manifest also gets `decode_batch`,
 the batched decode over up to `--max-batch` sequences (default 8,
-docs/batching.md; greedy: it has no sampling dispatch yet). The output is deterministic: keys in the
-order this file inserts them, 2-space indent, one trailing newline
+docs/batching.md), with the same sampling dispatch over its rows (row r's
+own inputs, RNG counter batch_positions[r]). The output is deterministic:
+keys in the order this file inserts them, 2-space indent, one trailing newline
 (examples/json_out.py), so regenerating a checked-in manifest is byte-identical.
 
 --kernels-dir DIR pins every non-extern step to the file in DIR that holds
@@ -54,7 +55,7 @@ GEMV_FILL_BLOCKS = 264  # split-K until a gemv has this many blocks (2 per SM of
 GEMV_MAX_SPLITS = 8
 GEMV_MAX_ROWS = 8  # decode gemv rows (tokens) at most: decode is 1, speculative verify up to 8
 TOK = {"sym": "tokens"}
-SAMPLE_THREADS = 256   # kern_sample_bf16's block (its scan order is defined for it, docs/kernels.md §15)
+SAMPLE_THREADS = 256   # kern_sample_bf16's block (its scan order is defined for it, docs/kernels.md §17)
 SAMPLE_KEYS = 65536    # histogram bins per row: one per bf16 bit pattern
 SAMPLE_ROWS = GEMV_MAX_ROWS  # rows the sampling inputs and histogram hold (decode rows at most)
 # The per-row sampling inputs (docs/qwen3-manifest.md "Sampling"), written by the caller when they change.
@@ -183,7 +184,7 @@ def kernels(c):
 
 
 def sample_kernel(rows=TOK):
-    """kern_sample_bf16 (docs/kernels.md §15), one block per row: `rows` is
+    """kern_sample_bf16 (docs/kernels.md §17), one block per row: `rows` is
     the grid's row expression (the decode rows symbol)."""
     return identity_kernel(
         "kern_sample_bf16",
@@ -205,13 +206,14 @@ def sampling_state(rows=SAMPLE_ROWS):
 
 
 def sample_dispatch(c, rows=TOK, max_rows=SAMPLE_ROWS, logits="logits", next_token="next_token",
-                    positions="positions"):
+                    positions="positions", kernel="sample"):
     """The decode program's sampling dispatch, after the argmax and before
     `advance`: rows whose temperature is > 0 replace their argmax id in
     `next_token` by a sampled one (RNG counter: the row's position); greedy
     rows keep it. `rows` is the rows argument (an expression), `max_rows`
-    the rows the sampling inputs and histogram hold."""
-    return dispatch("sample", "sample",
+    the rows the sampling inputs and histogram hold, `kernel` the kernel
+    whose grid counts those rows (`sample_batch` for decode_batch)."""
+    return dispatch("sample", kernel,
                     [buf(logits), buf(next_token)] + [buf(name) for name, _ in SAMPLING_INPUTS]
                     + [buf(positions), {"state": "sample_histogram", "offset": 0}, rows, i32(c.vocab),
                        i32(max_rows)])
@@ -609,13 +611,17 @@ def batch_kernels(c, max_batch):
     qk["impl"]["steps"][0]["grid"] = [math.ceil((H + 2 * KV) / 4), BATCH, 1]
     head = fused[norm_gemv_name("lm_head_argmax", max_batch)]
     head["impl"]["steps"][1]["grid"] = [BATCH, 1, 1]
+    # The batched attention splits each row's context as the batch-1 decode's
+    # kern_attention_decode_bf16 does (ATTN_FUSED_SPLITS): the same splits give
+    # the same f32 sums, so a row's bits equal `decode`'s alone (a sampled draw
+    # depends on every bit of the logits, not only on their argmax).
     attn_params = [BF16_IN, "in ptr", "in buffer<i32>", "in buffer<i32>", F32_IN, F32_IN, "inout ptr", BF16_OUT,
                    "i32", "i32", "i32", "i32", "i64", "f32", "i32"]
     attn = step("kern_attention_decode_batch_bf16",
                 attn_params[:6] + ["out buffer<f32>", "out buffer<f32>"] + attn_params[6:] + ["i32"],
-                [128, 1, 1], [KV, ATTN_SPLITS, BATCH],
+                [128, 1, 1], [KV, ATTN_FUSED_SPLITS, BATCH],
                 [{"arg": i} for i in range(6)] + [{"scratch": "partial_o"}, {"scratch": "partial_ml"}]
-                + [{"arg": i} for i in range(6, 15)] + [i32(ATTN_SPLITS)])
+                + [{"arg": i} for i in range(6, 15)] + [i32(ATTN_FUSED_SPLITS)])
     attn["pdl"] = True
     return {
         **norm_gemvs,
@@ -625,13 +631,14 @@ def batch_kernels(c, max_batch):
             "params": attn_params,
             "impl": {
                 "scratch": {
-                    "partial_o": {"dtype": "f32", "shape": [max_batch, H * ATTN_SPLITS * D]},
-                    "partial_ml": {"dtype": "f32", "shape": [max_batch, H * ATTN_SPLITS * 2]},
+                    "partial_o": {"dtype": "f32", "shape": [max_batch, H * ATTN_FUSED_SPLITS * D]},
+                    "partial_ml": {"dtype": "f32", "shape": [max_batch, H * ATTN_FUSED_SPLITS * 2]},
                 },
                 "steps": [attn],
             },
         },
         "lm_head_argmax_batch": head,
+        "sample_batch": sample_kernel(BATCH),
         "decode_advance_batch": identity_kernel(
             "kern_decode_advance_batch",
             ["in buffer<i64>", "in buffer<i32>", "inout buffer<i64>", "inout buffer<i64>", "inout buffer<i64>",
@@ -642,7 +649,9 @@ def batch_kernels(c, max_batch):
 
 def batch_decode_program(c, max_batch):
     """decode_batch: the fused decode over `batch` sequences, one token each,
-    ending with advance_batch (row r's next inputs from row r's token)."""
+    then the sampling dispatch over the `batch` rows (row r: its own
+    sampling inputs, RNG counter batch_positions[r]; greedy rows keep the
+    argmax) and advance_batch (row r's next inputs from row r's token)."""
     out = [dispatch("embed_tokens", "embedding_batch",
                     [buf("batch_token_ids"), buf("model.embed_tokens.weight"), buf("residual"), BATCH,
                      i32(c.hidden), i32(c.vocab)])]
@@ -652,6 +661,7 @@ def batch_decode_program(c, max_batch):
                         [buf("residual"), buf("model.norm.weight"), buf("lm_head.weight"), buf("logits"),
                          COUNTERS, buf("next_token"), BATCH, i32(c.vocab), i32(c.hidden),
                          i32(c.hidden), i32(c.vocab), {"f32": F32(c.rms_norm_eps)}]))
+    out.append(sample_dispatch(c, rows=BATCH, positions="batch_positions", kernel="sample_batch"))
     out.append(dispatch("advance", "decode_advance_batch",
                         [buf("next_token"), buf("batch_block_tables"), buf("batch_token_ids"),
                          buf("batch_positions"), buf("batch_slot_mapping"), buf("batch_seq_lens"), BATCH,

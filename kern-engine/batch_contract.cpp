@@ -66,6 +66,17 @@ Result<std::optional<BatchContract>> resolve_batch_contract(const load::PlanFile
                                    (w.cls == BufferClass::carry ? "carry" : "input"));
     *w.out = static_cast<uint32_t>(i);
   }
+  // It samples when a launch of decode_batch passes sample_temperature (the
+  // sampling dispatch); then every batch row needs its row of the inputs.
+  if (c.sampling_rows > 0) {
+    for (const plan::Launch* l : *p.programs()->Get(b.decode_batch)->launches())
+      for (const plan::LaunchArg* a : *l->args())
+        if (a->kind() == plan::ArgKind::buffer && a->index() == c.sample_temperature) b.samples = true;
+    if (b.samples && c.sampling_rows < b.max_batch)
+      return batch_error(plan, "decode_batch samples up to " + std::to_string(b.max_batch) +
+                                   " rows (the 'batch' symbol's max), but the sampling inputs have " +
+                                   std::to_string(c.sampling_rows) + " rows (sample_temperature)");
+  }
   return std::optional<BatchContract>{b};
 }
 

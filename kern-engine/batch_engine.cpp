@@ -5,11 +5,12 @@
 #include <string>
 
 #include "kern-engine/scheduler.h"
+#include "kern-engine/sequence_output.h"
 
 namespace kern::engine {
 
 /// A request from admission to its last event.
-struct BatchEngine::Seq {
+struct BatchEngine::Seq : SequenceOutput {
   enum class Phase { kWaiting, kPrefill, kJoin, kDecode };
   uint64_t serial = 0;
   Request req;
@@ -20,10 +21,7 @@ struct BatchEngine::Seq {
   uint64_t prefilled = 0;  ///< prompt tokens (of n - 1) prefilled
   int64_t row = -1;        ///< batch row while kDecode
   uint64_t issued = 0;     ///< decode steps issued with this sequence in its row
-  bool done = false;
   bool aborted = false;
-  SequenceResult out;
-  Clock::time_point t0, t_first, t_last;
 };
 
 uint64_t batch_bucket(uint64_t live, uint64_t max_batch) {
@@ -50,10 +48,11 @@ Status BatchEngine::add_request(Request r) {
   KERN_RETURN_IF_ERROR(check_request(model_.contract(), model_.capacity(), r));
   if (r.speculative) return usage("speculative decoding runs one sequence at a time (max_batch 1)");
   if (r.sync) return usage("the synchronous decode loop runs one sequence at a time (max_batch 1)");
-  if (!r.sampling.greedy())
+  if (!r.sampling.greedy() && !batch_.samples)
     return usage("sampling (temperature " + std::to_string(r.sampling.temperature) +
-                 ") runs one sequence at a time (max_batch 1): the batched decode program (decode_batch) is "
-                 "greedy; use temperature 0, or max_batch 1 (kern-run --max-batch 1)");
+                 ") at max_batch > 1 needs a plan whose batched decode program (decode_batch) samples; this "
+                 "one's predates its sampling dispatch: regenerate the manifest with examples/gen_qwen3_manifest.py, "
+                 "or use max_batch 1 (kern-run --max-batch 1)");
   const uint64_t tokens = r.prompt_ids.size() + r.max_tokens;
   const uint32_t need = pages_for_tokens(tokens);
   if (need > pages_.total_pages() || need > batch_.pages_per_seq)
@@ -183,24 +182,16 @@ Status BatchEngine::join_ready() {
     }
     const uint32_t row = static_cast<uint32_t>(free_row - rows_.begin());
     const uint64_t n = s.req.prompt_ids.size();
+    // The row's sampling inputs (no write when they already hold this
+    // request's parameters: a greedy row after a greedy one). A decode_batch
+    // that does not sample reads none (its requests are greedy: add_request).
+    if (batch_.samples) KERN_RETURN_IF_ERROR(runner_.write_sampling_row(row, s.req.sampling));
     KERN_RETURN_IF_ERROR(runner_.batch_join(row, s.req.prompt_ids.back(), n - 1, s.pages));
     s.row = row;
     *free_row = &s;
     s.phase = Seq::Phase::kDecode;
   }
   return {};
-}
-
-void BatchEngine::emit(Seq& s, int64_t id, TokenEvent& ev) {
-  s.t_last = now_();
-  s.out.generated_ids.push_back(id);
-  ev.ids.push_back(id);
-  if (s.out.generated_ids.size() == 1) {
-    s.out.prefill_ms = ms_between(s.t0, s.t_last);
-    s.t_first = s.t_last;
-  }
-  s.out.stopped = is_stop_id(s.req.stop_ids, id);
-  s.done = s.out.stopped || s.out.generated_ids.size() >= s.req.max_tokens;
 }
 
 void BatchEngine::finish(Seq& s, TokenEvent& ev, Status failure) {
@@ -272,7 +263,7 @@ Status BatchEngine::decode_step(std::vector<TokenEvent>& events) {
       finish(*s, ev, ok);
       continue;
     }
-    emit(*s, ids[r], ev);
+    s->take_id(s->req, ids[r], now_(), ev);
     if (s->done) finish(*s, ev, Status{});
   }
   return {};

@@ -6,14 +6,19 @@
 //      prefilling (chunks cut at multiples of the chunk size from the
 //      sequence's own start, whatever else runs);
 //   3. joins sequences whose prompt is prefilled into a free batch row (host
-//      writes for that row only);
+//      writes for that row only: its step inputs, and its sampling inputs
+//      when they differ from what the row holds);
 //   4. keeps kDecodeLookahead decode_batch steps queued (rows padded to the
 //      next batch-size bucket 1, 2, 4, 8, ... so each bucket is one graph) and
 //      takes the oldest step's ids: one id per live row.
 // A finished or aborted sequence leaves its row (3 writes) and returns its
 // pages at once: every step that still uses them was enqueued before any
 // work of a later owner (one in-order stream). Steady state: no host write.
-// Greedy only; speculative and --sync requests run at max_batch 1.
+// Row r samples with its own request's parameters, the RNG counted by its
+// own position, so a seeded request gets the ids it gets alone; greedy rows
+// are the argmax. A leaving row keeps its sampling inputs (its ids are
+// dropped; the next occupant's join rewrites them only if they differ).
+// Speculative and --sync requests run at max_batch 1.
 #pragma once
 
 #include <cstdint>
@@ -64,8 +69,6 @@ class BatchEngine {
   Status prefill_one(std::vector<TokenEvent>& events);
   Status join_ready();
   Status decode_step(std::vector<TokenEvent>& events);
-  /// Takes id `id` for `s`; sets s.done on a stop id or max_tokens.
-  void emit(Seq& s, int64_t id, TokenEvent& ev);
   /// Removes `s` (done, aborted or failed): leaves its row, frees its pages, fills `ev`.
   void finish(Seq& s, TokenEvent& ev, Status failure);
   TokenEvent& event_for(std::vector<TokenEvent>& events, RequestId id);

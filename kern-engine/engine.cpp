@@ -3,6 +3,7 @@
 
 #include "kern-engine/batch_engine.h"
 #include "kern-engine/page_allocator.h"
+#include "kern-engine/sequence_output.h"
 
 #include <algorithm>
 #include <span>
@@ -11,15 +12,12 @@
 namespace kern::engine {
 
 /// The running (or aborted) request and the state its steps carry.
-struct Engine::Sequence {
+struct Engine::Sequence : SequenceOutput {
   enum class Phase { kAdmit, kPrefill, kFirst, kDecode, kRound };
   Request req;
   Phase phase = Phase::kAdmit;
   uint64_t chunk = 0;
   uint64_t prefilled = 0;  ///< prompt tokens (of n - 1) prefilled
-  SequenceResult out;
-  Clock::time_point t0, t_first, t_last;
-  bool done = false;  ///< a stop id or max_tokens ids
   // The decode loop (plain decode, or a speculative sequence's fallback).
   int64_t token = 0;     ///< sync: the input token of the next step; speculative: the anchor
   uint64_t pos = 0;      ///< its position (decode loop: of the loop's first step)
@@ -294,16 +292,7 @@ Status Engine::step_round(Sequence& s, TokenEvent& ev) {
 }
 
 void Engine::emit(Sequence& s, int64_t id, TokenEvent& ev) {
-  s.t_last = now_();
-  s.out.generated_ids.push_back(id);
-  ev.ids.push_back(id);
-  if (s.out.generated_ids.size() == 1) {
-    s.out.prefill_ms = ms_between(s.t0, s.t_last);
-    s.t_first = s.t_last;
-    if (!s.req.sync && !s.req.speculative) s.issued_at_first = s.issued;
-  }
-  s.out.stopped = is_stop_id(s.req.stop_ids, id);
-  s.done = s.out.stopped || s.out.generated_ids.size() >= s.req.max_tokens;
+  if (s.take_id(s.req, id, now_(), ev) && !s.req.sync && !s.req.speculative) s.issued_at_first = s.issued;
 }
 
 void Engine::finish(Status failure, TokenEvent& ev) {

@@ -27,7 +27,7 @@ ModelRunner::ModelRunner(load::Executable& exe, const Qwen3Contract& c, const Sp
   symbols_.assign(exe.plan().symbols()->size(), 0);
   if (c_.batch_symbol != Qwen3Contract::kNoSymbol) symbols_[c_.batch_symbol] = 1;  // the batch-1 programs
   timed_ = exe.device().supports_timing();
-  sampling_.assign(c.sampling_rows, kZeroSampling);
+  sampling_.assign(c.sampling_rows, std::optional<SamplingParams>(kZeroSampling));
   if (spec_ != nullptr) {
     rows_.resize(spec_->block);
     pred_.resize(spec_->block);
@@ -59,8 +59,10 @@ Status ModelRunner::write_sampling(std::span<const SamplingParams> rows) {
                       std::to_string(rows.size()) + " sampling rows; the plan has " + std::to_string(n));
   std::vector<SamplingParams> want(n, kZeroSampling);
   for (size_t i = 0; i < rows.size() && i < n; ++i) want[i] = rows[i].greedy() ? kZeroSampling : rows[i];
-  if (want == sampling_) return {};
-  sampling_.clear();  // unknown until every write succeeded
+  if (std::equal(want.begin(), want.end(), sampling_.begin(), sampling_.end(),
+                 [](const SamplingParams& w, const std::optional<SamplingParams>& held) { return held == w; }))
+    return {};
+  sampling_.assign(n, std::nullopt);  // unknown until every write succeeded
   std::vector<float> t(n), tp(n), mp(n);
   std::vector<int32_t> tk(n);
   std::vector<int64_t> seed(n);
@@ -76,7 +78,32 @@ Status ModelRunner::write_sampling(std::span<const SamplingParams> rows) {
   KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_top_p, as_bytes(tp.data(), n * 4)));
   KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_min_p, as_bytes(mp.data(), n * 4)));
   KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_seed, as_bytes(seed.data(), n * 8)));
-  sampling_ = std::move(want);
+  sampling_.assign(want.begin(), want.end());
+  return {};
+}
+
+Status ModelRunner::write_sampling_row(uint64_t row, const SamplingParams& p) {
+  const uint64_t n = c_.sampling_rows;
+  if (n == 0) {
+    if (p.greedy()) return {};
+    return make_error(ErrorKind::kUsage, "the plan's decode program does not sample (no sampling inputs)");
+  }
+  if (row >= n)
+    return make_error(ErrorKind::kUsage,
+                      "sampling row " + std::to_string(row) + " is outside the plan's " + std::to_string(n) + " rows");
+  const SamplingParams want = p.greedy() ? kZeroSampling : p;
+  if (sampling_[row] == want) return {};
+  sampling_[row].reset();  // unknown until every write succeeded
+  const float t = want.temperature, tp = want.top_p, mp = want.min_p;
+  const int32_t tk = static_cast<int32_t>(std::min<uint32_t>(want.top_k, INT32_MAX));
+  const int64_t seed = static_cast<int64_t>(want.seed);
+  const uint64_t r4 = row * 4, r8 = row * 8;
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_temperature, as_bytes(&t, 4), r4));
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_top_k, as_bytes(&tk, 4), r4));
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_top_p, as_bytes(&tp, 4), r4));
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_min_p, as_bytes(&mp, 4), r4));
+  KERN_RETURN_IF_ERROR(exe_.write_input(c_.sample_seed, as_bytes(&seed, 8), r8));
+  sampling_[row] = want;
   return {};
 }
 

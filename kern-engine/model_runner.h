@@ -111,6 +111,13 @@ class ModelRunner {
   /// the plan's sampling rows; a sampled row on a plan without sampling
   /// inputs.
   Status write_sampling(std::span<const SamplingParams> rows);
+  /// Writes row `row` of the sampling inputs (a batch row's request, for
+  /// decode_batch's sampling dispatch; greedy as zeros), the other rows
+  /// untouched: 5 writes of one element each, stream-ordered after every
+  /// step queued so far, and none when the row already holds `p`. Errors
+  /// (kUsage): `row` outside the plan's sampling rows; a sampled `p` on a
+  /// plan without sampling inputs.
+  Status write_sampling_row(uint64_t row, const SamplingParams& p);
 
   /// Runs `prefill` over `ids` at positions [start, start + ids.size()) in
   /// chunks of `chunk` tokens (>= 1; the caller clamps it to the tokens
@@ -217,8 +224,8 @@ class ModelRunner {
   std::deque<BatchPending> batch_queue_;
   std::vector<uint64_t> symbols_;               ///< indexed like Plan.symbols
   std::optional<int32_t> cu_seqlens_n_;         ///< cu_seqlens_q[1] last written (none: unknown)
-  /// What the sampling inputs hold, per row (all zero when allocated); empty: unknown (a write failed).
-  std::vector<SamplingParams> sampling_;
+  /// What the sampling inputs hold, per row (all zero when allocated); nullopt: unknown (a write failed).
+  std::vector<std::optional<SamplingParams>> sampling_;
   bool timed_ = false;                          ///< the device has timing marks
   uint64_t steps_ = 0;                          ///< decode steps issued (both modes)
   uint64_t last_timed_ = UINT64_MAX;            ///< index of the last step whose end mark is valid

@@ -25,7 +25,7 @@ inline constexpr uint64_t kDefaultCapacityCap = 4096;
 /// How a request picks each generated id from the logits (the OpenAI/vLLM
 /// fields). temperature 0 is greedy argmax (the decode program's argmax,
 /// bit for bit); otherwise the decode program's sample dispatch
-/// (docs/kernels.md §15) divides the logits by temperature, keeps the ids
+/// (docs/kernels.md §17) divides the logits by temperature, keeps the ids
 /// min_p (0: off) and top_k (0: off) keep, then top_p (1: off) of those
 /// (ids tied at a cut stay), and draws from Philox4x32-10 keyed by (seed,
 /// the token's position), so a seeded sequence samples the same ids alone

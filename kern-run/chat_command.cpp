@@ -17,6 +17,7 @@
 #include "kern-run/cli_errors.h"
 #include "kern-run/load_model.h"
 #include "kern-run/progress.h"
+#include "kern-run/sampling_options.h"
 #include "kern-run/prompt_input.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/tokenizer/tokenizer.h"
@@ -127,6 +128,11 @@ Status run_chat(const RunOptions& o, int& exit_code) {
   const uint64_t capacity = o.capacity.value_or(engine::default_capacity(c));
   KERN_RETURN_IF_ERROR(engine::check_capacity(c, capacity), "--capacity");
   KERN_RETURN_IF_ERROR(engine::check_token_ids(o.stop_ids, c.vocab, "stop"), "--stop-ids");
+  KERN_ASSIGN_OR_RETURN(auto sampling, sampling_from_options(o));
+  if (!sampling.greedy() && c.sampling_rows == 0)
+    return make_error(ErrorKind::kUsage, "--temperature needs a plan whose decode program samples; this one has no "
+                                         "sampling inputs (sample_temperature ...): regenerate its manifest with "
+                                         "examples/gen_qwen3_manifest.py");
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
   auto loaded = load_model(std::move(opened), o.load, capacity, &progress);
   if (!loaded.ok()) return with_weights_next_step(loaded.error(), o.plan_path, o.load.weights_path);
@@ -139,6 +145,7 @@ Status run_chat(const RunOptions& o, int& exit_code) {
   settings.steps = o.steps;
   settings.chunk = o.chunk;
   settings.sync = o.sync;
+  settings.sampling = sampling;
   settings.stop_ids = stop_ids_for(o, &tokenizer);
   // A tokenizer's end token beyond a smaller embedding can never be generated.
   std::erase_if(settings.stop_ids, [&c](int64_t id) { return id < 0 || static_cast<uint64_t>(id) >= c.vocab; });

@@ -56,6 +56,7 @@ Result<ChatReplOutcome> run_chat_repl(engine::Engine& engine, const tok::Tokeniz
     r.stop_ids = settings.stop_ids;
     r.chunk = settings.chunk;
     r.sync = settings.sync;
+    r.sampling = settings.sampling;
     KERN_RETURN_IF_ERROR(engine.add_request(r));
     StreamPrinter printer(&tokenizer, settings.stop_ids, io.out, nullptr,
                           [&note](const std::string& w) { note("warning: " + w); });

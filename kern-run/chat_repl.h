@@ -49,6 +49,10 @@ struct ChatReplSettings {
   uint64_t steps = 128;               ///< most ids per reply
   uint64_t chunk = 512;               ///< prefill chunk
   bool sync = false;                  ///< the synchronous decode loop
+  /// How reply ids are picked (greedy by default). One seed for the whole
+  /// conversation: a draw is counted by its position, and positions never
+  /// repeat within a conversation, so no two replies reuse a random number.
+  engine::SamplingParams sampling;
   std::vector<int64_t> stop_ids;      ///< ids that end a reply (Qwen3's end tokens; empty with --ignore-eos)
   std::vector<int64_t> end_ids;       ///< Qwen3's end tokens (close a reply in the history)
   uint64_t max_capacity = 0;          ///< the plan's largest capacity (the message's hint; 0: none)

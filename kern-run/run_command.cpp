@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
-#include <random>
 
 #include "common/file_util.h"
 #include "kern-engine/engine.h"
@@ -19,6 +18,7 @@
 #include "kern-run/progress.h"
 #include "kern-run/prompt_input.h"
 #include "kern-run/report.h"
+#include "kern-run/sampling_options.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/tokenizer/tokenizer.h"
 #include "kern-run/weights_hint.h"
@@ -74,20 +74,13 @@ Status run(const RunOptions& o) {
   // A tokenizer's end token beyond a smaller embedding can never be generated.
   std::erase_if(req.stop_ids, [&c](int64_t id) { return id < 0 || static_cast<uint64_t>(id) >= c.vocab; });
   req.speculative = o.spec;
-  req.sampling = {o.temperature, o.top_k, o.top_p, o.min_p, o.seed.value_or(0)};
-  KERN_RETURN_IF_ERROR(engine::check_sampling(req.sampling), "--temperature/--top-p/--min-p");
-  if (o.spec && !req.sampling.greedy())
+  // Checked before a seed is drawn (and reported) for a run that cannot sample.
+  KERN_RETURN_IF_ERROR(engine::check_sampling({o.temperature, o.top_k, o.top_p, o.min_p, 0}),
+                       "--temperature/--top-p/--min-p");
+  if (o.spec && o.temperature > 0.0f)
     return make_error(ErrorKind::kUsage, "--spec decodes greedily (speculative decoding with sampling is not "
                                          "supported): drop --temperature, or drop --spec to sample");
-  if (!req.sampling.greedy() && !o.seed) {
-    // No --seed: a fresh one from the OS, reported so that the run can be repeated.
-    std::random_device rd;
-    req.sampling.seed = (static_cast<uint64_t>(rd()) << 32) | rd();
-    // Always shown (like llama.cpp's sampler seed line), not only with -v: a run without --seed is repeatable only
-    // through it.
-    std::fprintf(stderr, "kern-run: sampling with seed %llu (pass --seed %llu to repeat)\n",
-                 static_cast<unsigned long long>(req.sampling.seed), static_cast<unsigned long long>(req.sampling.seed));
-  }
+  KERN_ASSIGN_OR_RETURN(req.sampling, sampling_from_options(o));
   // Dumped buffers must be those of the last generated id's step, not of a
   // discarded surplus step after a stop id: with stop ids, --dump-buffer
   // runs the synchronous loop (without, no step is issued past --steps).

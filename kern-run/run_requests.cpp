@@ -17,6 +17,7 @@
 #include "kern-run/progress.h"
 #include "kern-run/prompt_input.h"
 #include "kern-run/requests_file.h"
+#include "kern-run/sampling_options.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/tokenizer/tokenizer.h"
 #include "kern-run/weights_hint.h"
@@ -73,6 +74,10 @@ std::string render_result(const Job& j, size_t index, engine::Clock::time_point 
     w.Key("error");
     w.String(j.error.c_str());
   }
+  if (!j.req.sampling.greedy()) {  // the seed it sampled with: the line's, or the one drawn for it
+    w.Key("seed");
+    w.Uint64(j.req.sampling.seed);
+  }
   // Timings from the start of the run (every request is submitted then):
   // time to the first id, and the decode rate over the remaining ids.
   w.Key("timings");
@@ -108,6 +113,8 @@ Result<std::vector<Job>> build_jobs(const RunOptions& o, const std::vector<Reque
     r.chunk = o.chunk;
     r.max_tokens = l.max_tokens.value_or(o.steps);
     r.sampling = l.sampling;
+    // A sampled line without a seed gets a fresh one, reported in its result ("seed").
+    if (!r.sampling.greedy() && !l.has_seed) r.sampling.seed = random_seed();
     if (l.prompt) {
       if (tok == nullptr) {
         bad("'prompt' needs --tokenizer tokenizer.json (or give 'prompt_ids')");

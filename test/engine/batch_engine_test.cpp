@@ -2,9 +2,11 @@
 // tiny model and the cpu device: batch invariance (every request gets
 // exactly the ids it gets alone through the batch-1 `decode`, in batches of
 // 1 to 8 with others joining and leaving mid-flight, stop ids, max_tokens
-// and aborts), admission (a request that can never fit is refused, one that
-// does not fit now waits for pages), no host write in the steady state, and
-// the pure scheduler and page allocator.
+// and aborts; seeded sampled requests beside greedy ones likewise),
+// admission (a request that can never fit is refused, one that does not fit
+// now waits for pages), no host write in the steady state (a join writes
+// its row's sampling inputs only when they change), and the pure scheduler
+// and page allocator.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -278,22 +280,119 @@ TEST_CASE("the batched loop writes to the device only when the batch composition
   CHECK(tm.exe->traffic().host_writes == writes + 5 + 3 * 3);
 }
 
-TEST_CASE("the batched mode refuses sampling (decode_batch is greedy); max_batch 1 samples", "[engine][batch][sampling]") {
+TEST_CASE("a seeded request gets exactly its solo ids in batches of 2 to 8, beside greedy and other seeded ones",
+          "[engine][batch][sampling][invariance]") {
+  TinyModel tm = load_tiny_model(1024);
+  engine::Model& m = *tm.model;
+  REQUIRE(m.batch() != nullptr);
+  REQUIRE(m.batch()->samples);
+  auto sampled = [](engine::Request r, engine::SamplingParams p) {
+    r.sampling = p;
+    return r;
+  };
+  // Greedy and seeded rows with different temperatures and truncations; two
+  // share a seed (their prompts differ); prompts of 1 to 33 tokens.
+  std::vector<engine::Request> reqs = {
+      make_request(1, 3, 14),
+      sampled(make_request(2, 7, 20), {.temperature = 2.0f, .seed = 11}),
+      sampled(make_request(3, 1, 16), {.temperature = 3.0f, .top_k = 20, .seed = 12}),
+      sampled(make_request(4, 18, 12, {}, 5), {.temperature = 1.5f, .top_p = 0.8f, .seed = 13}),
+      make_request(5, 25, 18, {}, 8),
+      sampled(make_request(6, 9, 22), {.temperature = 2.5f, .min_p = 0.05f, .seed = 14}),
+      sampled(make_request(7, 33, 10, {}, 16),
+              {.temperature = 2.0f, .top_k = 40, .top_p = 0.9f, .min_p = 0.02f, .seed = 15}),
+      sampled(make_request(8, 2, 15), {.temperature = 3.0f, .seed = 11}),
+      sampled(make_request(9, 12, 25), {.temperature = 2.0f, .seed = 16}),
+  };
+  std::map<engine::RequestId, std::vector<int64_t>> solo;
+  for (const auto& r : reqs) solo[r.id] = solo_ids(m, r);
+  // The draws are real: each seeded request's solo ids differ from its greedy ids.
+  for (const auto& r : reqs) {
+    if (r.sampling.greedy()) continue;
+    engine::Request greedy = r;
+    greedy.sampling = {};
+    INFO("request " << r.id);
+    CHECK(solo_ids(m, greedy) != solo[r.id]);
+  }
+  // Request 9 stops on its 7th sampled id (taken from its solo run).
+  reqs[8].stop_ids = {solo[9][6]};
+  solo[9] = solo_ids(m, reqs[8]);
+  REQUIRE(solo[9].size() < reqs[8].max_tokens);
+  for (const uint64_t max_batch : {uint64_t{2}, uint64_t{3}, uint64_t{4}, uint64_t{8}}) {
+    INFO("max_batch " << max_batch);
+    engine::Engine e(m);
+    REQUIRE(e.set_max_batch(max_batch).ok());
+    for (size_t i = 0; i < 4; ++i) REQUIRE(e.add_request(reqs[i]).ok());
+    auto out = run_all(e, [&](int k) {
+      if (k == 2) REQUIRE(e.add_request(reqs[4]).ok());
+      if (k == 5) REQUIRE(e.add_request(reqs[5]).ok());
+      if (k == 9) {
+        REQUIRE(e.add_request(reqs[6]).ok());
+        REQUIRE(e.add_request(reqs[7]).ok());
+      }
+      if (k == 14) REQUIRE(e.add_request(reqs[8]).ok());
+    });
+    for (const auto& r : reqs) {
+      INFO("request " << r.id);
+      CHECK(out[r.id].error.empty());
+      CHECK(out[r.id].ids == solo[r.id]);
+    }
+    CHECK(out[9].reason == engine::FinishReason::kStop);
+    CHECK(e.batch_engine()->free_pages() == e.batch_engine()->pool_pages());
+  }
+}
+
+TEST_CASE("a joining row writes its sampling inputs only when they differ from what the row holds",
+          "[engine][batch][sampling][traffic]") {
+  TinyModel tm = load_tiny_model(1024);
+  engine::Model& m = *tm.model;
+  engine::Engine e(m);
+  REQUIRE(e.set_max_batch(4).ok());
+  engine::Request hot = make_request(1, 1, 30);
+  hot.sampling = {.temperature = 2.0f, .top_k = 10, .seed = 7};
+  REQUIRE(e.add_request(hot).ok());
+  REQUIRE(e.add_request(make_request(2, 1, 30)).ok());
+  // The reset (5), two joins (5 each) and the sampled row's inputs (5); the greedy row already holds zeros.
+  REQUIRE(e.step().ok());
+  CHECK(e.batch_engine()->live_rows() == 2);
+  const uint64_t writes = tm.exe->traffic().host_writes;
+  CHECK(writes == 5 + 2 * 5 + 5);
+  for (int k = 0; k < 15; ++k) REQUIRE(e.step().ok());
+  CHECK(tm.exe->traffic().host_writes == writes);  // steady state with a sampled row: none
+  run_all(e);
+  CHECK(tm.exe->traffic().host_writes == writes + 2 * 3);  // the leaves reset nothing of the sampling inputs
+  // Row 0 still holds the sampled parameters: the same parameters there again write nothing more than the
+  // join, and a greedy request there writes zeros back (5) and gets its greedy solo ids.
+  uint64_t before = tm.exe->traffic().host_writes;
+  hot.id = 3;
+  REQUIRE(e.add_request(hot).ok());
+  REQUIRE(e.step().ok());
+  CHECK(tm.exe->traffic().host_writes == before + 5);
+  run_all(e);
+  before = tm.exe->traffic().host_writes;
+  const engine::Request greedy = make_request(4, 1, 6);
+  REQUIRE(e.add_request(greedy).ok());
+  auto joined = e.step();
+  REQUIRE(joined.ok());
+  CHECK(tm.exe->traffic().host_writes == before + 5 + 5);
+  std::vector<int64_t> ids;
+  for (const engine::TokenEvent& ev : joined.value()) ids.insert(ids.end(), ev.ids.begin(), ev.ids.end());
+  const auto rest = run_all(e);
+  ids.insert(ids.end(), rest.at(4).ids.begin(), rest.at(4).ids.end());
+  CHECK(ids == solo_ids(m, greedy));
+}
+
+TEST_CASE("max_batch 1 and the batched mode sample the same seeded ids", "[engine][batch][sampling]") {
   TinyModel tm = load_tiny_model(60);
+  engine::Request r = make_request(1, 5, 12);
+  r.sampling = {.temperature = 0.8f, .top_p = 0.95f, .seed = 42};
+  const auto solo = solo_ids(*tm.model, r);
   engine::Engine e(*tm.model);
   REQUIRE(e.set_max_batch(4).ok());
-  engine::Request r = make_request(1, 5, 4);
-  r.sampling.temperature = 0.8f;
-  r.sampling.seed = 42;
-  Status s = e.add_request(r);
-  REQUIRE_FALSE(s.ok());
-  CHECK(s.error().kind == ErrorKind::kUsage);
-  CHECK(s.error().message.find("decode_batch) is greedy") != std::string::npos);
-  r.sampling.temperature = 0.0f;  // greedy is admitted
-  CHECK(e.add_request(r).ok());
-  for (int k = 0; k < 100 && !e.idle(); ++k) REQUIRE(e.step().ok());
+  REQUIRE(e.add_request(r).ok());
+  CHECK(run_all(e)[1].ids == solo);
   REQUIRE(e.set_max_batch(1).ok());
   r.id = 2;
-  r.sampling.temperature = 0.8f;
-  CHECK(e.add_request(r).ok());
+  REQUIRE(e.add_request(r).ok());
+  CHECK(run_all(e)[2].ids == solo);  // after the batched mode, row 0 of the sampling inputs is right again
 }

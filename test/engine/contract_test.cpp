@@ -125,6 +125,35 @@ PlanDesc batch_plan() {
   return d;
 }
 
+/// batch_plan() plus the five sampling inputs of `rows` rows; `reads`: a
+/// launch of decode_batch passes sample_temperature (its sampling dispatch).
+PlanDesc sampling_batch_plan(uint64_t rows, bool reads) {
+  using plan::BufferClass;
+  using plan::DType;
+  PlanDesc d = batch_plan();
+  const auto temperature = static_cast<uint32_t>(d.buffers.size());
+  const ExprDesc n = ExprDesc::c(rows);
+  d.buffers.push_back({"sample_temperature", DType::f32, BufferClass::input, {n}, rows * 4});
+  d.buffers.push_back({"sample_top_k", DType::i32, BufferClass::input, {n}, rows * 4});
+  d.buffers.push_back({"sample_top_p", DType::f32, BufferClass::input, {n}, rows * 4});
+  d.buffers.push_back({"sample_min_p", DType::f32, BufferClass::input, {n}, rows * 4});
+  d.buffers.push_back({"sample_seed", DType::i64, BufferClass::input, {n}, rows * 8});
+  if (reads) {  // one kernel of one step taking one f32 buffer
+    const plan::Param param = buf(plan::Access::in_, DType::f32);
+    d.kernels.push_back({"sample", {param}, {0}});
+    StepDesc step;
+    step.symbol = "kern_sample_bf16";
+    step.params = {param};
+    d.steps.push_back(step);
+    ArgDesc arg;
+    arg.kind = plan::ArgKind::buffer;
+    arg.index = temperature;
+    d.programs.back().dispatch_count = 1;
+    d.programs.back().launches.push_back({0, 0, {arg}});
+  }
+  return d;
+}
+
 Result<std::optional<engine::BatchContract>> resolve_batch(const PlanDesc& d) {
   auto plan = load::PlanFile::from_bytes(serialize(d), "q.kplan");
   if (!plan.ok()) FAIL(plan.error().message);
@@ -148,6 +177,26 @@ TEST_CASE("the batch contract resolves decode_batch, max_batch and the batch buf
   CHECK((*b)->max_batch == 8);
   CHECK((*b)->pages_per_seq == 4);
   CHECK((*b)->block_tables == 13);
+  CHECK_FALSE((*b)->samples);  // no sampling inputs
+}
+
+TEST_CASE("the batch contract samples when decode_batch reads the sampling inputs of max_batch rows",
+          "[run][contract][batch][sampling]") {
+  auto reads = resolve_batch(sampling_batch_plan(8, true));
+  REQUIRE(reads.ok());
+  REQUIRE(reads->has_value());
+  CHECK((*reads)->samples);
+  // Sampling inputs that decode_batch does not read (a plan from before its sampling dispatch): greedy only.
+  auto greedy = resolve_batch(sampling_batch_plan(8, false));
+  REQUIRE(greedy.ok());
+  REQUIRE(greedy->has_value());
+  CHECK_FALSE((*greedy)->samples);
+  auto few = resolve_batch(sampling_batch_plan(4, true));
+  REQUIRE_FALSE(few.ok());
+  CHECK(few.error().kind == ErrorKind::kManifest);
+  CHECK(few.error().message == "q.kplan: decode_batch samples up to 8 rows (the 'batch' symbol's max), but the "
+                               "sampling inputs have 4 rows (sample_temperature) (the batched decode contract, "
+                               "docs/batching.md)");
 }
 
 TEST_CASE("a plan breaking the batch contract is rejected naming what is wrong", "[run][contract][batch]") {

@@ -1,5 +1,5 @@
 // Sampling through the engine on the tiny model (cpu device): the decode
-// program's sample dispatch (docs/kernels.md §15) fed by the model runner's
+// program's sample dispatch (docs/kernels.md §17) fed by the model runner's
 // per-row sampling inputs. Ids are compared exactly (the cpu device is
 // deterministic). The distribution itself is tested on the kernel
 // (test/kernels/sample_test.cpp); here: that the engine writes the inputs

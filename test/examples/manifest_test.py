@@ -400,10 +400,18 @@ class GeneratedManifests(unittest.TestCase):
                 for prog in ("prefill", "decode"):
                     self.assertEqual(docs[n]["programs"][prog], docs["0"]["programs"][prog])
                 d = docs[n]["programs"]["decode_batch"]["dispatches"]
-                self.assertEqual([x["kernel"] for x in d[:1] + d[-2:]],
-                                 ["embedding_batch", "lm_head_argmax_batch", "decode_advance_batch"])
-                # decode_batch is greedy: decode's dispatches less the sample dispatch
-                self.assertEqual(len(d) + 1, len(docs[n]["programs"]["decode"]["dispatches"]))
+                self.assertEqual([x["kernel"] for x in d[:1] + d[-3:]],
+                                 ["embedding_batch", "lm_head_argmax_batch", "sample_batch", "decode_advance_batch"])
+                # decode's dispatches, one for one: the sampling over the `batch` rows, counted by their own
+                # positions, with decode's inputs and histogram (8 rows: every batch row has its own)
+                self.assertEqual(len(d), len(docs[n]["programs"]["decode"]["dispatches"]))
+                sample = d[-2]["args"]
+                self.assertEqual(sample[:7], docs[n]["programs"]["decode"]["dispatches"][-2]["args"][:7])
+                self.assertEqual(sample[7:10], [{"buf": "batch_positions"}, {"state": "sample_histogram", "offset": 0},
+                                                {"sym": "batch"}])
+                self.assertEqual(sample[-1], {"i32": 8})
+                step = docs[n]["kernels"]["sample_batch"]["impl"]["steps"][0]
+                self.assertEqual((step["symbol"], step["grid"]), ("kern_sample_bf16", [{"sym": "batch"}, 1, 1]))
                 attn = [x for x in d if x["kernel"] == "attention_decode_batch"]
                 self.assertEqual(len(attn), 2)  # one per layer
                 self.assertEqual(attn[0]["args"][2], {"buf": "batch_block_tables"})

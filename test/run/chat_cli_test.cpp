@@ -3,7 +3,8 @@
 // line (a trailing '\' continues), replies streamed to stdout; end of input
 // and /exit end it with exit 0, Ctrl-C at the prompt with exit 130; the
 // options it cannot take are refused. The first reply equals a plain
-// `--chat --prompt` run's text (same templated prompt, same greedy ids).
+// `--chat --prompt` run's text (same templated prompt, same greedy ids, or
+// the same seeded draws with the sampling options).
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -47,6 +48,41 @@ TEST_CASE("kern-run --chat -i answers each line of stdin and ends at /exit or th
   CHECK(two.out.rfind(single.out, 0) == 0);
   CHECK(std::count(two.out.begin(), two.out.end(), '\n') >= 2);
   CHECK(two.out != single.out + single.out);
+}
+
+TEST_CASE("kern-run --chat -i samples with --temperature/--top-k/--top-p/--min-p/--seed, reproducibly by seed",
+          "[run][chat][sampling]") {
+  const std::string sampling = "--temperature 2 --top-k 50 --top-p 0.95 --min-p 0.01 --seed 7";
+  CliResult greedy = kern_run(chat_args("--steps 8 --ignore-eos --prompt Hello"));
+  REQUIRE(greedy.rc == 0);
+  CliResult single = kern_run(chat_args("--steps 8 --ignore-eos --prompt Hello " + sampling));
+  REQUIRE(single.rc == 0);
+  CliResult chat = kern_run(chat_args("--steps 8 --ignore-eos -i " + sampling), "Hello\n");
+  INFO(chat.err);
+  CHECK(chat.rc == 0);
+  CHECK(chat.out == single.out);   // the first turn samples as the plain --chat prompt does
+  CHECK(chat.out != greedy.out);   // sampled, not greedy
+  CHECK(chat.err.empty());         // seeded: no seed line
+  CliResult again = kern_run(chat_args("--steps 8 --ignore-eos -i " + sampling), "Hello\n");
+  CHECK(again.out == chat.out);
+  CliResult other = kern_run(chat_args("--steps 8 --ignore-eos -i --temperature 2 --top-k 50 --top-p 0.95 "
+                                       "--min-p 0.01 --seed 8"), "Hello\n");
+  CHECK(other.out != chat.out);
+  // Without --seed: one is drawn and printed once, and passing it back repeats the conversation.
+  CliResult drawn = kern_run(chat_args("--steps 8 --ignore-eos -i --temperature 2"), "Hello\nAnd then?\n");
+  REQUIRE(drawn.rc == 0);
+  const std::string key = "kern-run: sampling with seed ";
+  const size_t at = drawn.err.find(key);
+  REQUIRE(at != std::string::npos);
+  CHECK(drawn.err.find(key, at + 1) == std::string::npos);
+  const std::string seed = drawn.err.substr(at + key.size(), drawn.err.find(' ', at + key.size()) - at - key.size());
+  CliResult repeat = kern_run(chat_args("--steps 8 --ignore-eos -i --temperature 2 --seed " + seed),
+                              "Hello\nAnd then?\n");
+  CHECK(repeat.out == drawn.out);
+  // Out of range: refused before the model loads.
+  CliResult bad = kern_run(chat_args("-i --temperature 1 --top-p 0"), "Hello\n");
+  CHECK(bad.rc == 2);
+  CHECK_THAT(bad.err, Contains("top_p 0 must be in (0, 1]"));
 }
 
 TEST_CASE("kern-run --chat -i joins a line ending in a backslash with the next", "[run][chat]") {

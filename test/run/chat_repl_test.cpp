@@ -83,16 +83,39 @@ std::string reply_text(const std::vector<int64_t>& ids, const std::vector<int64_
 
 /// The ids a fresh generation over `history` (from position 0) gives.
 std::vector<int64_t> fresh(engine::Model& model, const std::vector<int64_t>& history, uint64_t steps,
-                           const std::vector<int64_t>& stops) {
+                           const std::vector<int64_t>& stops, const engine::SamplingParams& sampling = {}) {
   engine::Engine e(model);
   engine::Request r;
   r.prompt_ids = history;
   r.max_tokens = steps;
   r.stop_ids = stops;
   r.chunk = 8;
+  r.sampling = sampling;
   auto g = engine::generate(e, r);
   REQUIRE(g.ok());
   return g->generated_ids;
+}
+
+/// The replies of a two-turn conversation `m1`, `m2` under `s`, from fresh
+/// generations over the history so far (from position 0), and that history.
+struct TwoTurns {
+  std::vector<int64_t> r1, r2, history;
+};
+TwoTurns expected_two_turns(engine::Model& model, const run::ChatReplSettings& s, const std::string& m1,
+                            const std::string& m2) {
+  TwoTurns t;
+  run::ChatSession expect(qwen3(), s.system, false, s.end_ids);
+  auto t1 = expect.next_turn(m1);
+  REQUIRE(t1.ok());
+  t.r1 = fresh(model, t1->ids, s.steps, s.stop_ids, s.sampling);
+  expect.add_reply(*t1, t.r1);
+  auto t2 = expect.next_turn(m2);
+  REQUIRE(t2.ok());
+  t.history = t1->ids;
+  t.history.insert(t.history.end(), t.r1.begin(), t.r1.end() - 1);
+  t.history.insert(t.history.end(), t2->ids.begin(), t2->ids.end());
+  t.r2 = fresh(model, t.history, s.steps, s.stop_ids, s.sampling);
+  return t;
 }
 
 }  // namespace
@@ -100,18 +123,7 @@ std::vector<int64_t> fresh(engine::Model& model, const std::vector<int64_t>& his
 TEST_CASE("a two-turn conversation gives each reply of one generation over its whole history", "[run][chat]") {
   test::TinyModel m = textvocab();
   const run::ChatReplSettings s = settings(6);
-  // The expected replies, from fresh generations over the history so far.
-  run::ChatSession expect(qwen3(), s.system, false, s.end_ids);
-  auto t1 = expect.next_turn("Hello there");
-  REQUIRE(t1.ok());
-  const auto r1 = fresh(*m.model, t1->ids, 6, s.stop_ids);
-  expect.add_reply(*t1, r1);
-  auto t2 = expect.next_turn("And then?");
-  REQUIRE(t2.ok());
-  std::vector<int64_t> history = t1->ids;
-  history.insert(history.end(), r1.begin(), r1.end() - 1);
-  history.insert(history.end(), t2->ids.begin(), t2->ids.end());
-  const auto r2 = fresh(*m.model, history, 6, s.stop_ids);
+  const auto [r1, r2, history] = expected_two_turns(*m.model, s, "Hello there", "And then?");
 
   engine::Engine e(*m.model);
   Script script({"Hello there", "", "   ", "And then?", "/exit", "never read"});
@@ -124,6 +136,28 @@ TEST_CASE("a two-turn conversation gives each reply of one generation over its w
   CHECK(outcome->cached_tokens == history.size() + r2.size() - 1);
   CHECK(script.notes.empty());
   CHECK(e.idle());
+}
+
+TEST_CASE("a sampled conversation: each reply is the seeded generation over its whole history, not the greedy one",
+          "[run][chat][sampling]") {
+  test::TinyModel m = textvocab();
+  run::ChatReplSettings s = settings(8);
+  s.stop_ids.clear();  // every reply takes its 8 ids
+  s.sampling = {.temperature = 2.0f, .top_p = 0.95f, .seed = 31};
+  // The second turn continues at its position in the conversation: the same draws as one generation there.
+  const auto [r1, r2, history] = expected_two_turns(*m.model, s, "Hello there", "And then?");
+  auto greedy = s;
+  greedy.sampling = {};
+  CHECK(expected_two_turns(*m.model, greedy, "Hello there", "And then?").r1 != r1);  // it samples
+  for (int run = 0; run < 2; ++run) {  // and again: the same replies
+    INFO("run " << run);
+    engine::Engine e(*m.model);
+    Script script({"Hello there", "And then?"});
+    auto outcome = run::run_chat_repl(e, qwen3(), s, script.io);
+    REQUIRE(outcome.ok());
+    CHECK(outcome->replies == 2);
+    CHECK(contents(script.out) == reply_text(r1, {}) + reply_text(r2, {}));
+  }
 }
 
 TEST_CASE("a conversation never crosses the capacity: a reply is cut there, a message too long is refused",

@@ -1,7 +1,8 @@
 // kern-run --requests (kern-run/run_requests.h, docs/batching.md) on the
 // tiny model (cpu device): one JSON result per line in request order, each
-// request's ids exactly its solo ids (kern-run --prompt-ids alone) at
-// --max-batch 8 and 1; stop ids and max_tokens per line; every bad line
+// request's ids exactly its solo ids (kern-run --prompt-ids alone, greedy
+// or seeded sampling) at --max-batch 8, 2 and 1, a sampled line without a
+// seed reporting the one it drew; stop ids and max_tokens per line; every bad line
 // reported as FILE:LINE:COLUMN with nothing on stdout; the parser's checks
 // (requests_file.h) one field at a time.
 #include <catch2/catch.hpp>
@@ -23,10 +24,12 @@ std::string tiny_args(const std::string& extra) {
   return env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") + " --device cpu " + extra;
 }
 
-/// The generated ids of one solo kern-run --json.
-std::vector<int64_t> solo(const std::string& ids, uint64_t steps, const std::string& stops = "") {
+/// The generated ids of one solo kern-run --json (`sampling`: its sampling flags).
+std::vector<int64_t> solo(const std::string& ids, uint64_t steps, const std::string& stops = "",
+                          const std::string& sampling = "") {
   CliResult r = kern_run(tiny_args("--prompt-ids " + ids + " --steps " + std::to_string(steps) + " --json" +
-                                   (stops.empty() ? "" : " --stop-ids " + stops)));
+                                   (stops.empty() ? "" : " --stop-ids " + stops) +
+                                   (sampling.empty() ? "" : " " + sampling)));
   INFO(r.err);
   REQUIRE(r.rc == 0);
   rapidjson::Document doc;
@@ -54,15 +57,24 @@ std::string first_error(const std::string& path, const std::string& text) {
 
 TEST_CASE("kern-run --requests prints one result per line in request order with each request's solo ids",
           "[run][cli][batch]") {
+  // Greedy and sampled lines; `flags` are the solo run's sampling flags, `fields` the line's.
   struct Want {
     std::string ids;
     uint64_t steps;
-    std::string stops;
+    std::string flags, fields;
   };
-  const std::vector<Want> wants = {{"3,17,99,200,5", 9, ""}, {"1", 14, ""}, {"7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7", 6, ""},
-                                   {"42,43", 11, ""},       {"100,5,9", 20, ""}};
+  const std::vector<Want> wants = {
+      {"3,17,99,200,5", 9, "", ""},
+      {"1", 14, "--temperature 2 --seed 5", "\"temperature\": 2, \"seed\": 5"},
+      {"7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7,7", 6, "", ""},
+      {"42,43", 11, "--temperature 1.5 --top-k 30 --top-p 0.9 --seed 77",
+       "\"temperature\": 1.5, \"top_k\": 30, \"top_p\": 0.9, \"seed\": 77"},
+      {"100,5,9", 20, "", ""},
+      {"9,8,7,6", 16, "--temperature 3 --min-p 0.05 --seed 123", "\"temperature\": 3, \"min_p\": 0.05, \"seed\": 123"},
+  };
   std::vector<std::vector<int64_t>> solos;
-  for (const Want& w : wants) solos.push_back(solo(w.ids, w.steps));
+  for (const Want& w : wants) solos.push_back(solo(w.ids, w.steps, "", w.flags));
+  for (size_t i : {1, 3, 5}) CHECK(solos[i] != solo(wants[i].ids, wants[i].steps));  // they do sample
   // Request 4 stops on the 3rd id of its solo run.
   const int64_t stop = solos[4][2];
   solos[4] = solo(wants[4].ids, wants[4].steps, std::to_string(stop));
@@ -74,9 +86,11 @@ TEST_CASE("kern-run --requests prints one result per line in request order with 
     for (size_t i = 0; i < wants.size(); ++i) {
       f << "{\"prompt_ids\": [" << wants[i].ids << "], \"max_tokens\": " << wants[i].steps;
       if (i == 4) f << ", \"stop_ids\": [" << stop << "]";
+      if (!wants[i].fields.empty()) f << ", " << wants[i].fields;
       f << "}\n";
       if (i == 1) f << "\n";  // a blank line is skipped
     }
+    f << "{\"prompt_ids\": [5, 6], \"max_tokens\": 10, \"temperature\": 2}\n";  // no seed: one is drawn
   }
   for (const char* batch : {"8", "2", "1"}) {
     INFO("--max-batch " << batch);
@@ -84,8 +98,9 @@ TEST_CASE("kern-run --requests prints one result per line in request order with 
     INFO(r.err);
     REQUIRE(r.rc == 0);
     const auto lines = lines_of(r.out);
-    REQUIRE(lines.size() == wants.size());
+    REQUIRE(lines.size() == wants.size() + 1);
     for (size_t i = 0; i < lines.size(); ++i) {
+      INFO("result " << i);
       rapidjson::Document doc;
       doc.Parse(lines[i].c_str());
       REQUIRE_FALSE(doc.HasParseError());
@@ -93,9 +108,16 @@ TEST_CASE("kern-run --requests prints one result per line in request order with 
       CHECK(doc["line"].GetUint() == (i <= 1 ? i + 1 : i + 2));
       std::vector<int64_t> ids;
       for (const auto& v : doc["ids"].GetArray()) ids.push_back(v.GetInt64());
+      CHECK(doc["timings"].HasMember("decode_tok_s"));
+      if (i == wants.size()) {
+        // The drawn seed is reported, and it is the one the request sampled with.
+        REQUIRE(doc.HasMember("seed"));
+        CHECK(ids == solo("5,6", 10, "", "--temperature 2 --seed " + std::to_string(doc["seed"].GetUint64())));
+        continue;
+      }
       CHECK(ids == solos[i]);
       CHECK(std::string(doc["finish_reason"].GetString()) == (i == 4 ? "stop" : "length"));
-      CHECK(doc["timings"].HasMember("decode_tok_s"));
+      CHECK(doc.HasMember("seed") == !wants[i].flags.empty());  // sampled lines only
     }
   }
 }

@@ -279,22 +279,9 @@ await test("16 concurrent streams with --max-batch 8 each equal the same request
   await concurrentEqualsSolo((m, i) => ({ model: "tiny", messages: m, max_tokens: 6 + (i % 5), temperature: 0, ignore_eos: true, seed: i }));
 }, 300000);
 
-await test("seeded sampling (temperature > 0) at --max-batch 8: 16 concurrent streams each equal the same request alone, or a 400 naming why", async () => {
-  const params = (m, i) => ({ model: "tiny", messages: m, max_tokens: 6 + (i % 5), temperature: 0.8, top_p: 0.95, seed: 100 + i, ignore_eos: true });
-  const probe = await postJson(a.url + "/v1/chat/completions", params(msgs, 0));
-  if (probe.status === 400) {
-    // The batched decode program does not sample yet (docs/batching.md): the
-    // engine refuses the request and the client is told why.
-    const e = checkError(probe, 400, "seeded sampling at --max-batch 8");
-    assertEq(e.type, "invalid_request_error", "type");
-    assert(/sampling \(temperature 0\.8\d*\) runs one sequence at a time.*decode_batch\) is greedy/.test(e.message), e.message);
-    const s = await postJson(a.url + "/v1/chat/completions", { ...params(msgs, 0), stream: true });
-    assertEq(checkError(s, 400, "streamed").message, e.message, "the streamed request's message");
-    console.log("note: the batched engine does not sample yet: checked its 400 instead of seeded concurrency = solo");
-    return;
-  }
-  assertEq(probe.status, 200, "seeded sampling status");
-  await concurrentEqualsSolo(params);
+await test("16 concurrent seeded streams (temperature > 0) with --max-batch 8 each equal the same request sent alone, batched", async () => {
+  await concurrentEqualsSolo((m, i) => ({ model: "tiny", messages: m, max_tokens: 6 + (i % 5), temperature: 0.8, top_p: 0.95,
+                                          seed: 100 + i, ignore_eos: true }));
 }, 300000);
 
 await test("/metrics is Prometheus text with requests, tokens, latencies and KV pages", async () => {

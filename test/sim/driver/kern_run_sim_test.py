@@ -5,7 +5,7 @@ kern-run --device cuda on the simulated GPU (test/sim/with-sim-gpu) against
 the cpu device, on the tiny example models: fused (pinned) and unfused
 kernels, the same fused plan unpinned, DSpark --spec, each with graphs and
 --eager, async and --sync; and kern-run --requests, whose ids must not
-depend on --max-batch (batch invariance). The generated ids must equal the cpu device's; a
+depend on --max-batch (batch invariance, greedy and seeded sampling). The generated ids must equal the cpu device's; a
 divergence is accepted only at a near-tie shown from both sides' logits
 (the two candidate ids within 2 bf16 ulps of the largest logit on each
 side). Every run is also clean for the simulation (no violation reported,
@@ -128,12 +128,16 @@ def batch_invariance(ctx, plan, weights):
     """kern-run --requests on the simulated GPU (docs/batching.md): each
     request's ids with up to 4 sequences per decode_batch step (joining and
     leaving at different lengths) equal its ids one sequence at a time
-    (--max-batch 1: the batch-1 decode), bit for bit; the simulation stays clean."""
+    (--max-batch 1: the batch-1 decode), bit for bit, greedy and seeded
+    sampling rows alike (decode_batch's sample dispatch draws row r's ids as
+    decode's does alone); the simulation stays clean."""
     reqs = os.path.join(ctx.tmp, "requests.jsonl")
+    seeded = {1: {"temperature": 2.0, "top_k": 60, "seed": 3}, 3: {"temperature": 1.5, "top_p": 0.9, "seed": 4},
+              6: {"temperature": 2.0, "min_p": 0.02, "seed": 5}}
     with open(reqs, "w") as f:
-        for ids, n in (([1, 2, 3, 4, 5], 12), ([7], 5), ([9, 8, 7, 6, 5, 4, 3, 2, 1] * 2, 9), ([42, 43], 16),
-                       ([100, 5], 3), ([3] * 20, 7)):
-            f.write(json.dumps({"prompt_ids": ids, "max_tokens": n}) + "\n")
+        for i, (ids, n) in enumerate((([1, 2, 3, 4, 5], 12), ([7], 5), ([9, 8, 7, 6, 5, 4, 3, 2, 1] * 2, 9),
+                                      ([42, 43], 16), ([100, 5], 3), ([3] * 20, 7), ([11, 12, 13], 10))):
+            f.write(json.dumps({"prompt_ids": ids, "max_tokens": n, **seeded.get(i, {})}) + "\n")
     got = {}
     for batch in ("4", "1"):
         report = os.path.join(ctx.tmp, "report.txt")
@@ -151,7 +155,7 @@ def batch_invariance(ctx, plan, weights):
             got[batch] = [json.loads(line)["ids"] for line in p.stdout.splitlines()]
         except ValueError:
             got[batch] = None
-    ctx.check(got["4"] is not None and len(got["4"]) == 6 and got["4"] == got["1"],
+    ctx.check(got["4"] is not None and len(got["4"]) == 7 and got["4"] == got["1"],
               f"--requests: ids at --max-batch 4 {got['4']} differ from --max-batch 1 {got['1']}")
     print(f"--requests: the same ids at --max-batch 4 and 1 ({got['4']})", flush=True)
 
