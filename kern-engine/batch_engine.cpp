@@ -71,6 +71,22 @@ Status BatchEngine::add_request(Request r) {
   return {};
 }
 
+Admission BatchEngine::admission(const Request& r) const {
+  const uint64_t tokens = r.prompt_ids.size() + r.max_tokens;
+  if (tokens < r.max_tokens || tokens > max_sequence_tokens()) return Admission::kNever;
+  std::vector<WaitingEntry> entries;
+  entries.reserve(waiting_.size() + 1);
+  for (const auto& s : waiting_) entries.push_back({s->serial, s->pages_needed});
+  entries.push_back({0, pages_for_tokens(tokens)});
+  const SchedulerOutput plan =
+      schedule({max_batch_, static_cast<uint64_t>(admitted_.size()), pages_.free_pages(), entries});
+  return plan.admit.size() == entries.size() ? Admission::kNow : Admission::kLater;
+}
+
+uint64_t BatchEngine::max_sequence_tokens() const {
+  return std::min<uint64_t>(pages_.total_pages(), batch_.pages_per_seq) * kKvBlockTokens;
+}
+
 void BatchEngine::abort(RequestId id) {
   for (auto it = waiting_.begin(); it != waiting_.end(); ++it) {
     if ((*it)->req.id != id) continue;

@@ -51,6 +51,12 @@ class BatchEngine {
   bool idle() const;
   Status drain();
 
+  /// Engine::admission: kNever when its pages exceed the pool or a table
+  /// row; kNow when schedule() would admit it behind the waiting requests.
+  Admission admission(const Request& r) const;
+  /// Engine::max_sequence_tokens: min(pool pages, pages_per_seq) x 16.
+  uint64_t max_sequence_tokens() const;
+
   /// Pages of the KV pool, and free now.
   uint32_t pool_pages() const { return pages_.total_pages(); }
   uint32_t free_pages() const { return pages_.free_pages(); }

@@ -2,6 +2,7 @@
 #include "kern-engine/engine.h"
 
 #include "kern-engine/batch_engine.h"
+#include "kern-engine/page_allocator.h"
 #include "kern-engine/sequence_output.h"
 
 #include <algorithm>
@@ -85,6 +86,28 @@ void Engine::abort(RequestId id) {
     aborted_ = std::move(running_);
     aborted_drained_ = false;
   }
+}
+
+Admission Engine::admission(const Request& r) const {
+  if (batch_) return batch_->admission(r);
+  const uint64_t room = model_.capacity() > r.start_pos ? model_.capacity() - r.start_pos : 0;
+  if (r.max_tokens > room || r.prompt_ids.size() > room - r.max_tokens) return Admission::kNever;
+  return running_ || aborted_ || !waiting_.empty() ? Admission::kLater : Admission::kNow;
+}
+
+KvPages Engine::kv_pages() const {
+  if (batch_) return {batch_->pool_pages(), batch_->pool_pages() - batch_->free_pages()};
+  KvPages p;
+  p.total = pages_for_tokens(model_.capacity());
+  if (running_) {
+    const Request& r = running_->req;
+    p.used = std::min(p.total, pages_for_tokens(r.start_pos + r.prompt_ids.size() + r.max_tokens));
+  }
+  return p;
+}
+
+uint64_t Engine::max_sequence_tokens() const {
+  return batch_ ? batch_->max_sequence_tokens() : model_.capacity();
 }
 
 bool Engine::idle() const {

@@ -74,6 +74,21 @@ struct SequenceResult {
   std::optional<SpecStats> spec;  ///< speculative rounds (Request::speculative); else empty
 };
 
+/// Whether a request added now would be admitted by the next step() (what
+/// a server's queue asks before handing it over, so requests wait in its
+/// own bounded queue rather than inside the engine).
+enum class Admission {
+  kNow,    ///< the next step admits it: nothing waits before it, a batch slot and its KV pages are free
+  kLater,  ///< it would wait: running sequences hold the slot or the pages it needs
+  kNever,  ///< prompt + max_tokens can never fit (add_request refuses it and says why)
+};
+
+/// KV cache pages (kKvBlockTokens tokens each) at one moment.
+struct KvPages {
+  uint32_t total = 0;  ///< the pool: capacity / 16 (batched), ceil(capacity / 16) (one sequence)
+  uint32_t used = 0;   ///< reserved by unfinished sequences (prompt + max_tokens each)
+};
+
 /// What a step produced for one request.
 struct TokenEvent {
   RequestId id = 0;
@@ -122,6 +137,18 @@ class Engine {
   /// Drains the queued steps of aborted sequences now (their events are
   /// returned by the next step()). Errors: the drain's waits, joined.
   Status drain();
+
+  /// Whether add_request(r) now would be admitted by the next step(). Only
+  /// the KV need and the slots are weighed: add_request's other checks
+  /// (the sampling, the prompt ids, ...) are not, so kNow and kLater
+  /// requests may still be refused by add_request.
+  Admission admission(const Request& r) const;
+  /// The pool's pages and those reserved now.
+  KvPages kv_pages() const;
+  /// The most tokens (prompt + max_tokens) one sequence may hold: the
+  /// capacity at max_batch 1; batched, the pool's whole pages (at most a
+  /// block-table row's).
+  uint64_t max_sequence_tokens() const;
 
   /// The Model the engine runs on.
   Model& model() { return model_; }

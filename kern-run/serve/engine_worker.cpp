@@ -3,7 +3,6 @@
 
 #include <algorithm>
 
-#include "kern-engine/qwen3_contract.h"
 
 namespace kern::run::serve {
 
@@ -65,11 +64,21 @@ void EngineWorker::run(Loader loader, std::function<void(const Error&)> on_failu
     if (on_failure) on_failure(model.error());
     return;
   }
-  limits_.capacity = (*model)->capacity();
-  limits_.vocab = (*model)->contract().vocab;
-  limits_.device = (*model)->device_name();
   {
     engine::Engine engine(**model);
+    if (Status s = engine.set_max_batch(config_.max_batch); !s.ok()) {
+      state_ = State::kFailed;
+      if (on_failure) on_failure(s.error().with_context("--max-batch"));
+      return;
+    }
+    limits_.capacity = engine.max_sequence_tokens();
+    limits_.vocab = (*model)->contract().vocab;
+    limits_.device = (*model)->device_name();
+    limits_.max_batch = config_.max_batch;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      kv_ = engine.kv_pages();
+    }
     state_ = State::kReady;
     loop(engine);
     state_ = State::kStopped;
@@ -104,7 +113,7 @@ void EngineWorker::stop_accepting() {
 
 void EngineWorker::abort_running() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [id, r] : running_) cancels_.insert(id);
+  for (auto& [id, job] : running_) cancels_.insert(id);
   cv_.notify_all();
 }
 
@@ -122,11 +131,8 @@ EngineGauges EngineWorker::gauges() const {
   g.waiting = waiting_.size();
   g.max_batch = config_.max_batch;
   g.batch_size = batch_size_;
-  if (state_.load() == State::kReady) {
-    const uint64_t page = engine::kKvBlockTokens;
-    g.kv_pages_total = (limits_.capacity + page - 1) / page;
-    for (const auto& [id, r] : running_) g.kv_pages_used += (r.tokens + page - 1) / page;
-  }
+  g.kv_pages_total = kv_.total;
+  g.kv_pages_used = kv_.used;
   return g;
 }
 
@@ -134,9 +140,11 @@ void EngineWorker::loop(engine::Engine& engine) {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mutex_);
+      // A queue head that must wait for pages or a slot implies a busy
+      // engine (an idle one has them all free): this never spins idle.
       cv_.wait(lock, [&] { return exit_ || !waiting_.empty() || !cancels_.empty() || !engine.idle(); });
       if (exit_) {
-        for (auto& [id, r] : running_) r.job->push(aborted_event(id, "the server is shutting down"));
+        for (auto& [id, job] : running_) job->push(aborted_event(id, "the server is shutting down"));
         for (auto& job : waiting_) job->push(aborted_event(job->request().id, "the server is shutting down"));
         running_.clear();
         waiting_.clear();
@@ -149,11 +157,15 @@ void EngineWorker::loop(engine::Engine& engine) {
           (*w)->push(aborted_event(id, std::nullopt));
           waiting_.erase(w);
         } else if (running_.count(id)) {
-          engine.abort(id);  // reported by the next step
+          engine.abort(id);  // leaves the batch and frees its pages in the next step
         }
       }
       cancels_.clear();
-      while (running_.size() < config_.max_batch && !waiting_.empty()) {
+      // Hand over the queue's head while the next step admits it (FIFO: a
+      // head that does not fit yet holds back the requests behind it). One
+      // that can never fit, or that the engine refuses, gets add_request's
+      // error (kUsage: the HTTP side answers 400).
+      while (!waiting_.empty() && engine.admission(waiting_.front()->request()) != engine::Admission::kLater) {
         std::shared_ptr<Job> job = std::move(waiting_.front());
         waiting_.pop_front();
         Status added = engine.add_request(job->request());
@@ -165,7 +177,7 @@ void EngineWorker::loop(engine::Engine& engine) {
           job->push(std::move(ev));
           continue;
         }
-        running_[job->request().id] = Running{job, 0};
+        running_[job->request().id] = job;
       }
     }
     if (engine.idle()) continue;
@@ -174,30 +186,34 @@ void EngineWorker::loop(engine::Engine& engine) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!events.ok()) {
       // A step that failed outside any one request: end them all.
-      for (auto& [id, r] : running_) {
+      for (auto& [id, job] : running_) {
         engine.abort(id);
         engine::TokenEvent ev;
         ev.id = id;
         ev.finished = engine::FinishReason::kError;
         ev.error = events.error();
-        r.job->push(std::move(ev));
+        job->push(std::move(ev));
       }
       running_.clear();
       (void)engine.drain();
     } else {
-      batch_size_ = 0;
+      // The rows of this step's decode: the sequences that got an id.
+      uint64_t rows = 0;
       for (engine::TokenEvent& ev : *events) {
         auto it = running_.find(ev.id);
         if (it == running_.end()) continue;
-        if (!ev.ids.empty() || ev.prefilled) ++batch_size_;
-        Running& r = it->second;
-        if (r.tokens == 0) r.tokens = r.job->request().prompt_ids.size();
-        r.tokens += ev.ids.size();
+        if (!ev.ids.empty()) ++rows;
         const bool done = ev.finished.has_value();
-        r.job->push(std::move(ev));
+        it->second->push(std::move(ev));
         if (done) running_.erase(it);
       }
+      if (rows > 0) {
+        batch_size_ = rows;
+        if (config_.metrics != nullptr) config_.metrics->observe_decode_rows(rows);
+      }
     }
+    if (running_.empty()) batch_size_ = 0;
+    kv_ = engine.kv_pages();
     if (running_.empty() && waiting_.empty()) idle_cv_.notify_all();
   }
 }

@@ -1,12 +1,16 @@
 // The engine thread of kern-run serve (style.md §8: the engine core is
 // single-threaded and owns the device; HTTP threads only parse, tokenize,
-// enqueue and stream). The worker's thread loads the Model, then runs
-// Engine::step in a loop. HTTP threads submit Jobs into a bounded waiting
-// queue (--max-queue); the worker hands up to --max-batch of them to the
-// engine at once (the engine decides how many it advances per step: one at
-// a time, FIFO, until batched decode lands) and routes every TokenEvent to
-// its Job's channel. Cancels (a client gone, a stop string matched) are
-// applied on the worker's thread before the next step.
+// enqueue and stream). The worker's thread loads the Model, sets the
+// engine's max_batch (continuous batching over decode_batch when > 1), then
+// runs Engine::step in a loop. HTTP threads submit Jobs into a bounded
+// waiting queue (--max-queue); before every step the worker hands the head
+// of the queue to the engine while the engine admits it at that step
+// (Engine::admission: a batch slot and the KV pages for prompt + max_tokens
+// free), so a request waits in this queue, in arrival order, until it fits,
+// and joins the running batch at the next step. Every TokenEvent goes to its
+// Job's channel; a sequence that finishes, is cancelled or fails leaves the
+// batch and frees its pages in that step. Cancels (a client gone, a stop
+// string matched) are applied on the worker's thread before the next step.
 #pragma once
 
 #include <atomic>
@@ -53,13 +57,15 @@ struct ModelLimits {
   uint64_t capacity = 0;  ///< tokens a sequence may hold (prompt + generated)
   uint64_t vocab = 0;     ///< valid ids are [0, vocab)
   std::string device;
+  uint64_t max_batch = 1; ///< sequences decoded at once
 };
 
 class EngineWorker {
  public:
   struct Config {
-    size_t max_batch = 1;
+    size_t max_batch = 1;   ///< Engine::set_max_batch (checked against the plan before)
     size_t max_queue = 64;
+    Metrics* metrics = nullptr;  ///< decode batch occupancy goes here (may be null)
     std::chrono::milliseconds load_delay{0};  ///< test hook: sleep before loading
     std::chrono::milliseconds step_delay{0};  ///< test hook: sleep after each engine step
   };
@@ -120,14 +126,11 @@ class EngineWorker {
   bool exit_ = false;
   engine::RequestId next_id_ = 1;
   std::deque<std::shared_ptr<Job>> waiting_;
-  /// Handed to the engine, by request id; tokens: prompt + generated once started, else 0.
-  struct Running {
-    std::shared_ptr<Job> job;
-    uint64_t tokens = 0;
-  };
-  std::map<engine::RequestId, Running> running_;
+  /// Handed to the engine (admitted at its next step), by request id.
+  std::map<engine::RequestId, std::shared_ptr<Job>> running_;
   std::set<engine::RequestId> cancels_;
-  uint64_t batch_size_ = 0;
+  uint64_t batch_size_ = 0;  ///< rows of the last decode step (0 once nothing runs)
+  engine::KvPages kv_;       ///< the engine's pages after the last step
 };
 
 }  // namespace kern::run::serve

@@ -3,8 +3,10 @@
 // model, submits a Job, and reads the Job's events into text (TextOutput),
 // timing (TTFT, inter-token latency) and usage; then answers with one JSON
 // body or streams SSE chunks. A stop string cancels the job; a client that
-// goes away mid-stream (a failed write) cancels it too, so its KV pages are
-// free at once.
+// goes away cancels it too, so its KV pages are free at once: mid-stream a
+// failed write shows it, and while the handler waits without writing (in
+// the queue, or generating a non-streaming answer) PeerWatch polls the
+// connection every kPeerPoll.
 #include <httplib.h>
 
 #include <chrono>
@@ -15,6 +17,7 @@
 #include "kern-run/serve/api_error.h"
 #include "kern-run/serve/api_request.h"
 #include "kern-run/serve/api_response.h"
+#include "kern-run/serve/peer_watch.h"
 #include "kern-run/serve/server_context.h"
 #include "kern-run/serve/text_output.h"
 #include "spdlog/spdlog.h"
@@ -25,6 +28,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+/// How often a handler that waits without writing looks at its client's connection.
+constexpr auto kPeerPoll = std::chrono::milliseconds(100);
 
 /// One read of a job's channel.
 struct Step {
@@ -89,7 +95,12 @@ class GenerationReader {
           if (ev->error) st.error = ApiError{503, ev->error->message, "service_unavailable", "", "shutting_down"};
           return finish(st, "abort");
         case engine::FinishReason::kError:
-          st.error = ApiError{500, ev->error ? ev->error->message : "generation failed", "server_error", "", ""};
+          // kUsage: the engine refused the request (Engine::add_request's
+          // checks, e.g. sampling the batched program cannot do): a 400.
+          if (ev->error && ev->error->kind == ErrorKind::kUsage)
+            st.error = bad_request(ev->error->message);
+          else
+            st.error = ApiError{500, ev->error ? ev->error->message : "generation failed", "server_error", "", ""};
           return finish(st, "error");
       }
     }
@@ -199,9 +210,9 @@ bool stream_events(ServerContext& ctx, StreamState& s, httplib::DataSink& sink) 
     return sink.write(text.data(), text.size());
   };
   auto gone = [&] {
+    ctx.metrics.count_request(499);  // counted before the engine can let the sequence go
     s.reader->cancel("client disconnected");
     s.finished = true;
-    ctx.metrics.count_request(499);
     return false;
   };
   const auto keepalive = std::chrono::duration_cast<Clock::duration>(
@@ -324,14 +335,42 @@ void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib:
     reader->cancel("timeout");
     fail(ApiError{504, "the request ran longer than --request-timeout", "timeout", "", "timeout"});
   };
+  const PeerWatch peer(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  if (!peer.found())
+    spdlog::warn("{}: the connection's socket was not found: a client that leaves is noticed only by a write", meta.id);
+  // The next event, looking at the connection every kPeerPoll (events or
+  // not); a timeout step at the deadline, or `gone` when the client left.
+  bool gone = false;
+  auto next_peer_check = Clock::now() + kPeerPoll;
+  auto wait = [&]() -> Step {
+    for (;;) {
+      Step st = reader->next(std::min(deadline, next_peer_check));
+      const auto now = Clock::now();
+      if (now >= next_peer_check) {
+        next_peer_check = now + kPeerPoll;
+        if (!peer.alive()) {
+          gone = true;
+          return st;
+        }
+      }
+      if (!st.timeout || now >= deadline) return st;
+    }
+  };
+  auto client_gone = [&] {
+    ctx.metrics.count_request(499);  // counted before the engine can let the sequence go
+    reader->cancel("client disconnected");
+    res.status = 499;  // nobody reads it
+  };
   // The first event (after the queue wait): a request that never ran gets its status.
-  Step first = reader->next(deadline);
+  Step first = wait();
+  if (gone) return client_gone();
   if (first.timeout) return timed_out();
   if (first.error) return fail(*first.error);
   if (!p.stream) {
     Step st = std::move(first);
     while (!st.done) {
-      st = reader->next(deadline);
+      st = wait();
+      if (gone) return client_gone();
       if (st.timeout) return timed_out();
     }
     if (st.error) return fail(*st.error);
@@ -355,8 +394,8 @@ void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib:
       [&ctx, state](bool) {
         // The connection ended before the stream did (a write error, the server stopping).
         if (!state->finished) {
-          state->reader->cancel("client disconnected");
           ctx.metrics.count_request(499);
+          state->reader->cancel("client disconnected");
         }
       });
 }

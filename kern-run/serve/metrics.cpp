@@ -44,10 +44,20 @@ void Histogram::render(const std::string& name, std::string& out) const {
   out += name + "_count " + std::to_string(count_) + "\n";
 }
 
-Metrics::Metrics()
+std::vector<double> batch_row_bounds(uint64_t max_batch) {
+  std::vector<double> b;
+  const uint64_t top = max_batch > 0 ? max_batch : 1;
+  for (uint64_t r = 1; r <= top && r <= 16; ++r) b.push_back(static_cast<double>(r));
+  for (uint64_t r = 32; r < top; r *= 2) b.push_back(static_cast<double>(r));
+  if (top > 16) b.push_back(static_cast<double>(top));
+  return b;
+}
+
+Metrics::Metrics(uint64_t max_batch)
     : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
       itl_({0.001, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1,
-            2.5, 5}) {}
+            2.5, 5}),
+      decode_rows_(batch_row_bounds(max_batch)) {}
 
 void Metrics::count_request(int status) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -70,6 +80,11 @@ void Metrics::observe_itl(double seconds) {
   itl_.observe(seconds);
 }
 
+void Metrics::observe_decode_rows(uint64_t rows) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  decode_rows_.observe(static_cast<double>(rows));
+}
+
 std::string Metrics::render(const EngineGauges& g) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string out;
@@ -86,10 +101,13 @@ std::string Metrics::render(const EngineGauges& g) const {
   itl_.render("kern_inter_token_latency_seconds", out);
   gauge(out, "kern_requests_running", "Requests in the engine.", g.running);
   gauge(out, "kern_requests_waiting", "Requests queued before the engine.", g.waiting);
-  gauge(out, "kern_kv_pages_used", "KV cache pages holding tokens of unfinished sequences.", g.kv_pages_used);
+  gauge(out, "kern_kv_pages_used", "KV cache pages reserved by unfinished sequences (prompt + max_tokens each).", g.kv_pages_used);
   gauge(out, "kern_kv_pages_free", "KV cache pages free.", g.kv_pages_total - g.kv_pages_used);
-  gauge(out, "kern_decode_batch_size", "Sequences advanced by the last engine step.", g.batch_size);
-  gauge(out, "kern_max_batch", "The most sequences the engine is given at once (--max-batch).", g.max_batch);
+  header(out, "kern_decode_batch_rows", "histogram",
+         "Sequences per decode step (batch occupancy: _sum / _count is the mean rows per step).");
+  decode_rows_.render("kern_decode_batch_rows", out);
+  gauge(out, "kern_decode_batch_size", "Rows of the last decode step (0 when nothing runs).", g.batch_size);
+  gauge(out, "kern_max_batch", "The most sequences decoded at once (--max-batch).", g.max_batch);
   return out;
 }
 

@@ -1,7 +1,9 @@
 // kern-run serve's /metrics: counters and histograms in the Prometheus text
 // exposition format (version 0.0.4), names prefixed "kern_". Updated from
 // the HTTP threads (requests, tokens, latencies) and read with a snapshot of
-// the engine worker's gauges (running, waiting, KV pages, batch).
+// the engine worker's gauges (running, waiting, KV pages, batch); the
+// decode batch occupancy (rows per decode step) is a histogram the engine
+// worker feeds.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +14,7 @@
 
 namespace kern::run::serve {
 
-/// A cumulative histogram with fixed upper bounds (seconds).
+/// A cumulative histogram with fixed upper bounds (seconds, or counts).
 class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);
@@ -33,19 +35,26 @@ struct EngineGauges {
   uint64_t waiting = 0;        ///< requests queued before the engine (bounded by --max-queue)
   uint64_t kv_pages_used = 0;  ///< KV cache pages holding tokens of unfinished sequences
   uint64_t kv_pages_total = 0; ///< the pages of the loaded capacity
-  uint64_t batch_size = 0;     ///< sequences the last engine step advanced
+  uint64_t batch_size = 0;     ///< rows of the last decode step (0 when nothing runs)
   uint64_t max_batch = 0;
 };
+
+/// Bucket bounds for rows per decode step: 1, 2, ... up to min(max_batch,
+/// 16), then powers of two, the last max_batch.
+std::vector<double> batch_row_bounds(uint64_t max_batch);
 
 /// The server's metrics (thread-safe).
 class Metrics {
  public:
-  Metrics();
+  /// `max_batch` bounds the rows per decode step (the occupancy histogram's buckets).
+  explicit Metrics(uint64_t max_batch = 1);
   /// One finished HTTP request on a generation endpoint with `status`.
   void count_request(int status);
   void add_tokens(uint64_t prompt, uint64_t generated);
   void observe_ttft(double seconds);
   void observe_itl(double seconds);
+  /// One decode step that gave ids to `rows` sequences (the engine worker).
+  void observe_decode_rows(uint64_t rows);
   /// The exposition text with `g` as the gauges.
   std::string render(const EngineGauges& g) const;
 
@@ -53,7 +62,7 @@ class Metrics {
   mutable std::mutex mutex_;
   std::map<int, uint64_t> requests_;  ///< by HTTP status
   uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
-  Histogram ttft_, itl_;
+  Histogram ttft_, itl_, decode_rows_;
 };
 
 }  // namespace kern::run::serve

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include "kern-engine/request.h"
@@ -49,13 +51,30 @@ int run_serve(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  Metrics metrics;
-  EngineWorker worker({o.max_batch, o.max_queue, milliseconds(o.test_load_delay_ms), milliseconds(o.test_step_delay_ms)});
+  // The plan is opened before listening (the weights load afterwards, on the
+  // worker's thread): its batch bound sizes the batch and the HTTP pool.
+  auto opened = open_plan_for(o.plan_path, false);
+  if (!opened.ok()) return fail(opened.error());
+  const size_t plan_batch = opened->batch ? opened->batch->max_batch : 1;
+  const size_t max_batch = o.max_batch.value_or(plan_batch);
+  if (max_batch > plan_batch)
+    return fail(make_error(ErrorKind::kUsage,
+                           "--max-batch " + std::to_string(max_batch) + " exceeds the plan's max_batch " +
+                               std::to_string(plan_batch) +
+                               (opened->batch ? " (its 'batch' symbol's bound)"
+                                              : " (it has no batched decode program decode_batch: a speculative "
+                                                "plan, or a manifest generated with --max-batch 0; regenerate it "
+                                                "with examples/gen_qwen3_manifest.py --max-batch N)")));
+  std::optional<engine::ModelPlan> plan = std::move(*opened);
+
+  Metrics metrics(max_batch);
+  EngineWorker worker(
+      {max_batch, o.max_queue, &metrics, milliseconds(o.test_load_delay_ms), milliseconds(o.test_step_delay_ms)});
   ServerContext ctx{o, worker, metrics, nullptr, {}, {}, {}};
 
   httplib::Server svr;
   // Streams hold a thread each: room for every running and waiting request plus probes.
-  const size_t threads = o.max_batch + o.max_queue + 8;
+  const size_t threads = max_batch + o.max_queue + 8;
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   svr.set_payload_max_length(o.max_body_bytes);
   svr.set_keep_alive_timeout(5);
@@ -80,11 +99,10 @@ int run_serve(int argc, char** argv) {
         if (!tok.ok()) return tok.error().with_context("--tokenizer");
         ctx.end_ids = qwen3_end_token_ids(*tok);
         ctx.tokenizer = std::make_shared<const tok::Tokenizer>(std::move(*tok));
-        KERN_ASSIGN_OR_RETURN(auto plan, open_plan_for(o.plan_path, false));
-        const uint64_t capacity = o.capacity.value_or(engine::default_capacity(plan.contract));
-        KERN_ASSIGN_OR_RETURN(auto model, load_model(std::move(plan), o.load, capacity, nullptr));
+        const uint64_t capacity = o.capacity.value_or(engine::default_capacity(plan->contract));
+        KERN_ASSIGN_OR_RETURN(auto model, load_model(std::move(*plan), o.load, capacity, nullptr));
         spdlog::info("ready: model '{}' on {}, capacity {} tokens, max batch {}, max queue {}", o.served_model_name,
-                     model->device_name(), model->capacity(), o.max_batch, o.max_queue);
+                     model->device_name(), model->capacity(), max_batch, o.max_queue);
         return model;
       },
       [&](const Error& e) {

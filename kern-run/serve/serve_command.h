@@ -8,7 +8,10 @@ namespace kern::run::serve {
 
 /// Runs the server until SIGTERM/SIGINT (exit 0) or a load failure (exit
 /// code by cli_errors.h: 1 content, 2 usage or I/O). argv[0] is "serve".
-/// Also exit 2: the address cannot be bound.
+/// The plan is opened before listening: a plan that cannot be read or
+/// resolved ends it at once (cli_errors.h's codes). Also exit 2: --max-batch
+/// above the plan's max_batch (1 without decode_batch); the address cannot
+/// be bound.
 int run_serve(int argc, char** argv);
 
 }  // namespace kern::run::serve

@@ -38,8 +38,9 @@ ParsedServe parse_serve_command_line(int argc, char** argv) {
   app.add_option("--port", o.port, "TCP port (0: any free port, named in the log)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  app.add_option("--max-batch", o.max_batch, "requests handed to the engine at once")
-      ->capture_default_str()
+  app.add_option("--max-batch", o.max_batch,
+                 "sequences decoded at once: requests join and leave the running batch (default: the plan's "
+                 "max_batch; 1 for a plan without the batched program decode_batch, e.g. a speculative plan)")
       ->check(count_check(1, 4096));
   app.add_option("--max-queue", o.max_queue, "requests that may wait for the engine; more get 429")
       ->capture_default_str()

@@ -19,7 +19,9 @@ struct ServeOptions {
   std::string tokenizer_path;  ///< required (a model folder's tokenizer.json by default)
   std::string host = "127.0.0.1";
   int port = 8000;  ///< 0: any free port (the "listening on" log line names it)
-  size_t max_batch = 8;   ///< requests handed to the engine at once
+  /// Sequences decoded at once (continuous batching over the plan's
+  /// decode_batch); none: the plan's max_batch, 1 without decode_batch.
+  std::optional<size_t> max_batch;
   size_t max_queue = 64;  ///< requests waiting before the engine; more get 429
   std::string api_key;    ///< --api-key or $KERN_API_KEY; empty: no authentication
   std::string served_model_name;  ///< empty: the plan's (or model folder's) file name

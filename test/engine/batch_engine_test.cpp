@@ -208,22 +208,45 @@ TEST_CASE("admission refuses a request that can never fit the KV pool and makes 
   CHECK(never.error().message ==
         "the prompt (20 tokens) + max_tokens (40) need 4 KV pages of 16 tokens; the KV pool has 3 pages in all, "
         "so it can never fit");
+  CHECK(e.admission(make_request(1, 20, 40)) == engine::Admission::kNever);
+  CHECK(e.max_sequence_tokens() == 48);  // the pool's whole pages
   // Two requests of 2 pages each: the second waits for the first's pages.
   const engine::Request a = make_request(2, 10, 15), b = make_request(3, 20, 10);
   const auto solo_a = solo_ids(m, a), solo_b = solo_ids(m, b);
+  CHECK(e.admission(a) == engine::Admission::kNow);
+  CHECK(e.admission(b) == engine::Admission::kNow);
   REQUIRE(e.add_request(a).ok());
+  CHECK(e.admission(b) == engine::Admission::kLater);  // behind a: 2 + 2 pages > 3
+  CHECK(e.kv_pages().total == 3);
+  CHECK(e.kv_pages().used == 0);  // reserved when admitted, by the next step
   REQUIRE(e.add_request(b).ok());
   uint64_t most_live = 0;
   std::map<engine::RequestId, Outcome> out;
   for (int k = 0; k < 500 && !e.idle(); ++k) {
     auto events = e.step();
     REQUIRE(events.ok());
+    if (k == 0) CHECK(e.kv_pages().used == 2);
     most_live = std::max(most_live, e.batch_engine()->live_rows());
     for (const auto& ev : events.value()) out[ev.id].ids.insert(out[ev.id].ids.end(), ev.ids.begin(), ev.ids.end());
   }
   CHECK(most_live == 1);  // never both at once: 4 pages > 3
   CHECK(out[2].ids == solo_a);
   CHECK(out[3].ids == solo_b);
+  CHECK(e.kv_pages().used == 0);
+  // One sequence at a time: the capacity bounds a request; the next waits for the running one.
+  engine::Engine one(m);
+  CHECK(one.max_sequence_tokens() == 60);
+  CHECK(one.admission(make_request(4, 40, 30)) == engine::Admission::kNever);
+  CHECK(one.admission(a) == engine::Admission::kNow);
+  REQUIRE(one.add_request(a).ok());
+  CHECK(one.admission(b) == engine::Admission::kLater);
+  REQUIRE(one.step().ok());
+  CHECK(one.kv_pages().total == 4);  // ceil(60 / 16)
+  CHECK(one.kv_pages().used == 2);   // a's 25 tokens
+  CHECK(one.admission(b) == engine::Admission::kLater);
+  run_all(one);
+  CHECK(one.kv_pages().used == 0);
+  CHECK(one.admission(b) == engine::Admission::kNow);
   // max_batch bounds.
   CHECK_FALSE(e.set_max_batch(9).ok());
   CHECK(e.set_max_batch(9).error().message == "max_batch 9 exceeds the plan's max_batch 8 (its 'batch' symbol's bound)");

@@ -1,6 +1,8 @@
 // kern-run serve's Prometheus text (kern-run/serve/metrics.h).
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "kern-run/serve/metrics.h"
 
 using namespace kern::run::serve;
@@ -39,4 +41,28 @@ TEST_CASE("the metrics text has requests by status, tokens and the engine gauges
   CHECK(t.find("kern_kv_pages_free 61\n") != std::string::npos);
   CHECK(t.find("kern_requests_waiting 2\n") != std::string::npos);
   CHECK(t.find("# TYPE kern_time_to_first_token_seconds histogram\n") != std::string::npos);
+}
+
+TEST_CASE("the decode batch occupancy is a histogram of rows per decode step", "[serve][metrics]") {
+  CHECK(batch_row_bounds(1) == std::vector<double>{1});
+  CHECK(batch_row_bounds(4) == std::vector<double>{1, 2, 3, 4});
+  const std::vector<double> big = batch_row_bounds(100);
+  REQUIRE(big.size() == 16 + 3);  // 1, ..., 16, 32, 64, 100
+  CHECK(big[15] == 16);
+  CHECK(big[16] == 32);
+  CHECK(big[17] == 64);
+  CHECK(big[18] == 100);
+  CHECK(batch_row_bounds(64).back() == 64);
+  CHECK(batch_row_bounds(64).size() == 16 + 2);  // ..., 16, 32, 64
+  Metrics m(4);
+  m.observe_decode_rows(1);
+  m.observe_decode_rows(3);
+  m.observe_decode_rows(4);
+  m.observe_decode_rows(4);
+  const std::string t = m.render(EngineGauges{});
+  CHECK(t.find("# TYPE kern_decode_batch_rows histogram\n") != std::string::npos);
+  CHECK(t.find("kern_decode_batch_rows_bucket{le=\"1\"} 1\nkern_decode_batch_rows_bucket{le=\"2\"} 1\n"
+               "kern_decode_batch_rows_bucket{le=\"3\"} 2\nkern_decode_batch_rows_bucket{le=\"4\"} 4\n"
+               "kern_decode_batch_rows_bucket{le=\"+Inf\"} 4\nkern_decode_batch_rows_sum 12\n"
+               "kern_decode_batch_rows_count 4\n") != std::string::npos);
 }

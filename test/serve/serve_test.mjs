@@ -4,7 +4,8 @@
 // official `openai` npm client (.cache/serve, scripts/setup.sh) and curl for
 // the error statuses. Every test and wait is bounded in time; exit 77 (skip)
 // with the reason when the client or curl is missing.
-// usage: node serve_test.mjs KERN_RUN PLAN WEIGHTS TOKENIZER OPENAI_DIR
+// usage: node serve_test.mjs KERN_RUN PLAN WEIGHTS TOKENIZER OPENAI_DIR SPEC_PLAN
+// (SPEC_PLAN: a speculative plan, which has no batched decode program)
 import { execFile } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
@@ -14,7 +15,7 @@ import { promisify } from "node:util";
 
 import { ServerProcess, parseMetrics, metric, sleep } from "./server_process.mjs";
 
-const [kernRun, plan, weights, tokenizer, openaiDir] = process.argv.slice(2);
+const [kernRun, plan, weights, tokenizer, openaiDir, specPlan] = process.argv.slice(2);
 const openaiEntry = path.join(openaiDir, "node_modules", "openai", "index.mjs");
 if (!existsSync(openaiEntry)) {
   console.log(`SKIP: the openai client is not installed at ${openaiDir} (scripts/setup.sh installs it)`);
@@ -86,7 +87,7 @@ const chatText = (chunks) => chunks.flatMap((c) => c.choices).map((ch) => ch.del
 
 const msgs = [{ role: "system", content: "You are kern." }, { role: "user", content: "Tell me a story." }];
 
-await test("a load failure ends the server with exit 2 and the error; so does a missing tokenizer", async () => {
+await test("a load failure ends the server with exit 2 and the error; so do a missing tokenizer and --max-batch above the plan's", async () => {
   const exitOf = (args) => new Promise((resolve) => {
     execFile(kernRun, ["serve", ...args, "--port", "0"], { timeout: 60000 }, (err, stdout, stderr) =>
       resolve({ code: err ? err.code : 0, stderr }));
@@ -97,6 +98,14 @@ await test("a load failure ends the server with exit 2 and the error; so does a 
   r = await exitOf([plan, "--weights", weights]);
   assertEq(r.code, 2, "exit code (no tokenizer)");
   assert(r.stderr.includes("serve needs --tokenizer"), r.stderr);
+  r = await exitOf([plan, "--weights", weights, "--tokenizer", tokenizer, "--device", "cpu", "--max-batch", "9"]);
+  assertEq(r.code, 2, "exit code (--max-batch above the plan's)");
+  assert(r.stderr.includes("kern-run: error: --max-batch 9 exceeds the plan's max_batch 8 (its 'batch' symbol's bound)"), r.stderr);
+  // A speculative plan has no decode_batch: one sequence at a time.
+  r = await exitOf([specPlan, "--random-weights", "1", "--tokenizer", tokenizer, "--device", "cpu", "--max-batch", "2"]);
+  assertEq(r.code, 2, "exit code (--max-batch 2 with a speculative plan)");
+  assert(r.stderr.includes("kern-run: error: --max-batch 2 exceeds the plan's max_batch 1 (it has no batched decode " +
+                           "program decode_batch: a speculative plan"), r.stderr);
 });
 
 await test("a model folder is served like a plan, named after the folder", async () => {
@@ -208,15 +217,9 @@ await test("a stop string ends the text before it, with finish_reason stop", asy
   }
 });
 
-await test("a seed with temperature 0 gives the greedy text; a seeded temperature > 0 repeats its text; temperature 3 is a 400", async () => {
+await test("a seed with temperature 0 gives the greedy text; temperature 3 is a 400", async () => {
   const r = await client.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 12, temperature: 0, seed: 1234, ignore_eos: true });
   assertEq(r.choices[0].message.content, solo, "seeded greedy text");
-  const sampled = [];
-  for (let i = 0; i < 2; ++i) {
-    const s = await client.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 12, temperature: 0.7, seed: 7, ignore_eos: true });
-    sampled.push(s.choices[0].message.content);
-  }
-  assertEq(sampled[1], sampled[0], "the same seed samples the same text");
   const e = checkError(await postJson(a.url + "/v1/chat/completions", { messages: msgs, temperature: 3, seed: 1 }), 400, "temperature 3");
   assertEq(e.param, "temperature", "param");
 });
@@ -246,14 +249,39 @@ await test("unknown fields are ignored and logged once per name", async () => {
   assertEq((a.log.match(/request field 'kern_unknown_x' is not used by kern; ignored/g) ?? []).length, 1, "log lines");
 });
 
-await test("16 concurrent streams with --max-batch 8 each equal the same request sent alone", async () => {
+/// The decode batch occupancy histogram: [decode steps, steps with more than one row, rows in all].
+async function occupancy(url) {
+  const m = parseMetrics(await (await fetch(url + "/metrics")).text());
+  const steps = metric(m, "kern_decode_batch_rows_count");
+  return [steps, steps - metric(m, "kern_decode_batch_rows_bucket", { le: "1" }), metric(m, "kern_decode_batch_rows_sum")];
+}
+
+/// 16 concurrent streams each equal to the same request sent alone, and the
+/// occupancy histogram shows steps that decoded several of them at once.
+async function concurrentEqualsSolo(params) {
   const prompts = Array.from({ length: 16 }, (_, i) => [{ role: "user", content: `Request number ${i}: say something.` }]);
-  const params = (m, i) => ({ model: "tiny", messages: m, max_tokens: 6 + (i % 5), temperature: 0, ignore_eos: true, seed: i });
   const alone = [];
   for (let i = 0; i < 16; i++) alone.push((await client.chat.completions.create(params(prompts[i], i))).choices[0].message.content);
+  const [steps0, multi0] = await occupancy(a.url);
   const together = await Promise.all(prompts.map((m, i) => collectChat(client, params(m, i))));
-  for (let i = 0; i < 16; i++) assertEq(chatText(together[i]), alone[i], `request ${i}`);
+  for (let i = 0; i < 16; i++) {
+    assertEq(chatText(together[i]), alone[i], `request ${i}`);
+    assertEq(together[i][together[i].length - 1].choices[0].finish_reason, "length", `request ${i}'s finish_reason`);
+  }
   assert(new Set(alone).size > 1, "every request gave the same text: the comparison would prove nothing");
+  const [steps1, multi1, rows1] = await occupancy(a.url);
+  assert(steps1 > steps0, "no decode step counted");
+  assert(multi1 > multi0, `no decode step ran more than one sequence (${steps1 - steps0} steps): nothing was batched`);
+  assert(rows1 / steps1 > 1, `mean rows per decode step ${rows1 / steps1}`);
+}
+
+await test("16 concurrent streams with --max-batch 8 each equal the same request sent alone (greedy), batched", async () => {
+  await concurrentEqualsSolo((m, i) => ({ model: "tiny", messages: m, max_tokens: 6 + (i % 5), temperature: 0, ignore_eos: true, seed: i }));
+}, 300000);
+
+await test("16 concurrent seeded streams (temperature > 0) with --max-batch 8 each equal the same request sent alone, batched", async () => {
+  await concurrentEqualsSolo((m, i) => ({ model: "tiny", messages: m, max_tokens: 6 + (i % 5), temperature: 0.8, top_p: 0.95,
+                                          seed: 100 + i, ignore_eos: true }));
 }, 300000);
 
 await test("/metrics is Prometheus text with requests, tokens, latencies and KV pages", async () => {
@@ -360,6 +388,16 @@ await test("slow steps get SSE keep-alive comments between data lines", async ()
   assert(text.endsWith("data: [DONE]\n\n"), "the stream ends with [DONE]");
 });
 
+await test("at --max-batch 1 the engine samples: a seeded temperature > 0 repeats its text", async () => {
+  const sampled = [];
+  for (let i = 0; i < 2; ++i) {
+    const s = await slow.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 12, temperature: 0.7, seed: 7, ignore_eos: true });
+    assertEq(s.choices[0].finish_reason, "length", "finish_reason");
+    sampled.push(s.choices[0].message.content);
+  }
+  assertEq(sampled[1], sampled[0], "the same seed samples the same text");
+});
+
 await test("SIGTERM cancels queued requests with 503 and exits 0", async () => {
   const running = slow.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 30, temperature: 0, ignore_eos: true });
   await sleep(200);
@@ -377,10 +415,130 @@ await test("SIGTERM cancels queued requests with 503 and exits 0", async () => {
 });
 await b.stop("SIGKILL");
 
+// ---------------------------------------------------------------- server D: batched, slow steps, a small KV pool
+// Every engine step sleeps 20 ms (a test hook) so streams overlap for long
+// enough to look at /metrics between steps; --capacity 512 is a pool of 32
+// pages of 16 tokens shared by the batch.
+const d = new ServerProcess(kernRun, [...base, "--max-batch", "4", "--max-queue", "4", "--capacity", "512"],
+                            { KERN_SERVE_TEST_STEP_DELAY_MS: "20" });
+await d.start();
+await d.waitReady();
+const dc = new OpenAI({ baseURL: d.url + "/v1", apiKey: "unused", maxRetries: 0, timeout: 120000 });
+const dMetrics = async () => parseMetrics(await (await fetch(d.url + "/metrics")).text());
+/// Polls /metrics until `ok(m)` (at most 10 s); returns the last metrics.
+async function dUntil(ok) {
+  let m;
+  for (let i = 0; i < 500; i++) {
+    m = await dMetrics();
+    if (ok(m)) return m;
+    await sleep(20);
+  }
+  return m;
+}
+/// KV pages a chat request reserves: ceil((prompt + max_tokens) / 16).
+const pagesOf = async (messages, maxTokens) =>
+  Math.ceil(((await postJson(d.url + "/tokenize", { messages })).body.count + maxTokens) / 16);
+const dMsgs = (k) => [{ role: "user", content: `Stream ${k}, please.` }];
+
+await test("the batch's KV pool: /v1/models' max_model_len is it; prompt + max_tokens beyond it is a 400", async () => {
+  assertEq((await curl(d.url + "/v1/models")).body.data[0].max_model_len, 512, "max_model_len");
+  const e = checkError(await postJson(d.url + "/v1/chat/completions", { messages: msgs, max_tokens: 505 }), 400, "never fits");
+  assertEq(e.code, "context_length_exceeded", "code");
+  const m = await dMetrics();
+  assertEq(metric(m, "kern_kv_pages_free"), 32, "pages free when idle");
+  assertEq(metric(m, "kern_max_batch"), 4, "kern_max_batch");
+});
+
+await test("a client aborting mid-stream while others run frees its pages at once; the others equal their solo answers", async () => {
+  const params = (k, n) => ({ model: "tiny", messages: dMsgs(k), max_tokens: n, temperature: 0, ignore_eos: true });
+  const soloText = [];
+  for (const k of [1, 2]) soloText.push((await dc.chat.completions.create(params(k, 60))).choices[0].message.content);
+  const keep = [await pagesOf(dMsgs(1), 60), await pagesOf(dMsgs(2), 60)];
+  const pagesX = await pagesOf(dMsgs(3), 300);
+  const before = metric(await dMetrics(), "kern_requests_total", { status: "499" });
+  const others = [1, 2].map((k) => collectChat(dc, params(k, 60)));
+  const ctl = new AbortController();
+  const x = await dc.chat.completions.create({ ...params(3, 300), stream: true }, { signal: ctl.signal });
+  const it = x[Symbol.asyncIterator]();
+  await it.next();  // the role chunk
+  await it.next();  // its first text: it runs
+  let m = await dUntil((m) => metric(m, "kern_requests_running") === 3);
+  assertEq(metric(m, "kern_requests_running"), 3, "running");
+  assertEq(metric(m, "kern_kv_pages_used"), keep[0] + keep[1] + pagesX, "pages of the three streams");
+  ctl.abort();
+  try { while (!(await it.next()).done); } catch {}
+  m = await dUntil((m) => metric(m, "kern_kv_pages_used") < keep[0] + keep[1] + pagesX);
+  assertEq(metric(m, "kern_kv_pages_used"), keep[0] + keep[1], "pages once the aborted stream left");
+  assertEq(metric(m, "kern_requests_running"), 2, "the others still run");
+  const texts = (await Promise.all(others)).map(chatText);
+  assertEq(texts, soloText, "the other streams' texts");
+  m = await dUntil((m) => metric(m, "kern_requests_running") === 0);
+  assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used at the end");
+  assertEq(metric(m, "kern_requests_total", { status: "499" }), before + 1, "the aborted stream counted as 499");
+});
+
+await test("a non-streaming client that disconnects cancels its sequence: its pages are free at once", async () => {
+  const before = await dMetrics();
+  const ctl = new AbortController();
+  const pending = fetch(d.url + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" }, signal: ctl.signal,
+    body: JSON.stringify({ messages: dMsgs(4), max_tokens: 400, temperature: 0, ignore_eos: true }),
+  }).catch((e) => e);
+  // Running and decoding: a few decode steps since it was sent.
+  let m = await dUntil((m) => metric(m, "kern_requests_running") === 1 &&
+                              metric(m, "kern_decode_batch_rows_count") > metric(before, "kern_decode_batch_rows_count") + 3);
+  assertEq(metric(m, "kern_requests_running"), 1, "running");
+  assertEq(metric(m, "kern_kv_pages_used"), await pagesOf(dMsgs(4), 400), "the request's pages");
+  ctl.abort();
+  assert((await pending) instanceof Error, "the aborted fetch resolved");
+  m = await dUntil((m) => metric(m, "kern_requests_running") === 0);
+  assertEq(metric(m, "kern_requests_running"), 0, "running after the disconnect");
+  assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used after the disconnect");
+  const generated = metric(m, "kern_generation_tokens_total") - metric(before, "kern_generation_tokens_total");
+  assert(generated > 0 && generated < 200, `it generated ${generated} of its 400 tokens`);
+  assertEq(metric(m, "kern_requests_total", { status: "499" }), metric(before, "kern_requests_total", { status: "499" }) + 1, "499s");
+  assert(/finish client disconnected/.test(d.log.split("\n").filter((l) => l.includes("prompt")).pop()), "its log line");
+});
+
+await test("a request whose pages are not free yet waits in the queue, then joins the batch when they are", async () => {
+  const first = await pagesOf(dMsgs(5), 300), second = await pagesOf(dMsgs(6), 250);
+  assert(first + second > 32 && first <= 32 && second <= 32, `pages ${first} + ${second}: the test needs them not to fit together`);
+  const ctl1 = new AbortController(), ctl2 = new AbortController();
+  const s1 = await dc.chat.completions.create({ model: "tiny", messages: dMsgs(5), max_tokens: 300, temperature: 0, ignore_eos: true,
+                                                stream: true }, { signal: ctl1.signal });
+  const it1 = s1[Symbol.asyncIterator]();
+  await it1.next();
+  await it1.next();
+  const p2 = dc.chat.completions.create({ model: "tiny", messages: dMsgs(6), max_tokens: 250, temperature: 0, ignore_eos: true,
+                                          stream: true }, { signal: ctl2.signal });
+  let m = await dUntil((m) => metric(m, "kern_requests_waiting") === 1);
+  assertEq(metric(m, "kern_requests_waiting"), 1, "the second waits");
+  assertEq(metric(m, "kern_requests_running"), 1, "the first runs alone");
+  assertEq(metric(m, "kern_kv_pages_used"), first, "only the first's pages are reserved");
+  ctl1.abort();
+  try { while (!(await it1.next()).done); } catch {}
+  const it2 = (await p2)[Symbol.asyncIterator]();
+  await it2.next();
+  const c = await it2.next();  // its first text: admitted once the first left
+  assert(!c.done, "the second stream ended early");
+  m = await dUntil((m) => metric(m, "kern_requests_waiting") === 0 && metric(m, "kern_requests_running") === 1);
+  assertEq(metric(m, "kern_kv_pages_used"), second, "the second's pages");
+  ctl2.abort();
+  try { while (!(await it2.next()).done); } catch {}
+  m = await dUntil((m) => metric(m, "kern_requests_running") === 0);
+  assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used at the end");
+});
+assertEq(await d.stop("SIGTERM"), 0, "server D's exit code");
+
 // ---------------------------------------------------------------- server C: a short request timeout
 const c = new ServerProcess(kernRun, [...base, "--request-timeout", "0.5"], { KERN_SERVE_TEST_STEP_DELAY_MS: "50" });
 await c.start();
 await c.waitReady();
+await test("without --max-batch the server decodes up to the plan's max_batch (8) at once", async () => {
+  assertEq(metric(parseMetrics(await (await fetch(c.url + "/metrics")).text()), "kern_max_batch"), 8, "kern_max_batch");
+  assert(/max batch 8,/.test(c.log), "the ready line names max batch 8");
+});
+
 await test("a request running past --request-timeout is cancelled: 504, or an error event in a stream", async () => {
   const e = checkError(await postJson(c.url + "/v1/chat/completions", { messages: msgs, max_tokens: 200, ignore_eos: true }), 504, "timeout");
   assertEq(e.code, "timeout", "code");

@@ -1,0 +1,94 @@
+// kern-run serve's PeerWatch (kern-run/serve/peer_watch.h) on real loopback
+// TCP connections: the accepted socket is found by its two addresses, is
+// alive while the client is connected (also with unread bytes waiting), and
+// is seen gone once the client closes or resets it.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "kern-run/serve/peer_watch.h"
+
+using namespace kern::run::serve;
+
+namespace {
+
+/// A listening socket on 127.0.0.1, a client connected to it and the accepted end.
+struct Connection {
+  int listener = -1, client = -1, server = -1;
+  int server_port = -1, client_port = -1;
+  Connection() {
+    listener = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    REQUIRE(listen(listener, 1) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+    server_port = ntohs(a.sin_port);
+    client = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    server = accept(listener, nullptr, nullptr);
+    REQUIRE(server >= 0);
+    sockaddr_in c{};
+    len = sizeof c;
+    REQUIRE(getsockname(client, reinterpret_cast<sockaddr*>(&c), &len) == 0);
+    client_port = ntohs(c.sin_port);
+  }
+  ~Connection() {
+    for (int fd : {listener, client, server})
+      if (fd >= 0) close(fd);
+  }
+  void close_client() {
+    close(client);
+    client = -1;
+  }
+};
+
+/// Polls `w` until it reports the peer gone (the FIN or RST crosses loopback at once; bounded wait).
+bool seen_gone(const PeerWatch& w) {
+  for (int i = 0; i < 200; ++i) {
+    if (!w.alive()) return true;
+    usleep(5000);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("PeerWatch finds the connection's socket by its addresses and sees the client close it",
+          "[serve][peer]") {
+  Connection c;
+  const PeerWatch w("127.0.0.1", c.server_port, "127.0.0.1", c.client_port);
+  REQUIRE(w.found());
+  CHECK(w.alive());
+  // Unread bytes (a pipelined request) are not a hang-up; they stay unread.
+  REQUIRE(write(c.client, "GET", 3) == 3);
+  usleep(10000);
+  CHECK(w.alive());
+  char buf[4] = {};
+  CHECK(recv(c.server, buf, sizeof buf, MSG_DONTWAIT) == 3);
+  c.close_client();
+  CHECK(seen_gone(w));
+}
+
+TEST_CASE("PeerWatch sees a reset connection gone, and a connection it cannot find as alive", "[serve][peer]") {
+  Connection c;
+  const PeerWatch w("127.0.0.1", c.server_port, "127.0.0.1", c.client_port);
+  REQUIRE(w.found());
+  linger reset{1, 0};  // close with RST
+  REQUIRE(setsockopt(c.client, SOL_SOCKET, SO_LINGER, &reset, sizeof reset) == 0);
+  c.close_client();
+  CHECK(seen_gone(w));
+  // Another peer port: no such socket; alive() says nothing is known to be gone.
+  const PeerWatch none("127.0.0.1", c.server_port, "127.0.0.1", c.client_port == 1 ? 2 : 1);
+  CHECK_FALSE(none.found());
+  CHECK(none.alive());
+  const PeerWatch unknown("", -1, "", -1);
+  CHECK_FALSE(unknown.found());
+}
