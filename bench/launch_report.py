@@ -169,8 +169,9 @@ def bytes_moved(symbol, v, context):
         if splits > 1:
             rd += 4 * splits * m * rows
             wr += 4 * splits * m * rows
-        if "argmax" in symbol:
-            wr += 8 * m * math.ceil(n / 8)
+        if "argmax" in symbol:  # tile partials out and back (the last block's reduce), next_token
+            wr += 8 * m * math.ceil(n / 8) + 8 * m
+            rd += 8 * m * math.ceil(n / 8)
         return rd, wr
     if symbol == "kern_qk_norm_rope_cache_bf16":
         t, h, kv, d = v[10], v[11], v[12], v[13]

@@ -50,7 +50,6 @@ ATTN_SPLITS = 16   # attention_decode split-KV count S
 # resident at once (3 per SM), twice the warps reading the cache per SM of 16 splits.
 ATTN_FUSED_SPLITS = 32
 ARGMAX_CHUNKS = 64 # argmax partial chunks per row
-ARGMAX_REDUCE_THREADS = 1024  # block of the fused lm_head's kern_argmax_reduce (docs/kernels.md §9)
 GEMV_COLS = 8      # output columns per gemv block (docs/kernels.md §11)
 GEMV_FILL_BLOCKS = 264  # split-K until a gemv has this many blocks (2 per SM of a 132-SM H100/H200)
 GEMV_MAX_SPLITS = 8
@@ -239,8 +238,9 @@ def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False, rows=1):
     """A decode gemv kernel for one weight shape (the grid is a literal per
     shape, as for head_rmsnorm). Interface params: a, [norm_weight], w, c,
     counters, i32 m, n, k, lda, ldc, [f32 eps]; the split-K partials are
-    scratch. With `argmax`, a second step reduces the per-tile partials into
-    next_token (interface: ..., out next_token after counters). A norm
+    scratch. With `argmax` (interface: ..., out next_token after counters),
+    the per-tile argmax partials are scratch too and the kernel's last tile
+    block reduces them into next_token (docs/kernels.md §11). A norm
     variant's dynamic shared memory holds `rows` normalised rows (the rows
     its program launches: decode 1; the kernel refuses more)."""
     splits = gemv_splits(n, k)
@@ -263,21 +263,14 @@ def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False, rows=1):
     if argmax:
         scratch["argmax_val"] = {"dtype": "f32", "shape": [GEMV_MAX_ROWS, tiles]}
         scratch["argmax_idx"] = {"dtype": "i32", "shape": [GEMV_MAX_ROWS, tiles]}
-        args += [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}]
-        step_params += ["out buffer<f32>", "out buffer<i32>"]
+        args += [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}, {"arg": i_c + 2}]
+        step_params += ["out buffer<f32>", "out buffer<i32>", "out buffer<i64>"]
     step_params += ["i32"] * 6 + (["f32"] if norm else [])
     s = step(symbol, step_params, [128, 1, 1], [tiles, splits, 1], args + scalars)
     if norm:  # the normalised rows, sized for the rows the program launches (5 KB at m = 1, not 40)
         s["shared_mem"] = rows * 2 * k
     s["pdl"] = True
-    steps = [s]
-    if argmax:
-        # ceil(V / 8) tile partials (18,992 for Qwen3): a 1024-thread block, 8 loads in flight per thread.
-        steps.append(step("kern_argmax_reduce", [F32_IN, "in buffer<i32>", "out buffer<i64>", "i32", "i32"],
-                          [ARGMAX_REDUCE_THREADS, 1, 1], [TOK, 1, 1],
-                          [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}, {"arg": i_c + 2},
-                           {"arg": i_m}, i32(tiles)]))
-    return {"params": params, "impl": {"scratch": scratch, "steps": steps}}
+    return {"params": params, "impl": {"scratch": scratch, "steps": [s]}}
 
 
 def qkv_attention_kernel(c, symbol, splits, max_rows, rows_sym):
@@ -360,11 +353,12 @@ def fused_kernels(c, row_buckets=(1,), fold_qk=True):
 
 def counter_slots(c):
     """i32 counters of the `decode_counters` state: the split-K tile counters
-    of the largest split gemv, or the attention's one per (query row, kv head)."""
+    of the largest split gemv, the attention's one per (query row, kv head),
+    or the lm_head's tile counters and its argmax counter after them."""
     gemvs = [(c.qkv_rows, c.hidden), (c.hidden, c.heads * c.head_dim), (c.intermediate, c.hidden),
-             (c.hidden, c.intermediate), (c.vocab, c.hidden)]
+             (c.hidden, c.intermediate)]
     tiles = [math.ceil(n / GEMV_COLS) for n, k in gemvs if gemv_splits(n, k) > 1]
-    return max([GEMV_MAX_ROWS * c.kv_heads] + tiles)
+    return max([GEMV_MAX_ROWS * c.kv_heads, math.ceil(c.vocab / GEMV_COLS) + 1] + tiles)
 
 
 def block_table_pages(c):
@@ -683,7 +677,6 @@ def batch_kernels(c, max_batch, fold_qk=True):
     qk = fused["qk_norm_rope_cache"]
     qk["impl"]["steps"][0]["grid"] = [math.ceil((H + 2 * KV) / 4), BATCH, 1]
     head = fused[norm_gemv_name("lm_head_argmax", max_batch)]
-    head["impl"]["steps"][1]["grid"] = [BATCH, 1, 1]
     attn_params = [BF16_IN, "in ptr", "in buffer<i32>", "in buffer<i32>", F32_IN, F32_IN, "inout ptr", BF16_OUT,
                    "i32", "i32", "i32", "i32", "i64", "f32", "i32"]
     attn = step("kern_attention_decode_batch_bf16",
