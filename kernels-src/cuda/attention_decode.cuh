@@ -380,7 +380,8 @@ extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_bf16(
 ///     u8 is_neox)
 /// The batch-1 decode's q/k norm + RoPE + KV write + attention in one launch
 /// (docs/kernels.md §13a): kern_qk_norm_rope_cache_bf16 followed by
-/// kern_attention_decode_bf16 at one query per sequence, bit for bit. Row r is
+/// kern_attention_decode_bf16 at one query per sequence, in their operation
+/// order (the shared norm + RoPE helper and split_body). Row r is
 /// the decode query of sequence r at position p = n_r - 1, n_r =
 /// min(seq_lens[r], 16 pages_per_seq): block (kvh, s, r) normalises and rotates
 /// the H / KV q heads of kv head kvh from the raw qkv row into shared memory;

@@ -291,7 +291,7 @@ extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_batch_bf
 /// decode_batch's q/k norm + RoPE + KV write + attention in one launch
 /// (docs/kernels.md §15a): kern_qk_norm_rope_cache_bf16 (row r at position
 /// n_r - 1, its slot from row r's block table) followed by
-/// kern_attention_decode_batch_bf16, bit for bit; the ABI and the prologue
+/// kern_attention_decode_batch_bf16, in their operation order; the ABI and the prologue
 /// protocol of kern_attention_decode_qkv_bf16 (attention_decode.cuh): block
 /// (kvh, s, r) normalises and rotates its group's q heads into shared memory,
 /// the block whose split holds position n_r - 1 writes the kv head's new k
