@@ -2,8 +2,11 @@
 // §15, docs/batching.md): one query row per sequence, row r attends to its
 // own sequence's cache positions [0, seq_lens[r]) through row r of the
 // block tables [B, pages_per_seq]. The batched `decode_batch` program's
-// attention; the single-sequence kern_attention_decode_bf16 stays for
-// `decode` and speculative verify.
+// attention: kern_attention_decode_batch_qkv_bf16 (the default, §15a) folds in
+// q/k norm + RoPE + the KV write from the raw qkv rows; the plain
+// kern_attention_decode_batch_bf16 serves --kernels fused-qk-separate. The
+// single-sequence kern_attention_decode_bf16 / _qkv_bf16 serve `decode` and
+// speculative verify.
 //
 // Same arithmetic as the one-launch decode: split-KV with S splits of
 // L = ceil(n_r / S) positions, each block (kv head, split, row) reads each
