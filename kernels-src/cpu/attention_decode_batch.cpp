@@ -305,9 +305,10 @@ Status parse_qkv(const CpuLaunch& l, const QkvVariant& v, QkvLaunch& k) {
         check_data_extent(l, name, 4, "kv_cache", cache_bytes, "block_tables page " + std::to_string(max_page)));
   }
   // Row r's RoPE row is its position max(seq_lens[r] - 1, 0).
-  KERN_RETURN_IF_ERROR(check_data_extent(
-      l, name, 3, "cos_sin_cache", sat_mul(sat_mul(static_cast<uint64_t>(max_pos) + 1, static_cast<uint64_t>(a.head_dim)), 4),
-      "position " + std::to_string(max_pos) + " (seq_lens - 1)"));
+  const uint64_t rope_bytes =
+      sat_mul(sat_mul(static_cast<uint64_t>(max_pos) + 1, static_cast<uint64_t>(a.head_dim)), 4);
+  KERN_RETURN_IF_ERROR(check_data_extent(l, name, 3, "cos_sin_cache", rope_bytes,
+                                         "position " + std::to_string(max_pos) + " (seq_lens - 1)"));
   a.k_scale = *ks;
   a.v_scale = *vs;
   return Status::ok_status();

@@ -509,8 +509,8 @@ using namespace kern_gemv;
   extern "C" __global__ void __launch_bounds__(128) name(                                                      \
       const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ w, __nv_bfloat16* c, float* partial,          \
       int* counters, int m, int n, int k, int lda, int ldc, int splits) {                                      \
-    gemv<false, kE>(Args{a, nullptr, w, nullptr, c, partial, counters, nullptr, nullptr, nullptr, m, n, k, lda, ldc,    \
-                         splits, 0.0f});                                                                       \
+    gemv<false, kE>(Args{a, nullptr, w, nullptr, c, partial, counters, nullptr, nullptr, nullptr, m, n, k, lda,   \
+                         ldc, splits, 0.0f});                                                                  \
   }
 
 /// Defines entry point `name` with the RMSNorm-prologue ABI (a,
@@ -521,8 +521,8 @@ using namespace kern_gemv;
       const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ norm_weight,                                  \
       const __nv_bfloat16* __restrict__ w, __nv_bfloat16* c, float* partial, int* counters, int m, int n,     \
       int k, int lda, int ldc, int splits, float eps) {                                                        \
-    gemv<true, kE>(Args{a, norm_weight, w, nullptr, c, partial, counters, nullptr, nullptr, nullptr, m, n, k, lda, ldc, \
-                        splits, eps});                                                                         \
+    gemv<true, kE>(Args{a, norm_weight, w, nullptr, c, partial, counters, nullptr, nullptr, nullptr, m, n, k,     \
+                        lda, ldc, splits, eps});                                                               \
   }
 
 /// kern_gemv_bf16: c = bf16(a . w^T).
