@@ -169,8 +169,9 @@ def bytes_moved(symbol, v, context):
         if splits > 1:
             rd += 4 * splits * m * rows
             wr += 4 * splits * m * rows
-        if "argmax" in symbol:
-            wr += 8 * m * math.ceil(n / 8)
+        if "argmax" in symbol:  # tile partials out and back (the last block's reduce), next_token
+            wr += 8 * m * math.ceil(n / 8) + 8 * m
+            rd += 8 * m * math.ceil(n / 8)
         return rd, wr
     if symbol == "kern_qk_norm_rope_cache_bf16":
         t, h, kv, d = v[10], v[11], v[12], v[13]
@@ -179,6 +180,11 @@ def bytes_moved(symbol, v, context):
         t, h, kv, d, s = v[11], v[12], v[13], v[14], v[17]
         part = 4 * (d + 2) * h * s * t
         return 4 * d * context * kv * t + 2 * h * d * t + part + 4 * context // 16, part + 2 * h * d * t
+    if symbol in ("kern_attention_decode_qkv_bf16", "kern_attention_decode_batch_qkv_bf16"):
+        b, h, kv, d, s = v[13], v[14], v[15], v[16], v[20]
+        part = 4 * (d + 2) * h * s * b
+        rd = 4 * d * context * kv * b + 2 * (h + 2 * kv) * d * b + 8 * d + part + 4 * b * context // 16 + 4 * b
+        return rd, part + 2 * h * d * b + 4 * kv * d * b
     if symbol == "kern_argmax_reduce":
         rows, c = v[3], v[4]
         return 8 * rows * c, 8 * rows

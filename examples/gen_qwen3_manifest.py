@@ -1,12 +1,14 @@
 #!/usr/bin/python3
-"""gen_qwen3_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kernels fused|unfused] [--max-batch 8]
+"""gen_qwen3_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kernels fused|fused-qk-separate|unfused] [--max-batch 8]
 
 Writes a kern manifest v2 (SPEC §3) for a Hugging Face Qwen3 config.json:
 exactly the buffers, kernels (docs/kernels.md ABIs) and programs `prefill` /
 `decode` of docs/qwen3-manifest.md. `--kernels fused` (the default) gives
-`decode` the fused decode kernels (docs/kernels.md §11-13: 6 launches per
-layer, 3 around them); `--kernels unfused` keeps the original kernel set
-(12 per layer). Both read the same weights; `prefill` is the same in both. Both
+`decode` the fused decode kernels (docs/kernels.md §11-13a: 5 launches per
+layer, 3 around them; q/k norm + RoPE + the KV-cache write folded into the
+attention); `--kernels fused-qk-separate` the same with those as their own
+launch (6 per layer, for A/B); `--kernels unfused` keeps the original kernel
+set (12 per layer). Both read the same weights; `prefill` is the same in both. Both
 decode programs end with the sampling dispatch (`sample_dispatch`: per-row
 temperature, top_k, top_p, min_p and seed inputs; docs/qwen3-manifest.md
 "Sampling") and the step advance. The fused manifest also gets `decode_batch`,
@@ -49,7 +51,6 @@ ATTN_SPLITS = 16   # attention_decode split-KV count S
 # resident at once (3 per SM), twice the warps reading the cache per SM of 16 splits.
 ATTN_FUSED_SPLITS = 32
 ARGMAX_CHUNKS = 64 # argmax partial chunks per row
-ARGMAX_REDUCE_THREADS = 1024  # block of the fused lm_head's kern_argmax_reduce (docs/kernels.md §9)
 GEMV_COLS = 8      # output columns per gemv block (docs/kernels.md §11)
 GEMV_FILL_BLOCKS = 264  # split-K until a gemv has this many blocks (2 per SM of a 132-SM H100/H200)
 GEMV_MAX_SPLITS = 8
@@ -239,8 +240,9 @@ def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False, rows=1):
     """A decode gemv kernel for one weight shape (the grid is a literal per
     shape, as for head_rmsnorm). Interface params: a, [norm_weight], w, c,
     counters, i32 m, n, k, lda, ldc, [f32 eps]; the split-K partials are
-    scratch. With `argmax`, a second step reduces the per-tile partials into
-    next_token (interface: ..., out next_token after counters). A norm
+    scratch. With `argmax` (interface: ..., out next_token after counters),
+    the per-tile argmax partials are scratch too and the kernel's last tile
+    block reduces them into next_token (docs/kernels.md §11). A norm
     variant's dynamic shared memory holds `rows` normalised rows (the rows
     its program launches: decode 1; the kernel refuses more)."""
     splits = gemv_splits(n, k)
@@ -263,27 +265,52 @@ def gemv_kernel(symbol, n, k, norm, rows_per_col=1, argmax=False, rows=1):
     if argmax:
         scratch["argmax_val"] = {"dtype": "f32", "shape": [GEMV_MAX_ROWS, tiles]}
         scratch["argmax_idx"] = {"dtype": "i32", "shape": [GEMV_MAX_ROWS, tiles]}
-        args += [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}]
-        step_params += ["out buffer<f32>", "out buffer<i32>"]
+        args += [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}, {"arg": i_c + 2}]
+        step_params += ["out buffer<f32>", "out buffer<i32>", "out buffer<i64>"]
     step_params += ["i32"] * 6 + (["f32"] if norm else [])
     s = step(symbol, step_params, [128, 1, 1], [tiles, splits, 1], args + scalars)
     if norm:  # the normalised rows, sized for the rows the program launches (5 KB at m = 1, not 40)
         s["shared_mem"] = rows * 2 * k
     s["pdl"] = True
-    steps = [s]
-    if argmax:
-        # ceil(V / 8) tile partials (18,992 for Qwen3): a 1024-thread block, 8 loads in flight per thread.
-        steps.append(step("kern_argmax_reduce", [F32_IN, "in buffer<i32>", "out buffer<i64>", "i32", "i32"],
-                          [ARGMAX_REDUCE_THREADS, 1, 1], [TOK, 1, 1],
-                          [{"scratch": "argmax_val"}, {"scratch": "argmax_idx"}, {"arg": i_c + 2},
-                           {"arg": i_m}, i32(tiles)]))
-    return {"params": params, "impl": {"scratch": scratch, "steps": steps}}
+    return {"params": params, "impl": {"scratch": scratch, "steps": [s]}}
 
 
-def fused_kernels(c, row_buckets=(1,)):
+def qkv_attention_kernel(c, symbol, splits, max_rows, rows_sym):
+    """q/k norm + RoPE + KV write folded into the decode attention (docs/kernels.md
+    §13a `kern_attention_decode_qkv_bf16`, §15a `kern_attention_decode_batch_qkv_bf16`,
+    one ABI): interface params qkv, q_norm_weight, k_norm_weight, cos_sin_cache,
+    kv_cache, block_tables, seq_lens, k_scale, v_scale, counters, out, i32
+    num_seqs, num_heads, num_kv_heads, head_dim, i64 page_stride, f32 scale, i32
+    pages_per_seq, qkv_stride, f32 eps, u8 is_neox; the split scratch holds
+    `max_rows` rows, the grid [KV, splits, rows_sym]."""
+    H, D = c.heads, c.head_dim
+    params = [BF16_IN, BF16_IN, BF16_IN, F32_IN, "inout ptr", "in buffer<i32>", "in buffer<i32>", F32_IN, F32_IN,
+              "inout ptr", BF16_OUT, "i32", "i32", "i32", "i32", "i64", "f32", "i32", "i32", "f32", "u8"]
+    s = step(symbol, params[:9] + ["out buffer<f32>", "out buffer<f32>"] + params[9:18] + ["i32"] + params[18:],
+             [128, 1, 1], [c.kv_heads, splits, rows_sym],
+             [{"arg": i} for i in range(9)] + [{"scratch": "partial_o"}, {"scratch": "partial_ml"}]
+             + [{"arg": i} for i in range(9, 18)] + [i32(splits)] + [{"arg": i} for i in range(18, 21)])
+    s["pdl"] = True
+    return {
+        "params": params,
+        "impl": {
+            "scratch": {
+                "partial_o": {"dtype": "f32", "shape": [max_rows, H * splits * D]},
+                "partial_ml": {"dtype": "f32", "shape": [max_rows, H * splits * 2]},
+            },
+            "steps": [s],
+        },
+    }
+
+
+def fused_kernels(c, row_buckets=(1,), fold_qk=True):
     """The fused decode kernels (docs/kernels.md §11-13), one gemv kernel per
     weight shape; the norm-prologue gemvs once per row count in `row_buckets`
-    (their shared memory is sized for it: norm_gemv_name)."""
+    (their shared memory is sized for it: norm_gemv_name). With `fold_qk`,
+    one-row programs get the attention that folds in q/k norm + RoPE + the KV
+    write (`attention_decode_qkv`, §13a); the separate `qk_norm_rope_cache` +
+    `attention_decode_fused` pair is there for row counts above 1 (speculative
+    verify) or without `fold_qk` (--kernels fused-qk-separate, A/B)."""
     E, H, KV, D, I, V = c.hidden, c.heads, c.kv_heads, c.head_dim, c.intermediate, c.vocab
     attn_params = ATTN_PARAMS[:7] + ["inout ptr"] + ATTN_PARAMS[7:]
     attn = step("kern_attention_decode_bf16",
@@ -300,8 +327,7 @@ def fused_kernels(c, row_buckets=(1,)):
     def per_rows(base, *a, **kw):
         return {norm_gemv_name(base, r): gemv_kernel(*a, **kw, rows=r) for r in row_buckets}
 
-    return {
-        **per_rows("gemv_qkv", "kern_gemv_rmsnorm_bf16", c.qkv_rows, E, norm=True),
+    pair = {
         "qk_norm_rope_cache": {"params": qk["params"], "impl": {"steps": [qk]}},
         "attention_decode_fused": {
             "params": attn_params,
@@ -313,6 +339,13 @@ def fused_kernels(c, row_buckets=(1,)):
                 "steps": [attn],
             },
         },
+    }
+    folded = {"attention_decode_qkv": qkv_attention_kernel(c, "kern_attention_decode_qkv_bf16", ATTN_FUSED_SPLITS,
+                                                           GEMV_MAX_ROWS, TOK)}
+    return {
+        **per_rows("gemv_qkv", "kern_gemv_rmsnorm_bf16", c.qkv_rows, E, norm=True),
+        **(pair if not fold_qk or any(r > 1 for r in row_buckets) else {}),
+        **(folded if fold_qk and 1 in row_buckets else {}),
         "gemv_o_proj": gemv_kernel("kern_gemv_acc_bf16", E, H * D, norm=False),
         **per_rows("gemv_gate_up", "kern_gemv_rmsnorm_silu_mul_bf16", I, E, norm=True, rows_per_col=2),
         "gemv_down_proj": gemv_kernel("kern_gemv_acc_bf16", E, I, norm=False),
@@ -322,11 +355,12 @@ def fused_kernels(c, row_buckets=(1,)):
 
 def counter_slots(c):
     """i32 counters of the `decode_counters` state: the split-K tile counters
-    of the largest split gemv, or the attention's one per (query row, kv head)."""
+    of the largest split gemv, the attention's one per (query row, kv head),
+    or the lm_head's tile counters and its argmax counter after them."""
     gemvs = [(c.qkv_rows, c.hidden), (c.hidden, c.heads * c.head_dim), (c.intermediate, c.hidden),
-             (c.hidden, c.intermediate), (c.vocab, c.hidden)]
+             (c.hidden, c.intermediate)]
     tiles = [math.ceil(n / GEMV_COLS) for n, k in gemvs if gemv_splits(n, k) > 1]
-    return max([GEMV_MAX_ROWS * c.kv_heads] + tiles)
+    return max([GEMV_MAX_ROWS * c.kv_heads, math.ceil(c.vocab / GEMV_COLS) + 1] + tiles)
 
 
 def block_table_pages(c):
@@ -445,13 +479,16 @@ def layer_dispatches(c, layer, attention, prefix="", state="kv_cache", state_lay
 COUNTERS = {"state": "decode_counters", "offset": 0}
 
 
-def fused_layer_dispatches(c, layer, rows=1, batch=None):
-    """The 6 fused decode dispatches of one layer (docs/qwen3-manifest.md):
-    the residual stream lives in `residual`; o_proj and down_proj add into it
-    in place (kern_gemv_acc_bf16), the norms are gemv prologues sized for
-    `rows` rows at most (norm_gemv_name). With `batch` (a BatchDecode), the
-    batched program's: `batch` sequences, the batch step inputs and the
-    per-sequence attention (docs/batching.md)."""
+def fused_layer_dispatches(c, layer, rows=1, batch=None, fold_qk=True):
+    """The fused decode dispatches of one layer (docs/qwen3-manifest.md): 5
+    when q/k norm + RoPE + the KV write are folded into the attention
+    (`fold_qk`, one query row per sequence: decode and decode_batch), else 6
+    (speculative verify's `rows` > 1 causal rows, or --kernels
+    fused-qk-separate). The residual stream lives in `residual`; o_proj and
+    down_proj add into it in place (kern_gemv_acc_bf16), the norms are gemv
+    prologues sized for `rows` rows at most (norm_gemv_name). With `batch` (a
+    BatchDecode), the batched program's: `batch` sequences, the batch step
+    inputs and the per-sequence attention (docs/batching.md)."""
     E, H, KV, D, I = c.hidden, c.heads, c.kv_heads, c.head_dim, c.intermediate
     n = BATCH if batch else TOK  # the row count symbol of every dispatch below
     p, w = f"layers.{layer}.", f"model.layers.{layer}."
@@ -459,21 +496,24 @@ def fused_layer_dispatches(c, layer, rows=1, batch=None):
     page_stride = c.layers * PAGE * KV * 2 * D
     kv_base = {"state": "kv_cache", "offset": layer * PAGE * KV * 2 * D * 2}
     cnt = COUNTERS
+    if fold_qk and (batch or rows == 1):
+        # One query row per sequence: its new k / v lie in one split, so one launch (docs/kernels.md §13a).
+        attention = [dispatch(p + "qk_norm+rope+kv_cache_write+attention",
+                              batch.qkv_kernel if batch else "attention_decode_qkv",
+                              [buf("qkv"), buf(w + "self_attn.q_norm.weight"), buf(w + "self_attn.k_norm.weight"),
+                               buf("rope.cos_sin_cache"), kv_base,
+                               buf(batch.block_tables if batch else "block_table"),
+                               buf(batch.seq_lens if batch else "seq_lens"), buf("k_scale"), buf("v_scale"), cnt,
+                               buf("attn_out"), n, i32(H), i32(KV), i32(D), {"i64": page_stride},
+                               {"f32": F32(1.0 / math.sqrt(D))}, i32(block_table_pages(c)), i32(c.qkv_rows), eps,
+                               {"u8": 1}])]
+    else:
+        attention = separate_qk_attention(c, p, w, n, batch, kv_base, page_stride, eps)
     return [
         dispatch(p + "input_layernorm+qkv_proj", norm_gemv_name("gemv_qkv", rows),
                  [buf("residual"), buf(w + "input_layernorm.weight"), buf(w + "self_attn.qkv_proj.weight"),
                   buf("qkv"), cnt, n, i32(c.qkv_rows), i32(E), i32(E), i32(c.qkv_rows), eps]),
-        dispatch(p + "qk_norm+rope+kv_cache_write", batch.qk_kernel if batch else "qk_norm_rope_cache",
-                 [buf("qkv"), buf(w + "self_attn.q_norm.weight"), buf(w + "self_attn.k_norm.weight"),
-                  buf(batch.positions if batch else "positions"), buf("rope.cos_sin_cache"), buf("q_normed"),
-                  kv_base, buf(batch.slot_mapping if batch else "slot_mapping"),
-                  buf("k_scale"), buf("v_scale"), n, i32(H), i32(KV), i32(D), i32(c.qkv_rows),
-                  {"i64": page_stride}, eps, {"u8": 1}]),
-        batch.attention(c, p, kv_base, page_stride) if batch else
-        dispatch(p + "attention", "attention_decode_fused",
-                 [buf("q_normed"), kv_base, buf("block_table"), buf("seq_lens"), buf("cu_seqlens_q"),
-                  buf("k_scale"), buf("v_scale"), cnt, buf("attn_out"), n, i32(H), i32(KV), i32(D),
-                  {"i64": page_stride}, {"f32": F32(1.0 / math.sqrt(D))}]),
+        *attention,
         dispatch(p + "o_proj+residual", "gemv_o_proj",
                  [buf("attn_out"), buf(w + "self_attn.o_proj.weight"), buf("residual"), cnt, n, i32(E),
                   i32(H * D), i32(H * D), i32(E)]),
@@ -486,16 +526,37 @@ def fused_layer_dispatches(c, layer, rows=1, batch=None):
     ]
 
 
-def fused_decode_program(c, rows=1, sampling=True):
+def separate_qk_attention(c, p, w, n, batch, kv_base, page_stride, eps):
+    """q/k norm + RoPE + KV write as its own launch, then the attention
+    (docs/kernels.md §12 + §13 / §15): speculative verify's causal rows, and
+    --kernels fused-qk-separate."""
+    H, KV, D = c.heads, c.kv_heads, c.head_dim
+    cnt = COUNTERS
+    return [
+        dispatch(p + "qk_norm+rope+kv_cache_write", batch.qk_kernel if batch else "qk_norm_rope_cache",
+                 [buf("qkv"), buf(w + "self_attn.q_norm.weight"), buf(w + "self_attn.k_norm.weight"),
+                  buf(batch.positions if batch else "positions"), buf("rope.cos_sin_cache"), buf("q_normed"),
+                  kv_base, buf(batch.slot_mapping if batch else "slot_mapping"),
+                  buf("k_scale"), buf("v_scale"), n, i32(H), i32(KV), i32(D), i32(c.qkv_rows),
+                  {"i64": page_stride}, eps, {"u8": 1}]),
+        batch.attention(c, p, kv_base, page_stride) if batch else
+        dispatch(p + "attention", "attention_decode_fused",
+                 [buf("q_normed"), kv_base, buf("block_table"), buf("seq_lens"), buf("cu_seqlens_q"),
+                  buf("k_scale"), buf("v_scale"), cnt, buf("attn_out"), n, i32(H), i32(KV), i32(D),
+                  {"i64": page_stride}, {"f32": F32(1.0 / math.sqrt(D))}]),
+    ]
+
+
+def fused_decode_program(c, rows=1, sampling=True, fold_qk=True):
     """The fused decode (1 row; `rows` > 1: the same dispatches over the
     norm gemvs sized for that many rows, speculative verify's); `sampling`
     adds the sampling dispatch after the lm_head argmax (the speculative
-    programs stay greedy)."""
+    programs stay greedy); `fold_qk`: fused_layer_dispatches'."""
     out = [dispatch("embed_tokens", "embedding",
                     [buf("token_ids"), buf("model.embed_tokens.weight"), buf("residual"), TOK,
                      i32(c.hidden), i32(c.vocab)])]
     for layer in range(c.layers):
-        out += fused_layer_dispatches(c, layer, rows)
+        out += fused_layer_dispatches(c, layer, rows, fold_qk=fold_qk)
     out.append(dispatch("norm+lm_head+argmax", norm_gemv_name("lm_head_argmax", rows),
                         [buf("residual"), buf("model.norm.weight"), buf("lm_head.weight"), buf("logits"),
                          COUNTERS, buf("next_token"), TOK, i32(c.vocab), i32(c.hidden),
@@ -533,15 +594,17 @@ def program(c, attention, with_head):
     return {"dispatches": out}
 
 
-def manifest(c, tokens_max, model_label, fused=True, max_batch=None):
+def manifest(c, tokens_max, model_label, fused=True, max_batch=None, fold_qk=True):
     """The whole manifest as an ordered dict tree. `max_batch` (fused only;
-    None: none) adds the batched decode program (docs/batching.md)."""
+    None: none) adds the batched decode program (docs/batching.md);
+    `fold_qk` (fused only): q/k norm + RoPE + the KV write folded into the
+    decode attention (docs/kernels.md §13a, §15a), else their own launch."""
     ks = kernels(c)
     states = {"kv_cache": {"bytes_per_token": c.layers * c.kv_heads * 2 * c.head_dim * 2, "align": 256}}
     states.update(sampling_state())
     if fused:
         del ks["attention_decode"], ks["argmax"]  # the unfused decode's only
-        ks.update(fused_kernels(c))
+        ks.update(fused_kernels(c, fold_qk=fold_qk))
         states["decode_counters"] = {"bytes_fixed": 4 * counter_slots(c), "align": 256}
     doc = {
         "meta": {"version": 2, "model": model_label},
@@ -551,11 +614,12 @@ def manifest(c, tokens_max, model_label, fused=True, max_batch=None):
         "kernels": ks,
         "programs": {
             "prefill": program(c, "attention_prefill", with_head=False),
-            "decode": fused_decode_program(c) if fused else program(c, "attention_decode", with_head=True),
+            "decode": (fused_decode_program(c, fold_qk=fold_qk) if fused
+                       else program(c, "attention_decode", with_head=True)),
         },
     }
     if fused and max_batch is not None:
-        add_batch_decode(doc, c, max_batch)
+        add_batch_decode(doc, c, max_batch, fold_qk)
     return doc
 
 
@@ -572,8 +636,11 @@ class BatchDecode:
     """What the batched program's layers use instead of the batch-1 decode's
     (fused_layer_dispatches' `batch`)."""
     qk_kernel = "qk_norm_rope_cache_batch"
+    qkv_kernel = "attention_decode_batch_qkv"
     positions = "batch_positions"
     slot_mapping = "batch_slot_mapping"
+    block_tables = "batch_block_tables"
+    seq_lens = "batch_seq_lens"
 
     def attention(self, c, p, kv_base, page_stride):
         return dispatch(p + "attention", "attention_decode_batch",
@@ -595,9 +662,11 @@ def batch_buffers(c):
     }
 
 
-def batch_kernels(c, max_batch):
+def batch_kernels(c, max_batch, fold_qk=True):
     """The kernels of the batched program that the batch-1 decode lacks: the
-    per-sequence attention and advance, and the batch-row variants of the
+    per-sequence attention (with `fold_qk`, the one folding in q/k norm + RoPE
+    + the KV write, docs/kernels.md §15a; else qk_norm_rope_cache_batch +
+    attention_decode_batch) and advance, and the batch-row variants of the
     kernels whose grid counts rows (their launch is the same symbol)."""
     H, KV, D = c.heads, c.kv_heads, c.head_dim
     base = kernels(c)
@@ -610,11 +679,10 @@ def batch_kernels(c, max_batch):
     qk = fused["qk_norm_rope_cache"]
     qk["impl"]["steps"][0]["grid"] = [math.ceil((H + 2 * KV) / 4), BATCH, 1]
     head = fused[norm_gemv_name("lm_head_argmax", max_batch)]
-    head["impl"]["steps"][1]["grid"] = [BATCH, 1, 1]
-    # The batched attention splits each row's context as the batch-1 decode's
-    # kern_attention_decode_bf16 does (ATTN_FUSED_SPLITS): the same splits give
-    # the same f32 sums, so a row's bits equal `decode`'s alone (a sampled draw
-    # depends on every bit of the logits, not only on their argmax).
+    # The batched attentions split each row's context as the batch-1 decode's
+    # attention does (ATTN_FUSED_SPLITS): the same splits give the same f32
+    # sums, so a row's bits equal `decode`'s alone (a sampled draw depends on
+    # every bit of the logits, not only on their argmax).
     attn_params = [BF16_IN, "in ptr", "in buffer<i32>", "in buffer<i32>", F32_IN, F32_IN, "inout ptr", BF16_OUT,
                    "i32", "i32", "i32", "i32", "i64", "f32", "i32"]
     attn = step("kern_attention_decode_batch_bf16",
@@ -623,9 +691,7 @@ def batch_kernels(c, max_batch):
                 [{"arg": i} for i in range(6)] + [{"scratch": "partial_o"}, {"scratch": "partial_ml"}]
                 + [{"arg": i} for i in range(6, 15)] + [i32(ATTN_FUSED_SPLITS)])
     attn["pdl"] = True
-    return {
-        **norm_gemvs,
-        "embedding_batch": embed,
+    separate = {
         "qk_norm_rope_cache_batch": qk,
         "attention_decode_batch": {
             "params": attn_params,
@@ -637,6 +703,13 @@ def batch_kernels(c, max_batch):
                 "steps": [attn],
             },
         },
+    }
+    folded = {"attention_decode_batch_qkv": qkv_attention_kernel(c, "kern_attention_decode_batch_qkv_bf16",
+                                                                 ATTN_FUSED_SPLITS, max_batch, BATCH)}
+    return {
+        **norm_gemvs,
+        "embedding_batch": embed,
+        **(folded if fold_qk else separate),
         "lm_head_argmax_batch": head,
         "sample_batch": sample_kernel(BATCH),
         "decode_advance_batch": identity_kernel(
@@ -647,7 +720,7 @@ def batch_kernels(c, max_batch):
     }
 
 
-def batch_decode_program(c, max_batch):
+def batch_decode_program(c, max_batch, fold_qk=True):
     """decode_batch: the fused decode over `batch` sequences, one token each,
     then the sampling dispatch over the `batch` rows (row r: its own
     sampling inputs, RNG counter batch_positions[r]; greedy rows keep the
@@ -656,7 +729,7 @@ def batch_decode_program(c, max_batch):
                     [buf("batch_token_ids"), buf("model.embed_tokens.weight"), buf("residual"), BATCH,
                      i32(c.hidden), i32(c.vocab)])]
     for layer in range(c.layers):
-        out += fused_layer_dispatches(c, layer, rows=max_batch, batch=BatchDecode())
+        out += fused_layer_dispatches(c, layer, rows=max_batch, batch=BatchDecode(), fold_qk=fold_qk)
     out.append(dispatch("norm+lm_head+argmax", "lm_head_argmax_batch",
                         [buf("residual"), buf("model.norm.weight"), buf("lm_head.weight"), buf("logits"),
                          COUNTERS, buf("next_token"), BATCH, i32(c.vocab), i32(c.hidden),
@@ -669,13 +742,13 @@ def batch_decode_program(c, max_batch):
     return {"dispatches": out}
 
 
-def add_batch_decode(doc, c, max_batch):
+def add_batch_decode(doc, c, max_batch, fold_qk=True):
     """Adds the `batch` symbol (1 .. max_batch), the batch buffers and
     kernels and the `decode_batch` program to a fused manifest."""
     doc["symbols"]["batch"] = {"min": 1, "max": max_batch}
     doc["buffers"].update(batch_buffers(c))
-    doc["kernels"].update(batch_kernels(c, max_batch))
-    doc["programs"]["decode_batch"] = batch_decode_program(c, max_batch)
+    doc["kernels"].update(batch_kernels(c, max_batch, fold_qk))
+    doc["programs"]["decode_batch"] = batch_decode_program(c, max_batch, fold_qk)
 
 
 I32_MAX = 2**31 - 1
@@ -802,9 +875,11 @@ def main(argv):
                     help=f"sequences of the batched decode program decode_batch (1 to {GEMV_MAX_ROWS}, the fused "
                          f"decode kernels' row limit; default {MAX_BATCH_DEFAULT}; docs/batching.md); "
                          "0: no batched program. Fused kernels only")
-    ap.add_argument("--kernels", choices=("fused", "unfused"), default="fused",
-                    help="decode kernel set: fused (default; docs/kernels.md §11-13) or unfused (the original 12 "
-                         "launches per layer); prefill is the same")
+    ap.add_argument("--kernels", choices=("fused", "fused-qk-separate", "unfused"), default="fused",
+                    help="decode kernel set: fused (default; docs/kernels.md §11-13a: 5 launches per layer, q/k "
+                         "norm + RoPE + KV write folded into the attention), fused-qk-separate (the same with "
+                         "those as their own launch, 6 per layer: the first fused set, for A/B) or unfused (the "
+                         "original 12 launches per layer); prefill is the same")
     args = ap.parse_args(argv)
     if not 1 <= args.tokens_max <= I32_MAX:
         ap.error(f"--tokens-max must be from 1 to {I32_MAX}")
@@ -814,9 +889,10 @@ def main(argv):
     check_output_path(args.output, inputs=[("config", args.config)])
     c = load_config(args.config)
     check_i32_ranges(c, args.tokens_max, args.config)
-    fused = args.kernels == "fused"
+    fused = args.kernels != "unfused"
     doc = manifest(c, args.tokens_max, args.model or default_label(c), fused=fused,
-                   max_batch=args.max_batch if fused and args.max_batch > 0 else None)
+                   max_batch=args.max_batch if fused and args.max_batch > 0 else None,
+                   fold_qk=args.kernels == "fused")
     check_i32_literals(doc, args.config)
     kernels_dir = resolve_kernels_dir(args, "gen_qwen3_manifest")
     if kernels_dir:

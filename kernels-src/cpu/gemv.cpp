@@ -180,6 +180,23 @@ void tile_argmax(const Problem& p, int64_t grid_x, float* val, int32_t* idx) {
   }
 }
 
+/// The last tile block's reduce: next_token[i] = the column of row i's best
+/// tile partial (greater value, then smaller column: kern_argmax_reduce's
+/// serial scan over the ceil(n / 8) tiles).
+void reduce_tiles(const Problem& p, int64_t grid_x, const float* val, const int32_t* idx, int64_t* next_token) {
+  const int64_t tiles = (p.n + kCols - 1) / kCols;
+  for (int64_t i = 0; i < p.m; ++i) {
+    float bv = -std::numeric_limits<float>::infinity();
+    int32_t bi = std::numeric_limits<int32_t>::max();
+    for (int64_t t = 0; t < tiles; ++t) {
+      const float v = val[i * grid_x + t];
+      const int32_t c = idx[i * grid_x + t];
+      if (v > bv || (v == bv && c < bi)) bv = v, bi = c;
+    }
+    next_token[i] = bi;
+  }
+}
+
 /// Widens (or RMS-normalises) the a rows, then computes every output column,
 /// on up to kMaxThreads threads over column tiles when the work is large.
 void compute(Problem& p) {
@@ -231,9 +248,10 @@ Status run_gemv(const CpuLaunch& l, const Variant& v) {
   const bool res = v.epi == Epi::kResidual;
   const bool amax = v.epi == Epi::kArgmax;
   // Param positions: a, [norm_weight], w, [residual], c, partial, counters,
-  // [argmax_val, argmax_idx], 6 i32, [eps].
+  // [argmax_val, argmax_idx, next_token], 6 i32, [eps].
   const size_t ia = 0, inw = 1, iw = v.norm ? 2 : 1, ires = iw + 1, ic = iw + (res ? 2 : 1);
-  const size_t ipart = ic + 1, icnt = ic + 2, ival = ic + 3, iidx = ic + 4, im = ic + (amax ? 5 : 3);
+  const size_t ipart = ic + 1, icnt = ic + 2, ival = ic + 3, iidx = ic + 4, inext = ic + 5;
+  const size_t im = ic + (amax ? 6 : 3);
   KERN_RETURN_IF_ERROR(check_num_args(l, kn, im + 6 + (v.norm ? 1 : 0)));
   Problem p;
   p.v = &v;
@@ -263,12 +281,14 @@ Status run_gemv(const CpuLaunch& l, const Variant& v) {
   KERN_RETURN_IF_ERROR(read_ptr(l, kn, ic, "c", out, p.c));
   int32_t* counters = nullptr;
   KERN_RETURN_IF_ERROR(read_ptr(l, kn, ipart, "partial", out && p.splits > 1, p.partial));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kn, icnt, "counters", out && p.splits > 1, counters));
+  KERN_RETURN_IF_ERROR(read_ptr(l, kn, icnt, "counters", out && (p.splits > 1 || amax), counters));
   float* argmax_val = nullptr;
   int32_t* argmax_idx = nullptr;
+  int64_t* next_token = nullptr;
   if (amax) {
     KERN_RETURN_IF_ERROR(read_ptr(l, kn, ival, "argmax_val", out, argmax_val));
     KERN_RETURN_IF_ERROR(read_ptr(l, kn, iidx, "argmax_idx", out, argmax_idx));
+    KERN_RETURN_IF_ERROR(read_ptr(l, kn, inext, "next_token", out, next_token));
   }
   if (l.block[0] != kBlockThreads || l.block[1] != 1 || l.block[2] != 1) {
     return launch_error(kn, "block is [" + std::to_string(l.block[0]) + ", " + std::to_string(l.block[1]) + ", " +
@@ -283,8 +303,11 @@ Status run_gemv(const CpuLaunch& l, const Variant& v) {
   if (!out) return Status::ok_status();
 
   compute(p);
-  if (amax) tile_argmax(p, static_cast<int64_t>(l.grid[0]), argmax_val, argmax_idx);
-  return Status::ok_status();
+  if (amax) {
+    tile_argmax(p, static_cast<int64_t>(l.grid[0]), argmax_val, argmax_idx);
+    reduce_tiles(p, static_cast<int64_t>(l.grid[0]), argmax_val, argmax_idx, next_token);
+  }
+  return Status::ok_status();  // counters: the CUDA kernel's, left at zero
 }
 
 constexpr Variant kGemv{"kern_gemv_bf16", false, Epi::kStore};
@@ -318,7 +341,7 @@ namespace {
 Status gemv_extents(const CpuLaunch& l, const Variant& v, CpuExtents& e) {
   using namespace detail;
   const bool res = v.epi == Epi::kResidual, amax = v.epi == Epi::kArgmax;
-  const size_t iw = v.norm ? 2 : 1, ic = iw + (res ? 2 : 1), im = ic + (amax ? 5 : 3);
+  const size_t iw = v.norm ? 2 : 1, ic = iw + (res ? 2 : 1), im = ic + (amax ? 6 : 3);
   if (l.num_args < im + 6) return Status::ok_status();  // the kernel reports the param count
   const uint64_t m = size_i32(l, im), n = size_i32(l, im + 1), k = size_i32(l, im + 2);
   const uint64_t lda = size_i32(l, im + 3), ldc = size_i32(l, im + 4), splits = size_i32(l, im + 5);
@@ -331,14 +354,14 @@ Status gemv_extents(const CpuLaunch& l, const Variant& v, CpuExtents& e) {
   }
   if (res) e.touch(iw + 1, "residual", strided_bytes(m, ldc, n, 2));
   e.touch(ic, "c", strided_bytes(m, ldc, n, 2));
-  if (splits > 1) {
-    e.touch(ic + 1, "partial", sat_product({splits, m, rows, 4}));
-    e.touch(ic + 2, "counters", sat_mul((n + kCols - 1) / kCols, 4));
-  }
+  if (splits > 1) e.touch(ic + 1, "partial", sat_product({splits, m, rows, 4}));
+  // The tile counters when split; the argmax's done counter after them.
+  if (splits > 1 || amax) e.touch(ic + 2, "counters", sat_mul((n + kCols - 1) / kCols + (amax ? 1 : 0), 4));
   if (amax) {
     const uint64_t tiles = (n + kCols - 1) / kCols;
     e.touch(ic + 3, "argmax_val", strided_bytes(m, l.grid[0], tiles, 4));
     e.touch(ic + 4, "argmax_idx", strided_bytes(m, l.grid[0], tiles, 4));
+    e.touch(ic + 5, "next_token", sat_mul(m, 8));
   }
   return Status::ok_status();
 }

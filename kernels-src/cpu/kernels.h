@@ -79,6 +79,15 @@ Status attention_decode_bf16(const CpuLaunch& launch);
 /// num_splits, >= B]; B <= 8, at most 8 query heads per kv head, head_dim <= 256.
 Status attention_decode_batch_bf16(const CpuLaunch& launch);
 
+/// `kern_attention_decode_qkv_bf16` (§13a) and
+/// `kern_attention_decode_batch_qkv_bf16` (§15a), one ABI: from the raw qkv
+/// projection rows, the q/k RMSNorm + RoPE + KV-cache write of
+/// qk_norm_rope_cache_bf16 at each row's position seq_lens[r] - 1, then
+/// attention_decode_batch_bf16 over the rows: the two-launch path's bits.
+/// Grid = [>= KV, num_splits, >= num_seqs], block [128, 1, 1].
+Status attention_decode_qkv_bf16(const CpuLaunch& launch);
+Status attention_decode_batch_qkv_bf16(const CpuLaunch& launch);
+
 /// `kern_argmax_partial_bf16` (§9, step 1): per (row, chunk) the largest
 /// non-NaN logit and its smallest index; an empty chunk writes
 /// (-inf, INT32_MAX). Grid = [num_chunks, >= rows, 1].
@@ -170,6 +179,8 @@ Status gemv_rmsnorm_argmax_bf16_extents(const CpuLaunch& launch, CpuExtents& out
 Status qk_norm_rope_cache_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status attention_decode_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status attention_decode_batch_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status attention_decode_qkv_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status attention_decode_batch_qkv_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status decode_advance_batch_extents(const CpuLaunch& launch, CpuExtents& out);
 
 }  // namespace kern::cpu

@@ -10,6 +10,7 @@
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
 #include "kernels-src/cpu/kv_layout.h"
+#include "kernels-src/cpu/qk_norm_rope.h"
 
 namespace kern::cpu {
 
@@ -18,8 +19,10 @@ namespace {
 constexpr const char* kName = "kern_qk_norm_rope_cache_bf16";
 constexpr int64_t kMaxHeadDim = 512;  // the CUDA twin's shared-memory row
 
-/// bf16(rope(bf16(rmsnorm(x) * w))) of one head as f32 (each a bf16 value);
-/// neox pairs (i, i + d/2) or interleaved (2i, 2i + 1).
+}  // namespace
+
+namespace detail {
+
 void norm_rope_head(const uint16_t* x, const uint16_t* w, const float* cs, int64_t d, float eps, bool neox,
                     float* out) {
   float ss = 0.0f;
@@ -39,7 +42,7 @@ void norm_rope_head(const uint16_t* x, const uint16_t* w, const float* cs, int64
   }
 }
 
-}  // namespace
+}  // namespace detail
 
 namespace {
 

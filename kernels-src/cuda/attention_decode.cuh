@@ -123,7 +123,7 @@ __device__ void split_heads(DecodeSmem& sm, const AttnArgs& a, int kvh, int hb, 
 #pragma unroll
   for (int g = 0; g < kG; ++g) {
     Row qr;
-    qr.load(a.q + (static_cast<int64_t>(i) * a.num_heads + hb + g) * D, sub, D);
+    qr.load(a.q + i * a.q_row_stride + static_cast<int64_t>(hb + g - a.q_head0) * D, sub, D);
     m[g] = -CUDART_INF_F;
     l[g] = 0.0f;
 #pragma unroll
@@ -305,6 +305,23 @@ __device__ __forceinline__ void merge_splits(DecodeSmem& sm, const AttnArgs& a, 
   }
 }
 
+/// Cooperating blocks (docs/kernels.md): the block's partials are published
+/// before its count, and the last of the S blocks of (i, kvh) merges the
+/// splits into out and resets the counter.
+__device__ __forceinline__ void finish_split(DecodeSmem& sm, const AttnArgs& a, int kvh, int i, int num_splits,
+                                             const float* partial_o, const float* partial_ml, int* counters,
+                                             __nv_bfloat16* __restrict__ out) {
+  __threadfence();
+  __syncthreads();
+  int* counter = counters + static_cast<int64_t>(i) * a.num_kv_heads + kvh;
+  if (threadIdx.x == 0) sm.last_block = atomicAdd(counter, 1) == num_splits - 1;
+  __syncthreads();
+  if (!sm.last_block) return;
+  __threadfence();  // the other blocks' partials are read after their counts were seen
+  merge_splits(sm, a, kvh, i, num_splits, partial_o, partial_ml, out);
+  if (threadIdx.x == 0) *counter = 0;  // ready for the next launch / graph replay
+}
+
 }  // namespace kern_attention_decode
 
 /// kern_attention_decode_bf16(interface params 0..6, out f32 partial_o[T, H*S*D],
@@ -349,18 +366,81 @@ extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_bf16(
   for (int p = threadIdx.x; p < min(npages, kMaxSplitPages); p += blockDim.x) sm.pages[p] = block_table[page0 + p];
   __syncthreads();
   const AttnArgs a{q, kv_cache, block_table, scale * *k_scale, *v_scale, num_heads, num_kv_heads,
-                   head_dim, page_stride};
+                   head_dim, page_stride, static_cast<int64_t>(num_heads) * head_dim, 0};
   split_body(sm, a, kvh, i, s, num_splits, begin, end, page0, partial_o, partial_ml);
+  finish_split(sm, a, kvh, i, num_splits, partial_o, partial_ml, counters, out);
+}
 
-  // Cooperating blocks (docs/kernels.md): the partials are published before
-  // the count, and the last of the S blocks of (i, kvh) merges and resets it.
-  __threadfence();
-  __syncthreads();
-  int* counter = counters + static_cast<int64_t>(i) * num_kv_heads + kvh;
-  if (threadIdx.x == 0) sm.last_block = atomicAdd(counter, 1) == num_splits - 1;
-  __syncthreads();
-  if (!sm.last_block) return;
-  __threadfence();  // the other blocks' partials are read after their counts were seen
-  merge_splits(sm, a, kvh, i, num_splits, partial_o, partial_ml, out);
-  if (threadIdx.x == 0) *counter = 0;  // ready for the next launch / graph replay
+/// kern_attention_decode_qkv_bf16(in bf16 qkv[B, qkv_stride], in bf16 q_norm_weight[D],
+///     in bf16 k_norm_weight[D], in f32 cos_sin_cache[max_pos, D], inout ptr kv_cache (layer base),
+///     in i32 block_tables[B, pages_per_seq], in i32 seq_lens[B], in f32 k_scale[1], in f32 v_scale[1],
+///     out f32 partial_o[B, H*S*D], out f32 partial_ml[B, H*S*2], inout i32 counters[B * KV],
+///     out bf16 out[B, H*D], i32 num_seqs, i32 num_heads, i32 num_kv_heads, i32 head_dim,
+///     i64 page_stride, f32 scale, i32 pages_per_seq, i32 num_splits, i32 qkv_stride, f32 eps,
+///     u8 is_neox)
+/// The batch-1 decode's q/k norm + RoPE + KV write + attention in one launch
+/// (docs/kernels.md §13a): kern_qk_norm_rope_cache_bf16 followed by
+/// kern_attention_decode_bf16 at one query per sequence, in their operation
+/// order (the shared norm + RoPE helper and split_body). Row r is
+/// the decode query of sequence r at position p = n_r - 1, n_r =
+/// min(seq_lens[r], 16 pages_per_seq): block (kvh, s, r) normalises and rotates
+/// the H / KV q heads of kv head kvh from the raw qkv row into shared memory;
+/// the one block of (r, kvh) whose split holds p also writes the kv head's new
+/// k (normalised, rotated, / k_scale) and v (/ v_scale) to p's cache slot
+/// (page block_tables[r, p / 16], slot p % 16) and then reads it back in its
+/// split like any other position. No other block reads position p of that kv
+/// head, so no block depends on another's write. n_r <= 0 (a free batch row)
+/// writes no cache slot and zeros to out; seq_lens[r] > 16 pages_per_seq
+/// writes no cache slot either (the cpu twin reports it). Does nothing for B > 8, H / KV > 8,
+/// D > 512 or odd, S > 64 (the cpu twin reports them). The launch must not
+/// share the cache rows it writes with another launch in flight (PDL: the
+/// writes come after griddepcontrol.wait, like every read).
+/// Launch: grid [KV, S, B], block [128, 1, 1].
+/// Bytes moved per row: those of kern_attention_decode_bf16 at one query (q
+/// read as 2 (H + 2 KV) D from the qkv row instead of 2 H D) + 4 KV D (the new
+/// k, v written) + 4 D (cos/sin row) + 4 D (norm weights); q is never written.
+extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_qkv_bf16(
+    const __nv_bfloat16* __restrict__ qkv, const __nv_bfloat16* __restrict__ q_norm_weight,
+    const __nv_bfloat16* __restrict__ k_norm_weight, const float* __restrict__ cos_sin_cache,
+    __nv_bfloat16* kv_cache, const int* __restrict__ block_tables, const int* __restrict__ seq_lens,
+    const float* __restrict__ k_scale, const float* __restrict__ v_scale, float* partial_o, float* partial_ml,
+    int* counters, __nv_bfloat16* __restrict__ out, int num_seqs, int num_heads, int num_kv_heads, int head_dim,
+    long long page_stride, float scale, int pages_per_seq, int num_splits, int qkv_stride, float eps,
+    unsigned char is_neox) {
+  using namespace kern_attention_decode;
+  __shared__ DecodeSmem sm;
+  __shared__ __align__(16) __nv_bfloat16 q_smem[kMaxGroup * kMaxHeadDim];  // the group's normalised q heads
+  const int kvh = blockIdx.x, s = blockIdx.y, r = blockIdx.z;
+  pdl_launch_dependents();
+  if (kvh >= num_kv_heads || s >= num_splits || r >= num_seqs || num_seqs > kMaxDecodeRows || num_kv_heads <= 0 ||
+      num_heads < num_kv_heads || num_heads % num_kv_heads != 0 || num_heads / num_kv_heads > kMaxGroup ||
+      head_dim <= 0 || head_dim > kMaxHeadDim || (head_dim & 1) != 0 || num_splits > kMaxSplits ||
+      pages_per_seq < 0)
+    return;
+  pdl_wait();  // qkv, the cache and the lengths come from earlier launches
+  const int* table = block_tables + static_cast<int64_t>(r) * pages_per_seq;
+  const int n = max(min(seq_lens[r], pages_per_seq * 16), 0);
+  const int len = (n + num_splits - 1) / num_splits;
+  const int begin = min(s * len, n);
+  const int end = min(begin + len, n);
+  const int page0 = begin >> 4;
+  const int npages = end > begin ? ((end - 1) >> 4) - page0 + 1 : 0;
+  const int group = num_heads / num_kv_heads;
+  const int pos = n == seq_lens[r] ? n - 1 : -1;  // the new token's position (-1: a free row, or past the table)
+  __nv_bfloat16* slot = nullptr;
+  if (pos >= begin && pos < end) {
+    const int64_t page = table[pos >> 4];
+    if (page >= 0)
+      slot = kv_cache + page * page_stride + ((pos & 15) * static_cast<int64_t>(num_kv_heads) + kvh) * 2 * head_dim;
+  }
+  kern_qk_norm_rope::qkv_prologue<kWarps>(qkv + static_cast<int64_t>(r) * qkv_stride, q_norm_weight, k_norm_weight,
+                                          cos_sin_cache + static_cast<int64_t>(max(pos, 0)) * head_dim, num_heads,
+                                          num_kv_heads, kvh, group, head_dim, eps, is_neox != 0, *k_scale, *v_scale,
+                                          slot, q_smem, sm.o);
+  for (int p = threadIdx.x; p < min(npages, kMaxSplitPages); p += blockDim.x) sm.pages[p] = table[page0 + p];
+  __syncthreads();  // the pages, and every warp is past the prologue's use of sm.o
+  const AttnArgs a{q_smem, kv_cache, table, scale * *k_scale, *v_scale, num_heads, num_kv_heads,
+                   head_dim, page_stride, 0, kvh * group};
+  split_body(sm, a, kvh, r, s, num_splits, begin, end, page0, partial_o, partial_ml);
+  finish_split(sm, a, kvh, r, num_splits, partial_o, partial_ml, counters, out);
 }

@@ -2,8 +2,11 @@
 // §15, docs/batching.md): one query row per sequence, row r attends to its
 // own sequence's cache positions [0, seq_lens[r]) through row r of the
 // block tables [B, pages_per_seq]. The batched `decode_batch` program's
-// attention; the single-sequence kern_attention_decode_bf16 stays for
-// `decode` and speculative verify.
+// attention: kern_attention_decode_batch_qkv_bf16 (the default, §15a) folds in
+// q/k norm + RoPE + the KV write from the raw qkv rows; the plain
+// kern_attention_decode_batch_bf16 serves --kernels fused-qk-separate. The
+// single-sequence kern_attention_decode_bf16 / _qkv_bf16 serve `decode` and
+// speculative verify.
 //
 // Same arithmetic as the one-launch decode: split-KV with S splits of
 // L = ceil(n_r / S) positions, each block (kv head, split, row) reads each
@@ -20,6 +23,7 @@
 #include <math_constants.h>
 
 #include "kern_cuda_common.cuh"
+#include "qk_norm_rope.cuh"
 
 using namespace kern_cuda;
 
@@ -75,6 +79,10 @@ struct BatchArgs {
   int num_kv_heads;
   int head_dim;
   int64_t page_stride;
+  // Row r's head h is at q + r * q_row_stride + (h - q_head0) * head_dim (q in global
+  // memory: H * D and 0; the qkv prologue's heads in shared memory: 0 and the group's first).
+  int64_t q_row_stride;
+  int q_head0;
 };
 
 }  // namespace
@@ -107,8 +115,8 @@ __device__ void split_body(MergeSmem& smem, const int* pages, int page0, const i
       qf[g][j] = 0.0f;
     }
     if (g < group)
-      load_lane<kEpl, kContig>(a.q + (static_cast<int64_t>(r) * a.num_heads + h0 + g) * a.head_dim, lane,
-                               a.head_dim, qf[g]);
+      load_lane<kEpl, kContig>(a.q + r * a.q_row_stride + static_cast<int64_t>(h0 + g - a.q_head0) * a.head_dim,
+                               lane, a.head_dim, qf[g]);
   }
   const int64_t head_off = static_cast<int64_t>(kvh) * 2 * a.head_dim;
   const int64_t slot_elems = static_cast<int64_t>(a.num_kv_heads) * 2 * a.head_dim;
@@ -174,42 +182,15 @@ __device__ void split_body(MergeSmem& smem, const int* pages, int page0, const i
   }
 }
 
-}  // namespace kern_attention_decode_batch
-
-/// kern_attention_decode_batch_bf16(in bf16 q[B, H*D], in ptr kv_cache (layer base),
-///     in i32 block_tables[B, pages_per_seq], in i32 seq_lens[B], in f32 k_scale[1],
-///     in f32 v_scale[1], out f32 partial_o[B, H*S*D], out f32 partial_ml[B, H*S*2],
-///     inout i32 counters[B * KV], out bf16 out[B, H*D], i32 num_seqs, i32 num_heads,
-///     i32 num_kv_heads, i32 head_dim, i64 page_stride, f32 scale, i32 pages_per_seq,
-///     i32 num_splits)
-/// Row r (one decode query per sequence, at position seq_lens[r] - 1)
-/// attends to positions [0, n_r), n_r = min(seq_lens[r], 16 pages_per_seq);
-/// position p lives in page block_tables[r, p / 16], slot p % 16. n_r <= 0
-/// (a free batch slot) writes zeros. Counters start at 0 and are left at 0.
-/// Does nothing for B > 8, H / KV > 8 or head_dim > 256 (the cpu twin
-/// reports those as launch errors).
-/// Launch: grid [KV, S, B], block [128, 1, 1].
-/// Bytes moved: 4 D n_r per (row, kv head) (k, v once) + 2 D B H (q)
-/// + 8 (D + 2) B H S (partials written and read back) + 2 D B H (out).
-extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_batch_bf16(
-    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kv_cache,
-    const int* __restrict__ block_tables, const int* __restrict__ seq_lens, const float* __restrict__ k_scale,
-    const float* __restrict__ v_scale, float* partial_o, float* partial_ml, int* counters,
-    __nv_bfloat16* __restrict__ out, int num_seqs, int num_heads, int num_kv_heads, int head_dim,
-    long long page_stride, float scale, int pages_per_seq, int num_splits) {
-  using namespace kern_attention_decode_batch;
-  __shared__ MergeSmem smem;
-  __shared__ int pages[kMaxSplitPages];
-  __shared__ int last_block;
-  const int kvh = blockIdx.x, s = blockIdx.y, r = blockIdx.z;
-  pdl_launch_dependents();
-  if (kvh >= num_kv_heads || s >= num_splits || r >= num_seqs || num_seqs > kMaxRows || num_kv_heads <= 0 ||
-      num_heads < num_kv_heads || num_heads % num_kv_heads != 0 || num_heads / num_kv_heads > kMaxGroup ||
-      head_dim <= 0 || head_dim > kMaxHeadDim || pages_per_seq < 0 || num_splits <= 0)
-    return;
-  pdl_wait();  // q, the cache and the lengths come from earlier launches
-  const int* table = block_tables + static_cast<int64_t>(r) * pages_per_seq;
-  const int n = max(min(seq_lens[r], pages_per_seq * 16), 0);
+/// Block (kvh, s, r) over row r's n positions (table: row r's block-table
+/// row): the split's partials, then, in the last of the S blocks of (r, kvh)
+/// (integer arrival counter, reset to 0 after), the in-order merge of the
+/// splits into bf16 out for the group's heads.
+__device__ __forceinline__ void decode_row(MergeSmem& smem, int* pages, int& last_block, const BatchArgs& a,
+                                           const int* table, int kvh, int r, int s, int num_splits, int n,
+                                           float* partial_o, float* partial_ml, int* counters,
+                                           __nv_bfloat16* __restrict__ out) {
+  const int num_heads = a.num_heads, num_kv_heads = a.num_kv_heads, head_dim = a.head_dim;
   const int len = (n + num_splits - 1) / num_splits;
   const int begin = min(s * len, n);
   const int end = min(begin + len, n);
@@ -217,8 +198,7 @@ extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_batch_bf
   const int npages = end > begin ? ((end - 1) >> 4) - page0 + 1 : 0;
   for (int p = threadIdx.x; p < min(npages, kMaxSplitPages); p += blockDim.x) pages[p] = table[page0 + p];
   __syncthreads();
-  const BatchArgs a{q, kv_cache, scale * *k_scale, *v_scale, num_heads, num_kv_heads, head_dim, page_stride};
-  const bool rows_aligned = aligned_to(q, 16) && aligned_to(kv_cache, 16) && (page_stride & 7) == 0;
+  const bool rows_aligned = aligned_to(a.q, 16) && aligned_to(a.kv, 16) && (a.page_stride & 7) == 0;
   if (rows_aligned && head_dim == 128)
     split_body<4, true>(smem, pages, page0, table, a, kvh, r, s, num_splits, begin, end, partial_o, partial_ml);
   else if (rows_aligned && head_dim == 64)
@@ -261,4 +241,106 @@ extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_batch_bf
     }
   }
   if (threadIdx.x == 0) *counter = 0;  // ready for the next launch / graph replay
+}
+
+}  // namespace kern_attention_decode_batch
+
+/// kern_attention_decode_batch_bf16(in bf16 q[B, H*D], in ptr kv_cache (layer base),
+///     in i32 block_tables[B, pages_per_seq], in i32 seq_lens[B], in f32 k_scale[1],
+///     in f32 v_scale[1], out f32 partial_o[B, H*S*D], out f32 partial_ml[B, H*S*2],
+///     inout i32 counters[B * KV], out bf16 out[B, H*D], i32 num_seqs, i32 num_heads,
+///     i32 num_kv_heads, i32 head_dim, i64 page_stride, f32 scale, i32 pages_per_seq,
+///     i32 num_splits)
+/// Row r (one decode query per sequence, at position seq_lens[r] - 1)
+/// attends to positions [0, n_r), n_r = min(seq_lens[r], 16 pages_per_seq);
+/// position p lives in page block_tables[r, p / 16], slot p % 16. n_r <= 0
+/// (a free batch slot) writes zeros. Counters start at 0 and are left at 0.
+/// Does nothing for B > 8, H / KV > 8 or head_dim > 256 (the cpu twin
+/// reports those as launch errors).
+/// Launch: grid [KV, S, B], block [128, 1, 1].
+/// Bytes moved: 4 D n_r per (row, kv head) (k, v once) + 2 D B H (q)
+/// + 8 (D + 2) B H S (partials written and read back) + 2 D B H (out).
+extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_batch_bf16(
+    const __nv_bfloat16* __restrict__ q, const __nv_bfloat16* __restrict__ kv_cache,
+    const int* __restrict__ block_tables, const int* __restrict__ seq_lens, const float* __restrict__ k_scale,
+    const float* __restrict__ v_scale, float* partial_o, float* partial_ml, int* counters,
+    __nv_bfloat16* __restrict__ out, int num_seqs, int num_heads, int num_kv_heads, int head_dim,
+    long long page_stride, float scale, int pages_per_seq, int num_splits) {
+  using namespace kern_attention_decode_batch;
+  __shared__ MergeSmem smem;
+  __shared__ int pages[kMaxSplitPages];
+  __shared__ int last_block;
+  const int kvh = blockIdx.x, s = blockIdx.y, r = blockIdx.z;
+  pdl_launch_dependents();
+  if (kvh >= num_kv_heads || s >= num_splits || r >= num_seqs || num_seqs > kMaxRows || num_kv_heads <= 0 ||
+      num_heads < num_kv_heads || num_heads % num_kv_heads != 0 || num_heads / num_kv_heads > kMaxGroup ||
+      head_dim <= 0 || head_dim > kMaxHeadDim || pages_per_seq < 0 || num_splits <= 0)
+    return;
+  pdl_wait();  // q, the cache and the lengths come from earlier launches
+  const int* table = block_tables + static_cast<int64_t>(r) * pages_per_seq;
+  const int n = max(min(seq_lens[r], pages_per_seq * 16), 0);
+  const BatchArgs a{q, kv_cache, scale * *k_scale, *v_scale, num_heads, num_kv_heads, head_dim, page_stride,
+                    static_cast<int64_t>(num_heads) * head_dim, 0};
+  decode_row(smem, pages, last_block, a, table, kvh, r, s, num_splits, n, partial_o, partial_ml, counters, out);
+}
+
+/// kern_attention_decode_batch_qkv_bf16(in bf16 qkv[B, qkv_stride], in bf16 q_norm_weight[D],
+///     in bf16 k_norm_weight[D], in f32 cos_sin_cache[max_pos, D], inout ptr kv_cache (layer base),
+///     in i32 block_tables[B, pages_per_seq], in i32 seq_lens[B], in f32 k_scale[1], in f32 v_scale[1],
+///     out f32 partial_o[B, H*S*D], out f32 partial_ml[B, H*S*2], inout i32 counters[B * KV],
+///     out bf16 out[B, H*D], i32 num_seqs, i32 num_heads, i32 num_kv_heads, i32 head_dim,
+///     i64 page_stride, f32 scale, i32 pages_per_seq, i32 num_splits, i32 qkv_stride, f32 eps,
+///     u8 is_neox)
+/// decode_batch's q/k norm + RoPE + KV write + attention in one launch
+/// (docs/kernels.md §15a): kern_qk_norm_rope_cache_bf16 (row r at position
+/// n_r - 1, its slot from row r's block table) followed by
+/// kern_attention_decode_batch_bf16, in their operation order; the ABI and the prologue
+/// protocol of kern_attention_decode_qkv_bf16 (attention_decode.cuh): block
+/// (kvh, s, r) normalises and rotates its group's q heads into shared memory,
+/// the block whose split holds position n_r - 1 writes the kv head's new k
+/// and v there and reads them back itself; no other block reads them. A free
+/// row (seq_lens[r] <= 0) writes no cache slot and zeros to out. Does nothing
+/// for B > 8, H / KV > 8, head_dim > 256 or odd (the cpu twin reports them).
+/// Launch: grid [KV, S, B], block [128, 1, 1].
+/// Bytes moved per row: kern_attention_decode_batch_bf16's with q read from
+/// the qkv row (2 (H + 2 KV) D) + 4 KV D (new k, v) + 8 D (cos/sin, norm weights).
+extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_batch_qkv_bf16(
+    const __nv_bfloat16* __restrict__ qkv, const __nv_bfloat16* __restrict__ q_norm_weight,
+    const __nv_bfloat16* __restrict__ k_norm_weight, const float* __restrict__ cos_sin_cache,
+    __nv_bfloat16* kv_cache, const int* __restrict__ block_tables, const int* __restrict__ seq_lens,
+    const float* __restrict__ k_scale, const float* __restrict__ v_scale, float* partial_o, float* partial_ml,
+    int* counters, __nv_bfloat16* __restrict__ out, int num_seqs, int num_heads, int num_kv_heads, int head_dim,
+    long long page_stride, float scale, int pages_per_seq, int num_splits, int qkv_stride, float eps,
+    unsigned char is_neox) {
+  using namespace kern_attention_decode_batch;
+  __shared__ MergeSmem smem;
+  __shared__ int pages[kMaxSplitPages];
+  __shared__ int last_block;
+  __shared__ __align__(16) __nv_bfloat16 q_smem[kMaxGroup * kMaxHeadDim];  // the group's normalised q heads
+  const int kvh = blockIdx.x, s = blockIdx.y, r = blockIdx.z;
+  pdl_launch_dependents();
+  if (kvh >= num_kv_heads || s >= num_splits || r >= num_seqs || num_seqs > kMaxRows || num_kv_heads <= 0 ||
+      num_heads < num_kv_heads || num_heads % num_kv_heads != 0 || num_heads / num_kv_heads > kMaxGroup ||
+      head_dim <= 0 || head_dim > kMaxHeadDim || (head_dim & 1) != 0 || pages_per_seq < 0 || num_splits <= 0)
+    return;
+  pdl_wait();  // qkv, the cache and the lengths come from earlier launches
+  const int* table = block_tables + static_cast<int64_t>(r) * pages_per_seq;
+  const int n = max(min(seq_lens[r], pages_per_seq * 16), 0);
+  const int len = (n + num_splits - 1) / num_splits;
+  const int begin = min(s * len, n);
+  const int group = num_heads / num_kv_heads;
+  const int pos = n == seq_lens[r] ? n - 1 : -1;  // the new token's position (-1: a free row, or past the table)
+  __nv_bfloat16* slot = nullptr;
+  if (pos >= begin && pos < min(begin + len, n)) {
+    const int64_t page = table[pos >> 4];
+    if (page >= 0)
+      slot = kv_cache + page * page_stride + ((pos & 15) * static_cast<int64_t>(num_kv_heads) + kvh) * 2 * head_dim;
+  }
+  kern_qk_norm_rope::qkv_prologue<kWarps>(qkv + static_cast<int64_t>(r) * qkv_stride, q_norm_weight, k_norm_weight,
+                                          cos_sin_cache + static_cast<int64_t>(max(pos, 0)) * head_dim, num_heads,
+                                          num_kv_heads, kvh, group, head_dim, eps, is_neox != 0, *k_scale, *v_scale,
+                                          slot, q_smem, &smem.o[0][0]);
+  const BatchArgs a{q_smem, kv_cache, scale * *k_scale, *v_scale, num_heads, num_kv_heads, head_dim, page_stride,
+                    0, kvh * group};
+  decode_row(smem, pages, last_block, a, table, kvh, r, s, num_splits, n, partial_o, partial_ml, counters, out);
 }

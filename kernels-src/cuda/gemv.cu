@@ -24,6 +24,7 @@
 
 #include <climits>
 
+#include "argmax_best.cuh"
 #include "kern_cuda_common.cuh"
 
 using namespace kern_cuda;
@@ -50,9 +51,10 @@ struct Args {
   const __nv_bfloat16* residual;     ///< kResidual only
   __nv_bfloat16* c;
   float* partial;                    ///< [splits, m, w rows] f32 (splits > 1)
-  int* counters;                     ///< [ceil(n / 8)] zero between launches
+  int* counters;                     ///< [ceil(n / 8)] (+ 1 for kArgmax) zero between launches
   float* argmax_val;                 ///< kArgmax: [m, ceil(n / 8)] best bf16 logit of the tile
   int* argmax_idx;                   ///< kArgmax: [m, ceil(n / 8)] its column (smallest on ties)
+  int64_t* next_token;               ///< kArgmax: [m] the row's argmax over all tiles
   int m, n, k, lda, ldc, splits;
   float eps;
 };
@@ -309,6 +311,46 @@ __device__ __forceinline__ void argmax_epilogue(const Args& g, const float (&acc
   }
 }
 
+/// kArgmax, after argmax_epilogue (whole block): the last of the ceil(n / 8)
+/// tile blocks to publish its partials (integer counter counters[ceil(n / 8)],
+/// after the split-K tile counters; docs/kernels.md "Cooperating blocks")
+/// reduces every tile's (value, column) of each row, through L2, into
+/// next_token[i] and resets the counter to 0. The order is a total order
+/// (kern_argmax::consider), so the token equals kern_argmax_reduce's.
+__device__ __forceinline__ void argmax_last_block(const Args& g, int& last_block) {
+  constexpr int kLoads = 8;  // pairs loaded per thread before any is compared
+  const int tiles = (g.n + kCols - 1) / kCols;
+  __threadfence();  // this block's partials are visible before its count
+  __syncthreads();
+  if (threadIdx.x == 0) last_block = atomicAdd(&g.counters[tiles], 1) == tiles - 1;
+  __syncthreads();
+  if (!last_block) return;
+  __threadfence();  // read the other blocks' partials after seeing their counts
+  for (int i = 0; i < g.m; ++i) {
+    const float* pv = g.argmax_val + static_cast<int64_t>(i) * gridDim.x;
+    const int* pi = g.argmax_idx + static_cast<int64_t>(i) * gridDim.x;
+    kern_argmax::Best b{-CUDART_INF_F, INT_MAX};
+    const int stride = blockDim.x;
+    int t = threadIdx.x;
+    for (; t + (kLoads - 1) * stride < tiles; t += kLoads * stride) {
+      float v[kLoads];
+      int ix[kLoads];
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) {
+        v[u] = __ldcg(pv + t + u * stride);
+        ix[u] = __ldcg(pi + t + u * stride);
+      }
+#pragma unroll
+      for (int u = 0; u < kLoads; ++u) kern_argmax::consider(b, v[u], ix[u]);
+    }
+    for (; t < tiles; t += stride) kern_argmax::consider(b, __ldcg(pv + t), __ldcg(pi + t));
+    b = kern_argmax::block_best(b);
+    if (threadIdx.x == 0) g.next_token[i] = b.i;
+    __syncthreads();  // block_best's shared slots are rewritten for the next row
+  }
+  if (threadIdx.x == 0) g.counters[tiles] = 0;  // ready for the next launch / replay
+}
+
 /// The other epilogues (lane 0 of each warp): c[i, col] for this warp's live
 /// columns and every a row i < m; SiLU*mul pairs gate row h with up row h + 2.
 template <Epi kE, int kM>
@@ -433,6 +475,7 @@ __device__ void gemv_rows(const Args& g) {
     __shared__ float best_v[kWarps][kMaxM];
     __shared__ int best_i[kWarps][kMaxM];
     argmax_epilogue(g, acc, live, lane, warp, c0, best_v, best_i);
+    argmax_last_block(g, last_block);
     return;
   }
   if (lane != 0) return;
@@ -466,8 +509,8 @@ using namespace kern_gemv;
   extern "C" __global__ void __launch_bounds__(128) name(                                                      \
       const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ w, __nv_bfloat16* c, float* partial,          \
       int* counters, int m, int n, int k, int lda, int ldc, int splits) {                                      \
-    gemv<false, kE>(Args{a, nullptr, w, nullptr, c, partial, counters, nullptr, nullptr, m, n, k, lda, ldc,    \
-                         splits, 0.0f});                                                                       \
+    gemv<false, kE>(Args{a, nullptr, w, nullptr, c, partial, counters, nullptr, nullptr, nullptr, m, n, k, lda,   \
+                         ldc, splits, 0.0f});                                                                  \
   }
 
 /// Defines entry point `name` with the RMSNorm-prologue ABI (a,
@@ -478,8 +521,8 @@ using namespace kern_gemv;
       const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ norm_weight,                                  \
       const __nv_bfloat16* __restrict__ w, __nv_bfloat16* c, float* partial, int* counters, int m, int n,     \
       int k, int lda, int ldc, int splits, float eps) {                                                        \
-    gemv<true, kE>(Args{a, norm_weight, w, nullptr, c, partial, counters, nullptr, nullptr, m, n, k, lda, ldc, \
-                        splits, eps});                                                                         \
+    gemv<true, kE>(Args{a, norm_weight, w, nullptr, c, partial, counters, nullptr, nullptr, nullptr, m, n, k,     \
+                        lda, ldc, splits, eps});                                                               \
   }
 
 /// kern_gemv_bf16: c = bf16(a . w^T).
@@ -492,7 +535,7 @@ KERN_GEMV_PLAIN_ENTRY(kern_gemv_acc_bf16, Epi::kAcc)
 extern "C" __global__ void __launch_bounds__(128) kern_gemv_residual_bf16(
     const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ w, const __nv_bfloat16* residual, __nv_bfloat16* c,
     float* partial, int* counters, int m, int n, int k, int lda, int ldc, int splits) {
-  gemv<false, Epi::kResidual>(Args{a, nullptr, w, residual, c, partial, counters, nullptr, nullptr,
+  gemv<false, Epi::kResidual>(Args{a, nullptr, w, residual, c, partial, counters, nullptr, nullptr, nullptr,
                        m, n, k, lda, ldc, splits, 0.0f});
 }
 
@@ -506,15 +549,18 @@ KERN_GEMV_RMSNORM_ENTRY(kern_gemv_rmsnorm_bf16, Epi::kStore)
 /// kern_gemv_rmsnorm_silu_mul_bf16: the SiLU*mul epilogue over the RMSNorm prologue.
 KERN_GEMV_RMSNORM_ENTRY(kern_gemv_rmsnorm_silu_mul_bf16, Epi::kSiluMul)
 
-/// kern_gemv_rmsnorm_argmax_bf16: lm_head after the final norm with fused
-/// argmax partials. Params: a, norm_weight, w, out c (logits, bf16),
-/// partial, counters, out f32 argmax_val [m, ceil(n / 8)], out i32
-/// argmax_idx [m, ceil(n / 8)], i32 m, n, k, lda, ldc, splits, f32 eps.
-/// kern_argmax_reduce with num_chunks = ceil(n / 8) finishes the argmax.
+/// kern_gemv_rmsnorm_argmax_bf16: lm_head after the final norm with the
+/// argmax. Params: a, norm_weight, w, out c (logits, bf16), partial, inout
+/// counters [ceil(n / 8) + 1], out f32 argmax_val [m, grid.x], out i32
+/// argmax_idx [m, grid.x] (each tile's best), out i64 next_token [m], i32 m,
+/// n, k, lda, ldc, splits, f32 eps. The last tile block to finish reduces the
+/// tiles' partials into next_token (counter counters[ceil(n / 8)]).
+/// Bytes moved: the gemv's + 8 m ceil(n / 8) (tile partials written and read
+/// back from L2) + 8 m (next_token).
 extern "C" __global__ void __launch_bounds__(128) kern_gemv_rmsnorm_argmax_bf16(
     const __nv_bfloat16* a, const __nv_bfloat16* __restrict__ norm_weight, const __nv_bfloat16* __restrict__ w,
-    __nv_bfloat16* c, float* partial, int* counters, float* argmax_val, int* argmax_idx, int m, int n, int k, int lda,
-    int ldc, int splits, float eps) {
-  gemv<true, Epi::kArgmax>(Args{a, norm_weight, w, nullptr, c, partial, counters, argmax_val, argmax_idx, m, n, k, lda,
-                                ldc, splits, eps});
+    __nv_bfloat16* c, float* partial, int* counters, float* argmax_val, int* argmax_idx, int64_t* next_token, int m,
+    int n, int k, int lda, int ldc, int splits, float eps) {
+  gemv<true, Epi::kArgmax>(Args{a, norm_weight, w, nullptr, c, partial, counters, argmax_val, argmax_idx, next_token,
+                                m, n, k, lda, ldc, splits, eps});
 }

@@ -17,6 +17,7 @@
 #include <math_constants.h>
 
 #include "kern_cuda_common.cuh"
+#include "qk_norm_rope.cuh"
 
 using namespace kern_cuda;
 
@@ -163,6 +164,11 @@ struct AttnArgs {
   int num_kv_heads;
   int head_dim;
   int64_t page_stride;
+  // Where the one-launch decode (attention_decode.cuh) finds query row i's head h:
+  // q + i * q_row_stride + (h - q_head0) * head_dim (q in global memory: H * D and 0;
+  // the q/k-norm prologue's group of heads in shared memory: 0 and the group's first head).
+  int64_t q_row_stride = 0;
+  int q_head0 = 0;
 };
 
 /// Decode split s of (head, query): writes unnormalised o and (m, l).
@@ -234,7 +240,7 @@ __device__ __forceinline__ void prefill_attention(
     return;
   const int n = kCausal ? max(causal_len(seq_lens, cu_seqlens_q, i), 0) : max(seq_lens[0], 0);
   const AttnArgs a{q, kv_cache, block_table, scale * *k_scale, *v_scale, num_heads, num_kv_heads,
-                   head_dim, page_stride};
+                   head_dim, page_stride, static_cast<int64_t>(num_heads) * head_dim, 0};
   __shared__ MergeSmem smem;  // one instance, shared by every head_dim specialisation
   dispatch_head_dim(a, [&]<int kEpl, bool kContig>() {
     prefill_body<kEpl, kContig>(smem, a, h, i, n, out);
@@ -270,7 +276,7 @@ extern "C" __global__ void __launch_bounds__(128) kern_paged_attention_partial_b
   const int end = min(begin + len, n);
   const int64_t part = (static_cast<int64_t>(i) * num_heads + h) * num_splits + s;
   const AttnArgs a{q, kv_cache, block_table, scale * *k_scale, *v_scale, num_heads, num_kv_heads,
-                   head_dim, page_stride};
+                   head_dim, page_stride, static_cast<int64_t>(num_heads) * head_dim, 0};
   __shared__ MergeSmem smem;  // one instance, shared by every head_dim specialisation
   dispatch_head_dim(a, [&]<int kEpl, bool kContig>() {
     partial_body<kEpl, kContig>(smem, a, h, i, begin, end, partial_o + part * head_dim, partial_ml + part * 2);

@@ -9,9 +9,11 @@
 // Launch: grid [ceil((H + 2 KV) / 4), T, 1], block [128, 1, 1]: one warp per
 // head item of a token (q heads, then k heads, then v heads). A q/k warp
 // keeps the normalised head in shared memory (D <= 512) for the rotation's
-// partner element. Bytes moved per token: 2 (H + 2 KV) D (qkv read) +
+// partner element (kern_qk_norm_rope::norm_rope_head, shared with the decode
+// attention kernels that fold this prologue in, docs/kernels.md §13a). Bytes moved per token: 2 (H + 2 KV) D (qkv read) +
 // 2 H D (q written) + 4 KV D (cache written) + 4 D (cos/sin) + 4 D (norm weights).
 #include "kern_cuda_common.cuh"
+#include "qk_norm_rope.cuh"
 
 using namespace kern_cuda;
 
@@ -60,33 +62,15 @@ extern "C" __global__ void __launch_bounds__(128) kern_qk_norm_rope_cache_bf16(
   const int h = is_q ? item : item - num_heads;
   if (!is_q && slot < 0) return;
   const __nv_bfloat16* src = row + static_cast<int64_t>(item) * head_dim;  // k heads follow the q heads
-  const __nv_bfloat16* w = is_q ? q_norm_weight : k_norm_weight;
   float* buf = head_buf[warp];
-  float ss = 0.0f;
-  for (int i = lane; i < head_dim; i += 32) {
-    const float x = bf16_to_f32(src[i]);
-    buf[i] = x;
-    ss += x * x;
-  }
-  const float inv = 1.0f / sqrtf(warp_sum(ss) / static_cast<float>(head_dim) + eps);
-  for (int i = lane; i < head_dim; i += 32) buf[i] = bf16_to_f32(f32_to_bf16(buf[i] * inv * bf16_to_f32(w[i])));
-  __syncwarp();
-  const int half = head_dim / 2;
-  const float* cs = cos_sin_cache + positions[t] * head_dim;
-  __nv_bfloat16* dst;
-  float scale = 1.0f;
+  kern_qk_norm_rope::norm_rope_head(src, is_q ? q_norm_weight : k_norm_weight, cos_sin_cache + positions[t] * head_dim,
+                                    head_dim, eps, is_neox != 0, buf, lane);
   if (is_q) {
-    dst = q_out + (static_cast<int64_t>(t) * num_heads + h) * head_dim;
+    __nv_bfloat16* dst = q_out + (static_cast<int64_t>(t) * num_heads + h) * head_dim;
+    for (int i = lane; i < head_dim; i += 32) dst[i] = f32_to_bf16(buf[i]);
   } else {
-    dst = kv_cache + (slot / 16) * page_stride + ((slot % 16) * num_kv_heads + h) * 2 * head_dim;
-    scale = *k_scale;
-  }
-  for (int i = lane; i < half; i += 32) {
-    const int i1 = is_neox ? i : 2 * i, i2 = is_neox ? i + half : 2 * i + 1;
-    const float x1 = buf[i1], x2 = buf[i2], c = cs[i], s = cs[half + i];
-    const float o1 = bf16_to_f32(f32_to_bf16(x1 * c - x2 * s));
-    const float o2 = bf16_to_f32(f32_to_bf16(x2 * c + x1 * s));
-    dst[i1] = f32_to_bf16(is_q ? o1 : o1 / scale);
-    dst[i2] = f32_to_bf16(is_q ? o2 : o2 / scale);
+    __nv_bfloat16* dst = kv_cache + (slot / 16) * page_stride + ((slot % 16) * num_kv_heads + h) * 2 * head_dim;
+    const float scale = *k_scale;
+    for (int i = lane; i < head_dim; i += 32) dst[i] = f32_to_bf16(buf[i] / scale);
   }
 }

@@ -46,18 +46,28 @@ class Qwen3_4B_DSpark(unittest.TestCase):
 
     def test_six_programs_with_their_dispatch_counts(self):
         counts = {name: len(p["dispatches"]) for name, p in self.doc["programs"].items()}
-        # prefill 433 + 5 taps; decode as qwen3-4b.json; decode_spec and verify: 219 + 5 taps without the
-        # sampling dispatch (speculative decoding is greedy) and the step advance; draft 1 + 5 x 12 + norm +
+        # prefill 433 + 5 taps; decode as qwen3-4b.json; verify: 219 + 5 taps without the sampling dispatch
+        # (speculative decoding is greedy) and the step advance; decode_spec the same with one attention
+        # dispatch per layer instead of two (one query row: q/k norm + RoPE + the KV write folded in,
+        # docs/kernels.md §13a; verify's causal rows keep qk_norm_rope_cache); draft 1 + 5 x 12 + norm +
         # lm_head + 7 x 3 (the seed's 84); precompute 1 + 5 x 4.
-        self.assertEqual(counts, {"prefill": 438, "decode": 220, "decode_spec": 223, "verify": 223, "draft": 84,
+        self.assertEqual(counts, {"prefill": 438, "decode": 184, "decode_spec": 187, "verify": 223, "draft": 84,
                                   "draft_precompute": 21})
         self.assertEqual(self.doc["programs"]["decode"], load("qwen3-4b")["programs"]["decode"])
         # decode_spec leaves the step inputs for draft_precompute: no advance, the same dispatches as verify,
-        # except that verify's norm gemvs are the ones sized for the block's 8 rows (their shared memory).
+        # except that verify's norm gemvs are the ones sized for the block's 8 rows (their shared memory)
+        # and each layer's attention is verify's qk_norm_rope_cache + attention_decode_fused pair.
         spec, verify = self.doc["programs"]["decode_spec"], self.doc["programs"]["verify"]
         sized = {"gemv_qkv", "gemv_gate_up", "lm_head_argmax"}
-        self.assertEqual(len(spec["dispatches"]), len(verify["dispatches"]))
-        for a, b in zip(spec["dispatches"], verify["dispatches"]):
+        pair = [d for d in verify["dispatches"] if d["kernel"] in ("qk_norm_rope_cache", "attention_decode_fused")]
+        self.assertEqual(len(pair), 2 * 36)
+        folded = [d for d in spec["dispatches"] if d["kernel"] == "attention_decode_qkv"]
+        self.assertEqual([d["label"] for d in folded],
+                         [f"layers.{i}.qk_norm+rope+kv_cache_write+attention" for i in range(36)])
+        rest_spec = [d for d in spec["dispatches"] if d["kernel"] != "attention_decode_qkv"]
+        rest_verify = [d for d in verify["dispatches"] if d not in pair]
+        self.assertEqual(len(rest_spec), len(rest_verify))
+        for a, b in zip(rest_spec, rest_verify):
             self.assertEqual(b["kernel"], a["kernel"] + "_m8" if a["kernel"] in sized else a["kernel"])
             self.assertEqual((a["label"], a["args"]), (b["label"], b["args"]))
         for name in sized:
@@ -138,9 +148,9 @@ class Qwen3_4B_DSpark(unittest.TestCase):
         self.assertIn("speculative: block 8, mask token 151669\n", dump)
         found = dict((m.group(1), (int(m.group(2)), int(m.group(3))))
                      for m in re.finditer(r"^program (\w+): (\d+) dispatches, (\d+) launches$", dump, re.M))
-        # Launches: argmax kernels are 2 steps, the fused lm_head_argmax 2.
-        self.assertEqual(found, {"prefill": (438, 438), "decode": (220, 221), "decode_spec": (223, 224),
-                                 "verify": (223, 224), "draft": (84, 91), "draft_precompute": (21, 21)})
+        # Launches: argmax kernels are 2 steps, the fused lm_head_argmax 1 (its last block reduces).
+        self.assertEqual(found, {"prefill": (438, 438), "decode": (184, 184), "decode_spec": (187, 187),
+                                 "verify": (223, 223), "draft": (84, 91), "draft_precompute": (21, 21)})
 
 
 class DraftConfigs(unittest.TestCase):

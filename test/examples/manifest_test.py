@@ -167,21 +167,23 @@ class GeneratedManifests(unittest.TestCase):
         self.assertEqual(len(doc["buffers"]), 316)  # docs/qwen3-4b-counts.md: SPEC §7 says 310; + 5 sampling inputs
         self.assertEqual(doc["states"]["kv_cache"]["bytes_per_token"], 147456)
 
-    def test_qwen3_4b_fused_decode_is_at_most_6_launches_per_layer_plus_4(self):
-        # docs/qwen3-manifest.md: 36 layers x 6 + embedding + lm_head/argmax (2 steps) + sample + advance = 221.
+    def test_qwen3_4b_fused_decode_is_at_most_5_launches_per_layer_plus_4(self):
+        # docs/qwen3-manifest.md: 36 layers x 5 + embedding + lm_head/argmax + sample + advance = 184 (q/k norm +
+        # RoPE + the KV write folded into the attention, docs/kernels.md §13a; the argmax reduced by lm_head's
+        # last block, §11).
         doc = load("qwen3-4b")
         unfused = load("qwen3-4b-unfused")
         decode = doc["programs"]["decode"]["dispatches"]
         launches = sum(len(doc["kernels"][d["kernel"]]["impl"]["steps"]) for d in decode)
-        self.assertEqual(launches, 221)
-        self.assertLessEqual(launches, 6 * 36 + 5)
+        self.assertEqual(launches, 184)
+        self.assertLessEqual(launches, 5 * 36 + 4)
         # Both decode programs end with the sampling dispatch and the step advance (docs/qwen3-manifest.md
         # "Who writes what", "Sampling").
         self.assertEqual([d["label"] for d in decode[-2:]], ["sample", "advance"])
         self.assertEqual(unfused["programs"]["decode"]["dispatches"][-2:], decode[-2:])
         for layer in range(36):
             per_layer = [d for d in decode if d["label"].startswith(f"layers.{layer}.")]
-            self.assertEqual(sum(len(doc["kernels"][d["kernel"]]["impl"]["steps"]) for d in per_layer), 6)
+            self.assertEqual(sum(len(doc["kernels"][d["kernel"]]["impl"]["steps"]) for d in per_layer), 5)
         old = sum(len(unfused["kernels"][d["kernel"]]["impl"]["steps"]) for d in unfused["programs"]["decode"]["dispatches"])
         self.assertEqual(old, 475)
         # Same weights, same prefill, same buffers: only decode's kernels differ,
@@ -227,6 +229,39 @@ class GeneratedManifests(unittest.TestCase):
             self.assertEqual(doc["buffers"][name]["class"], "input", name)
         self.assertNotIn("advance", [d["label"] for d in doc["programs"]["prefill"]["dispatches"]])
         self.assertEqual(by_label["layers.0.rope"]["args"][-1], {"u8": 1})
+
+    def test_fused_qk_separate_keeps_the_6_launch_layer_and_the_same_weights(self):
+        # --kernels fused-qk-separate (A/B, docs/qwen3-manifest.md): qk_norm_rope_cache then the attention
+        # reading q_normed, in decode and decode_batch; the default folds them (docs/kernels.md §13a, §15a).
+        with tempfile.TemporaryDirectory() as tmp:
+            out = {}
+            for kset in ("fused", "fused-qk-separate"):
+                path = os.path.join(tmp, kset + ".json")
+                proc = gen(example("tiny-qwen3.config.json"), "-o", path, "--kernels", kset)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(path, "r", encoding="utf-8") as f:
+                    out[kset] = json.load(f)
+        folded, separate = out["fused"], out["fused-qk-separate"]
+        self.assertEqual(folded["buffers"], separate["buffers"])
+        self.assertEqual(folded["programs"]["prefill"], separate["programs"]["prefill"])
+        for prog, attn, qk in (("decode", "attention_decode_fused", "qk_norm_rope_cache"),
+                               ("decode_batch", "attention_decode_batch", "qk_norm_rope_cache_batch")):
+            f = [d["kernel"] for d in folded["programs"][prog]["dispatches"]]
+            s = [d["kernel"] for d in separate["programs"][prog]["dispatches"]]
+            self.assertEqual(len(s), len(f) + 2, prog)  # 2 layers, one launch more each
+            self.assertEqual((s.count(qk), s.count(attn)), (2, 2), prog)
+            self.assertNotIn(qk, f)
+            self.assertNotIn(attn, f)
+            self.assertNotIn(attn, folded["kernels"])  # kern-verify refuses unused kernels
+        self.assertNotIn("attention_decode_qkv", separate["kernels"])
+        self.assertNotIn("attention_decode_batch_qkv", separate["kernels"])
+        # The folded layer's attention reads the raw qkv rows and writes the layer's cache region.
+        qkv = [d for d in folded["programs"]["decode"]["dispatches"] if d["kernel"] == "attention_decode_qkv"]
+        self.assertEqual([d["label"] for d in qkv], ["layers.0.qk_norm+rope+kv_cache_write+attention",
+                                                     "layers.1.qk_norm+rope+kv_cache_write+attention"])
+        self.assertEqual(qkv[1]["args"][0], {"buf": "qkv"})
+        self.assertEqual(qkv[1]["args"][4], {"state": "kv_cache", "offset": 16 * 2 * 2 * 16 * 2})
+        self.assertEqual(qkv[1]["args"][-1], {"u8": 1})
 
     def test_tokens_max_sets_the_symbol_bound(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -412,9 +447,12 @@ class GeneratedManifests(unittest.TestCase):
                 self.assertEqual(sample[-1], {"i32": 8})
                 step = docs[n]["kernels"]["sample_batch"]["impl"]["steps"][0]
                 self.assertEqual((step["symbol"], step["grid"]), ("kern_sample_bf16", [{"sym": "batch"}, 1, 1]))
-                attn = [x for x in d if x["kernel"] == "attention_decode_batch"]
+                # q/k norm + RoPE + the KV write folded into the per-sequence attention (docs/kernels.md §15a).
+                attn = [x for x in d if x["kernel"] == "attention_decode_batch_qkv"]
                 self.assertEqual(len(attn), 2)  # one per layer
-                self.assertEqual(attn[0]["args"][2], {"buf": "batch_block_tables"})
+                self.assertEqual(attn[0]["args"][5:7], [{"buf": "batch_block_tables"}, {"buf": "batch_seq_lens"}])
+                self.assertEqual(attn[0]["args"][11], {"sym": "batch"})
+                self.assertEqual(len(d), 1 + 2 * 5 + 3)  # embedding, 5 a layer, lm_head, sample, advance
                 self.assertEqual(docs[n]["buffers"]["batch_block_tables"]["shape"], ["batch", 64])
             for bad in ("9", "-1"):
                 proc = gen(example("tiny-qwen3.config.json"), "-o", os.path.join(tmp, "x.json"), "--max-batch", bad)

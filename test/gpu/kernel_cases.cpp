@@ -444,18 +444,19 @@ Case attention_decode_one(Rng& r, int t, int h, int kv, int d, int ctx, bool ben
   return b.c;
 }
 
-/// Final norm + lm_head + argmax partials (kern_gemv_rmsnorm_argmax_bf16),
-/// then kern_argmax_reduce over the per-tile partials.
+/// Final norm + lm_head + argmax (kern_gemv_rmsnorm_argmax_bf16): the
+/// per-tile partials, reduced into next_token by the last tile block (its
+/// counter after the tile counters starts and must end at zero).
 Case lm_head_argmax(Rng& r, int m, int n, int k, int splits, bool bench) {
   const int tiles = (n + 7) / 8;
   Builder b{{shape("gemv_rmsnorm_argmax", {{"m", m}, {"n", n}, {"k", k}, {"splits", splits}}), {}, {},
-             2.0 * n * k + 2.0 * m * k + 2.0 * m * n + 8.0 * m * tiles, bench}};
+             2.0 * n * k + 2.0 * m * k + 2.0 * m * n + 16.0 * m * tiles + 8.0 * m, bench}};
   const int a = b.buf("a", bf16_random(r, size_t(m) * k, -2, 2));
   const int nw = b.buf("norm_weight", bf16_random(r, k, 0.5f, 1.5f));
   const int w = b.buf("w", bf16_random(r, size_t(n) * k, -1, 1));
   const int c = b.buf("logits", poison(size_t(m) * n * 2), Compare::kBf16);
   const int part = b.buf("partial", poison(size_t(splits) * m * n * 4), splits > 1 ? Compare::kF32 : Compare::kNone);
-  const int cnt = b.buf("counters", std::vector<uint8_t>(size_t(tiles) * 4, 0));
+  const int cnt = b.buf("counters", std::vector<uint8_t>(size_t(tiles + 1) * 4, 0));
   // The per-tile partials may legitimately differ where two logits of a tile
   // are within a bf16 ulp of each other; the token (random data: a clear
   // maximum) must not.
@@ -464,11 +465,8 @@ Case lm_head_argmax(Rng& r, int m, int n, int k, int splits, bool bench) {
   const int nt = b.buf("next_token", poison(size_t(m) * 8), Compare::kExact);
   b.launch("gemv.fatbin", "kern_gemv_rmsnorm_argmax_bf16", {uint32_t(tiles), uint32_t(splits), 1}, 128,
            {arg_buf(a), arg_buf(nw), arg_buf(w), arg_buf(c), arg_buf(part), arg_buf(cnt), arg_buf(pv), arg_buf(pi),
-            arg_i32(m), arg_i32(n), arg_i32(k), arg_i32(k), arg_i32(n), arg_i32(splits), arg_f32(1e-6f)});
+            arg_buf(nt), arg_i32(m), arg_i32(n), arg_i32(k), arg_i32(k), arg_i32(n), arg_i32(splits), arg_f32(1e-6f)});
   b.c.launches.back().shared_mem = uint32_t(m) * uint32_t(k) * 2;
-  // The generator's block for the fused lm_head's reduce (ARGMAX_REDUCE_THREADS): 1024 threads.
-  b.launch("argmax.fatbin", "kern_argmax_reduce", {uint32_t(m), 1, 1}, 1024,
-           {arg_buf(pv), arg_buf(pi), arg_buf(nt), arg_i32(m), arg_i32(tiles)});
   return b.c;
 }
 /// The decode step advance: integer bookkeeping, compared exactly. `p0` is
@@ -535,6 +533,70 @@ Case attention_decode_batch(Rng& r, int h, int kv, int d, const std::vector<int3
             arg_buf(po), arg_buf(pml), arg_buf(cnt), arg_buf(out), arg_i32(rows), arg_i32(h), arg_i32(kv), arg_i32(d),
             arg_i64(c.page_stride()), arg_f32(1.0f / std::sqrt(float(d))), arg_i32(pages_per_seq),
             arg_i32(splits)});
+  return b.c;
+}
+
+/// The decode attention that folds in q/k norm + RoPE + the KV write
+/// (docs/kernels.md §13a kern_attention_decode_qkv_bf16 in paged_attention.fatbin,
+/// §15a kern_attention_decode_batch_qkv_bf16 in attention_decode_batch.fatbin;
+/// one ABI): raw qkv rows (padded stride), each row's shuffled pages of one
+/// cache (ctxs[r]; 0 and negative are free rows), the new k / v compared in
+/// the cache (rotated pairs), partials as f32, out as bf16.
+Case attention_decode_qkv(Rng& r, bool batch, int h, int kv, int d, const std::vector<int32_t>& ctxs, int splits,
+                          bool neox, bool bench) {
+  const int rows = static_cast<int>(ctxs.size());
+  int pages_per_seq = 1, total = 0, max_pos = 1;
+  double ctx_sum = 0;
+  for (int32_t n : ctxs) {
+    pages_per_seq = std::max(pages_per_seq, (n + 15) / 16 + 1);
+    total += std::max(n + 15, 0) / 16;
+    ctx_sum += std::max(n, 0);
+    max_pos = std::max(max_pos, int(n));
+  }
+  const int stride = (h + 2 * kv) * d + 8;
+  Builder b{{shape(batch ? "attention_decode_batch_qkv" : "attention_decode_qkv",
+                   {{"B", rows}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx0", ctxs[0]}, {"S", splits}, {"neox", neox}}),
+             {}, {},
+             4.0 * d * ctx_sum * kv + rows * (2.0 * stride + 4.0 * kv * d + 8.0 * d + 2.0 * h * d) +
+                 8.0 * (d + 2) * rows * h * splits,
+             bench}};
+  const Cache c{kv, d, total + 2};
+  std::vector<int32_t> pool(c.pages);
+  std::iota(pool.begin(), pool.end(), 0);
+  for (size_t i = pool.size() - 1; i > 0; --i) std::swap(pool[i], pool[size_t(r.range(0, int64_t(i) + 1))]);
+  std::vector<int32_t> tables(size_t(rows) * pages_per_seq, -1);
+  int next = 0;
+  for (int row = 0; row < rows; ++row)
+    for (int p = 0; p < std::max(ctxs[row] + 15, 0) / 16; ++p) tables[size_t(row) * pages_per_seq + p] = pool[next++];
+  std::vector<float> cs_rows(size_t(max_pos) * d);
+  for (int p = 0; p < max_pos; ++p)
+    for (int i = 0; i < d / 2; ++i) {
+      const double f = p * std::pow(1e6, -2.0 * i / d);
+      cs_rows[size_t(p) * d + i] = float(std::cos(f));
+      cs_rows[size_t(p) * d + d / 2 + i] = float(std::sin(f));
+    }
+  const int qkv = b.buf("qkv", bf16_random(r, size_t(rows) * stride, -3, 3));
+  const int qw = b.buf("q_norm_weight", bf16_random(r, d, 0.5f, 1.5f));
+  const int kw = b.buf("k_norm_weight", bf16_random(r, d, 0.5f, 1.5f));
+  const int cs = b.buf("cos_sin_cache", pod_bytes(cs_rows));
+  const int cache = b.buf("kv_cache", bf16_random(r, c.elems(), -1, 1), Compare::kBf16);
+  b.pairs(cache, d, d, neox);  // rows of D: the new k rows rotated, the rest copied or untouched
+  const int bt = b.buf("block_tables", pod_bytes(tables));
+  const int sl = b.buf("seq_lens", pod_bytes(ctxs));
+  const int ks = b.buf("k_scale", pod_bytes(std::vector<float>{0.8f}));
+  const int vs = b.buf("v_scale", pod_bytes(std::vector<float>{1.25f}));
+  const int po = b.buf("partial_o", poison(size_t(rows) * h * splits * d * 4), Compare::kF32);
+  const int pml = b.buf("partial_ml", poison(size_t(rows) * h * splits * 2 * 4), Compare::kF32);
+  const int cnt = b.buf("counters", std::vector<uint8_t>(size_t(rows) * kv * 4, 0));
+  const int out = b.buf("out", poison(size_t(rows) * h * d * 2), Compare::kBf16);
+  b.launch(batch ? "attention_decode_batch.fatbin" : "paged_attention.fatbin",
+           batch ? "kern_attention_decode_batch_qkv_bf16" : "kern_attention_decode_qkv_bf16",
+           {uint32_t(kv), uint32_t(splits), uint32_t(rows)}, 128,
+           {arg_buf(qkv), arg_buf(qw), arg_buf(kw), arg_buf(cs), arg_buf(cache, c.layer1_offset_bytes()), arg_buf(bt),
+            arg_buf(sl), arg_buf(ks), arg_buf(vs), arg_buf(po), arg_buf(pml), arg_buf(cnt), arg_buf(out),
+            arg_i32(rows), arg_i32(h), arg_i32(kv), arg_i32(d), arg_i64(c.page_stride()),
+            arg_f32(1.0f / std::sqrt(float(d))), arg_i32(pages_per_seq), arg_i32(splits), arg_i32(stride),
+            arg_f32(1e-6f), arg_u8(neox ? 1 : 0)});
   return b.c;
 }
 
@@ -659,6 +721,17 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(attention_decode_batch(r, 2, 1, 96, {100, 33}, false));   // strided lanes
   cs.push_back(attention_decode_batch(r, 4, 4, 256, {300, 64}, false));
   cs.push_back(decode_advance_batch(r));
+  cs.push_back(attention_decode_qkv(r, false, 32, 8, 128, {1024}, 32, true, true));  // the 4B decode step
+  cs.push_back(attention_decode_qkv(r, false, 4, 2, 16, {37}, 32, true, false));     // the tiny models' shape
+  cs.push_back(attention_decode_qkv(r, false, 8, 2, 128, {300}, 16, false, false));   // interleaved pairs
+  cs.push_back(attention_decode_qkv(r, false, 4, 2, 64, {5, 0, 17}, 32, true, false));  // rows, a free one, empty splits
+  cs.push_back(attention_decode_qkv(r, false, 2, 1, 96, {100}, 64, true, false));    // strided lanes, the most splits
+  cs.push_back(attention_decode_qkv(r, false, 3, 1, 10, {1}, 32, true, false));      // D/2 odd, the first position
+  cs.push_back(attention_decode_qkv(r, true, 32, 8, 128, {512, 512, 512, 512}, 16, true, true));  // the 4B batch
+  cs.push_back(attention_decode_qkv(r, true, 4, 2, 16, {37, 1, 0, 100, -2, 16}, 16, true, false));  // free rows
+  cs.push_back(attention_decode_qkv(r, true, 8, 1, 64, {5, 300, 17}, 16, false, false));
+  cs.push_back(attention_decode_qkv(r, true, 2, 1, 96, {100, 33}, 16, true, false));  // strided lanes
+  cs.push_back(attention_decode_qkv(r, true, 4, 4, 256, {300, 64}, 16, true, false));
   return cs;
 }
 

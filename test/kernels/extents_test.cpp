@@ -188,6 +188,16 @@ TEST_CASE("the decode gemvs declare strided a and c rows, the whole weight, and 
   e = extents_of("kern_gemv_rmsnorm_silu_mul_bf16", a);
   CHECK(e.bytes[4] == 0);
   CHECK(e.bytes[5] == 0);
+  // kern_gemv_rmsnorm_argmax_bf16: a, norm_weight, w, c, partial, counters, argmax_val, argmax_idx, next_token,
+  // six i32, eps. One split: the counters are still touched (the argmax's done counter after the 2 tiles).
+  ArgPack g;
+  for (int i = 0; i < 9; ++i) g.add<void*>(nullptr);
+  g.add<int32_t>(3).add<int32_t>(10).add<int32_t>(16).add<int32_t>(16).add<int32_t>(12).add<int32_t>(1).add(1e-6f);
+  e = extents_of("kern_gemv_rmsnorm_argmax_bf16", g);
+  CHECK(e.bytes[4] == 0);       // no partials
+  CHECK(e.bytes[5] == 3 * 4);   // counters: 2 tiles + the argmax's
+  CHECK(e.bytes[8] == 3 * 8);   // next_token [m]
+  CHECK(std::string(e.names[8]) == "next_token");
   // kern_gemv_residual_bf16: a, w, residual, c, partial, counters, six i32.
   ArgPack r;
   for (int i = 0; i < 6; ++i) r.add<void*>(nullptr);

@@ -239,7 +239,7 @@ TEST_CASE("gemv rejects m > 8, a wrong block, a grid.y other than splits and too
   CHECK(launch_with(8, 2, 128, 8 * 16 * 2).ok());
 }
 
-TEST_CASE("gemv_rmsnorm_argmax writes the rmsnorm gemv's logits and per-tile argmax partials that reduce to the argmax",
+TEST_CASE("gemv_rmsnorm_argmax writes the rmsnorm gemv's logits, per-tile argmax partials and their argmax",
           "[kernels][gemv]") {
   std::mt19937 rng(145);
   for (const int m : {1, 8}) {
@@ -266,9 +266,12 @@ TEST_CASE("gemv_rmsnorm_argmax writes the rmsnorm gemv's logits and per-tile arg
     }
     std::vector<float> val(static_cast<size_t>(m) * tiles, -1.0f);
     std::vector<int32_t> idx(static_cast<size_t>(m) * tiles, -1);
+    std::vector<int32_t> counters(static_cast<size_t>(tiles) + 1, 0);  // the tile counters, then the argmax's
+    std::vector<int64_t> next(m, -1);
     ArgPack p;
     p.add(c.a.data() + c.a_off).add(c.nw.data()).add(c.w.data()).add(out.data() + c.c_off).add(c.partial.data());
-    p.add(c.counters.data()).add(val.data()).add(idx.data()).add<int32_t>(m).add<int32_t>(n).add<int32_t>(k);
+    p.add(counters.data()).add(val.data()).add(idx.data()).add(next.data()).add<int32_t>(m).add<int32_t>(n);
+    p.add<int32_t>(k);
     p.add<int32_t>(c.lda).add<int32_t>(c.ldc).add<int32_t>(2).add(kEps);
     kern::cpu::CpuLaunch l;
     l.grid[0] = static_cast<uint32_t>(tiles);
@@ -296,5 +299,8 @@ TEST_CASE("gemv_rmsnorm_argmax writes the rmsnorm gemv's logits and per-tile arg
     r.add(val.data()).add(idx.data()).add(token.data()).add<int32_t>(m).add<int32_t>(tiles);
     launch_ok("kern_argmax_reduce", r, static_cast<uint32_t>(m), 1, 1, 64);
     for (int i = 0; i < m; ++i) CHECK(token[i] == 5);
+    // The last tile block's reduce: the same token, the counters left at zero.
+    CHECK(next == token);
+    for (const int32_t x : counters) CHECK(x == 0);
   }
 }

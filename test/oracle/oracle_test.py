@@ -40,12 +40,13 @@ CHUNKS = (1, 4, 16)
 
 def flip_rope_to_interleaved(manifest_text):
     """The manifest with the is_neox literal of every rope dispatch (and of
-    the fused decode's qk_norm_rope_cache, docs/kernels.md §12) set to 0."""
+    the fused decode's qk_norm_rope_cache, docs/kernels.md §12, or the
+    attentions that fold it in, §13a / §15a) set to 0."""
     doc = json.loads(manifest_text)
     flipped = 0
     for program in doc["programs"].values():
         for d in program["dispatches"]:
-            if d["kernel"] in ("rope", "qk_norm_rope_cache"):
+            if d["kernel"] in ("rope", "qk_norm_rope_cache", "attention_decode_qkv", "attention_decode_batch_qkv"):
                 assert d["args"][-1] == {"u8": 1}, d["args"][-1]
                 d["args"][-1] = {"u8": 0}
                 flipped += 1
@@ -54,14 +55,17 @@ def flip_rope_to_interleaved(manifest_text):
 
 
 def share_layer0_kv_region(manifest_text):
-    """The manifest with layers.1.attention reading layer 0's KV region."""
+    """The manifest with layers.1.attention (in the fused decodes, the
+    attention that also writes the step's k / v, docs/kernels.md §13a) on
+    layer 0's KV region."""
     doc = json.loads(manifest_text)
     moved = 0
     for program in doc["programs"].values():
         for d in program["dispatches"]:
-            if d["label"] == "layers.1.attention":
-                assert d["args"][1]["state"] == "kv_cache" and d["args"][1]["offset"] > 0, d["args"][1]
-                d["args"][1] = {"state": "kv_cache", "offset": 0}
+            if d["label"] in ("layers.1.attention", "layers.1.qk_norm+rope+kv_cache_write+attention"):
+                at = [i for i, a in enumerate(d["args"]) if isinstance(a, dict) and a.get("state") == "kv_cache"]
+                assert len(at) == 1 and d["args"][at[0]]["offset"] > 0, d["args"]
+                d["args"][at[0]] = {"state": "kv_cache", "offset": 0}
                 moved += 1
     # prefill, decode and (fused manifests) decode_batch.
     assert moved == len([p for p in ("prefill", "decode", "decode_batch") if p in doc["programs"]]), \

@@ -49,10 +49,10 @@ with tempfile.TemporaryDirectory() as tmp:
         s = summary[0] if summary else ""
         check(f"the 4B dump shows its {n_buffers} buffers", s.startswith(f"summary: {n_buffers} buffers;"), s)
         check("the 4B dump shows prefill's 433 dispatches", "prefill: 433 dispatches" in s, s)
-        # The fused decode (docs/qwen3-manifest.md): 6 launches per layer + 3, + sample + the step advance.
-        check("the 4B dump shows decode's 220 dispatches and 221 launches", "decode: 220 dispatches, 221 launches" in s, s)
+        # The fused decode (docs/qwen3-manifest.md): 5 launches per layer + 2, + sample + the step advance.
+        check("the 4B dump shows decode's 184 dispatches and 184 launches", "decode: 184 dispatches, 184 launches" in s, s)
         check("the 4B dump lists the programs", "program prefill: 433 dispatches" in p.stdout
-              and "program decode: 220 dispatches, 221 launches" in p.stdout)
+              and "program decode: 184 dispatches, 184 launches" in p.stdout)
     else:
         check("qwen3-4b.json lowered to a plan", False)
 

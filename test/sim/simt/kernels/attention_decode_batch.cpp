@@ -8,4 +8,5 @@
 
 KERN_SIM_FAMILY(attention_decode_batch) {
   KERN_SIM_KERNEL(attention_decode_batch, kern_attention_decode_batch_bf16);
+  KERN_SIM_KERNEL(attention_decode_batch, kern_attention_decode_batch_qkv_bf16);
 }

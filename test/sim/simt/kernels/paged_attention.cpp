@@ -12,4 +12,5 @@ KERN_SIM_FAMILY(paged_attention) {
   KERN_SIM_KERNEL(paged_attention, kern_paged_attention_partial_bf16);
   KERN_SIM_KERNEL(paged_attention, kern_paged_attention_reduce_bf16);
   KERN_SIM_KERNEL(paged_attention, kern_attention_decode_bf16);
+  KERN_SIM_KERNEL(paged_attention, kern_attention_decode_qkv_bf16);
 }

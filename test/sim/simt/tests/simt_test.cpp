@@ -49,7 +49,9 @@ bool contains(const std::string& s, const std::string& part) { return s.find(par
 
 TEST_CASE("every real kernel entry is emulated, with the parameter layout of its signature") {
   const auto& all = all_kernels();
-  CHECK(all.size() == 26);  // 23 + the batched decode's attention and advance + kern_sample_bf16
+  // 23 + the batched decode's attention and advance + kern_sample_bf16 + the two decode attentions
+  // that fold in q/k norm + RoPE + the KV write (kern_attention_decode_qkv_bf16, kern_attention_decode_batch_qkv_bf16).
+  CHECK(all.size() == 28);
   // kern_sample_bf16: 9 pointers, then rows, vocab, max_rows (i32).
   const KernelEntry* s = find_kernel("kern_sample_bf16");
   REQUIRE(s != nullptr);
@@ -60,11 +62,12 @@ TEST_CASE("every real kernel entry is emulated, with the parameter layout of its
   const KernelEntry* g = find_kernel("kern_gemv_rmsnorm_argmax_bf16");
   REQUIRE(g != nullptr);
   CHECK(g->family == "gemv");
-  // a, norm_weight, w, c, partial, counters, argmax_val, argmax_idx (8 pointers), m, n, k, lda, ldc, splits, eps.
-  REQUIRE(g->param_sizes.size() == 15);
-  CHECK(g->param_offsets[7] == 56);
+  // a, norm_weight, w, c, partial, counters, argmax_val, argmax_idx, next_token (9 pointers), m, n, k, lda, ldc,
+  // splits, eps.
+  REQUIRE(g->param_sizes.size() == 16);
   CHECK(g->param_offsets[8] == 64);
-  CHECK(g->param_offsets[14] == 88);
+  CHECK(g->param_offsets[9] == 72);
+  CHECK(g->param_offsets[15] == 96);
   CHECK(find_kernel("kern_no_such_kernel") == nullptr);
 }
 
