@@ -52,6 +52,40 @@ struct BatchAttention {
   int64_t rows = 0, heads = 0, kv_heads = 0, head_dim = 0, page_stride = 0, pages = 0, splits = 0;
 };
 
+/// Checks every row's length against its table (seq_lens[r] <= 16 x
+/// pages_per_seq, param `pages_param`; every entry the length uses >= 0) and
+/// that the highest page used lies inside the KV cache (param `cache_param`).
+/// `max_pos` gets the highest decode position seq_lens[r] - 1 (0 when none).
+Status check_tables(const CpuLaunch& l, const char* name, const BatchAttention& a, int pages_param, int cache_param,
+                    int64_t& max_pos) {
+  using namespace detail;
+  int64_t max_page = -1;
+  max_pos = 0;
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const int64_t n = a.seq_lens[r];
+    if (n > kPageSlots * a.pages)
+      return data_error(name, "seq_lens[" + std::to_string(r) + "] is " + std::to_string(n) + "; must be <= " +
+                                  std::to_string(kPageSlots * a.pages) + " (16 x param " +
+                                  std::to_string(pages_param) + ", pages_per_seq)");
+    for (int64_t p = 0; p < (std::max<int64_t>(n, 0) + kPageSlots - 1) / kPageSlots; ++p) {
+      const int32_t page = a.tables[r * a.pages + p];
+      if (page < 0)
+        return data_error(name, "block_tables[" + std::to_string(r) + ", " + std::to_string(p) + "] is " +
+                                    std::to_string(page) + "; must be >= 0 (seq_lens[" + std::to_string(r) +
+                                    "] = " + std::to_string(n) + " uses it)");
+      max_page = std::max<int64_t>(max_page, page);
+    }
+    max_pos = std::max<int64_t>(max_pos, n - 1);
+  }
+  if (max_page < 0) return Status::ok_status();
+  const uint64_t cache_bytes =
+      sat_mul(sat_add(sat_mul(static_cast<uint64_t>(max_page), static_cast<uint64_t>(a.page_stride)),
+                      static_cast<uint64_t>(kv_layer_page_elems(a.kv_heads, a.head_dim))),
+              2);
+  return check_data_extent(l, name, cache_param, "kv_cache", cache_bytes,
+                           "block_tables page " + std::to_string(max_page));
+}
+
 Status parse(const CpuLaunch& l, BatchAttention& a) {
   using namespace detail;
   KERN_RETURN_IF_ERROR(check_num_args(l, kName, 18));
@@ -95,29 +129,8 @@ Status parse(const CpuLaunch& l, BatchAttention& a) {
   KERN_RETURN_IF_ERROR(check_grid_equals(l, kName, 1, 17, "num_splits", a.splits));
   KERN_RETURN_IF_ERROR(check_grid_covers(l, kName, 2, a.rows, "one block per sequence"));
   if (!work) return Status::ok_status();
-  int64_t max_page = -1;
-  for (int64_t r = 0; r < a.rows; ++r) {
-    const int64_t n = a.seq_lens[r];
-    if (n > kPageSlots * a.pages)
-      return data_error(kName, "seq_lens[" + std::to_string(r) + "] is " + std::to_string(n) + "; must be <= " +
-                                   std::to_string(kPageSlots * a.pages) + " (16 x param 16, pages_per_seq)");
-    for (int64_t p = 0; p < (std::max<int64_t>(n, 0) + kPageSlots - 1) / kPageSlots; ++p) {
-      const int32_t page = a.tables[r * a.pages + p];
-      if (page < 0)
-        return data_error(kName, "block_tables[" + std::to_string(r) + ", " + std::to_string(p) + "] is " +
-                                     std::to_string(page) + "; must be >= 0 (seq_lens[" + std::to_string(r) +
-                                     "] = " + std::to_string(n) + " uses it)");
-      max_page = std::max<int64_t>(max_page, page);
-    }
-  }
-  if (max_page >= 0) {
-    const uint64_t cache_bytes =
-        sat_mul(sat_add(sat_mul(static_cast<uint64_t>(max_page), static_cast<uint64_t>(a.page_stride)),
-                        static_cast<uint64_t>(kv_layer_page_elems(a.kv_heads, a.head_dim))),
-                2);
-    KERN_RETURN_IF_ERROR(check_data_extent(l, kName, 1, "kv_cache", cache_bytes,
-                                           "block_tables page " + std::to_string(max_page)));
-  }
+  int64_t max_pos = 0;
+  KERN_RETURN_IF_ERROR(check_tables(l, kName, a, 16, 1, max_pos));
   a.k_scale = *ks;
   a.v_scale = *vs;
   return Status::ok_status();
@@ -280,30 +293,8 @@ Status parse_qkv(const CpuLaunch& l, const QkvVariant& v, QkvLaunch& k) {
     return launch_error(name, "block.x is " + std::to_string(l.block[0]) + "; must be 128 (4 warps)");
   if (!k.work) return Status::ok_status();
   a.cache = k.cache;
-  int64_t max_page = -1, max_pos = 0;
-  for (int64_t r = 0; r < a.rows; ++r) {
-    const int64_t n = a.seq_lens[r];
-    if (n > kPageSlots * a.pages)
-      return data_error(name, "seq_lens[" + std::to_string(r) + "] is " + std::to_string(n) + "; must be <= " +
-                                  std::to_string(kPageSlots * a.pages) + " (16 x param 19, pages_per_seq)");
-    for (int64_t p = 0; p < (std::max<int64_t>(n, 0) + kPageSlots - 1) / kPageSlots; ++p) {
-      const int32_t page = a.tables[r * a.pages + p];
-      if (page < 0)
-        return data_error(name, "block_tables[" + std::to_string(r) + ", " + std::to_string(p) + "] is " +
-                                    std::to_string(page) + "; must be >= 0 (seq_lens[" + std::to_string(r) +
-                                    "] = " + std::to_string(n) + " uses it)");
-      max_page = std::max<int64_t>(max_page, page);
-    }
-    max_pos = std::max<int64_t>(max_pos, n - 1);
-  }
-  if (max_page >= 0) {
-    const uint64_t cache_bytes =
-        sat_mul(sat_add(sat_mul(static_cast<uint64_t>(max_page), static_cast<uint64_t>(a.page_stride)),
-                        static_cast<uint64_t>(kv_layer_page_elems(a.kv_heads, a.head_dim))),
-                2);
-    KERN_RETURN_IF_ERROR(
-        check_data_extent(l, name, 4, "kv_cache", cache_bytes, "block_tables page " + std::to_string(max_page)));
-  }
+  int64_t max_pos = 0;
+  KERN_RETURN_IF_ERROR(check_tables(l, name, a, 19, 4, max_pos));
   // Row r's RoPE row is its position max(seq_lens[r] - 1, 0).
   const uint64_t rope_bytes =
       sat_mul(sat_mul(static_cast<uint64_t>(max_pos) + 1, static_cast<uint64_t>(a.head_dim)), 4);
