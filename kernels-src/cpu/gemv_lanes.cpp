@@ -121,41 +121,60 @@ template <int M>
   }
 }
 
-/// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), all M a rows per w
-/// block, the two halves one after the other over the split: M accumulators
-/// live, not 2M (the 2M of interleaved halves, beside the transposed w, did
-/// not stay in the 32 zmm registers: GCC kept them on the stack, a store and
-/// a reload per half block, and m = 8 ran slower per row than m = 4). The
-/// second half reads the other cache lines of each 512-byte w block, so w is
-/// still read once. Each lane's fmas run in group order, so the bits do not
-/// depend on the loop order.
-template <int M>
-__attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int64_t k, const uint16_t* w,
-                                                              int64_t gb, int64_t ge, int64_t full, int64_t part,
-                                                              const float* la, float* out) {
-  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
-  alignas(64) float lanes[M][kLanes];
-  for (int h = 0; h < 2; ++h) {
-    __m512 acc[M];
-    for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
-    half_avx512<M>(acc, h, w, gb, full, part, la, row_stride);
-    for (int i = 0; i < M; ++i) _mm512_store_ps(lanes[i] + 16 * h, acc[i]);
-  }
-  const int64_t done = gb + kLanes * full + part;
-  if (done < ge) {  // the partial last group: lane by lane, then the butterfly
-    for (int i = 0; i < M; ++i) {
-      scalar_groups(a + i * k, w, k, gb, done, ge, lanes[i]);
-      out[i] = butterfly0(lanes[i]);
-    }
+/// out = the butterfly of one a row's 32 lane sums, after the split's
+/// partial last group [done, ge) if there is one (lane by lane).
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void finish_avx512(
+    const float* a, int64_t k, const uint16_t* w, int64_t gb, int64_t done, int64_t ge, float* lanes, float* out) {
+  if (done < ge) {
+    scalar_groups(a, w, k, gb, done, ge, lanes);
+    *out = butterfly0(lanes);
     return;
   }
-  for (int i = 0; i < M; ++i) {  // the butterfly as halving sums: +16, +8, +4, +2, +1
-    const __m512 s16 = _mm512_add_ps(_mm512_load_ps(lanes[i]), _mm512_load_ps(lanes[i] + 16));
-    const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s16),
-                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s16), 1)));
-    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    out[i] = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+  // The butterfly as halving sums: +16, +8, +4, +2, +1.
+  const __m512 s16 = _mm512_add_ps(_mm512_load_ps(lanes), _mm512_load_ps(lanes + 16));
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s16),
+                                  _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s16), 1)));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  *out = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+/// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), all M a rows per w
+/// block, w rows r (row stride k) into out[r * out_stride + i]. The w rows
+/// go kChunk at a time, half 0 of every row of the chunk, then half 1:
+///   * M accumulators live, not 2M (the 2M of interleaved halves, beside
+///     the transposed w, did not stay in the 32 zmm registers: GCC kept them
+///     on the stack, a store and a reload per half block);
+///   * a half touches half of the a rows' lane-major blocks (every other
+///     64-byte line: 16 KB at m = 8, k = 1024, where all of them are 32 KB
+///     and did not stay in the 48 KB L1 beside the w stream: m = 8 ran slower
+///     per row than m = 4);
+///   * half 1 reads the other cache lines of each 512-byte w block, in cache
+///     from half 0's pass over the chunk (kChunk rows: 16 KB at the 0.6B
+///     shapes), so w is still read from memory once.
+/// Each lane's fmas run in group order, so the bits do not depend on the
+/// loop order.
+template <int M>
+__attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int64_t k, const uint16_t* w,
+                                                              int64_t rows, int64_t gb, int64_t ge, int64_t full,
+                                                              int64_t part, const float* la, float* out,
+                                                              int64_t out_stride) {
+  constexpr int64_t kChunk = 8;
+  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
+  const int64_t done = gb + kLanes * full + part;
+  alignas(64) float lanes[kChunk][M][kLanes];
+  for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
+    const int64_t n = std::min(kChunk, rows - r0);
+    for (int h = 0; h < 2; ++h)
+      for (int64_t r = 0; r < n; ++r) {
+        __m512 acc[M];
+        for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
+        half_avx512<M>(acc, h, w + (r0 + r) * k, gb, full, part, la, row_stride);
+        for (int i = 0; i < M; ++i) _mm512_store_ps(lanes[r][i] + 16 * h, acc[i]);
+      }
+    for (int64_t r = 0; r < n; ++r)
+      for (int i = 0; i < M; ++i)
+        finish_avx512(a + i * k, k, w + (r0 + r) * k, gb, done, ge, lanes[r][i], out + (r0 + r) * out_stride + i);
   }
 }
 
@@ -195,9 +214,9 @@ template <int M>
 /// fit the 16 registers). The split's last `part` (< 32) whole groups run
 /// from a zero-padded copy with the missing lanes masked.
 template <int M>
-__attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, const uint16_t* w, int64_t gb,
-                                                   int64_t ge, int64_t full, int64_t part, const float* la,
-                                                   float* out) {
+__attribute__((target("avx2,fma"))) void row_avx2(const float* a, int64_t k, const uint16_t* w, int64_t gb,
+                                                  int64_t ge, int64_t full, int64_t part, const float* la,
+                                                  float* out) {
   alignas(32) float lanes[M][kLanes];
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
   const auto* g16 = reinterpret_cast<const __m128i*>(w);  // w as 16-byte groups
@@ -224,9 +243,18 @@ __attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, co
   }
 }
 
-/// The function of each path for M a rows.
-using DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, const float*,
-                        float*);
+/// AVX2, w rows r (row stride k) into out[r * out_stride + i], one at a time.
+template <int M>
+__attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, const uint16_t* w, int64_t rows,
+                                                   int64_t gb, int64_t ge, int64_t full, int64_t part,
+                                                   const float* la, float* out, int64_t out_stride) {
+  for (int64_t r = 0; r < rows; ++r) row_avx2<M>(a, k, w + r * k, gb, ge, full, part, la, out + r * out_stride);
+}
+
+/// The function of each path for M a rows: (a, k, w, rows, gb, ge, full,
+/// part, lane-major a, out, out stride).
+using DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                        const float*, float*, int64_t);
 
 template <int... Ms>
 constexpr DotsFn avx512_table(int m, std::integer_sequence<int, Ms...>) {
@@ -317,7 +345,7 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out) const {
       const DotsFn fn = isa_ == GemvIsa::kAvx512
                             ? avx512_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{})
                             : avx2_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{});
-      for (int64_t r = 0; r < rows; ++r) fn(a_, k_, w + r * k_, sp.gb, sp.ge, sp.full, sp.part, la, o + r * o_stride);
+      fn(a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, la, o, o_stride);
       continue;
     }
 #endif
