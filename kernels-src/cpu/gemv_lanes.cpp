@@ -93,29 +93,41 @@ template <int M>
   }
 }
 
+/// The 4 zmm of half h (groups 16h .. 16h + 15) of the w block at group g:
+/// `cnt` (<= 16) groups, the rest zero.
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void load_half_avx512(
+    const uint16_t* w, int64_t g, int h, int cnt, __m512i (&z)[4]) {
+  const uint16_t* wh = w + 8 * g + 128 * h;
+  if (cnt == 16) {
+    for (int q = 0; q < 4; ++q) z[q] = _mm512_loadu_si512(wh + 32 * q);
+    return;
+  }
+  for (int q = 0; q < 4; ++q) {
+    const int groups = std::clamp(cnt - 4 * q, 0, 4);
+    z[q] = _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << (4 * groups)) - 1u), wh + 32 * q);
+  }
+}
+
 /// Half h (lanes 16h .. 16h + 15) of one split's blocks for all M a rows
-/// into acc[i] (row i): the `full` complete blocks from group gb (4 loads of
-/// 4 groups each), then the last `part` (< 32) whole groups with masked loads
-/// and fmas; each lane's fmas in group order.
+/// into acc[i] (row i): the `full` complete blocks from group gb, then the
+/// last `part` (< 32) whole groups with masked loads and fmas; each lane's
+/// fmas in group order. `next` (or null): another w row whose blocks are
+/// prefetched, a block per block done.
 template <int M>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void half_avx512(
     __m512 (&acc)[M], int h, const uint16_t* w, int64_t gb, int64_t full, int64_t part, const float* la,
-    int64_t row_stride) {
+    int64_t row_stride, const uint16_t* next) {
   for (int64_t t = 0; t < full; ++t) {
-    const uint16_t* wh = w + 8 * (gb + kLanes * t) + 128 * h;
-    const __m512i z[4] = {_mm512_loadu_si512(wh), _mm512_loadu_si512(wh + 32), _mm512_loadu_si512(wh + 64),
-                          _mm512_loadu_si512(wh + 96)};
+    if (next != nullptr)
+      for (int j = 0; j < 8; ++j) _mm_prefetch(reinterpret_cast<const char*>(next + 8 * (gb + kLanes * t) + 32 * j), _MM_HINT_T0);
+    __m512i z[4];
+    load_half_avx512(w, gb + kLanes * t, h, 16, z);
     half_block_avx512<M>(acc, z, la + t * kBlockElems + 16 * h, row_stride, 0xffff);
   }
   const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
   if (cnt > 0) {
-    const uint16_t* wh = w + 8 * (gb + kLanes * full) + 128 * h;
     __m512i z[4];
-    for (int q = 0; q < 4; ++q) {
-      const int groups = std::clamp(cnt - 4 * q, 0, 4);
-      const auto dwords = static_cast<__mmask16>((1u << (4 * groups)) - 1u);
-      z[q] = _mm512_maskz_loadu_epi32(dwords, wh + 32 * q);
-    }
+    load_half_avx512(w, gb + kLanes * full, h, cnt, z);
     half_block_avx512<M>(acc, z, la + full * kBlockElems + 16 * h, row_stride,
                          static_cast<__mmask16>((1u << cnt) - 1u));
   }
@@ -140,18 +152,20 @@ template <int M>
 }
 
 /// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), all M a rows per w
-/// block, w rows r (row stride k) into out[r * out_stride + i]. The w rows
-/// go kChunk at a time, half 0 of every row of the chunk, then half 1:
-///   * M accumulators live, not 2M (the 2M of interleaved halves, beside
-///     the transposed w, did not stay in the 32 zmm registers: GCC kept them
-///     on the stack, a store and a reload per half block);
-///   * a half touches half of the a rows' lane-major blocks (every other
-///     64-byte line: 16 KB at m = 8, k = 1024, where all of them are 32 KB
-///     and did not stay in the 48 KB L1 beside the w stream: m = 8 ran slower
-///     per row than m = 4);
-///   * half 1 reads the other cache lines of each 512-byte w block, in cache
+/// block, w rows r (row stride k) into out[r * out_stride + i].
+///   * M <= 4: a w row at a time, both halves of each block together (2M
+///     accumulators), w streamed in order.
+///   * M > 4: the w rows go kChunk at a time, half 0 of every row of the
+///     chunk, then half 1. M accumulators live, not 2M (2M beside the
+///     transposed w did not stay in the 32 zmm registers: GCC kept them on
+///     the stack, a store and a reload per half block), and a half touches
+///     half of the a rows' lane-major blocks (every other 64-byte line: 16 KB
+///     at m = 8, k = 1024, where all of them are 32 KB and did not stay in the
+///     48 KB L1 beside the w stream: m = 8 ran slower per row than m = 4).
+///     Half 1 reads the other cache lines of each 512-byte w block, in cache
 ///     from half 0's pass over the chunk (kChunk rows: 16 KB at the 0.6B
-///     shapes), so w is still read from memory once.
+///     shapes), so w is still read from memory once; meanwhile the next
+///     chunk's rows are prefetched, so that the memory bus is not idle.
 /// Each lane's fmas run in group order, so the bits do not depend on the
 /// loop order.
 template <int M>
@@ -159,19 +173,46 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
                                                               int64_t rows, int64_t gb, int64_t ge, int64_t full,
                                                               int64_t part, const float* la, float* out,
                                                               int64_t out_stride) {
-  constexpr int64_t kChunk = 8;
+  constexpr int64_t kChunk = M > 4 ? 8 : 1;
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
   const int64_t done = gb + kLanes * full + part;
   alignas(64) float lanes[kChunk][M][kLanes];
   for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
     const int64_t n = std::min(kChunk, rows - r0);
-    for (int h = 0; h < 2; ++h)
-      for (int64_t r = 0; r < n; ++r) {
-        __m512 acc[M];
-        for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
-        half_avx512<M>(acc, h, w + (r0 + r) * k, gb, full, part, la, row_stride);
-        for (int i = 0; i < M; ++i) _mm512_store_ps(lanes[r][i] + 16 * h, acc[i]);
+    if constexpr (M > 4) {
+      for (int h = 0; h < 2; ++h)
+        for (int64_t r = 0; r < n; ++r) {
+          const int64_t ahead = r0 + r + kChunk;
+          const uint16_t* next = h == 1 && ahead < rows ? w + ahead * k : nullptr;
+          __m512 acc[M];
+          for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
+          half_avx512<M>(acc, h, w + (r0 + r) * k, gb, full, part, la, row_stride, next);
+          for (int i = 0; i < M; ++i) _mm512_store_ps(lanes[r][i] + 16 * h, acc[i]);
+        }
+    } else {
+      const uint16_t* wr = w + r0 * k;
+      __m512 lo[M], hi[M];
+      for (int i = 0; i < M; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+      for (int64_t t = 0; t < full; ++t) {
+        __m512i z[4];
+        load_half_avx512(wr, gb + kLanes * t, 0, 16, z);
+        half_block_avx512<M>(lo, z, la + t * kBlockElems, row_stride, 0xffff);
+        load_half_avx512(wr, gb + kLanes * t, 1, 16, z);
+        half_block_avx512<M>(hi, z, la + t * kBlockElems + 16, row_stride, 0xffff);
       }
+      for (int h = 0; h < 2; ++h) {
+        const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
+        if (cnt == 0) continue;
+        __m512i z[4];
+        load_half_avx512(wr, gb + kLanes * full, h, cnt, z);
+        half_block_avx512<M>(h == 0 ? lo : hi, z, la + full * kBlockElems + 16 * h, row_stride,
+                             static_cast<__mmask16>((1u << cnt) - 1u));
+      }
+      for (int i = 0; i < M; ++i) {
+        _mm512_store_ps(lanes[0][i], lo[i]);
+        _mm512_store_ps(lanes[0][i] + 16, hi[i]);
+      }
+    }
     for (int64_t r = 0; r < n; ++r)
       for (int i = 0; i < M; ++i)
         finish_avx512(a + i * k, k, w + (r0 + r) * k, gb, done, ge, lanes[r][i], out + (r0 + r) * out_stride + i);
