@@ -111,15 +111,12 @@ template <int M>
 /// Half h (lanes 16h .. 16h + 15) of one split's blocks for all M a rows
 /// into acc[i] (row i): the `full` complete blocks from group gb, then the
 /// last `part` (< 32) whole groups with masked loads and fmas; each lane's
-/// fmas in group order. `next` (or null): another w row whose blocks are
-/// prefetched, a block per block done.
+/// fmas in group order.
 template <int M>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void half_avx512(
     __m512 (&acc)[M], int h, const uint16_t* w, int64_t gb, int64_t full, int64_t part, const float* la,
-    int64_t row_stride, const uint16_t* next) {
+    int64_t row_stride) {
   for (int64_t t = 0; t < full; ++t) {
-    if (next != nullptr)
-      for (int j = 0; j < 8; ++j) _mm_prefetch(reinterpret_cast<const char*>(next + 8 * (gb + kLanes * t) + 32 * j), _MM_HINT_T0);
     __m512i z[4];
     load_half_avx512(w, gb + kLanes * t, h, 16, z);
     half_block_avx512<M>(acc, z, la + t * kBlockElems + 16 * h, row_stride, 0xffff);
@@ -155,17 +152,15 @@ template <int M>
 /// block, w rows r (row stride k) into out[r * out_stride + i].
 ///   * M <= 4: a w row at a time, both halves of each block together (2M
 ///     accumulators), w streamed in order.
-///   * M > 4: the w rows go kChunk at a time, half 0 of every row of the
-///     chunk, then half 1. M accumulators live, not 2M (2M beside the
-///     transposed w did not stay in the 32 zmm registers: GCC kept them on
-///     the stack, a store and a reload per half block), and a half touches
-///     half of the a rows' lane-major blocks (every other 64-byte line: 16 KB
-///     at m = 8, k = 1024, where all of them are 32 KB and did not stay in the
-///     48 KB L1 beside the w stream: m = 8 ran slower per row than m = 4).
-///     Half 1 reads the other cache lines of each 512-byte w block, in cache
-///     from half 0's pass over the chunk (kChunk rows: 16 KB at the 0.6B
-///     shapes), so w is still read from memory once; meanwhile the next
-///     chunk's rows are prefetched, so that the memory bus is not idle.
+///   * M > 4: a w row at a time, half 0 of the split's blocks, then half 1:
+///     M accumulators live, not 2M (2M beside the transposed w do not stay in
+///     the 32 zmm registers: GCC kept them on the stack, a store and a reload
+///     per half block). Half 1 reads the other cache lines of each 512-byte w
+///     block, in L1 from half 0 (the split's w row is at most a few KB), so w
+///     is still read from memory once, in order. (Taking 8 w rows per half,
+///     so that a half's a blocks, 16 KB at m = 8, stay in L1, was faster on
+///     an L3-resident w but slower on the 0.6B weights streamed from memory:
+///     bench/results/kern-run-batch-cpu.md.)
 /// Each lane's fmas run in group order, so the bits do not depend on the
 /// loop order.
 template <int M>
@@ -173,7 +168,7 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
                                                               int64_t rows, int64_t gb, int64_t ge, int64_t full,
                                                               int64_t part, const float* la, float* out,
                                                               int64_t out_stride) {
-  constexpr int64_t kChunk = M > 4 ? 8 : 1;
+  constexpr int64_t kChunk = 1;  // w rows per pass (see above)
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
   const int64_t done = gb + kLanes * full + part;
   alignas(64) float lanes[kChunk][M][kLanes];
@@ -182,11 +177,9 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
     if constexpr (M > 4) {
       for (int h = 0; h < 2; ++h)
         for (int64_t r = 0; r < n; ++r) {
-          const int64_t ahead = r0 + r + kChunk;
-          const uint16_t* next = h == 1 && ahead < rows ? w + ahead * k : nullptr;
           __m512 acc[M];
           for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
-          half_avx512<M>(acc, h, w + (r0 + r) * k, gb, full, part, la, row_stride, next);
+          half_avx512<M>(acc, h, w + (r0 + r) * k, gb, full, part, la, row_stride);
           for (int i = 0; i < M; ++i) _mm512_store_ps(lanes[r][i] + 16 * h, acc[i]);
         }
     } else {

@@ -45,9 +45,7 @@ class GemvLaneDots {
   /// out[(r * splits + s) * m + i] = split s's sum of a row i . w row r,
   /// for r < rows, s < splits and i < m, each in the CUDA kernel's order (w:
   /// `rows` rows of k bf16 bits, row stride k). Split by split, so the a
-  /// blocks in use (m * k / splits floats) stay in the L1 cache; the AVX-512
-  /// path takes the w rows 8 at a time, lanes 0..15 of all 8, then lanes
-  /// 16..31, so that half of those a blocks is in use at once.
+  /// blocks in use (m * k / splits floats) stay in the L1 cache.
   void dots(const uint16_t* w, int64_t rows, float* out) const;
 
  private:
