@@ -168,22 +168,19 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
                                                               int64_t rows, int64_t gb, int64_t ge, int64_t full,
                                                               int64_t part, const float* la, float* out,
                                                               int64_t out_stride) {
-  constexpr int64_t kChunk = 1;  // w rows per pass (see above)
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
   const int64_t done = gb + kLanes * full + part;
-  alignas(64) float lanes[kChunk][M][kLanes];
-  for (int64_t r0 = 0; r0 < rows; r0 += kChunk) {
-    const int64_t n = std::min(kChunk, rows - r0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* wr = w + r * k;
+    alignas(64) float lanes[M][kLanes];
     if constexpr (M > 4) {
-      for (int h = 0; h < 2; ++h)
-        for (int64_t r = 0; r < n; ++r) {
-          __m512 acc[M];
-          for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
-          half_avx512<M>(acc, h, w + (r0 + r) * k, gb, full, part, la, row_stride);
-          for (int i = 0; i < M; ++i) _mm512_store_ps(lanes[r][i] + 16 * h, acc[i]);
-        }
+      for (int h = 0; h < 2; ++h) {
+        __m512 acc[M];
+        for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
+        half_avx512<M>(acc, h, wr, gb, full, part, la, row_stride);
+        for (int i = 0; i < M; ++i) _mm512_store_ps(lanes[i] + 16 * h, acc[i]);
+      }
     } else {
-      const uint16_t* wr = w + r0 * k;
       __m512 lo[M], hi[M];
       for (int i = 0; i < M; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
       for (int64_t t = 0; t < full; ++t) {
@@ -202,13 +199,11 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
                              static_cast<__mmask16>((1u << cnt) - 1u));
       }
       for (int i = 0; i < M; ++i) {
-        _mm512_store_ps(lanes[0][i], lo[i]);
-        _mm512_store_ps(lanes[0][i] + 16, hi[i]);
+        _mm512_store_ps(lanes[i], lo[i]);
+        _mm512_store_ps(lanes[i] + 16, hi[i]);
       }
     }
-    for (int64_t r = 0; r < n; ++r)
-      for (int i = 0; i < M; ++i)
-        finish_avx512(a + i * k, k, w + (r0 + r) * k, gb, done, ge, lanes[r][i], out + (r0 + r) * out_stride + i);
+    for (int i = 0; i < M; ++i) finish_avx512(a + i * k, k, wr, gb, done, ge, lanes[i], out + r * out_stride + i);
   }
 }
 

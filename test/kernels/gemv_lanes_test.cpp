@@ -108,10 +108,10 @@ TEST_CASE("every gemv lane-dot path gives the CUDA kernel's order bit for bit at
 }
 
 TEST_CASE("gemv lane-dot paths give every w row of a launch the CUDA order at m = 1..8", "[kernels][gemv]") {
-  // Many w rows in one dots() call: the AVX-512 path runs them in chunks of
-  // 8, half 0 of every row of the chunk, then half 1; rows 1..19 cover a part
-  // chunk, whole chunks and a remainder. Each row's sums must still be its own
-  // (no lanes carried between rows, no row of the chunk skipped or repeated).
+  // Many w rows in one dots() call (1 to 19, as GemvLaneDots's callers pass
+  // up to 32): each row's sums must be its own, whichever path and loop
+  // order (the AVX-512 path above m = 4 runs a row's lanes 0..15, then
+  // 16..31): no lane sums carried between rows, no row skipped or repeated.
   std::mt19937 rng(272);
   const auto isas = supported_isas();
   int checked = 0;
