@@ -151,7 +151,8 @@ template <int M>
 /// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), all M a rows per w
 /// block, w rows r (row stride k) into out[r * out_stride + i].
 ///   * M <= 4: a w row at a time, both halves of each block together (2M
-///     accumulators), w streamed in order.
+///     accumulators, named lo and hi: a rolled loop over the halves had GCC
+///     index them on the stack), w streamed in order.
 ///   * M > 4: a w row at a time, half 0 of the split's blocks, then half 1:
 ///     M accumulators live, not 2M (2M beside the transposed w do not stay in
 ///     the 32 zmm registers: GCC kept them on the stack, a store and a reload
