@@ -59,17 +59,16 @@ __attribute__((target_clones("fma", "default"))) void dots_portable(const float*
 
 #if KERN_GEMV_X86
 
-/// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), all M a rows per w
-/// block. Per half: 4 loads of 4 groups, a dword transpose (permutex2var,
-/// then 256-bit halves) gives v[d] = dword d (elements 2d, 2d+1) of the 16
-/// groups; the low word widens by a shift, the high one by a mask.
-/// acc[i][h] += one 16-lane half of a w block for every a row: `z` holds
-/// the half's 16 groups in 4 zmm (4 groups each), `at` the a rows' lane-major
+/// acc[i] += one 16-lane half of a w block for every a row: `z` holds the
+/// half's 16 groups in 4 zmm (4 groups each), `at` the a rows' lane-major
 /// block (row stride `row_stride`) at this half; `lanes` masks the lanes that
-/// have a group (others keep their sum exactly).
+/// have a group (others keep their sum exactly). A dword transpose
+/// (permutex2var, then 256-bit halves) gives v[d] = dword d (elements 2d,
+/// 2d+1) of the 16 groups; the low word widens by a shift, the high one by a
+/// mask.
 template <int M>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void half_block_avx512(
-    __m512 (&acc)[M][2], int h, const __m512i (&z)[4], const float* at, int64_t row_stride, __mmask16 lanes) {
+    __m512 (&acc)[M], const __m512i (&z)[4], const float* at, int64_t row_stride, __mmask16 lanes) {
   const __m512i idx_a = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
   const __m512i idx_b = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
@@ -84,70 +83,128 @@ template <int M>
     for (int i = 0; i < M; ++i) {
       const float* ai = at + i * row_stride + 2 * d * kLanes;
       if (lanes == 0xffff) {
-        acc[i][h] = _mm512_fmadd_ps(_mm512_loadu_ps(ai), we, acc[i][h]);
-        acc[i][h] = _mm512_fmadd_ps(_mm512_loadu_ps(ai + kLanes), wo, acc[i][h]);
+        acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(ai), we, acc[i]);
+        acc[i] = _mm512_fmadd_ps(_mm512_loadu_ps(ai + kLanes), wo, acc[i]);
       } else {
-        acc[i][h] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai), we, acc[i][h], lanes);
-        acc[i][h] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai + kLanes), wo, acc[i][h], lanes);
+        acc[i] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai), we, acc[i], lanes);
+        acc[i] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai + kLanes), wo, acc[i], lanes);
       }
     }
   }
 }
 
-/// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), all M a rows per w
-/// block. Per half: 4 loads of 4 groups, a dword transpose (permutex2var,
-/// then 256-bit halves) gives v[d] = dword d (elements 2d, 2d+1) of the 16
-/// groups; the low word widens by a shift, the high one by a mask. The
-/// split's last `part` (< 32) whole groups run with masked loads and fmas.
-template <int M>
-__attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int64_t k, const uint16_t* w,
-                                                              int64_t gb, int64_t ge, int64_t full, int64_t part,
-                                                              const float* la, float* out) {
-  __m512 acc[M][2];
-  for (int i = 0; i < M; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
-  for (int64_t t = 0; t < full; ++t) {
-    const uint16_t* wb = w + 8 * (gb + kLanes * t);
-    for (int h = 0; h < 2; ++h) {
-      const uint16_t* wh = wb + 128 * h;
-      const __m512i z[4] = {_mm512_loadu_si512(wh), _mm512_loadu_si512(wh + 32), _mm512_loadu_si512(wh + 64),
-                            _mm512_loadu_si512(wh + 96)};
-      half_block_avx512<M>(acc, h, z, la + t * kBlockElems + 16 * h, row_stride, 0xffff);
-    }
-  }
-  if (part > 0) {
-    const uint16_t* wb = w + 8 * (gb + kLanes * full);
-    for (int h = 0; h < 2; ++h) {
-      const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
-      if (cnt == 0) continue;
-      __m512i z[4];
-      for (int j = 0; j < 4; ++j) {
-        const int groups = std::clamp(cnt - 4 * j, 0, 4);
-        const auto dwords = static_cast<__mmask16>((1u << (4 * groups)) - 1u);
-        z[j] = _mm512_maskz_loadu_epi32(dwords, wb + 128 * h + 32 * j);
-      }
-      half_block_avx512<M>(acc, h, z, la + full * kBlockElems + 16 * h, row_stride,
-                           static_cast<__mmask16>((1u << cnt) - 1u));
-    }
-  }
-  const int64_t done = gb + kLanes * full + part;
-  if (done < ge) {  // the partial last group: lane by lane, then the butterfly
-    for (int i = 0; i < M; ++i) {
-      alignas(64) float lanes[kLanes];
-      _mm512_store_ps(lanes, acc[i][0]);
-      _mm512_store_ps(lanes + 16, acc[i][1]);
-      scalar_groups(a + i * k, w, k, gb, done, ge, lanes);
-      out[i] = butterfly0(lanes);
-    }
+/// The 4 zmm of half h (groups 16h .. 16h + 15) of the w block at group g:
+/// `cnt` (<= 16) groups, the rest zero.
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void load_half_avx512(
+    const uint16_t* w, int64_t g, int h, int cnt, __m512i (&z)[4]) {
+  const uint16_t* wh = w + 8 * g + 128 * h;
+  if (cnt == 16) {
+    for (int q = 0; q < 4; ++q) z[q] = _mm512_loadu_si512(wh + 32 * q);
     return;
   }
-  for (int i = 0; i < M; ++i) {  // the butterfly as halving sums: +16, +8, +4, +2, +1
-    const __m512 s16 = _mm512_add_ps(acc[i][0], acc[i][1]);
-    const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s16),
-                                    _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s16), 1)));
-    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    out[i] = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+  for (int q = 0; q < 4; ++q) {
+    const int groups = std::clamp(cnt - 4 * q, 0, 4);
+    z[q] = _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << (4 * groups)) - 1u), wh + 32 * q);
+  }
+}
+
+/// Half h (lanes 16h .. 16h + 15) of one split's blocks for all M a rows
+/// into acc[i] (row i): the `full` complete blocks from group gb, then the
+/// last `part` (< 32) whole groups with masked loads and fmas; each lane's
+/// fmas in group order.
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void half_avx512(
+    __m512 (&acc)[M], int h, const uint16_t* w, int64_t gb, int64_t full, int64_t part, const float* la,
+    int64_t row_stride) {
+  for (int64_t t = 0; t < full; ++t) {
+    __m512i z[4];
+    load_half_avx512(w, gb + kLanes * t, h, 16, z);
+    half_block_avx512<M>(acc, z, la + t * kBlockElems + 16 * h, row_stride, 0xffff);
+  }
+  const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
+  if (cnt > 0) {
+    __m512i z[4];
+    load_half_avx512(w, gb + kLanes * full, h, cnt, z);
+    half_block_avx512<M>(acc, z, la + full * kBlockElems + 16 * h, row_stride,
+                         static_cast<__mmask16>((1u << cnt) - 1u));
+  }
+}
+
+/// out = the butterfly of one a row's 32 lane sums, after the split's
+/// partial last group [done, ge) if there is one (lane by lane).
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void finish_avx512(
+    const float* a, int64_t k, const uint16_t* w, int64_t gb, int64_t done, int64_t ge, float* lanes, float* out) {
+  if (done < ge) {
+    scalar_groups(a, w, k, gb, done, ge, lanes);
+    *out = butterfly0(lanes);
+    return;
+  }
+  // The butterfly as halving sums: +16, +8, +4, +2, +1.
+  const __m512 s16 = _mm512_add_ps(_mm512_load_ps(lanes), _mm512_load_ps(lanes + 16));
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(s16),
+                                  _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s16), 1)));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  *out = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+/// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), all M a rows per w
+/// block, w rows r (row stride k) into out[r * out_stride + i].
+///   * M <= 4: a w row at a time, both halves of each block together (2M
+///     accumulators, named lo and hi: a rolled loop over the halves had GCC
+///     index them on the stack), w streamed in order.
+///   * M > 4: a w row at a time, half 0 of the split's blocks, then half 1:
+///     M accumulators live, not 2M (2M beside the transposed w do not stay in
+///     the 32 zmm registers: GCC kept them on the stack, a store and a reload
+///     per half block). Half 1 reads the other cache lines of each 512-byte w
+///     block, in L1 from half 0 (the split's w row is at most a few KB), so w
+///     is still read from memory once, in order. (Taking 8 w rows per half,
+///     so that a half's a blocks, 16 KB at m = 8, stay in L1, was faster on
+///     an L3-resident w but slower on the 0.6B weights streamed from memory:
+///     bench/results/kern-run-batch-cpu.md.)
+/// Each lane's fmas run in group order, so the bits do not depend on the
+/// loop order.
+template <int M>
+__attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int64_t k, const uint16_t* w,
+                                                              int64_t rows, int64_t gb, int64_t ge, int64_t full,
+                                                              int64_t part, const float* la, float* out,
+                                                              int64_t out_stride) {
+  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
+  const int64_t done = gb + kLanes * full + part;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* wr = w + r * k;
+    alignas(64) float lanes[M][kLanes];
+    if constexpr (M > 4) {
+      for (int h = 0; h < 2; ++h) {
+        __m512 acc[M];
+        for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
+        half_avx512<M>(acc, h, wr, gb, full, part, la, row_stride);
+        for (int i = 0; i < M; ++i) _mm512_store_ps(lanes[i] + 16 * h, acc[i]);
+      }
+    } else {
+      __m512 lo[M], hi[M];
+      for (int i = 0; i < M; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+      for (int64_t t = 0; t < full; ++t) {
+        __m512i z[4];
+        load_half_avx512(wr, gb + kLanes * t, 0, 16, z);
+        half_block_avx512<M>(lo, z, la + t * kBlockElems, row_stride, 0xffff);
+        load_half_avx512(wr, gb + kLanes * t, 1, 16, z);
+        half_block_avx512<M>(hi, z, la + t * kBlockElems + 16, row_stride, 0xffff);
+      }
+      for (int h = 0; h < 2; ++h) {
+        const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
+        if (cnt == 0) continue;
+        __m512i z[4];
+        load_half_avx512(wr, gb + kLanes * full, h, cnt, z);
+        half_block_avx512<M>(h == 0 ? lo : hi, z, la + full * kBlockElems + 16 * h, row_stride,
+                             static_cast<__mmask16>((1u << cnt) - 1u));
+      }
+      for (int i = 0; i < M; ++i) {
+        _mm512_store_ps(lanes[i], lo[i]);
+        _mm512_store_ps(lanes[i] + 16, hi[i]);
+      }
+    }
+    for (int i = 0; i < M; ++i) finish_avx512(a + i * k, k, wr, gb, done, ge, lanes[i], out + r * out_stride + i);
   }
 }
 
@@ -187,9 +244,9 @@ template <int M>
 /// fit the 16 registers). The split's last `part` (< 32) whole groups run
 /// from a zero-padded copy with the missing lanes masked.
 template <int M>
-__attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, const uint16_t* w, int64_t gb,
-                                                   int64_t ge, int64_t full, int64_t part, const float* la,
-                                                   float* out) {
+__attribute__((target("avx2,fma"))) void row_avx2(const float* a, int64_t k, const uint16_t* w, int64_t gb,
+                                                  int64_t ge, int64_t full, int64_t part, const float* la,
+                                                  float* out) {
   alignas(32) float lanes[M][kLanes];
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
   const auto* g16 = reinterpret_cast<const __m128i*>(w);  // w as 16-byte groups
@@ -216,9 +273,18 @@ __attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, co
   }
 }
 
-/// The function of each path for M a rows.
-using DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, const float*,
-                        float*);
+/// AVX2, w rows r (row stride k) into out[r * out_stride + i], one at a time.
+template <int M>
+__attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, const uint16_t* w, int64_t rows,
+                                                   int64_t gb, int64_t ge, int64_t full, int64_t part,
+                                                   const float* la, float* out, int64_t out_stride) {
+  for (int64_t r = 0; r < rows; ++r) row_avx2<M>(a, k, w + r * k, gb, ge, full, part, la, out + r * out_stride);
+}
+
+/// The function of each path for M a rows: (a, k, w, rows, gb, ge, full,
+/// part, lane-major a, out, out stride).
+using DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                        const float*, float*, int64_t);
 
 template <int... Ms>
 constexpr DotsFn avx512_table(int m, std::integer_sequence<int, Ms...>) {
@@ -309,7 +375,7 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out) const {
       const DotsFn fn = isa_ == GemvIsa::kAvx512
                             ? avx512_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{})
                             : avx2_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{});
-      for (int64_t r = 0; r < rows; ++r) fn(a_, k_, w + r * k_, sp.gb, sp.ge, sp.full, sp.part, la, o + r * o_stride);
+      fn(a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, la, o, o_stride);
       continue;
     }
 #endif

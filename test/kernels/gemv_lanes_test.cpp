@@ -107,6 +107,50 @@ TEST_CASE("every gemv lane-dot path gives the CUDA kernel's order bit for bit at
   CHECK(order_sensitive > 50);  // the data has teeth: another order would fail
 }
 
+TEST_CASE("gemv lane-dot paths give every w row of a launch the CUDA order at m = 1..8", "[kernels][gemv]") {
+  // Many w rows in one dots() call (1 to 19, as GemvLaneDots's callers pass
+  // up to 32): each row's sums must be its own, whichever path and loop
+  // order (the AVX-512 path above m = 4 runs a row's lanes 0..15, then
+  // 16..31): no lane sums carried between rows, no row skipped or repeated.
+  std::mt19937 rng(272);
+  const auto isas = supported_isas();
+  int checked = 0;
+  for (const auto& [k, splits] :
+       std::vector<std::tuple<int64_t, int64_t>>{{37, 1}, {264, 2}, {1000, 3}, {1024, 1}, {3075, 2}}) {
+    for (int64_t m = 1; m <= 8; ++m) {
+      constexpr int64_t kRows = 19;
+      std::vector<float> a(static_cast<size_t>(m * k));
+      for (float& x : a) x = kern::round_to_bf16(wide(rng));
+      std::vector<uint16_t> w(static_cast<size_t>(kRows * k));
+      for (uint16_t& x : w) x = kern::f32_to_bf16(wide(rng));
+      const int64_t groups = (k + 7) / 8, per = (groups + splits - 1) / splits;
+      for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{16}, kRows}) {
+        for (const GemvIsa isa : isas) {
+          const GemvLaneDots dots(a.data(), m, k, splits, isa);
+          std::vector<float> got(static_cast<size_t>(rows * splits * m), -1.0f);
+          dots.dots(w.data(), rows, got.data());
+          for (int64_t r = 0; r < rows; ++r) {
+            const std::vector<uint16_t> wr(w.begin() + r * k, w.begin() + (r + 1) * k);
+            for (int64_t s = 0; s < splits; ++s) {
+              const int64_t gb = std::min(groups, s * per), ge = std::min(groups, gb + per);
+              for (int64_t i = 0; i < m; ++i) {
+                const std::vector<float> row(a.begin() + i * k, a.begin() + (i + 1) * k);
+                INFO(kern::cpu::gemv_isa_name(isa) << " k " << k << " splits " << splits << " m " << m << " rows "
+                                                   << rows << " w row " << r << " split " << s << " a row " << i);
+                const float want = cuda_order_dot(row, wr, k, gb, ge);
+                REQUIRE(std::bit_cast<uint32_t>(got[static_cast<size_t>((r * splits + s) * m + i)]) ==
+                        std::bit_cast<uint32_t>(want));
+                ++checked;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 0);
+}
+
 TEST_CASE("gemv lane-dot paths report what they run on", "[kernels][gemv]") {
   CHECK(kern::cpu::gemv_isa_supported(GemvIsa::kPortable));
   CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kPortable)) == "portable");
