@@ -133,14 +133,15 @@ Times time_decode_gemv(const DecodeGemv& g, int64_t m, int repeats, std::mt19937
   auto c = random_bf16(rng, static_cast<size_t>(m * g.n));
   const int64_t tiles = (g.n + 7) / 8;
   std::vector<float> partial(static_cast<size_t>(std::max<int64_t>(1, g.splits * m * g.w_rows)));
-  std::vector<int32_t> counters(static_cast<size_t>(tiles));
+  std::vector<int32_t> counters(static_cast<size_t>(tiles + (g.argmax ? 1 : 0)));  // argmax: + its done counter
   std::vector<float> val(static_cast<size_t>(m * tiles));
   std::vector<int32_t> idx(static_cast<size_t>(m * tiles));
+  std::vector<int64_t> next_token(static_cast<size_t>(m));
   ArgPack p;
   p.add(a.data());
   if (g.norm) p.add(nw.data());
   p.add(w.data()).add(c.data()).add(partial.data()).add(counters.data());
-  if (g.argmax) p.add(val.data()).add(idx.data());
+  if (g.argmax) p.add(val.data()).add(idx.data()).add(next_token.data());
   p.add<int32_t>(static_cast<int32_t>(m)).add<int32_t>(static_cast<int32_t>(g.n)).add<int32_t>(static_cast<int32_t>(g.k));
   p.add<int32_t>(static_cast<int32_t>(g.k)).add<int32_t>(static_cast<int32_t>(g.n));
   p.add<int32_t>(static_cast<int32_t>(g.splits));
