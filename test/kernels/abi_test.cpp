@@ -32,6 +32,17 @@ struct Abi {
 };
 
 // clang-format off
+/// The parameters of the two qkv decode attentions (one ABI, docs/kernels.md
+/// §13a and §15a).
+const std::vector<Param> kQkvAttentionParams = {{P::kPtr, "qkv", 0}, {P::kPtr, "q_norm_weight", 0},
+    {P::kPtr, "k_norm_weight", 0}, {P::kPtr, "cos_sin_cache", 0}, {P::kPtr, "kv_cache", 0},
+    {P::kPtr, "block_tables", 0}, {P::kPtr, "seq_lens", 0}, {P::kPtr, "k_scale", 0}, {P::kPtr, "v_scale", 0},
+    {P::kPtr, "partial_o", 0}, {P::kPtr, "partial_ml", 0}, {P::kPtr, "counters", 0}, {P::kPtr, "out", 0},
+    {P::kI32, "num_seqs", 0}, {P::kI32, "num_heads", 0}, {P::kI32, "num_kv_heads", 1},
+    {P::kI32, "head_dim", 0}, {P::kI64, "page_stride", 0}, {P::kF32, "scale", 1},
+    {P::kI32, "pages_per_seq", 0}, {P::kI32, "num_splits", 16}, {P::kI32, "qkv_stride", 0},
+    {P::kF32, "eps", 1e-6}, {P::kU8, "is_neox", 1}};
+
 const std::vector<Abi> kAbis = {
   {"kern_embedding_bf16", {{P::kPtr, "token_ids", 0}, {P::kPtr, "table", 0}, {P::kPtr, "out", 0},
     {P::kI32, "num_tokens", 0}, {P::kI32, "hidden", 0}, {P::kI32, "vocab", 0}}, {1, 1, 1}},
@@ -127,22 +138,8 @@ const std::vector<Abi> kAbis = {
     {P::kI32, "num_seqs", 0}, {P::kI32, "num_heads", 0}, {P::kI32, "num_kv_heads", 1},
     {P::kI32, "head_dim", 0}, {P::kI64, "page_stride", 0}, {P::kF32, "scale", 1},
     {P::kI32, "pages_per_seq", 0}, {P::kI32, "num_splits", 16}}, {1, 16, 1}},
-  {"kern_attention_decode_qkv_bf16", {{P::kPtr, "qkv", 0}, {P::kPtr, "q_norm_weight", 0},
-    {P::kPtr, "k_norm_weight", 0}, {P::kPtr, "cos_sin_cache", 0}, {P::kPtr, "kv_cache", 0},
-    {P::kPtr, "block_tables", 0}, {P::kPtr, "seq_lens", 0}, {P::kPtr, "k_scale", 0}, {P::kPtr, "v_scale", 0},
-    {P::kPtr, "partial_o", 0}, {P::kPtr, "partial_ml", 0}, {P::kPtr, "counters", 0}, {P::kPtr, "out", 0},
-    {P::kI32, "num_seqs", 0}, {P::kI32, "num_heads", 0}, {P::kI32, "num_kv_heads", 1},
-    {P::kI32, "head_dim", 0}, {P::kI64, "page_stride", 0}, {P::kF32, "scale", 1},
-    {P::kI32, "pages_per_seq", 0}, {P::kI32, "num_splits", 16}, {P::kI32, "qkv_stride", 0},
-    {P::kF32, "eps", 1e-6}, {P::kU8, "is_neox", 1}}, {1, 16, 1}},
-  {"kern_attention_decode_batch_qkv_bf16", {{P::kPtr, "qkv", 0}, {P::kPtr, "q_norm_weight", 0},
-    {P::kPtr, "k_norm_weight", 0}, {P::kPtr, "cos_sin_cache", 0}, {P::kPtr, "kv_cache", 0},
-    {P::kPtr, "block_tables", 0}, {P::kPtr, "seq_lens", 0}, {P::kPtr, "k_scale", 0}, {P::kPtr, "v_scale", 0},
-    {P::kPtr, "partial_o", 0}, {P::kPtr, "partial_ml", 0}, {P::kPtr, "counters", 0}, {P::kPtr, "out", 0},
-    {P::kI32, "num_seqs", 0}, {P::kI32, "num_heads", 0}, {P::kI32, "num_kv_heads", 1},
-    {P::kI32, "head_dim", 0}, {P::kI64, "page_stride", 0}, {P::kF32, "scale", 1},
-    {P::kI32, "pages_per_seq", 0}, {P::kI32, "num_splits", 16}, {P::kI32, "qkv_stride", 0},
-    {P::kF32, "eps", 1e-6}, {P::kU8, "is_neox", 1}}, {1, 16, 1}},
+  {"kern_attention_decode_qkv_bf16", kQkvAttentionParams, {1, 16, 1}},
+  {"kern_attention_decode_batch_qkv_bf16", kQkvAttentionParams, {1, 16, 1}},
   {"kern_decode_advance_batch", {{P::kPtr, "next_token", 0}, {P::kPtr, "block_tables", 0},
     {P::kPtr, "token_ids", 0}, {P::kPtr, "positions", 0}, {P::kPtr, "slot_mapping", 0},
     {P::kPtr, "seq_lens", 0}, {P::kI32, "num_seqs", 0}, {P::kI32, "pages_per_seq", 0},
