@@ -113,14 +113,19 @@ constexpr int64_t kChunkCols = 32;
 /// GemvLaneDots::dots), written to partial when split, added in split order.
 void merge_splits(const Problem& p, int64_t row0, int64_t cols, const float* split, float* sums) {
   const int64_t rows_total = p.v->epi == Epi::kSiluMul ? 2 * p.n : p.n;
+  if (p.splits > 1) {
+    // partial is [splits, m, rows]: a run of `cols` floats per (split, row),
+    // written in that order (a column-major walk scattered every store).
+    for (int64_t s = 0; s < p.splits; ++s)
+      for (int64_t i = 0; i < p.m; ++i) {
+        float* dst = p.partial + (s * p.m + i) * rows_total + row0;
+        for (int64_t c = 0; c < cols; ++c) dst[c] = split[(c * p.splits + s) * p.m + i];
+      }
+  }
   for (int64_t c = 0; c < cols; ++c) {
     for (int64_t i = 0; i < p.m; ++i) {
-      float sum = 0.0f;
-      for (int64_t s = 0; s < p.splits; ++s) {
-        const float d = split[(c * p.splits + s) * p.m + i];
-        if (p.splits > 1) p.partial[(s * p.m + i) * rows_total + row0 + c] = d;
-        sum = s == 0 ? d : sum + d;
-      }
+      float sum = split[c * p.splits * p.m + i];
+      for (int64_t s = 1; s < p.splits; ++s) sum = sum + split[(c * p.splits + s) * p.m + i];
       sums[c * p.m + i] = sum;
     }
   }

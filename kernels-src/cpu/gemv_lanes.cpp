@@ -59,24 +59,34 @@ __attribute__((target_clones("fma", "default"))) void dots_portable(const float*
 
 #if KERN_GEMV_X86
 
+/// v[d] = dword d (elements 2d, 2d + 1) of the 16 groups of a half w block
+/// held in `z` (4 zmm, 4 groups each): a dword transpose (permutex2var, then
+/// 256-bit halves).
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void transpose_half_avx512(
+    const __m512i (&z)[4], __m512i (&v)[4]) {
+  const __m512i idx_a = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const __m512i idx_b = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
+  // Dword d of group p: z[p / 4][4 (p % 4) + d]; t..a: d = 0, 1 of 8 groups, t..b: d = 2, 3.
+  const __m512i t01a = _mm512_permutex2var_epi32(z[0], idx_a, z[1]), t01b = _mm512_permutex2var_epi32(z[0], idx_b, z[1]);
+  const __m512i t23a = _mm512_permutex2var_epi32(z[2], idx_a, z[3]), t23b = _mm512_permutex2var_epi32(z[2], idx_b, z[3]);
+  v[0] = _mm512_shuffle_i64x2(t01a, t23a, 0x44);
+  v[1] = _mm512_shuffle_i64x2(t01a, t23a, 0xee);
+  v[2] = _mm512_shuffle_i64x2(t01b, t23b, 0x44);
+  v[3] = _mm512_shuffle_i64x2(t01b, t23b, 0xee);
+}
+
 /// acc[i] += one 16-lane half of a w block for every a row: `z` holds the
 /// half's 16 groups in 4 zmm (4 groups each), `at` the a rows' lane-major
 /// block (row stride `row_stride`) at this half; `lanes` masks the lanes that
-/// have a group (others keep their sum exactly). A dword transpose
-/// (permutex2var, then 256-bit halves) gives v[d] = dword d (elements 2d,
-/// 2d+1) of the 16 groups; the low word widens by a shift, the high one by a
+/// have a group (others keep their sum exactly). Of each transposed dword
+/// (transpose_half_avx512) the low word widens by a shift, the high one by a
 /// mask.
 template <int M>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void half_block_avx512(
     __m512 (&acc)[M], const __m512i (&z)[4], const float* at, int64_t row_stride, __mmask16 lanes) {
-  const __m512i idx_a = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
-  const __m512i idx_b = _mm512_setr_epi32(2, 6, 10, 14, 18, 22, 26, 30, 3, 7, 11, 15, 19, 23, 27, 31);
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
-  // Dword d of group p: z[p / 4][4 (p % 4) + d]; t..a: d = 0, 1 of 8 groups, t..b: d = 2, 3.
-  const __m512i t01a = _mm512_permutex2var_epi32(z[0], idx_a, z[1]), t01b = _mm512_permutex2var_epi32(z[0], idx_b, z[1]);
-  const __m512i t23a = _mm512_permutex2var_epi32(z[2], idx_a, z[3]), t23b = _mm512_permutex2var_epi32(z[2], idx_b, z[3]);
-  const __m512i v[4] = {_mm512_shuffle_i64x2(t01a, t23a, 0x44), _mm512_shuffle_i64x2(t01a, t23a, 0xee),
-                        _mm512_shuffle_i64x2(t01b, t23b, 0x44), _mm512_shuffle_i64x2(t01b, t23b, 0xee)};
+  __m512i v[4];
+  transpose_half_avx512(z, v);
   for (int d = 0; d < 4; ++d) {
     const __m512 we = _mm512_castsi512_ps(_mm512_slli_epi32(v[d], 16));  // element 2d (low word)
     const __m512 wo = _mm512_castsi512_ps(_mm512_and_si512(v[d], high));  // element 2d + 1
@@ -88,6 +98,45 @@ template <int M>
       } else {
         acc[i] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai), we, acc[i], lanes);
         acc[i] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai + kLanes), wo, acc[i], lanes);
+      }
+    }
+  }
+}
+
+/// half_block_avx512 for two w rows at once (their halves in z0 and z1, the
+/// sums in acc0 and acc1): each a load feeds one fma per w row, half the a
+/// loads per fma, which is what bounds the loop at m = 8 (an empty asm pins
+/// the loaded a in a register: GCC otherwise folded it into both fmas'
+/// memory operands, two loads again).
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void pair_half_block_avx512(
+    __m512 (&acc0)[M], __m512 (&acc1)[M], const __m512i (&z0)[4], const __m512i (&z1)[4], const float* at,
+    int64_t row_stride, __mmask16 lanes) {
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  __m512i v0[4], v1[4];
+  transpose_half_avx512(z0, v0);
+  transpose_half_avx512(z1, v1);
+  for (int d = 0; d < 4; ++d) {
+    const __m512 we0 = _mm512_castsi512_ps(_mm512_slli_epi32(v0[d], 16));
+    const __m512 wo0 = _mm512_castsi512_ps(_mm512_and_si512(v0[d], high));
+    const __m512 we1 = _mm512_castsi512_ps(_mm512_slli_epi32(v1[d], 16));
+    const __m512 wo1 = _mm512_castsi512_ps(_mm512_and_si512(v1[d], high));
+    for (int i = 0; i < M; ++i) {
+      const float* ai = at + i * row_stride + 2 * d * kLanes;
+      __m512 ae = _mm512_loadu_ps(ai);
+      asm("" : "+v"(ae));
+      __m512 ao = _mm512_loadu_ps(ai + kLanes);
+      asm("" : "+v"(ao));
+      if (lanes == 0xffff) {
+        acc0[i] = _mm512_fmadd_ps(ae, we0, acc0[i]);
+        acc1[i] = _mm512_fmadd_ps(ae, we1, acc1[i]);
+        acc0[i] = _mm512_fmadd_ps(ao, wo0, acc0[i]);
+        acc1[i] = _mm512_fmadd_ps(ao, wo1, acc1[i]);
+      } else {
+        acc0[i] = _mm512_mask3_fmadd_ps(ae, we0, acc0[i], lanes);
+        acc1[i] = _mm512_mask3_fmadd_ps(ae, we1, acc1[i], lanes);
+        acc0[i] = _mm512_mask3_fmadd_ps(ao, wo0, acc0[i], lanes);
+        acc1[i] = _mm512_mask3_fmadd_ps(ao, wo1, acc1[i], lanes);
       }
     }
   }
@@ -105,28 +154,6 @@ template <int M>
   for (int q = 0; q < 4; ++q) {
     const int groups = std::clamp(cnt - 4 * q, 0, 4);
     z[q] = _mm512_maskz_loadu_epi32(static_cast<__mmask16>((1u << (4 * groups)) - 1u), wh + 32 * q);
-  }
-}
-
-/// Half h (lanes 16h .. 16h + 15) of one split's blocks for all M a rows
-/// into acc[i] (row i): the `full` complete blocks from group gb, then the
-/// last `part` (< 32) whole groups with masked loads and fmas; each lane's
-/// fmas in group order.
-template <int M>
-[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void half_avx512(
-    __m512 (&acc)[M], int h, const uint16_t* w, int64_t gb, int64_t full, int64_t part, const float* la,
-    int64_t row_stride) {
-  for (int64_t t = 0; t < full; ++t) {
-    __m512i z[4];
-    load_half_avx512(w, gb + kLanes * t, h, 16, z);
-    half_block_avx512<M>(acc, z, la + t * kBlockElems + 16 * h, row_stride, 0xffff);
-  }
-  const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
-  if (cnt > 0) {
-    __m512i z[4];
-    load_half_avx512(w, gb + kLanes * full, h, cnt, z);
-    half_block_avx512<M>(acc, z, la + full * kBlockElems + 16 * h, row_stride,
-                         static_cast<__mmask16>((1u << cnt) - 1u));
   }
 }
 
@@ -148,22 +175,104 @@ template <int M>
   *out = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
-/// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), all M a rows per w
-/// block, w rows r (row stride k) into out[r * out_stride + i].
+/// How many w rows ahead of the one in use the AVX-512 path prefetches into
+/// L1. Without it the m = 8 loop stalled on its w loads (perf: most samples
+/// on the instruction after a w load) once the fmas per w byte grew; with it
+/// a 256 MB streamed [131072, 1024] GEMV at m = 8 went from 29 to 23.5 ms on
+/// two threads (bench/results/kern-run-batch-cpu.md). Farther (8, 16 rows) or
+/// into L2 measured the same.
+constexpr int64_t kPrefetchRows = 4;
+
+/// Prefetches into L1 the 512-byte w block at group g of the row `w` (null:
+/// none).
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void prefetch_block(const uint16_t* w,
+                                                                                          int64_t g) {
+  if (w == nullptr) return;
+  const char* p = reinterpret_cast<const char*>(w + 8 * g);
+  for (int line = 0; line < 8; ++line) _mm_prefetch(p + 64 * line, _MM_HINT_T0);
+}
+
+/// Both 16-lane halves of one w row's split for M (<= 4) a rows (their
+/// lane-major blocks at `la`, row stride `row_stride`) into lanes[i]: the
+/// `full` complete blocks from group gb, then the last `part` (< 32) whole
+/// groups with masked loads and fmas; each lane's fmas in group order. The 2M
+/// accumulators are named lo and hi (a rolled loop over the halves had GCC
+/// index them on the stack). The same blocks of the w row `prefetch` (null:
+/// none) are prefetched as these are read.
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void row_avx512(
+    const uint16_t* wr, int64_t gb, int64_t full, int64_t part, const float* la, int64_t row_stride,
+    const uint16_t* prefetch, float (*lanes)[kLanes]) {
+  __m512 lo[M], hi[M];
+  for (int i = 0; i < M; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < full; ++t) {
+    prefetch_block(prefetch, gb + kLanes * t);
+    __m512i z[4];
+    load_half_avx512(wr, gb + kLanes * t, 0, 16, z);
+    half_block_avx512<M>(lo, z, la + t * kBlockElems, row_stride, 0xffff);
+    load_half_avx512(wr, gb + kLanes * t, 1, 16, z);
+    half_block_avx512<M>(hi, z, la + t * kBlockElems + 16, row_stride, 0xffff);
+  }
+  for (int h = 0; h < 2; ++h) {
+    const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
+    if (cnt == 0) continue;
+    __m512i z[4];
+    load_half_avx512(wr, gb + kLanes * full, h, cnt, z);
+    half_block_avx512<M>(h == 0 ? lo : hi, z, la + full * kBlockElems + 16 * h, row_stride,
+                         static_cast<__mmask16>((1u << cnt) - 1u));
+  }
+  for (int i = 0; i < M; ++i) {
+    _mm512_store_ps(lanes[i], lo[i]);
+    _mm512_store_ps(lanes[i] + 16, hi[i]);
+  }
+}
+
+/// Half h (lanes 16h .. 16h + 15) of two w rows' split (w0, w1) for M (<= 4)
+/// a rows (lane-major blocks at `la`) into l0[i] and l1[i] at lane 16h: the
+/// `full` complete blocks, then the last `part` whole groups masked; the
+/// blocks of the rows p0 and p1 (null: none) prefetched as these are read.
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void pair_half_avx512(
+    const uint16_t* w0, const uint16_t* w1, int h, int64_t gb, int64_t full, int64_t part, const float* la,
+    int64_t row_stride, const uint16_t* p0, const uint16_t* p1, float (*l0)[kLanes], float (*l1)[kLanes]) {
+  __m512 acc0[M], acc1[M];
+  for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < full; ++t) {
+    prefetch_block(p0, gb + kLanes * t);
+    prefetch_block(p1, gb + kLanes * t);
+    __m512i z0[4], z1[4];
+    load_half_avx512(w0, gb + kLanes * t, h, 16, z0);
+    load_half_avx512(w1, gb + kLanes * t, h, 16, z1);
+    pair_half_block_avx512<M>(acc0, acc1, z0, z1, la + t * kBlockElems + 16 * h, row_stride, 0xffff);
+  }
+  const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
+  if (cnt > 0) {
+    __m512i z0[4], z1[4];
+    load_half_avx512(w0, gb + kLanes * full, h, cnt, z0);
+    load_half_avx512(w1, gb + kLanes * full, h, cnt, z1);
+    pair_half_block_avx512<M>(acc0, acc1, z0, z1, la + full * kBlockElems + 16 * h, row_stride,
+                              static_cast<__mmask16>((1u << cnt) - 1u));
+  }
+  for (int i = 0; i < M; ++i) {
+    _mm512_store_ps(l0[i] + 16 * h, acc0[i]);
+    _mm512_store_ps(l1[i] + 16 * h, acc1[i]);
+  }
+}
+
+/// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), w rows r (row stride k)
+/// into out[r * out_stride + i], the row kPrefetchRows ahead (at most the
+/// last) prefetched.
 ///   * M <= 4: a w row at a time, both halves of each block together (2M
-///     accumulators, named lo and hi: a rolled loop over the halves had GCC
-///     index them on the stack), w streamed in order.
-///   * M > 4: a w row at a time, half 0 of the split's blocks, then half 1:
-///     M accumulators live, not 2M (2M beside the transposed w do not stay in
-///     the 32 zmm registers: GCC kept them on the stack, a store and a reload
-///     per half block). Half 1 reads the other cache lines of each 512-byte w
-///     block, in L1 from half 0 (the split's w row is at most a few KB), so w
-///     is still read from memory once, in order. (Taking 8 w rows per half,
-///     so that a half's a blocks, 16 KB at m = 8, stay in L1, was faster on
-///     an L3-resident w but slower on the 0.6B weights streamed from memory:
-///     bench/results/kern-run-batch-cpu.md.)
-/// Each lane's fmas run in group order, so the bits do not depend on the
-/// loop order.
+///     accumulators), w streamed in order.
+///   * M > 4: two w rows at a time (an odd last row alone), the a rows in two
+///     groups (0..3, 4..M-1), half 0 then half 1 of each group: 2 x 4
+///     accumulators live, and each a load feeds both rows' fmas
+///     (pair_half_block_avx512). The passes after the first read the rows'
+///     split (a few KB) from L1. (8 accumulators per half do not fit beside
+///     the transposed w, and one w row per pass did twice the a loads: both
+///     slower, bench/results/kern-run-batch-cpu.md.)
+/// Each lane's fmas run in group order, so the bits do not depend on the loop
+/// order.
 template <int M>
 __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int64_t k, const uint16_t* w,
                                                               int64_t rows, int64_t gb, int64_t ge, int64_t full,
@@ -171,39 +280,33 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
                                                               int64_t out_stride) {
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
   const int64_t done = gb + kLanes * full + part;
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint16_t* wr = w + r * k;
-    alignas(64) float lanes[M][kLanes];
-    if constexpr (M > 4) {
+  const auto ahead = [&](int64_t r) { return w + std::min(r + kPrefetchRows, rows - 1) * k; };
+  constexpr int kFirst = M > 4 ? 4 : M;  // a rows in the first group
+  int64_t r = 0;
+  if constexpr (M > 4) {
+    for (; r + 1 < rows; r += 2) {
+      const uint16_t* w0 = w + r * k;
+      const uint16_t* w1 = w0 + k;
+      alignas(64) float l0[M][kLanes], l1[M][kLanes];
       for (int h = 0; h < 2; ++h) {
-        __m512 acc[M];
-        for (int i = 0; i < M; ++i) acc[i] = _mm512_setzero_ps();
-        half_avx512<M>(acc, h, wr, gb, full, part, la, row_stride);
-        for (int i = 0; i < M; ++i) _mm512_store_ps(lanes[i] + 16 * h, acc[i]);
-      }
-    } else {
-      __m512 lo[M], hi[M];
-      for (int i = 0; i < M; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
-      for (int64_t t = 0; t < full; ++t) {
-        __m512i z[4];
-        load_half_avx512(wr, gb + kLanes * t, 0, 16, z);
-        half_block_avx512<M>(lo, z, la + t * kBlockElems, row_stride, 0xffff);
-        load_half_avx512(wr, gb + kLanes * t, 1, 16, z);
-        half_block_avx512<M>(hi, z, la + t * kBlockElems + 16, row_stride, 0xffff);
-      }
-      for (int h = 0; h < 2; ++h) {
-        const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
-        if (cnt == 0) continue;
-        __m512i z[4];
-        load_half_avx512(wr, gb + kLanes * full, h, cnt, z);
-        half_block_avx512<M>(h == 0 ? lo : hi, z, la + full * kBlockElems + 16 * h, row_stride,
-                             static_cast<__mmask16>((1u << cnt) - 1u));
+        const bool first = h == 0;
+        pair_half_avx512<kFirst>(w0, w1, h, gb, full, part, la, row_stride, first ? ahead(r) : nullptr,
+                                 first ? ahead(r + 1) : nullptr, l0, l1);
+        pair_half_avx512<M - kFirst>(w0, w1, h, gb, full, part, la + kFirst * row_stride, row_stride, nullptr,
+                                     nullptr, l0 + kFirst, l1 + kFirst);
       }
       for (int i = 0; i < M; ++i) {
-        _mm512_store_ps(lanes[i], lo[i]);
-        _mm512_store_ps(lanes[i] + 16, hi[i]);
+        finish_avx512(a + i * k, k, w0, gb, done, ge, l0[i], out + r * out_stride + i);
+        finish_avx512(a + i * k, k, w1, gb, done, ge, l1[i], out + (r + 1) * out_stride + i);
       }
     }
+  }
+  for (; r < rows; ++r) {
+    const uint16_t* wr = w + r * k;
+    alignas(64) float lanes[M][kLanes];
+    row_avx512<kFirst>(wr, gb, full, part, la, row_stride, ahead(r), lanes);
+    if constexpr (M > 4)
+      row_avx512<M - kFirst>(wr, gb, full, part, la + kFirst * row_stride, row_stride, nullptr, lanes + kFirst);
     for (int i = 0; i < M; ++i) finish_avx512(a + i * k, k, wr, gb, done, ge, lanes[i], out + r * out_stride + i);
   }
 }
