@@ -5,7 +5,8 @@
 // decode GEMVs (the ones the 0.6B decode program launches, with its splits)
 // at m = 1..8 rows, one decode step's GEMV time per batch size (28 layers +
 // lm_head) against batch 1, and the GEMV lane-dot paths (gemv_lanes.h)
-// this machine runs, side by side.
+// this machine runs, side by side, with w in the last-level cache and
+// streamed from memory (as a decode step reads its weights).
 //
 // Usage: cpu_kernels_bench [REPEATS]
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <time.h>
@@ -216,6 +218,57 @@ void bench_lane_paths(int repeats, std::mt19937& rng) {
   }
 }
 
+/// The AVX-512 / AVX2 / portable lane dots (the best this machine has) over
+/// a [131072, 1024] w (256 MB, more than any last-level cache: each call
+/// streams it from memory, as a decode step reads its weights), 32 w rows per
+/// dots() call as gemv.cpp's compute_columns, on 1 and 2 threads; median wall
+/// ms of `repeats` after one warm-up.
+void bench_lane_streamed(int repeats) {
+  constexpr int64_t kN = 131072, kK = 1024, kChunk = 32;
+  std::vector<uint16_t> w(static_cast<size_t>(kN * kK));
+  uint32_t x = 12345;  // xorshift32: 134M bf16 values in well under a second
+  for (auto& v : w) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    v = static_cast<uint16_t>(0x3f00u + (x & 0xffu));  // 0.5 .. 1.0, positive finite
+  }
+  const kern::cpu::GemvIsa isa = kern::cpu::gemv_best_isa();
+  std::printf("\nGEMV lane dots (%s) on a w streamed from memory: [%lld, %lld] w (256 MB), %lld w rows per call;"
+              " ms wall\n\n", kern::cpu::gemv_isa_name(isa), static_cast<long long>(kN), static_cast<long long>(kK),
+              static_cast<long long>(kChunk));
+  std::printf("| threads | m | ms wall | GMAC/s | w GB/s | x m=1 |\n|---|---|---|---|---|---|\n");
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  for (const unsigned threads : {1u, 2u}) {
+    if (threads > cores) continue;
+    double base = 0.0;
+    for (const int64_t m : {1, 2, 4, 8}) {
+      std::vector<float> a(static_cast<size_t>(m * kK), 0.25f), out(static_cast<size_t>(m * kN));
+      const kern::cpu::GemvLaneDots dots(a.data(), m, kK, 1, isa);
+      std::vector<double> ms;
+      for (int r = 0; r <= repeats; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        std::vector<std::thread> pool;
+        const auto part = [&](unsigned t) {
+          const int64_t b = kN * t / threads, e = kN * (t + 1) / threads;
+          for (int64_t c = b; c < e; c += kChunk)
+            dots.dots(w.data() + c * kK, std::min(kChunk, e - c), out.data() + c * m);
+        };
+        for (unsigned t = 1; t < threads; ++t) pool.emplace_back(part, t);
+        part(0);
+        for (std::thread& th : pool) th.join();
+        if (r > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
+      std::sort(ms.begin(), ms.end());
+      const double med = ms[ms.size() / 2];
+      if (m == 1) base = med;
+      std::printf("| %u | %lld | %.2f | %.2f | %.2f | %.2f |\n", threads, static_cast<long long>(m), med,
+                  static_cast<double>(m * kN * kK) / (med * 1e6), static_cast<double>(kN * kK * 2) / (med * 1e6),
+                  med / base);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -235,5 +288,6 @@ int main(int argc, char** argv) {
   bench_gemv("gemv lm_head (decode)", 151936, 1024, repeats, rng);
   bench_decode_batches(repeats, rng);
   bench_lane_paths(repeats, rng);
+  bench_lane_streamed(repeats);
   return 0;
 }
