@@ -27,6 +27,7 @@
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
 #include "kernels-src/cpu/kv_layout.h"
+#include "kernels-src/cpu/parallel.h"
 #include "kernels-src/cpu/qk_norm_rope.h"
 
 namespace kern::cpu {
@@ -171,46 +172,68 @@ void attend(const BatchAttention& a, int64_t r, int64_t h, int64_t begin, int64_
   for (int64_t d = 0; d < D; ++d) o[d] *= a.v_scale;
 }
 
-/// Row r: the splits' partials ([row][head][split]), then their merge in
-/// split order into out (zeros when the row has no context).
-void attend_row(const BatchAttention& a, int64_t r, std::vector<float>& scores, std::vector<float>& acc) {
+/// Row r, head h: the splits' partials ([row][head][split]), then their
+/// merge in split order into out (zeros when the row has no context).
+/// `scores` holds at least the row's seq_len floats, `acc` head_dim.
+void attend_head(const BatchAttention& a, int64_t r, int64_t h, float* scores, float* acc) {
   const int64_t D = a.head_dim, S = a.splits;
   const int64_t n = std::max<int64_t>(a.seq_lens[r], 0);
   const int64_t len = (n + S - 1) / S;
-  if (scores.size() < static_cast<size_t>(n)) scores.resize(static_cast<size_t>(n));
-  for (int64_t h = 0; h < a.heads; ++h) {
-    const int64_t first = (r * a.heads + h) * S;
-    for (int64_t s = 0; s < S; ++s) {
-      float* o = a.part_o + (first + s) * D;
-      float* ml = a.part_ml + (first + s) * 2;
-      const int64_t begin = s * len, end = std::min((s + 1) * len, n);
-      if (begin >= end) {
-        ml[0] = kNegInf;
-        ml[1] = 0.0f;
-        for (int64_t d = 0; d < D; ++d) o[d] = 0.0f;
-        continue;
-      }
-      attend(a, r, h, begin, end, scores.data(), ml[0], ml[1], o);
-    }
-    uint16_t* dst = a.out + (r * a.heads + h) * D;
-    float m_max = kNegInf;
-    for (int64_t s = 0; s < S; ++s) m_max = std::max(m_max, a.part_ml[(first + s) * 2]);
-    if (m_max == kNegInf) {
-      for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(0.0f);
+  const int64_t first = (r * a.heads + h) * S;
+  for (int64_t s = 0; s < S; ++s) {
+    float* o = a.part_o + (first + s) * D;
+    float* ml = a.part_ml + (first + s) * 2;
+    const int64_t begin = s * len, end = std::min((s + 1) * len, n);
+    if (begin >= end) {
+      ml[0] = kNegInf;
+      ml[1] = 0.0f;
+      for (int64_t d = 0; d < D; ++d) o[d] = 0.0f;
       continue;
     }
-    float denom = 0.0f;
-    for (int64_t d = 0; d < D; ++d) acc[d] = 0.0f;
-    for (int64_t s = 0; s < S; ++s) {
-      const float* ml = a.part_ml + (first + s) * 2;
-      if (ml[0] == kNegInf) continue;
-      const float w = std::exp(ml[0] - m_max);
-      denom += w * ml[1];
-      const float* o = a.part_o + (first + s) * D;
-      for (int64_t d = 0; d < D; ++d) acc[d] += w * o[d];
-    }
-    for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(acc[d] / denom);
+    attend(a, r, h, begin, end, scores, ml[0], ml[1], o);
   }
+  uint16_t* dst = a.out + (r * a.heads + h) * D;
+  float m_max = kNegInf;
+  for (int64_t s = 0; s < S; ++s) m_max = std::max(m_max, a.part_ml[(first + s) * 2]);
+  if (m_max == kNegInf) {
+    for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(0.0f);
+    return;
+  }
+  float denom = 0.0f;
+  for (int64_t d = 0; d < D; ++d) acc[d] = 0.0f;
+  for (int64_t s = 0; s < S; ++s) {
+    const float* ml = a.part_ml + (first + s) * 2;
+    if (ml[0] == kNegInf) continue;
+    const float w = std::exp(ml[0] - m_max);
+    denom += w * ml[1];
+    const float* o = a.part_o + (first + s) * D;
+    for (int64_t d = 0; d < D; ++d) acc[d] += w * o[d];
+  }
+  for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(acc[d] / denom);
+}
+
+/// The work below which the attention stays on one thread: its dots are
+/// scalar (about a multiply-add per cycle, where kThreadWork counts the
+/// GEMVs' SIMD ones), so a thread pays for itself at less work.
+constexpr int64_t kAttentionThreadWork = int64_t{1} << 17;
+
+/// Every (row, head) of the launch (attend_head), over threads when the
+/// multiply-adds (2 * head_dim per position) pass kAttentionThreadWork; each
+/// (row, head) is computed alone, so the bits do not depend on the split.
+void attend_all(const BatchAttention& a) {
+  const int64_t items = a.rows * a.heads;
+  int64_t positions = 0;
+  for (int64_t r = 0; r < a.rows; ++r) positions += std::max<int64_t>(a.seq_lens[r], 0);
+  const int64_t work = positions * a.heads * 2 * a.head_dim;
+  run_ranges(items, cpu_threads(work, items, kAttentionThreadWork), [&](unsigned, int64_t b, int64_t e) {
+    std::vector<float> scores, acc(static_cast<size_t>(a.head_dim));
+    for (int64_t item = b; item < e; ++item) {
+      const int64_t r = item / a.heads, h = item % a.heads;
+      const auto n = static_cast<size_t>(std::max<int64_t>(a.seq_lens[r], 0));
+      if (scores.size() < n) scores.resize(n);
+      attend_head(a, r, h, scores.data(), acc.data());
+    }
+  });
 }
 
 /// The two qkv variants' limits (their CUDA kernels' shared memory and registers).
@@ -343,8 +366,7 @@ Status qkv_attention(const CpuLaunch& l, const QkvVariant& v) {
   std::vector<uint16_t> q;
   qkv_prologue(k, q);
   k.a.q = q.data();
-  std::vector<float> scores, acc(static_cast<size_t>(k.a.head_dim));
-  for (int64_t r = 0; r < k.a.rows; ++r) attend_row(k.a, r, scores, acc);
+  attend_all(k.a);
   return Status::ok_status();  // counters: the CUDA kernel's, left at zero
 }
 
@@ -376,8 +398,7 @@ Status attention_decode_batch_bf16(const CpuLaunch& l) {
   BatchAttention a;
   KERN_RETURN_IF_ERROR(parse(l, a));
   if (a.rows == 0 || a.heads == 0 || a.head_dim == 0) return Status::ok_status();
-  std::vector<float> scores, acc(static_cast<size_t>(a.head_dim));
-  for (int64_t r = 0; r < a.rows; ++r) attend_row(a, r, scores, acc);
+  attend_all(a);
   return Status::ok_status();  // counters: the CUDA kernel's, left at zero
 }
 

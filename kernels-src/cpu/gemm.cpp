@@ -18,14 +18,13 @@
 #include <algorithm>
 #include <functional>
 #include <new>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include "common/bf16.h"
 #include "common/extern_ops.h"
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
+#include "kernels-src/cpu/parallel.h"
 
 namespace kern::cpu {
 
@@ -39,8 +38,6 @@ constexpr int64_t kPanelRows = 4;   // w rows widened and used together
 constexpr int64_t kRowTile = 16;    // a rows kept hot while a w panel is reused
 constexpr int kRowBlock = 3;        // a rows per register block (3 x 4 accumulators + operands fit 16 ymm)
 constexpr int64_t kWidenRows = 4;   // from this many rows per tile, widen w panels first
-constexpr int64_t kThreadWork = int64_t{1} << 20;  // m*n*k above which threads help
-constexpr unsigned kMaxThreads = 8;
 
 /// The problem: a [m, k] already widened to f32; w [n, k] and c [m, n] bf16.
 struct Gemm {
@@ -166,15 +163,6 @@ __attribute__((target_clones("avx2", "default"))) void gemm_columns(const Gemm& 
   }
 }
 
-/// Number of threads for the problem: 1 below kThreadWork, else the cores
-/// (at most kMaxThreads), never more than there are w panels.
-unsigned thread_count(int64_t m, int64_t n, int64_t k) {
-  if (m * n * k <= kThreadWork) return 1;
-  const unsigned cores = std::max(1u, std::min(std::thread::hardware_concurrency(), kMaxThreads));
-  const int64_t panels = (n + kPanelRows - 1) / kPanelRows;
-  return static_cast<unsigned>(std::min<int64_t>(cores, panels));
-}
-
 Status run_gemm(const CpuLaunch& l, const char* kname, bool accumulate) {
   using namespace detail;
   KERN_RETURN_IF_ERROR(check_num_args(l, kname, 6));
@@ -196,34 +184,13 @@ Status run_gemm(const CpuLaunch& l, const char* kname, bool accumulate) {
     if (k > 0) bf16_to_f32_n(a, a_f32.data(), a_f32.size());
     const Gemm g{a_f32.data(), w, c, m, n, k, accumulate};
 
-    const unsigned threads = thread_count(m, n, k);
     const int64_t panels = (n + kPanelRows - 1) / kPanelRows;
+    const unsigned threads = cpu_threads(m * n * k, panels);
     std::vector<std::vector<float>> scratch(threads,
                                             std::vector<float>(static_cast<size_t>(kPanelRows * k)));
-    const auto range = [&](unsigned t, int64_t& begin, int64_t& end) {
-      begin = std::min(n, panels * t / threads * kPanelRows);
-      end = std::min(n, panels * (t + 1) / threads * kPanelRows);
-    };
-    std::vector<std::thread> pool;
-    pool.reserve(threads);  // emplace_back below then only throws from std::thread
-    unsigned spawned = 1;  // range 0 always runs on this thread
-    try {
-      for (; spawned < threads; ++spawned) {
-        int64_t b = 0, e = 0;
-        range(spawned, b, e);
-        pool.emplace_back(gemm_columns, std::cref(g), b, e, scratch[spawned].data());
-      }
-    } catch (const std::system_error&) {
-      // No more threads available: the ranges not handed out run here.
-    }
-    int64_t b = 0, e = 0;
-    range(0, b, e);
-    gemm_columns(g, b, e, scratch[0].data());
-    for (unsigned t = spawned; t < threads; ++t) {
-      range(t, b, e);
-      gemm_columns(g, b, e, scratch[t].data());
-    }
-    for (std::thread& th : pool) th.join();
+    run_ranges(panels, threads, [&](unsigned t, int64_t b, int64_t e) {
+      gemm_columns(g, std::min(n, b * kPanelRows), std::min(n, e * kPanelRows), scratch[t].data());
+    });
   } catch (const std::bad_alloc&) {
     return make_error(ErrorKind::kDevice, std::string(kname) + ": out of host memory for m " +
                                               std::to_string(m) + ", n " + std::to_string(n) +

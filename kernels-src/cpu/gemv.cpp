@@ -20,7 +20,6 @@
 #include <array>
 #include <cmath>
 #include <limits>
-#include <thread>
 #include <vector>
 
 #include "common/bf16.h"
@@ -28,6 +27,7 @@
 #include "kernels-src/cpu/gemv_lanes.h"
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
+#include "kernels-src/cpu/parallel.h"
 
 namespace kern::cpu {
 
@@ -37,8 +37,6 @@ constexpr int64_t kMaxM = 8;
 constexpr int64_t kCols = 8;           // output columns per block (grid.x = ceil(n / 8))
 constexpr uint32_t kBlockThreads = 128;
 constexpr int kLanes = 32;
-constexpr int64_t kThreadWork = int64_t{1} << 20;  // m*n*k above which threads help (as the GEMM)
-constexpr unsigned kMaxThreads = 8;
 
 enum class Epi { kStore, kAcc, kResidual, kSiluMul, kArgmax };
 
@@ -216,35 +214,9 @@ void compute(Problem& p) {
   // Threads over column tiles; every element's arithmetic is the same whatever the split.
   const int64_t tiles = (p.n + kCols - 1) / kCols;
   const int64_t work = p.m * p.n * std::max<int64_t>(p.k, 1) * (v.epi == Epi::kSiluMul ? 2 : 1);
-  unsigned threads = 1;
-  if (work > kThreadWork) {
-    threads = std::max(1u, std::min(std::thread::hardware_concurrency(), kMaxThreads));
-    threads = static_cast<unsigned>(std::min<int64_t>(threads, tiles));
-  }
-  const auto range = [&](unsigned t, int64_t& b, int64_t& e) {
-    b = std::min(p.n, tiles * t / threads * kCols);
-    e = std::min(p.n, tiles * (t + 1) / threads * kCols);
-  };
-  std::vector<std::thread> pool;
-  unsigned spawned = 1;
-  try {
-    pool.reserve(threads);
-    for (; spawned < threads; ++spawned) {
-      int64_t b = 0, e = 0;
-      range(spawned, b, e);
-      pool.emplace_back(compute_columns, std::cref(p), std::cref(dots), b, e);
-    }
-  } catch (const std::system_error&) {
-    // No more threads: the remaining ranges run here.
-  }
-  int64_t b = 0, e = 0;
-  range(0, b, e);
-  compute_columns(p, dots, b, e);
-  for (unsigned t = spawned; t < threads; ++t) {
-    range(t, b, e);
-    compute_columns(p, dots, b, e);
-  }
-  for (std::thread& th : pool) th.join();
+  run_ranges(tiles, cpu_threads(work, tiles), [&](unsigned, int64_t b, int64_t e) {
+    compute_columns(p, dots, std::min(p.n, b * kCols), std::min(p.n, e * kCols));
+  });
 }
 
 Status run_gemv(const CpuLaunch& l, const Variant& v) {

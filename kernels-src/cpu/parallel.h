@@ -1,0 +1,33 @@
+// The cpu reference kernels' thread fan-out: a launch large enough to pay
+// for starting threads splits its independent items (output column tiles,
+// attention heads) into contiguous ranges, one per thread. Every item is
+// computed alone, in the same order whatever the split, so results do not
+// depend on the thread count or the machine.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace kern::cpu {
+
+/// The work (multiply-adds of a vectorised loop) at or below which a launch
+/// stays on the calling thread: starting a thread costs tens of microseconds.
+inline constexpr int64_t kThreadWork = int64_t{1} << 20;
+
+/// The most threads one launch runs on.
+inline constexpr unsigned kMaxThreads = 8;
+
+/// Threads for a launch of `work` over `items` independent items: 1 when
+/// work <= min_work, else the cores (std::thread::hardware_concurrency, at
+/// most kMaxThreads), never more than `items` (and at least 1).
+unsigned cpu_threads(int64_t work, int64_t items, int64_t min_work = kThreadWork);
+
+/// Runs fn(t, begin, end) for every t < threads on the range [items * t /
+/// threads, items * (t + 1) / threads) of [0, items): range 0 on the calling
+/// thread, the others on std::threads, and any range whose thread cannot be
+/// started on the calling thread too. Returns once every range is done; an
+/// exception thrown by fn (in any thread) is rethrown here after the joins
+/// (the first one, by range). threads == 0 runs as 1.
+void run_ranges(int64_t items, unsigned threads, const std::function<void(unsigned, int64_t, int64_t)>& fn);
+
+}  // namespace kern::cpu
