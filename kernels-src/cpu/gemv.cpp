@@ -94,6 +94,9 @@ struct Problem {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldc = 0, splits = 1;
   float eps = 0.0f;
   std::vector<float> a_f32;  ///< [m, k]: a widened, or normalised
+  float* argmax_val = nullptr;    ///< the argmax epilogue's tile partials [m, grid_x]
+  int32_t* argmax_idx = nullptr;
+  int64_t grid_x = 0;
 };
 
 /// W row of output column `col`; for SiLU*mul (w = [gate; up]) its gate
@@ -105,6 +108,7 @@ int64_t w_row(const Problem& p, int64_t col, int64_t& up) {
 
 /// Columns per GemvLaneDots::dots call in compute_columns.
 constexpr int64_t kChunkCols = 32;
+static_assert(kChunkCols % kCols == 0, "a chunk holds whole argmax tiles");
 
 /// sums[c * m + i] = the merged dot of a row i with w row row0 + c (c <
 /// cols): the per-split sums `split` ([cols, splits, m], from
@@ -125,6 +129,25 @@ void merge_splits(const Problem& p, int64_t row0, int64_t cols, const float* spl
       float sum = split[c * p.splits * p.m + i];
       for (int64_t s = 1; s < p.splits; ++s) sum = sum + split[(c * p.splits + s) * p.m + i];
       sums[c * p.m + i] = sum;
+    }
+  }
+}
+
+/// The argmax epilogue of tiles [t0, t1): per row and 8-column tile, the
+/// greatest stored bf16 logit and its column (smallest on ties, NaN never
+/// wins; (-inf, INT32_MAX) when no column qualifies), at
+/// p.argmax_val / p.argmax_idx [i * grid_x + tile].
+void tile_argmax(const Problem& p, int64_t t0, int64_t t1) {
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float bv = -std::numeric_limits<float>::infinity();
+      int32_t bi = std::numeric_limits<int32_t>::max();
+      for (int64_t col = t * kCols; col < std::min(p.n, (t + 1) * kCols); ++col) {
+        const float v = bf16_to_f32(p.c[i * p.ldc + col]);
+        if (v > bv || (v == bv && col < bi)) bv = v, bi = static_cast<int32_t>(col);
+      }
+      p.argmax_val[i * p.grid_x + t] = bv;
+      p.argmax_idx[i * p.grid_x + t] = bi;
     }
   }
 }
@@ -162,24 +185,9 @@ void compute_columns(const Problem& p, const GemvLaneDots& dots, int64_t col_beg
         }
       }
     }
-  }
-}
-
-/// The argmax epilogue: per row and 8-column tile, the greatest stored bf16
-/// logit and its column (smallest on ties, NaN never wins; (-inf, INT32_MAX)
-/// when no column qualifies), at [i * grid_x + tile].
-void tile_argmax(const Problem& p, int64_t grid_x, float* val, int32_t* idx) {
-  for (int64_t i = 0; i < p.m; ++i) {
-    for (int64_t t = 0; t * kCols < p.n; ++t) {
-      float bv = -std::numeric_limits<float>::infinity();
-      int32_t bi = std::numeric_limits<int32_t>::max();
-      for (int64_t col = t * kCols; col < std::min(p.n, (t + 1) * kCols); ++col) {
-        const float v = bf16_to_f32(p.c[i * p.ldc + col]);
-        if (v > bv || (v == bv && col < bi)) bv = v, bi = static_cast<int32_t>(col);
-      }
-      val[i * grid_x + t] = bv;
-      idx[i * grid_x + t] = bi;
-    }
+    // The chunk's tiles while its logits are in cache, on this thread: c0 is
+    // a multiple of kCols and a chunk ends on a tile or at n.
+    if (p.v->epi == Epi::kArgmax) tile_argmax(p, c0 / kCols, (c0 + cols + kCols - 1) / kCols);
   }
 }
 
@@ -279,9 +287,11 @@ Status run_gemv(const CpuLaunch& l, const Variant& v) {
   }
   if (!out) return Status::ok_status();
 
-  compute(p);
+  p.argmax_val = argmax_val;
+  p.argmax_idx = argmax_idx;
+  p.grid_x = static_cast<int64_t>(l.grid[0]);
+  compute(p);  // the argmax variant's tile partials too
   if (amax) {
-    tile_argmax(p, static_cast<int64_t>(l.grid[0]), argmax_val, argmax_idx);
     reduce_tiles(p, static_cast<int64_t>(l.grid[0]), argmax_val, argmax_idx, next_token);
   }
   return Status::ok_status();  // counters: the CUDA kernel's, left at zero

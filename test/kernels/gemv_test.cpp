@@ -5,6 +5,7 @@
 // sums are merged in order, and nothing outside c's rows is written.
 // f32 error bound of a k-term dot (u = 2^-24): e = (k + 2) u sum |a_x w_x|.
 #include <tuple>
+#include <utility>
 
 #include "test/kernels/kernel_test_util.h"
 
@@ -242,8 +243,12 @@ TEST_CASE("gemv rejects m > 8, a wrong block, a grid.y other than splits and too
 TEST_CASE("gemv_rmsnorm_argmax writes the rmsnorm gemv's logits, per-tile argmax partials and their argmax",
           "[kernels][gemv]") {
   std::mt19937 rng(145);
+  // The second shape is large enough that the twin runs its column tiles on
+  // several threads (m n k > 2^20), each computing its own tiles' partials.
+  for (const auto& [n, k] : {std::pair{37, 40}, std::pair{4099, 512}})
   for (const int m : {1, 8}) {
-    const int n = 37, k = 40, tiles = (n + 7) / 8;
+    INFO("n " << n << " k " << k << " m " << m);
+    const int tiles = (n + 7) / 8;
     Case c(V::kNorm, m, n, k, 2, rng);
     // Columns 5 and 20 share the largest logit in every row (w rows all 1.0
     // against a positive normalised row): the tie goes to column 5.
