@@ -142,7 +142,15 @@ void EngineWorker::loop(engine::Engine& engine) {
       std::unique_lock<std::mutex> lock(mutex_);
       // A queue head that must wait for pages or a slot implies a busy
       // engine (an idle one has them all free): this never spins idle.
-      cv_.wait(lock, [&] { return exit_ || !waiting_.empty() || !cancels_.empty() || !engine.idle(); });
+      // The gather hook: nothing is admitted before `gather` requests wait
+      // (once; cancels are still handled meanwhile).
+      auto gathered = [&] {
+        if (!gathered_ && waiting_.size() >= config_.gather) gathered_ = true;
+        return gathered_;
+      };
+      cv_.wait(lock, [&] {
+        return exit_ || (!waiting_.empty() && gathered()) || !cancels_.empty() || !engine.idle();
+      });
       if (exit_) {
         for (auto& [id, job] : running_) job->push(aborted_event(id, "the server is shutting down"));
         for (auto& job : waiting_) job->push(aborted_event(job->request().id, "the server is shutting down"));
@@ -165,7 +173,8 @@ void EngineWorker::loop(engine::Engine& engine) {
       // head that does not fit yet holds back the requests behind it). One
       // that can never fit, or that the engine refuses, gets add_request's
       // error (kUsage: the HTTP side answers 400).
-      while (!waiting_.empty() && engine.admission(waiting_.front()->request()) != engine::Admission::kLater) {
+      while (gathered() && !waiting_.empty() &&
+             engine.admission(waiting_.front()->request()) != engine::Admission::kLater) {
         std::shared_ptr<Job> job = std::move(waiting_.front());
         waiting_.pop_front();
         Status added = engine.add_request(job->request());

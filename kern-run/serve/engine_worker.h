@@ -68,6 +68,9 @@ class EngineWorker {
     Metrics* metrics = nullptr;  ///< decode batch occupancy goes here (may be null)
     std::chrono::milliseconds load_delay{0};  ///< test hook: sleep before loading
     std::chrono::milliseconds step_delay{0};  ///< test hook: sleep after each engine step
+    /// Test hook: the first admission waits until this many requests are
+    /// queued (0: none), so a test knows they overlap.
+    size_t gather{0};
   };
   using Loader = std::function<Result<std::unique_ptr<engine::Model>>()>;
   enum class State { kLoading, kReady, kFailed, kStopped };
@@ -130,6 +133,7 @@ class EngineWorker {
   std::map<engine::RequestId, std::shared_ptr<Job>> running_;
   std::set<engine::RequestId> cancels_;
   uint64_t batch_size_ = 0;  ///< rows of the last decode step (0 once nothing runs)
+  bool gathered_ = false;    ///< the gather hook let the first admission through
   engine::KvPages kv_;       ///< the engine's pages after the last step
 };
 

@@ -230,10 +230,12 @@ bool stream_events(ServerContext& ctx, StreamState& s, httplib::DataSink& sink) 
     pending.reset();
     const auto now = Clock::now();
     if (st.timeout && now >= s.deadline) {
+      // Counted before the engine can let the sequence go and before the
+      // client reads [DONE], as 499 is: /metrics never shows it missing.
+      ctx.metrics.count_request(504);
       s.reader->cancel("timeout");
       ApiError e{504, "the request ran longer than --request-timeout", "timeout", "", "timeout"};
       write(sse(error_json(e)) + "data: [DONE]\n\n");
-      ctx.metrics.count_request(504);
       s.finished = true;
       sink.done();
       return true;
@@ -332,8 +334,9 @@ void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib:
   const auto deadline = arrival + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(ctx.options.request_timeout_s));
   auto timed_out = [&] {
+    ctx.metrics.count_request(504);  // counted before the engine can let the sequence go
     reader->cancel("timeout");
-    fail(ApiError{504, "the request ran longer than --request-timeout", "timeout", "", "timeout"});
+    reply_error(res, ApiError{504, "the request ran longer than --request-timeout", "timeout", "", "timeout"});
   };
   const PeerWatch peer(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
   if (!peer.found())

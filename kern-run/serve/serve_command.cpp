@@ -68,8 +68,8 @@ int run_serve(int argc, char** argv) {
   std::optional<engine::ModelPlan> plan = std::move(*opened);
 
   Metrics metrics(max_batch);
-  EngineWorker worker(
-      {max_batch, o.max_queue, &metrics, milliseconds(o.test_load_delay_ms), milliseconds(o.test_step_delay_ms)});
+  EngineWorker worker({max_batch, o.max_queue, &metrics, milliseconds(o.test_load_delay_ms),
+                       milliseconds(o.test_step_delay_ms), static_cast<size_t>(o.test_gather)});
   ServerContext ctx{o, worker, metrics, nullptr, {}, {}, {}};
 
   httplib::Server svr;

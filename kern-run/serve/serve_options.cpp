@@ -12,8 +12,9 @@
 namespace kern::run::serve {
 namespace {
 
-/// A test hook from the environment: unset or empty is 0. Errors (kUsage) name the variable.
-Result<uint64_t> env_ms(const char* name) {
+/// A test hook from the environment, a count of `unit`: unset or empty is 0.
+/// Errors (kUsage) name the variable.
+Result<uint64_t> env_count(const char* name, const char* unit) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return uint64_t{0};
   char* end = nullptr;
@@ -21,7 +22,7 @@ Result<uint64_t> env_ms(const char* name) {
   unsigned long long n = std::strtoull(v, &end, 10);
   if (*end != '\0' || errno != 0 || v[0] == '-')
     return make_error(ErrorKind::kUsage, std::string("$") + name + ": '" + printable(v) +
-                                             "' is not a number of milliseconds");
+                                             "' is not a number of " + unit);
   return static_cast<uint64_t>(n);
 }
 
@@ -82,12 +83,19 @@ ParsedServe parse_serve_command_line(int argc, char** argv) {
     if (p.filename() == kModelPlanFile && p.has_parent_path()) p = p.parent_path();
     o.served_model_name = p.filename().replace_extension().string();
   }
-  auto load_ms = env_ms("KERN_SERVE_TEST_LOAD_DELAY_MS");
+  auto load_ms = env_count("KERN_SERVE_TEST_LOAD_DELAY_MS", "milliseconds");
   if (!load_ms.ok()) return {std::nullopt, fail(load_ms.error())};
-  auto step_ms = env_ms("KERN_SERVE_TEST_STEP_DELAY_MS");
+  auto step_ms = env_count("KERN_SERVE_TEST_STEP_DELAY_MS", "milliseconds");
   if (!step_ms.ok()) return {std::nullopt, fail(step_ms.error())};
+  auto gather = env_count("KERN_SERVE_TEST_GATHER", "requests");
+  if (!gather.ok()) return {std::nullopt, fail(gather.error())};
+  if (*gather > o.max_queue)
+    return {std::nullopt, fail(make_error(ErrorKind::kUsage, "$KERN_SERVE_TEST_GATHER " + std::to_string(*gather) +
+                                                                 " exceeds --max-queue " +
+                                                                 std::to_string(o.max_queue) + ": it would never start"))};
   o.test_load_delay_ms = *load_ms;
   o.test_step_delay_ms = *step_ms;
+  o.test_gather = *gather;
   return {o, 0};
 }
 

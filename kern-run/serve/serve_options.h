@@ -32,9 +32,11 @@ struct ServeOptions {
   double request_timeout_s = 600;     ///< a request running longer is cancelled (504)
   double keepalive_s = 5;             ///< an SSE comment after this long without data
   double shutdown_grace_s = 30;       ///< SIGTERM: running requests may finish for this long
-  // Test hooks (environment, docs/serving.md): slow loading and slow steps.
+  // Test hooks (environment, docs/serving.md): slow loading, slow steps, a
+  // first batch gathered before it starts.
   uint64_t test_load_delay_ms = 0;  ///< $KERN_SERVE_TEST_LOAD_DELAY_MS
   uint64_t test_step_delay_ms = 0;  ///< $KERN_SERVE_TEST_STEP_DELAY_MS
+  uint64_t test_gather = 0;         ///< $KERN_SERVE_TEST_GATHER (requests)
 };
 
 /// Outcome of parsing: options, or an exit code to return (0 after --help, 2 on an error printed).

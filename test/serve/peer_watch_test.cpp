@@ -1,15 +1,19 @@
 // kern-run serve's PeerWatch (kern-run/serve/peer_watch.h) on real loopback
 // TCP connections: the accepted socket is found by its two addresses, is
 // alive while the client is connected (also with unread bytes waiting), and
-// is seen gone once the client closes or resets it.
+// is seen gone once the client closes or resets it. Waits are on the
+// sockets' states (poll), bounded by 10 s, never a fixed sleep.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "kern-run/serve/peer_watch.h"
 
@@ -50,13 +54,21 @@ struct Connection {
   }
 };
 
-/// Polls `w` until it reports the peer gone (the FIN or RST crosses loopback at once; bounded wait).
+/// Polls `w` until it reports the peer gone (the FIN or RST crosses loopback
+/// at once; at most 10 s and 10000 looks, for a loaded machine).
 bool seen_gone(const PeerWatch& w) {
-  for (int i = 0; i < 200; ++i) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (int i = 0; i < 10000 && std::chrono::steady_clock::now() < deadline; ++i) {
     if (!w.alive()) return true;
-    usleep(5000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  return false;
+  return !w.alive();
+}
+
+/// Waits until `fd` has bytes to read (at most 10 s).
+bool readable(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  return poll(&p, 1, 10000) == 1 && (p.revents & POLLIN) != 0;
 }
 
 }  // namespace
@@ -68,8 +80,10 @@ TEST_CASE("PeerWatch finds the connection's socket by its addresses and sees the
   REQUIRE(w.found());
   CHECK(w.alive());
   // Unread bytes (a pipelined request) are not a hang-up; they stay unread.
+  // Looked at once they have arrived (was: after a 10 ms sleep, which on a
+  // loaded machine could look before they did and prove nothing).
   REQUIRE(write(c.client, "GET", 3) == 3);
-  usleep(10000);
+  REQUIRE(readable(c.server));
   CHECK(w.alive());
   char buf[4] = {};
   CHECK(recv(c.server, buf, sizeof buf, MSG_DONTWAIT) == 3);

@@ -13,7 +13,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
-import { ServerProcess, parseMetrics, metric, sleep } from "./server_process.mjs";
+import { ServerProcess, parseMetrics, metric, until } from "./server_process.mjs";
 
 const [kernRun, plan, weights, tokenizer, openaiDir, specPlan] = process.argv.slice(2);
 const openaiEntry = path.join(openaiDir, "node_modules", "openai", "index.mjs");
@@ -258,21 +258,35 @@ async function occupancy(url) {
 
 /// 16 concurrent streams each equal to the same request sent alone, and the
 /// occupancy histogram shows steps that decoded several of them at once.
+/// Alone: one at a time on server A. Together: on a fresh server E whose
+/// first admission waits until all 16 are queued (KERN_SERVE_TEST_GATHER),
+/// so they overlap however fast or slow the machine runs (on A, a request
+/// may end before the next one arrives); whether the engine then decodes
+/// them in one batch is what the histogram checks.
 async function concurrentEqualsSolo(params) {
   const prompts = Array.from({ length: 16 }, (_, i) => [{ role: "user", content: `Request number ${i}: say something.` }]);
   const alone = [];
   for (let i = 0; i < 16; i++) alone.push((await client.chat.completions.create(params(prompts[i], i))).choices[0].message.content);
-  const [steps0, multi0] = await occupancy(a.url);
-  const together = await Promise.all(prompts.map((m, i) => collectChat(client, params(m, i))));
-  for (let i = 0; i < 16; i++) {
-    assertEq(chatText(together[i]), alone[i], `request ${i}`);
-    assertEq(together[i][together[i].length - 1].choices[0].finish_reason, "length", `request ${i}'s finish_reason`);
+  const e = new ServerProcess(kernRun, [...base, "--max-batch", "8", "--max-queue", "32"], { KERN_SERVE_TEST_GATHER: "16" });
+  try {
+    await e.start();
+    await e.waitReady();
+    const ec = new OpenAI({ baseURL: e.url + "/v1", apiKey: "unused", maxRetries: 0, timeout: 120000 });
+    const [steps0, multi0] = await occupancy(e.url);
+    assertEq([steps0, multi0], [0, 0], "server E's decode steps before the 16");
+    const together = await Promise.all(prompts.map((m, i) => collectChat(ec, params(m, i))));
+    for (let i = 0; i < 16; i++) {
+      assertEq(chatText(together[i]), alone[i], `request ${i}`);
+      assertEq(together[i][together[i].length - 1].choices[0].finish_reason, "length", `request ${i}'s finish_reason`);
+    }
+    assert(new Set(alone).size > 1, "every request gave the same text: the comparison would prove nothing");
+    const [steps1, multi1, rows1] = await occupancy(e.url);
+    assert(steps1 > 0, "no decode step counted");
+    assert(multi1 > 0, `no decode step ran more than one sequence (${steps1} steps): nothing was batched`);
+    assert(rows1 / steps1 > 1, `mean rows per decode step ${rows1 / steps1}`);
+  } finally {
+    assertEq(await e.stop("SIGTERM"), 0, "server E's exit code");
   }
-  assert(new Set(alone).size > 1, "every request gave the same text: the comparison would prove nothing");
-  const [steps1, multi1, rows1] = await occupancy(a.url);
-  assert(steps1 > steps0, "no decode step counted");
-  assert(multi1 > multi0, `no decode step ran more than one sequence (${steps1 - steps0} steps): nothing was batched`);
-  assert(rows1 / steps1 > 1, `mean rows per decode step ${rows1 / steps1}`);
 }
 
 await test("16 concurrent streams with --max-batch 8 each equal the same request sent alone (greedy), batched", async () => {
@@ -303,11 +317,17 @@ await test("/metrics is Prometheus text with requests, tokens, latencies and KV 
   assertEq(metric(m, "kern_requests_waiting"), 0, "waiting");
 });
 
+// The stream's first text is read before SIGTERM (was: a 100 ms sleep, which
+// under load could send SIGTERM before the request arrived: a 503). Server A
+// has no slow steps, so the stream may end before SIGTERM lands; that it was
+// still running when SIGTERM came is asserted on server D below.
 await test("SIGTERM during a stream lets it finish, then the server exits 0", async () => {
-  const pending = collectChat(client, { model: "tiny", messages: msgs, max_tokens: 40, temperature: 0, ignore_eos: true });
-  await sleep(100);
+  const stream = await client.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 100, temperature: 0,
+                                                        ignore_eos: true, stream: true });
+  const it = stream[Symbol.asyncIterator]();
+  const chunks = [(await it.next()).value, (await it.next()).value];  // the role chunk, its first text: it runs
   const code = a.stop("SIGTERM");
-  const chunks = await pending;
+  for (let c; !(c = await it.next()).done;) chunks.push(c.value);
   assertEq(chunks[chunks.length - 1].choices[0].finish_reason, "length", "the running stream finished");
   assertEq(await code, 0, "exit code");
   assert(/stopped/.test(a.log), "no 'stopped' log line");
@@ -316,11 +336,15 @@ await test("SIGTERM during a stream lets it finish, then the server exits 0", as
 await a.stop("SIGKILL");
 
 // ---------------------------------------------------------------- server B: slow on purpose
-// Loading waits 1.5 s and every engine step 50 ms (test hooks), one request
-// runs and one waits: the 503, 429 and abort paths are deterministic.
+// Loading waits 6 s and every engine step 50 ms (test hooks), one request
+// runs and one waits: the 503, 429 and abort paths are deterministic. A step
+// sleeps at least 50 ms however idle the machine, so a request of N tokens
+// runs at least N * 50 ms: one that must still run while the test looks is
+// made long enough (900 tokens: 45 s) that a loaded machine cannot outrun it,
+// and is then cancelled; the tests wait on /metrics, never on a sleep.
 const b = new ServerProcess(kernRun, [...base, "--max-batch", "1", "--max-queue", "1", "--api-key", "sekret",
-                                      "--max-body-bytes", "4096", "--sse-keepalive", "0.02"],
-                            { KERN_SERVE_TEST_LOAD_DELAY_MS: "1500", KERN_SERVE_TEST_STEP_DELAY_MS: "50" });
+                                      "--max-body-bytes", "4096", "--sse-keepalive", "0.01"],
+                            { KERN_SERVE_TEST_LOAD_DELAY_MS: "6000", KERN_SERVE_TEST_STEP_DELAY_MS: "50" });
 await b.start();
 const auth = ["-H", "Authorization: Bearer sekret"];
 await test("while loading, /health and requests are 503", async () => {
@@ -342,21 +366,18 @@ await test("a body over --max-body-bytes is 413", async () => {
   checkError(await postJson(b.url + "/v1/chat/completions", big, auth), 413, "big body");
 });
 
+const bMetrics = async () => parseMetrics(await (await fetch(b.url + "/metrics")).text());
+
 await test("a full queue is 429; a client aborting mid-stream frees its pages at once", async () => {
   const ctl = new AbortController();
-  const running = await slow.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 200, temperature: 0, ignore_eos: true, stream: true },
+  const running = await slow.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 900, temperature: 0, ignore_eos: true, stream: true },
                                                       { signal: ctl.signal });
   const it = running[Symbol.asyncIterator]();
   await it.next();  // the role chunk: the request runs
   await it.next();
   const queued = slow.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 2, temperature: 0, ignore_eos: true });
   // Wait until the second request is queued, then a third finds the queue full.
-  let m;
-  for (let i = 0; i < 200; i++) {
-    m = parseMetrics(await (await fetch(b.url + "/metrics")).text());
-    if (metric(m, "kern_requests_waiting") === 1) break;
-    await sleep(20);
-  }
+  let m = await until(bMetrics, (m) => metric(m, "kern_requests_waiting") === 1);
   assertEq(metric(m, "kern_requests_waiting"), 1, "waiting");
   assert(metric(m, "kern_kv_pages_used") > 0, "the running stream holds pages");
   const e = checkError(await postJson(b.url + "/v1/chat/completions", { messages: msgs, max_tokens: 2 }, auth), 429, "queue full");
@@ -365,21 +386,26 @@ await test("a full queue is 429; a client aborting mid-stream frees its pages at
   try { while (!(await it.next()).done); } catch {}
   const q = await queued;  // runs once the aborted stream left
   assertEq(q.choices[0].finish_reason, "length", "the queued request ran");
-  for (let i = 0; i < 200; i++) {
-    m = parseMetrics(await (await fetch(b.url + "/metrics")).text());
-    if (metric(m, "kern_kv_pages_used") === 0 && metric(m, "kern_requests_running") === 0) break;
-    await sleep(20);
-  }
+  m = await until(bMetrics, (m) => metric(m, "kern_kv_pages_used") === 0 && metric(m, "kern_requests_running") === 0);
   assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used after the abort");
   assertEq(metric(m, "kern_requests_total", { status: "499" }), 1, "the aborted request counted as 499");
   assertEq(metric(m, "kern_requests_total", { status: "429" }), 1, "the 429 counted");
-  assert(metric(m, "kern_generation_tokens_total") < 100, "the aborted stream did not run to 200 tokens");
+  // Its tokens and the queued request's 2 (was: < 100 of 200, which a loaded
+  // machine taking over 5 s to the abort would have failed).
+  assert(metric(m, "kern_generation_tokens_total") < 900, "the aborted stream ran to its 900 tokens");
+  const gone = /generated \d+ tokens, .*, finish client disconnected/;
+  assert(gone.test(await until(async () => b.log, (l) => gone.test(l))), "no 'finish client disconnected' log line");
 });
 
+// Tokens come at least 50 ms apart (the step hook); with --sse-keepalive
+// 0.01 a gap misses its comment only if the stream's thread, waking 10 ms
+// after its last write, is kept off the cpu until the next token (40 ms or
+// more), and the test fails only if that happens in all 19 gaps (was: 2 gaps
+// of 30 ms, which a loaded machine could miss).
 await test("slow steps get SSE keep-alive comments between data lines", async () => {
   const r = await fetch(b.url + "/v1/completions", {
     method: "POST", headers: { "Content-Type": "application/json", Authorization: "Bearer sekret" },
-    body: JSON.stringify({ prompt: "Hi", max_tokens: 3, temperature: 0, ignore_eos: true, stream: true }),
+    body: JSON.stringify({ prompt: "Hi", max_tokens: 20, temperature: 0, ignore_eos: true, stream: true }),
   });
   assertEq(r.status, 200, "status");
   assert(r.headers.get("content-type").startsWith("text/event-stream"), "content type");
@@ -398,43 +424,45 @@ await test("at --max-batch 1 the engine samples: a seeded temperature > 0 repeat
   assertEq(sampled[1], sampled[0], "the same seed samples the same text");
 });
 
+// The running request is seen running (its first text) before the second
+// is sent, and the second seen waiting before SIGTERM (was: a 200 ms sleep,
+// after which either could be the one running). The running one has 200
+// tokens (10 s at least): it is still running when SIGTERM comes unless the
+// test takes 10 s from its first text to the signal; SIGTERM's grace (30 s)
+// lets it finish.
 await test("SIGTERM cancels queued requests with 503 and exits 0", async () => {
-  const running = slow.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 30, temperature: 0, ignore_eos: true });
-  await sleep(200);
+  const stream = await slow.chat.completions.create({ model: "tiny", messages: msgs, max_tokens: 200, temperature: 0,
+                                                      ignore_eos: true, stream: true });
+  const it = stream[Symbol.asyncIterator]();
+  await it.next();  // the role chunk
+  await it.next();  // its first text: it runs
+  const rest = (async () => { let last; for (let c; !(c = await it.next()).done;) last = c.value; return last; })();
   const queued = postJson(b.url + "/v1/chat/completions", { messages: msgs, max_tokens: 2 }, auth);
-  let m;
-  for (let i = 0; i < 200; i++) {
-    m = parseMetrics(await (await fetch(b.url + "/metrics")).text());
-    if (metric(m, "kern_requests_waiting") === 1) break;
-    await sleep(20);
-  }
+  const m = await until(bMetrics, (m) => metric(m, "kern_requests_waiting") === 1);
+  assertEq(metric(m, "kern_requests_waiting"), 1, "the second request waits");
+  assertEq(metric(m, "kern_requests_running"), 1, "the first runs");
   const code = b.stop("SIGTERM");
   checkError(await queued, 503, "the queued request at shutdown");
-  assertEq((await running).choices[0].finish_reason, "length", "the running request finished");
+  assertEq((await rest).choices[0].finish_reason, "length", "the running request finished");
   assertEq(await code, 0, "exit code");
 });
 await b.stop("SIGKILL");
 
 // ---------------------------------------------------------------- server D: batched, slow steps, a small KV pool
-// Every engine step sleeps 20 ms (a test hook) so streams overlap for long
+// Every engine step sleeps 30 ms (a test hook) so streams overlap for long
 // enough to look at /metrics between steps; --capacity 512 is a pool of 32
-// pages of 16 tokens shared by the batch.
+// pages of 16 tokens shared by the batch. A stream of N tokens runs at least
+// N * 30 ms however idle the machine: every stream that must still run when
+// the test looks has 140 tokens (4.2 s) or more, far above the test's own
+// pace even on a loaded machine (was 60 tokens at 20 ms: 1.2 s).
 const d = new ServerProcess(kernRun, [...base, "--max-batch", "4", "--max-queue", "4", "--capacity", "512"],
-                            { KERN_SERVE_TEST_STEP_DELAY_MS: "20" });
+                            { KERN_SERVE_TEST_STEP_DELAY_MS: "30" });
 await d.start();
 await d.waitReady();
 const dc = new OpenAI({ baseURL: d.url + "/v1", apiKey: "unused", maxRetries: 0, timeout: 120000 });
 const dMetrics = async () => parseMetrics(await (await fetch(d.url + "/metrics")).text());
-/// Polls /metrics until `ok(m)` (at most 10 s); returns the last metrics.
-async function dUntil(ok) {
-  let m;
-  for (let i = 0; i < 500; i++) {
-    m = await dMetrics();
-    if (ok(m)) return m;
-    await sleep(20);
-  }
-  return m;
-}
+/// Polls /metrics until `ok(m)` (at most 60 s); returns the last metrics.
+const dUntil = (ok) => until(dMetrics, ok);
 /// KV pages a chat request reserves: ceil((prompt + max_tokens) / 16).
 const pagesOf = async (messages, maxTokens) =>
   Math.ceil(((await postJson(d.url + "/tokenize", { messages })).body.count + maxTokens) / 16);
@@ -452,13 +480,14 @@ await test("the batch's KV pool: /v1/models' max_model_len is it; prompt + max_t
 await test("a client aborting mid-stream while others run frees its pages at once; the others equal their solo answers", async () => {
   const params = (k, n) => ({ model: "tiny", messages: dMsgs(k), max_tokens: n, temperature: 0, ignore_eos: true });
   const soloText = [];
-  for (const k of [1, 2]) soloText.push((await dc.chat.completions.create(params(k, 60))).choices[0].message.content);
-  const keep = [await pagesOf(dMsgs(1), 60), await pagesOf(dMsgs(2), 60)];
-  const pagesX = await pagesOf(dMsgs(3), 300);
+  for (const k of [1, 2]) soloText.push((await dc.chat.completions.create(params(k, 140))).choices[0].message.content);
+  const keep = [await pagesOf(dMsgs(1), 140), await pagesOf(dMsgs(2), 140)];
+  const pagesX = await pagesOf(dMsgs(3), 170);
+  assert(keep[0] + keep[1] + pagesX <= 32, `pages ${keep} + ${pagesX}: the test needs the three to fit together`);
   const before = metric(await dMetrics(), "kern_requests_total", { status: "499" });
-  const others = [1, 2].map((k) => collectChat(dc, params(k, 60)));
+  const others = [1, 2].map((k) => collectChat(dc, params(k, 140)));
   const ctl = new AbortController();
-  const x = await dc.chat.completions.create({ ...params(3, 300), stream: true }, { signal: ctl.signal });
+  const x = await dc.chat.completions.create({ ...params(3, 170), stream: true }, { signal: ctl.signal });
   const it = x[Symbol.asyncIterator]();
   await it.next();  // the role chunk
   await it.next();  // its first text: it runs
@@ -482,22 +511,27 @@ await test("a non-streaming client that disconnects cancels its sequence: its pa
   const ctl = new AbortController();
   const pending = fetch(d.url + "/v1/chat/completions", {
     method: "POST", headers: { "Content-Type": "application/json" }, signal: ctl.signal,
-    body: JSON.stringify({ messages: dMsgs(4), max_tokens: 400, temperature: 0, ignore_eos: true }),
+    body: JSON.stringify({ messages: dMsgs(4), max_tokens: 490, temperature: 0, ignore_eos: true }),
   }).catch((e) => e);
   // Running and decoding: a few decode steps since it was sent.
   let m = await dUntil((m) => metric(m, "kern_requests_running") === 1 &&
                               metric(m, "kern_decode_batch_rows_count") > metric(before, "kern_decode_batch_rows_count") + 3);
   assertEq(metric(m, "kern_requests_running"), 1, "running");
-  assertEq(metric(m, "kern_kv_pages_used"), await pagesOf(dMsgs(4), 400), "the request's pages");
+  assertEq(metric(m, "kern_kv_pages_used"), await pagesOf(dMsgs(4), 490), "the request's pages");
   ctl.abort();
   assert((await pending) instanceof Error, "the aborted fetch resolved");
   m = await dUntil((m) => metric(m, "kern_requests_running") === 0);
   assertEq(metric(m, "kern_requests_running"), 0, "running after the disconnect");
   assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used after the disconnect");
+  // Cut short: fewer than its 490 tokens (was: < 200 of 400, which a loaded
+  // machine taking over 4 s to notice the disconnect would have failed).
   const generated = metric(m, "kern_generation_tokens_total") - metric(before, "kern_generation_tokens_total");
-  assert(generated > 0 && generated < 200, `it generated ${generated} of its 400 tokens`);
+  assert(generated > 0 && generated < 490, `it generated ${generated} of its 490 tokens`);
   assertEq(metric(m, "kern_requests_total", { status: "499" }), metric(before, "kern_requests_total", { status: "499" }) + 1, "499s");
-  assert(/finish client disconnected/.test(d.log.split("\n").filter((l) => l.includes("prompt")).pop()), "its log line");
+  // The log line is written beside the cancel, not before /metrics shows it: wait for it.
+  const lastPromptLine = (log) => log.split("\n").filter((l) => l.includes("prompt")).pop() ?? "";
+  const line = lastPromptLine(await until(async () => d.log, (l) => /finish client disconnected/.test(lastPromptLine(l))));
+  assert(/finish client disconnected/.test(line), "its log line: " + line);
 });
 
 await test("a request whose pages are not free yet waits in the queue, then joins the batch when they are", async () => {
@@ -528,10 +562,33 @@ await test("a request whose pages are not free yet waits in the queue, then join
   m = await dUntil((m) => metric(m, "kern_requests_running") === 0);
   assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used at the end");
 });
-assertEq(await d.stop("SIGTERM"), 0, "server D's exit code");
+// A stream of 200 tokens (6 s at least) whose first text was read before
+// SIGTERM: the log shows SIGTERM before the stream's end unless the test
+// takes 6 s from that text to the signal.
+await test("SIGTERM while a stream runs lets it finish all its tokens, then the server exits 0", async () => {
+  const stream = await dc.chat.completions.create({ model: "tiny", messages: dMsgs(7), max_tokens: 200, temperature: 0,
+                                                    ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+  const it = stream[Symbol.asyncIterator]();
+  await it.next();  // the role chunk
+  await it.next();  // its first text: it runs
+  const code = d.stop("SIGTERM");
+  const chunks = [];
+  for (let c; !(c = await it.next()).done;) chunks.push(c.value);
+  assertEq(chunks[chunks.length - 2].choices[0].finish_reason, "length", "the running stream finished");
+  assertEq(chunks[chunks.length - 1].usage.completion_tokens, 200, "its tokens");
+  assertEq(await code, 0, "exit code");
+  const sigterm = d.log.indexOf("SIGTERM: stopping"), end = d.log.search(/generated 200 tokens, .*, finish length/);
+  assert(sigterm >= 0 && end > sigterm, "the log does not show SIGTERM before the stream's end");
+  assert(/stopped/.test(d.log), "no 'stopped' log line");
+});
+await d.stop("SIGKILL");
 
 // ---------------------------------------------------------------- server C: a short request timeout
-const c = new ServerProcess(kernRun, [...base, "--request-timeout", "0.5"], { KERN_SERVE_TEST_STEP_DELAY_MS: "50" });
+// 200 tokens at 50 ms a step take 10 s at least, so a request cannot end
+// before the 3 s timeout however fast the machine; the stream's first token
+// (one step, ~50 ms) must come before it, or the answer is a plain 504 and
+// not a stream: 3 s leaves a loaded machine 60 times the step (was 0.5 s).
+const c = new ServerProcess(kernRun, [...base, "--request-timeout", "3"], { KERN_SERVE_TEST_STEP_DELAY_MS: "50" });
 await c.start();
 await c.waitReady();
 await test("without --max-batch the server decodes up to the plan's max_batch (8) at once", async () => {
@@ -549,12 +606,8 @@ await test("a request running past --request-timeout is cancelled: 504, or an er
   const text = await r.text();
   assert(/data: \{"error":\{"message":"the request ran longer than --request-timeout"/.test(text), "no error event in " + text.slice(-300));
   assert(text.endsWith("data: [DONE]\n\n"), "no [DONE]");
-  let m;
-  for (let i = 0; i < 200; i++) {
-    m = parseMetrics(await (await fetch(c.url + "/metrics")).text());
-    if (metric(m, "kern_requests_running") === 0) break;
-    await sleep(20);
-  }
+  const m = await until(async () => parseMetrics(await (await fetch(c.url + "/metrics")).text()),
+                        (m) => metric(m, "kern_requests_running") === 0 && metric(m, "kern_kv_pages_used") === 0);
   assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used after the timeouts");
   assertEq(metric(m, "kern_requests_total", { status: "504" }), 2, "504s counted");
 });

@@ -1,10 +1,25 @@
 // Starts and stops a real `kern-run serve` process for the server tests
 // (llama.cpp's tools/server/tests/utils.py ServerProcess, in Node): a free
 // loopback port (--port 0, read from the "listening on" log line), /health
-// polled until 200, every wait bounded in time.
+// polled until 200, every wait bounded in time; `until` polls any state.
 import { spawn } from "node:child_process";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/// Calls `probe` (async) until `ok` holds for its result, every `intervalMs`,
+/// at most `timeoutMs` and 100000 calls (bounds far above what a loaded CI
+/// machine needs: a test waits on a state, never on a time); returns the
+/// last result whether or not `ok` held, for the caller's assertions.
+export async function until(probe, ok, timeoutMs = 60000, intervalMs = 20) {
+  const deadline = Date.now() + timeoutMs;
+  let r;
+  for (let i = 0; i < 100000; i++) {
+    r = await probe();
+    if (ok(r) || Date.now() >= deadline) return r;
+    await sleep(intervalMs);
+  }
+  return r;
+}
 
 export class ServerProcess {
   /// `args`: kern-run serve's arguments after "serve"; `env`: extra environment.
@@ -22,7 +37,9 @@ export class ServerProcess {
       env: { ...process.env, ...this.env },
       stdio: ["ignore", "pipe", "pipe"],
     });
-    this.exited = new Promise((resolve) => this.proc.on("exit", (code, signal) => {
+    // "close", not "exit": it comes once stdout and stderr are read to
+    // their end, so the log holds the last lines (e.g. "stopped").
+    this.exited = new Promise((resolve) => this.proc.on("close", (code, signal) => {
       this.exitCode = code;
       this.exitSignal = signal;
       resolve(code);
@@ -47,7 +64,7 @@ export class ServerProcess {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       try {
-        const r = await fetch(this.url + "/health");
+        const r = await fetch(this.url + "/health", { signal: AbortSignal.timeout(10000) });
         if (r.status === 200) return;
       } catch {}
       if (this.exitCode !== undefined) throw new Error(`kern-run serve exited ${this.exitCode}:\n${this.log}`);
