@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <utility>
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -107,10 +109,13 @@ template <int M>
 /// sums in acc0 and acc1): each a load feeds one fma per w row, half the a
 /// loads per fma, which is what bounds the loop at m = 8 (an empty asm pins
 /// the loaded a in a register: GCC otherwise folded it into both fmas'
-/// memory operands, two loads again).
-template <int M>
+/// memory operands, two loads again). A is float (the lane-major blocks, at
+/// this half) or uint32_t (the same blocks as bf16 pairs: dword d of lane l
+/// holds elements 2d and 2d + 1, widened as w is: one 64-byte load for both,
+/// half the bytes; GemvLaneDots::pairs_); row_stride counts A elements.
+template <int M, typename A>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void pair_half_block_avx512(
-    __m512 (&acc0)[M], __m512 (&acc1)[M], const __m512i (&z0)[4], const __m512i (&z1)[4], const float* at,
+    __m512 (&acc0)[M], __m512 (&acc1)[M], const __m512i (&z0)[4], const __m512i (&z1)[4], const A* at,
     int64_t row_stride, __mmask16 lanes) {
   const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
   __m512i v0[4], v1[4];
@@ -122,11 +127,18 @@ template <int M>
     const __m512 we1 = _mm512_castsi512_ps(_mm512_slli_epi32(v1[d], 16));
     const __m512 wo1 = _mm512_castsi512_ps(_mm512_and_si512(v1[d], high));
     for (int i = 0; i < M; ++i) {
-      const float* ai = at + i * row_stride + 2 * d * kLanes;
-      __m512 ae = _mm512_loadu_ps(ai);
-      asm("" : "+v"(ae));
-      __m512 ao = _mm512_loadu_ps(ai + kLanes);
-      asm("" : "+v"(ao));
+      __m512 ae, ao;
+      if constexpr (std::is_same_v<A, float>) {
+        const float* ai = at + i * row_stride + 2 * d * kLanes;
+        ae = _mm512_loadu_ps(ai);
+        asm("" : "+v"(ae));
+        ao = _mm512_loadu_ps(ai + kLanes);
+        asm("" : "+v"(ao));
+      } else {
+        const __m512i pv = _mm512_loadu_si512(at + i * row_stride + d * kLanes);
+        ae = _mm512_castsi512_ps(_mm512_slli_epi32(pv, 16));  // element 2d (low word)
+        ao = _mm512_castsi512_ps(_mm512_and_si512(pv, high));  // element 2d + 1
+      }
       if (lanes == 0xffff) {
         acc0[i] = _mm512_fmadd_ps(ae, we0, acc0[i]);
         acc1[i] = _mm512_fmadd_ps(ae, we1, acc1[i]);
@@ -228,13 +240,15 @@ template <int M>
 }
 
 /// Half h (lanes 16h .. 16h + 15) of two w rows' split (w0, w1) for M (<= 4)
-/// a rows (lane-major blocks at `la`) into l0[i] and l1[i] at lane 16h: the
-/// `full` complete blocks, then the last `part` whole groups masked; the
-/// blocks of the rows p0 and p1 (null: none) prefetched as these are read.
-template <int M>
+/// a rows (their blocks at `la`, A and row_stride as pair_half_block_avx512)
+/// into l0[i] and l1[i] at lane 16h: the `full` complete blocks, then the
+/// last `part` whole groups masked; the blocks of the rows p0 and p1 (null:
+/// none) prefetched as these are read.
+template <int M, typename A>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void pair_half_avx512(
-    const uint16_t* w0, const uint16_t* w1, int h, int64_t gb, int64_t full, int64_t part, const float* la,
+    const uint16_t* w0, const uint16_t* w1, int h, int64_t gb, int64_t full, int64_t part, const A* la,
     int64_t row_stride, const uint16_t* p0, const uint16_t* p1, float (*l0)[kLanes], float (*l1)[kLanes]) {
+  constexpr int64_t kBlock = std::is_same_v<A, float> ? kBlockElems : kBlockElems / 2;  // A elements per block
   __m512 acc0[M], acc1[M];
   for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
   for (int64_t t = 0; t < full; ++t) {
@@ -243,14 +257,14 @@ template <int M>
     __m512i z0[4], z1[4];
     load_half_avx512(w0, gb + kLanes * t, h, 16, z0);
     load_half_avx512(w1, gb + kLanes * t, h, 16, z1);
-    pair_half_block_avx512<M>(acc0, acc1, z0, z1, la + t * kBlockElems + 16 * h, row_stride, 0xffff);
+    pair_half_block_avx512<M>(acc0, acc1, z0, z1, la + t * kBlock + 16 * h, row_stride, 0xffff);
   }
   const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
   if (cnt > 0) {
     __m512i z0[4], z1[4];
     load_half_avx512(w0, gb + kLanes * full, h, cnt, z0);
     load_half_avx512(w1, gb + kLanes * full, h, cnt, z1);
-    pair_half_block_avx512<M>(acc0, acc1, z0, z1, la + full * kBlockElems + 16 * h, row_stride,
+    pair_half_block_avx512<M>(acc0, acc1, z0, z1, la + full * kBlock + 16 * h, row_stride,
                               static_cast<__mmask16>((1u << cnt) - 1u));
   }
   for (int i = 0; i < M; ++i) {
@@ -276,8 +290,8 @@ template <int M>
 template <int M>
 __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int64_t k, const uint16_t* w,
                                                               int64_t rows, int64_t gb, int64_t ge, int64_t full,
-                                                              int64_t part, const float* la, float* out,
-                                                              int64_t out_stride) {
+                                                              int64_t part, const float* la, const uint32_t* lp,
+                                                              float* out, int64_t out_stride) {
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
   const int64_t done = gb + kLanes * full + part;
   const auto ahead = [&](int64_t r) { return w + std::min(r + kPrefetchRows, rows - 1) * k; };
@@ -289,11 +303,18 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
       const uint16_t* w1 = w0 + k;
       alignas(64) float l0[M][kLanes], l1[M][kLanes];
       for (int h = 0; h < 2; ++h) {
-        const bool first = h == 0;
-        pair_half_avx512<kFirst>(w0, w1, h, gb, full, part, la, row_stride, first ? ahead(r) : nullptr,
-                                 first ? ahead(r + 1) : nullptr, l0, l1);
-        pair_half_avx512<M - kFirst>(w0, w1, h, gb, full, part, la + kFirst * row_stride, row_stride, nullptr,
-                                     nullptr, l0 + kFirst, l1 + kFirst);
+        const uint16_t* p0 = h == 0 ? ahead(r) : nullptr;
+        const uint16_t* p1 = h == 0 ? ahead(r + 1) : nullptr;
+        if (lp != nullptr) {  // the a blocks as bf16 pairs (row stride halved)
+          const int64_t ps = row_stride / 2;
+          pair_half_avx512<kFirst>(w0, w1, h, gb, full, part, lp, ps, p0, p1, l0, l1);
+          pair_half_avx512<M - kFirst>(w0, w1, h, gb, full, part, lp + kFirst * ps, ps, nullptr, nullptr,
+                                       l0 + kFirst, l1 + kFirst);
+        } else {
+          pair_half_avx512<kFirst>(w0, w1, h, gb, full, part, la, row_stride, p0, p1, l0, l1);
+          pair_half_avx512<M - kFirst>(w0, w1, h, gb, full, part, la + kFirst * row_stride, row_stride, nullptr,
+                                       nullptr, l0 + kFirst, l1 + kFirst);
+        }
       }
       for (int i = 0; i < M; ++i) {
         finish_avx512(a + i * k, k, w0, gb, done, ge, l0[i], out + r * out_stride + i);
@@ -380,14 +401,15 @@ __attribute__((target("avx2,fma"))) void row_avx2(const float* a, int64_t k, con
 template <int M>
 __attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, const uint16_t* w, int64_t rows,
                                                    int64_t gb, int64_t ge, int64_t full, int64_t part,
-                                                   const float* la, float* out, int64_t out_stride) {
+                                                   const float* la, const uint32_t* /*lp: AVX-512 only*/,
+                                                   float* out, int64_t out_stride) {
   for (int64_t r = 0; r < rows; ++r) row_avx2<M>(a, k, w + r * k, gb, ge, full, part, la, out + r * out_stride);
 }
 
 /// The function of each path for M a rows: (a, k, w, rows, gb, ge, full,
-/// part, lane-major a, out, out stride).
+/// part, lane-major a, the same as bf16 pairs or null, out, out stride).
 using DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, int64_t,
-                        const float*, float*, int64_t);
+                        const float*, const uint32_t*, float*, int64_t);
 
 template <int... Ms>
 constexpr DotsFn avx512_table(int m, std::integer_sequence<int, Ms...>) {
@@ -464,6 +486,26 @@ GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits,
           for (int e = 0; e < 8; ++e) dst[t * kBlockElems + e * kLanes + l] = row[8 * (sp.gb + kLanes * t + l) + e];
     }
   }
+  // The bf16 pairs, for the AVX-512 pair path (m > 4), when every a value
+  // is a bf16 (low 16 bits zero), as the decode GEMVs' are: exact, so the
+  // same bits from half the bytes.
+  if (isa_ != GemvIsa::kAvx512 || m <= 4) return;
+  for (const float x : lane_a_) {
+    uint32_t bits = 0;
+    std::memcpy(&bits, &x, sizeof bits);
+    if ((bits & 0xffffu) != 0) return;
+  }
+  pairs_.resize(lane_a_.size() / 2);
+  for (size_t b = 0; b < lane_a_.size() / kBlockElems; ++b) {
+    const float* blk = lane_a_.data() + b * kBlockElems;
+    for (int d = 0; d < 4; ++d)
+      for (int l = 0; l < kLanes; ++l) {
+        uint32_t even = 0, odd = 0;
+        std::memcpy(&even, blk + 2 * d * kLanes + l, sizeof even);
+        std::memcpy(&odd, blk + (2 * d + 1) * kLanes + l, sizeof odd);
+        pairs_[b * (kBlockElems / 2) + d * kLanes + l] = (even >> 16) | odd;
+      }
+  }
 }
 
 void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out) const {
@@ -478,7 +520,8 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out) const {
       const DotsFn fn = isa_ == GemvIsa::kAvx512
                             ? avx512_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{})
                             : avx2_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{});
-      fn(a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, la, o, o_stride);
+      const uint32_t* lp = pairs_.empty() ? nullptr : pairs_.data() + sp.offset / 2;
+      fn(a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, la, lp, o, o_stride);
       continue;
     }
 #endif

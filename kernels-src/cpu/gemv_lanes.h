@@ -61,6 +61,10 @@ class GemvLaneDots {
   GemvIsa isa_;
   std::vector<Split> splits_;
   std::vector<float> lane_a_;
+  /// lane_a_ as bf16 pairs, [block][dword d 0..3][lane 0..31] (elements 2d
+  /// and 2d + 1 in the low and high half), when the AVX-512 pair path runs
+  /// (m > 4) and every a value is a bf16; empty otherwise.
+  std::vector<uint32_t> pairs_;
 };
 
 }  // namespace kern::cpu

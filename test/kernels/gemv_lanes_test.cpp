@@ -112,15 +112,19 @@ TEST_CASE("gemv lane-dot paths give every w row of a launch the CUDA order at m 
   // up to 32): each row's sums must be its own, whichever path and loop
   // order (the AVX-512 path above m = 4 runs a row's lanes 0..15, then
   // 16..31): no lane sums carried between rows, no row skipped or repeated.
+  // a of bf16 values (the decode GEMVs' a: the AVX-512 path above m = 4 then
+  // reads them as bf16 pairs), and of f32 values that are not bf16 (it
+  // falls back to the f32 blocks).
   std::mt19937 rng(272);
   const auto isas = supported_isas();
   int checked = 0;
+  for (const bool bf16_a : {true, false})
   for (const auto& [k, splits] :
        std::vector<std::tuple<int64_t, int64_t>>{{37, 1}, {264, 2}, {1000, 3}, {1024, 1}, {3075, 2}}) {
     for (int64_t m = 1; m <= 8; ++m) {
       constexpr int64_t kRows = 19;
       std::vector<float> a(static_cast<size_t>(m * k));
-      for (float& x : a) x = kern::round_to_bf16(wide(rng));
+      for (float& x : a) x = bf16_a ? kern::round_to_bf16(wide(rng)) : wide(rng);
       std::vector<uint16_t> w(static_cast<size_t>(kRows * k));
       for (uint16_t& x : w) x = kern::f32_to_bf16(wide(rng));
       const int64_t groups = (k + 7) / 8, per = (groups + splits - 1) / splits;
@@ -135,8 +139,9 @@ TEST_CASE("gemv lane-dot paths give every w row of a launch the CUDA order at m 
               const int64_t gb = std::min(groups, s * per), ge = std::min(groups, gb + per);
               for (int64_t i = 0; i < m; ++i) {
                 const std::vector<float> row(a.begin() + i * k, a.begin() + (i + 1) * k);
-                INFO(kern::cpu::gemv_isa_name(isa) << " k " << k << " splits " << splits << " m " << m << " rows "
-                                                   << rows << " w row " << r << " split " << s << " a row " << i);
+                INFO(kern::cpu::gemv_isa_name(isa) << (bf16_a ? " bf16" : " f32") << " a, k " << k << " splits "
+                                                   << splits << " m " << m << " rows " << rows << " w row " << r
+                                                   << " split " << s << " a row " << i);
                 const float want = cuda_order_dot(row, wr, k, gb, ge);
                 REQUIRE(std::bit_cast<uint32_t>(got[static_cast<size_t>((r * splits + s) * m + i)]) ==
                         std::bit_cast<uint32_t>(want));
