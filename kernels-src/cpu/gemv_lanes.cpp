@@ -273,6 +273,18 @@ template <int M, typename A>
   }
 }
 
+/// Half h of two w rows' split for all M (5..8) a rows: a rows 0..3, then
+/// 4..M-1 (their blocks at `la`, A and row_stride as pair_half_block_avx512),
+/// the rows p0 and p1 prefetched during the first group.
+template <int M, typename A>
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void pair_groups_avx512(
+    const uint16_t* w0, const uint16_t* w1, int h, int64_t gb, int64_t full, int64_t part, const A* la,
+    int64_t row_stride, const uint16_t* p0, const uint16_t* p1, float (*l0)[kLanes], float (*l1)[kLanes]) {
+  pair_half_avx512<4>(w0, w1, h, gb, full, part, la, row_stride, p0, p1, l0, l1);
+  pair_half_avx512<M - 4>(w0, w1, h, gb, full, part, la + 4 * row_stride, row_stride, nullptr, nullptr, l0 + 4,
+                          l1 + 4);
+}
+
 /// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), w rows r (row stride k)
 /// into out[r * out_stride + i], the row kPrefetchRows ahead (at most the
 /// last) prefetched.
@@ -281,7 +293,8 @@ template <int M, typename A>
 ///   * M > 4: two w rows at a time (an odd last row alone), the a rows in two
 ///     groups (0..3, 4..M-1), half 0 then half 1 of each group: 2 x 4
 ///     accumulators live, and each a load feeds both rows' fmas
-///     (pair_half_block_avx512). The passes after the first read the rows'
+///     (pair_half_block_avx512), from the a blocks as bf16 pairs (`lp`) when
+///     GemvLaneDots has them. The passes after the first read the rows'
 ///     split (a few KB) from L1. (8 accumulators per half do not fit beside
 ///     the transposed w, and one w row per pass did twice the a loads: both
 ///     slower, bench/results/kern-run-batch-cpu.md.)
@@ -305,16 +318,10 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
       for (int h = 0; h < 2; ++h) {
         const uint16_t* p0 = h == 0 ? ahead(r) : nullptr;
         const uint16_t* p1 = h == 0 ? ahead(r + 1) : nullptr;
-        if (lp != nullptr) {  // the a blocks as bf16 pairs (row stride halved)
-          const int64_t ps = row_stride / 2;
-          pair_half_avx512<kFirst>(w0, w1, h, gb, full, part, lp, ps, p0, p1, l0, l1);
-          pair_half_avx512<M - kFirst>(w0, w1, h, gb, full, part, lp + kFirst * ps, ps, nullptr, nullptr,
-                                       l0 + kFirst, l1 + kFirst);
-        } else {
-          pair_half_avx512<kFirst>(w0, w1, h, gb, full, part, la, row_stride, p0, p1, l0, l1);
-          pair_half_avx512<M - kFirst>(w0, w1, h, gb, full, part, la + kFirst * row_stride, row_stride, nullptr,
-                                       nullptr, l0 + kFirst, l1 + kFirst);
-        }
+        if (lp != nullptr)  // the a blocks as bf16 pairs: half the elements per row
+          pair_groups_avx512<M>(w0, w1, h, gb, full, part, lp, row_stride / 2, p0, p1, l0, l1);
+        else
+          pair_groups_avx512<M>(w0, w1, h, gb, full, part, la, row_stride, p0, p1, l0, l1);
       }
       for (int i = 0; i < M; ++i) {
         finish_avx512(a + i * k, k, w0, gb, done, ge, l0[i], out + r * out_stride + i);
