@@ -25,6 +25,7 @@
 #include "common/extern_ops.h"
 #include "kernels-src/cpu/cpu_kernel.h"
 #include "kernels-src/cpu/gemv_lanes.h"
+#include "kernels-src/cpu/parallel.h"
 #include "test/kernels/arg_pack.h"
 
 namespace {
@@ -248,15 +249,10 @@ void bench_lane_streamed(int repeats) {
       std::vector<double> ms;
       for (int r = 0; r <= repeats; ++r) {
         const auto t0 = std::chrono::steady_clock::now();
-        std::vector<std::thread> pool;
-        const auto part = [&](unsigned t) {
-          const int64_t b = kN * t / threads, e = kN * (t + 1) / threads;
+        kern::cpu::run_ranges(kN, threads, [&](unsigned, int64_t b, int64_t e) {
           for (int64_t c = b; c < e; c += kChunk)
             dots.dots(w.data() + c * kK, std::min(kChunk, e - c), out.data() + c * m);
-        };
-        for (unsigned t = 1; t < threads; ++t) pool.emplace_back(part, t);
-        part(0);
-        for (std::thread& th : pool) th.join();
+        });
         if (r > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
       std::sort(ms.begin(), ms.end());
