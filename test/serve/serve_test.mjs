@@ -87,10 +87,10 @@ const chatText = (chunks) => chunks.flatMap((c) => c.choices).map((ch) => ch.del
 
 const msgs = [{ role: "system", content: "You are kern." }, { role: "user", content: "Tell me a story." }];
 
-await test("a load failure ends the server with exit 2 and the error; so do a missing tokenizer and --max-batch above the plan's", async () => {
-  const exitOf = (args) => new Promise((resolve) => {
-    execFile(kernRun, ["serve", ...args, "--port", "0"], { timeout: 60000 }, (err, stdout, stderr) =>
-      resolve({ code: err ? err.code : 0, stderr }));
+await test("a load failure ends the server with exit 2 and the error; so do a missing tokenizer, --max-batch above the plan's and a bad test hook", async () => {
+  const exitOf = (args, env = {}) => new Promise((resolve) => {
+    execFile(kernRun, ["serve", ...args, "--port", "0"], { timeout: 60000, env: { ...process.env, ...env } },
+             (err, stdout, stderr) => resolve({ code: err ? err.code : 0, stderr }));
   });
   let r = await exitOf([plan, "--weights", "/nonexistent.safetensors", "--tokenizer", tokenizer, "--device", "cpu"]);
   assertEq(r.code, 2, "exit code (missing weights)");
@@ -106,6 +106,14 @@ await test("a load failure ends the server with exit 2 and the error; so do a mi
   assertEq(r.code, 2, "exit code (--max-batch 2 with a speculative plan)");
   assert(r.stderr.includes("kern-run: error: --max-batch 2 exceeds the plan's max_batch 1 (it has no batched decode " +
                            "program decode_batch: a speculative plan"), r.stderr);
+  // The gather hook can never be met above --max-queue (the server would never start work), and must be a count.
+  const ok = [plan, "--weights", weights, "--tokenizer", tokenizer, "--device", "cpu", "--max-queue", "4"];
+  r = await exitOf(ok, { KERN_SERVE_TEST_GATHER: "5" });
+  assertEq(r.code, 2, "exit code (KERN_SERVE_TEST_GATHER above --max-queue)");
+  assert(r.stderr.includes("$KERN_SERVE_TEST_GATHER 5 exceeds --max-queue 4: it would never start"), r.stderr);
+  r = await exitOf(ok, { KERN_SERVE_TEST_GATHER: "two" });
+  assertEq(r.code, 2, "exit code (KERN_SERVE_TEST_GATHER not a number)");
+  assert(r.stderr.includes("$KERN_SERVE_TEST_GATHER: 'two' is not a number of requests"), r.stderr);
 });
 
 await test("a model folder is served like a plan, named after the folder", async () => {
