@@ -8,12 +8,16 @@
 // this machine runs, side by side, with w in the last-level cache and
 // streamed from memory (as a decode step reads its weights).
 //
-// Usage: cpu_kernels_bench [REPEATS]
+// Usage: cpu_kernels_bench [REPEATS] [streamed-step]
+// (streamed-step: only the last table, one decode step with the weights
+// streamed from memory)
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -153,15 +157,18 @@ Times time_decode_gemv(const DecodeGemv& g, int64_t m, int repeats, std::mt19937
                    g.norm ? static_cast<uint64_t>(m * g.k * 2) : 0, repeats);
 }
 
+/// The fused decode GEMVs of the 0.6B decode program, in program order.
+const DecodeGemv kDecodeGemvs[5] = {
+    {"rmsnorm+qkv_proj", "kern_gemv_rmsnorm_bf16", true, false, 4096, 1024, 1, 4096, 28},
+    {"o_proj (acc)", "kern_gemv_acc_bf16", false, false, 1024, 2048, 3, 1024, 28},
+    {"rmsnorm+gate_up+silu_mul", "kern_gemv_rmsnorm_silu_mul_bf16", true, false, 3072, 1024, 1, 6144, 28},
+    {"down_proj (acc)", "kern_gemv_acc_bf16", false, false, 1024, 3072, 3, 1024, 28},
+    {"rmsnorm+lm_head+argmax", "kern_gemv_rmsnorm_argmax_bf16", true, true, 151936, 1024, 1, 151936, 1},
+};
+
 /// The fused decode GEMVs at m = 1..8 and one decode step's GEMV time per m.
 void bench_decode_batches(int repeats, std::mt19937& rng) {
-  const DecodeGemv gemvs[] = {
-      {"rmsnorm+qkv_proj", "kern_gemv_rmsnorm_bf16", true, false, 4096, 1024, 1, 4096, 28},
-      {"o_proj (acc)", "kern_gemv_acc_bf16", false, false, 1024, 2048, 3, 1024, 28},
-      {"rmsnorm+gate_up+silu_mul", "kern_gemv_rmsnorm_silu_mul_bf16", true, false, 3072, 1024, 1, 6144, 28},
-      {"down_proj (acc)", "kern_gemv_acc_bf16", false, false, 1024, 3072, 3, 1024, 28},
-      {"rmsnorm+lm_head+argmax", "kern_gemv_rmsnorm_argmax_bf16", true, true, 151936, 1024, 1, 151936, 1},
-  };
+  const auto& gemvs = kDecodeGemvs;
   std::printf("\nfused decode GEMVs of the Qwen3-0.6B decode program at m rows (lane-dot path: %s);\n"
               "x m=1: CPU time against the same GEMV at m = 1 (weights read once for all rows)\n\n",
               kern::cpu::gemv_isa_name(kern::cpu::gemv_best_isa()));
@@ -187,6 +194,121 @@ void bench_decode_batches(int repeats, std::mt19937& rng) {
   for (int m = 1; m <= 8; ++m)
     std::printf("| %7d | %7.1f | %6.1f | %15.2f | %12.1f |\n", m, step_wall[m], step_cpu[m], step_cpu[m] / step_cpu[1],
                 step_cpu[m] / m);
+}
+
+/// Fills `n` bf16 values in 0.5 .. 1.0 (positive, finite) by xorshift32:
+/// hundreds of MB in about a second, where random_bf16's mt19937 takes many.
+std::vector<uint16_t> quick_bf16(size_t n, uint32_t seed) {
+  std::vector<uint16_t> v(n);
+  uint32_t x = seed | 1u;
+  for (auto& e : v) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    e = static_cast<uint16_t>(0x3f00u + (x & 0xffu));
+  }
+  return v;
+}
+
+/// One launch of a DecodeGemv at m rows with its own w (`w_seed`) and
+/// buffers: what the streamed step runs 28 times per layer GEMV.
+struct GemvLaunch {
+  const kern::cpu::CpuKernel* kernel = nullptr;
+  std::vector<uint16_t> a, nw, w, c;
+  std::vector<float> partial, val;
+  std::vector<int32_t> counters, idx;
+  std::vector<int64_t> next_token;
+  ArgPack p;
+  kern::cpu::CpuLaunch l;
+
+  GemvLaunch(const DecodeGemv& g, int64_t m, uint32_t w_seed)
+      : kernel(kern::cpu::find_cpu_kernel(g.symbol)),
+        a(quick_bf16(static_cast<size_t>(m * g.k), w_seed + 1)),
+        nw(quick_bf16(static_cast<size_t>(g.k), w_seed + 2)),
+        w(quick_bf16(static_cast<size_t>(g.w_rows * g.k), w_seed)),
+        c(static_cast<size_t>(m * g.n)),
+        partial(static_cast<size_t>(std::max<int64_t>(1, g.splits * m * g.w_rows))),
+        val(static_cast<size_t>(m * ((g.n + 7) / 8))),
+        counters(static_cast<size_t>((g.n + 7) / 8 + 1)),
+        idx(val.size()),
+        next_token(static_cast<size_t>(m)) {
+    p.add(a.data());
+    if (g.norm) p.add(nw.data());
+    p.add(w.data()).add(c.data()).add(partial.data()).add(counters.data());
+    if (g.argmax) p.add(val.data()).add(idx.data()).add(next_token.data());
+    p.add<int32_t>(static_cast<int32_t>(m)).add<int32_t>(static_cast<int32_t>(g.n));
+    p.add<int32_t>(static_cast<int32_t>(g.k)).add<int32_t>(static_cast<int32_t>(g.k));
+    p.add<int32_t>(static_cast<int32_t>(g.n)).add<int32_t>(static_cast<int32_t>(g.splits));
+    if (g.norm) p.add(1e-6f);
+    l.grid[0] = static_cast<uint32_t>((g.n + 7) / 8);
+    l.grid[1] = static_cast<uint32_t>(g.splits);
+    l.block[0] = 128;
+    l.shared_mem_bytes = g.norm ? static_cast<uint64_t>(m * g.k * 2) : 0;
+    l.args = p.data();
+    l.num_args = p.size();
+  }
+};
+
+/// One decode step's GEMVs as the 0.6B decode program runs them, with the
+/// weights streamed from memory: 28 layers with their own w each (1.2 GB
+/// with lm_head, far more than any last-level cache; the table above reuses
+/// one w per GEMV, which then stays cached), the launches in program order.
+/// Per GEMV kind, the median over `repeats` steps (after one warm-up) of its
+/// summed wall time in a step, at batch m = 1, 2, 4, 8; and against m = 1.
+void bench_decode_streamed(const DecodeGemv (&gemvs)[5], int repeats) {
+  constexpr int kLayers = 28;
+  constexpr int64_t kMs[] = {1, 2, 4, 8};
+  std::printf("\none decode step's GEMVs with the weights streamed (28 layers' own w, 1.2 GB), ms wall per step;"
+              " median of %d steps\n\n", repeats);
+  std::printf("| %-26s |", "gemv");
+  for (const int64_t m : kMs) std::printf("   m=%lld ms |", static_cast<long long>(m));
+  std::printf(" m=8 / m=1 |\n|%s|", std::string(28, '-').c_str());
+  for (size_t i = 0; i < std::size(kMs); ++i) std::printf("----------|");
+  std::printf("-----------|\n");
+  double med[5][std::size(kMs)] = {};
+  for (size_t mi = 0; mi < std::size(kMs); ++mi) {
+    const int64_t m = kMs[mi];
+    std::vector<std::vector<std::unique_ptr<GemvLaunch>>> launches(5);
+    for (size_t gi = 0; gi < 5; ++gi)
+      for (int layer = 0; layer < (gemvs[gi].per_step > 1 ? kLayers : 1); ++layer)
+        launches[gi].push_back(
+            std::make_unique<GemvLaunch>(gemvs[gi], m, static_cast<uint32_t>(1000 * gi + 10 * layer + 7)));
+    std::vector<double> per[5];
+    for (int r = 0; r <= repeats; ++r) {
+      double sum[5] = {};
+      const auto run = [&](size_t gi, size_t layer) {
+        GemvLaunch& g = *launches[gi][layer];
+        const auto t0 = std::chrono::steady_clock::now();
+        const kern::Status s = g.kernel->run(g.l);
+        sum[gi] += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (!s.ok()) {
+          std::fprintf(stderr, "cpu_kernels_bench: %s: %s\n", gemvs[gi].symbol, s.error().message.c_str());
+          std::exit(1);
+        }
+      };
+      for (size_t layer = 0; layer < kLayers; ++layer)
+        for (size_t gi = 0; gi < 4; ++gi) run(gi, layer);
+      run(4, 0);
+      if (r > 0)
+        for (size_t gi = 0; gi < 5; ++gi) per[gi].push_back(sum[gi]);
+    }
+    for (size_t gi = 0; gi < 5; ++gi) {
+      std::sort(per[gi].begin(), per[gi].end());
+      med[gi][mi] = per[gi][per[gi].size() / 2];
+    }
+  }
+  double total[std::size(kMs)] = {};
+  for (size_t gi = 0; gi < 5; ++gi) {
+    std::printf("| %-26s |", gemvs[gi].what);
+    for (size_t mi = 0; mi < std::size(kMs); ++mi) {
+      std::printf(" %8.2f |", med[gi][mi]);
+      total[mi] += med[gi][mi];
+    }
+    std::printf(" %9.2f |\n", med[gi][std::size(kMs) - 1] / med[gi][0]);
+  }
+  std::printf("| %-26s |", "step (sum of the medians)");
+  for (const double t : total) std::printf(" %8.2f |", t);
+  std::printf(" %9.2f |\n", total[std::size(kMs) - 1] / total[0]);
 }
 
 /// The lane-dot paths (portable = the scalar statement of the order) on a
@@ -251,7 +373,7 @@ void bench_lane_streamed(int repeats) {
         const auto t0 = std::chrono::steady_clock::now();
         kern::cpu::run_ranges(kN, threads, [&](unsigned, int64_t b, int64_t e) {
           for (int64_t c = b; c < e; c += kChunk)
-            dots.dots(w.data() + c * kK, std::min(kChunk, e - c), out.data() + c * m);
+            dots.dots(w.data() + c * kK, std::min(kChunk, e - c), out.data() + c * m, e - c);
         });
         if (r > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       }
@@ -269,6 +391,15 @@ void bench_lane_streamed(int repeats) {
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  if (argc > 2 && std::string(argv[2]) == "streamed-step") {
+    bench_decode_streamed(kDecodeGemvs, repeats);
+    return 0;
+  }
+  if (argc > 2) {
+    std::fprintf(stderr, "cpu_kernels_bench: unknown table '%s' (usage: cpu_kernels_bench [REPEATS] [streamed-step])\n",
+                 argv[2]);
+    return 2;
+  }
   std::mt19937 rng(7);
   std::printf("cpu kernels, Qwen3-0.6B shapes, median of %d; ms wall and ms CPU (all threads);\n"
               "GMAC/s = m*n*k / time, per wall second and per CPU second (per core)\n\n", repeats);
@@ -285,5 +416,6 @@ int main(int argc, char** argv) {
   bench_decode_batches(repeats, rng);
   bench_lane_paths(repeats, rng);
   bench_lane_streamed(repeats);
+  bench_decode_streamed(kDecodeGemvs, repeats);
   return 0;
 }

@@ -161,10 +161,12 @@ void compute_columns(const Problem& p, const GemvLaneDots& dots, int64_t col_beg
     const int64_t cols = std::min(kChunkCols, col_end - c0);
     int64_t up0 = 0;
     const int64_t row0 = w_row(p, c0, up0);
-    dots.dots(p.w + row0 * p.k, cols, split.data());
+    // This thread's w rows from row0 on (gate or up) are all readable: the
+    // next chunk's first rows are prefetched during this one.
+    dots.dots(p.w + row0 * p.k, cols, split.data(), col_end - c0);
     merge_splits(p, row0, cols, split.data(), d.data());
     if (p.v->epi == Epi::kSiluMul) {
-      dots.dots(p.w + up0 * p.k, cols, split.data());
+      dots.dots(p.w + up0 * p.k, cols, split.data(), col_end - c0);
       merge_splits(p, up0, cols, split.data(), u.data());
     }
     for (int64_t c = 0; c < cols; ++c) {

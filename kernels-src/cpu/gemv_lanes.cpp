@@ -187,21 +187,24 @@ template <int M, typename A>
   *out = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
-/// How many w rows ahead of the one in use the AVX-512 path prefetches into
-/// L1. Without it the m = 8 loop stalled on its w loads (perf: most samples
-/// on the instruction after a w load) once the fmas per w byte grew; with it
-/// a 256 MB streamed [131072, 1024] GEMV at m = 8 went from 29 to 23.5 ms on
-/// two threads (bench/results/kern-run-batch-cpu.md). Farther (8, 16 rows) or
-/// into L2 measured the same.
+/// How many w rows ahead of the one in use the AVX-512 path prefetches, into
+/// L2 (_MM_HINT_T1). Without it the m = 8 loop stalled on its w loads (perf:
+/// most samples on the instruction after a w load) once the fmas per w byte
+/// grew; into L1 (_MM_HINT_T0) it helped on a 48 KB L1 (Zen 5: a 256 MB
+/// streamed [131072, 1024] GEMV at m = 8 from 29 to 23.5 ms on two threads)
+/// but on a 32 KB one (Zen 4) the prefetched rows pushed the a blocks (16 KB
+/// at m = 8) out of L1, and m = 1 and m = 8 both ran slower than into L2,
+/// which measured the same as L1 on Zen 5 (bench/results/kern-run-batch-cpu.md).
+/// Farther (8, 16 rows) or nearer (2) measured the same.
 constexpr int64_t kPrefetchRows = 4;
 
-/// Prefetches into L1 the 512-byte w block at group g of the row `w` (null:
+/// Prefetches into L2 the 512-byte w block at group g of the row `w` (null:
 /// none).
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void prefetch_block(const uint16_t* w,
                                                                                           int64_t g) {
   if (w == nullptr) return;
   const char* p = reinterpret_cast<const char*>(w + 8 * g);
-  for (int line = 0; line < 8; ++line) _mm_prefetch(p + 64 * line, _MM_HINT_T0);
+  for (int line = 0; line < 8; ++line) _mm_prefetch(p + 64 * line, _MM_HINT_T1);
 }
 
 /// Both 16-lane halves of one w row's split for M (<= 4) a rows (their
@@ -287,7 +290,7 @@ template <int M, typename A>
 
 /// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), w rows r (row stride k)
 /// into out[r * out_stride + i], the row kPrefetchRows ahead (at most the
-/// last) prefetched.
+/// last of the `readable` rows from w, >= rows) prefetched.
 ///   * M <= 4: a w row at a time, both halves of each block together (2M
 ///     accumulators), w streamed in order.
 ///   * M > 4: two w rows at a time (an odd last row alone), the a rows in two
@@ -304,10 +307,10 @@ template <int M>
 __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int64_t k, const uint16_t* w,
                                                               int64_t rows, int64_t gb, int64_t ge, int64_t full,
                                                               int64_t part, const float* la, const uint32_t* lp,
-                                                              float* out, int64_t out_stride) {
+                                                              float* out, int64_t out_stride, int64_t readable) {
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
   const int64_t done = gb + kLanes * full + part;
-  const auto ahead = [&](int64_t r) { return w + std::min(r + kPrefetchRows, rows - 1) * k; };
+  const auto ahead = [&](int64_t r) { return w + std::min(r + kPrefetchRows, readable - 1) * k; };
   constexpr int kFirst = M > 4 ? 4 : M;  // a rows in the first group
   int64_t r = 0;
   if constexpr (M > 4) {
@@ -409,14 +412,15 @@ template <int M>
 __attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, const uint16_t* w, int64_t rows,
                                                    int64_t gb, int64_t ge, int64_t full, int64_t part,
                                                    const float* la, const uint32_t* /*lp: AVX-512 only*/,
-                                                   float* out, int64_t out_stride) {
+                                                   float* out, int64_t out_stride, int64_t /*readable*/) {
   for (int64_t r = 0; r < rows; ++r) row_avx2<M>(a, k, w + r * k, gb, ge, full, part, la, out + r * out_stride);
 }
 
 /// The function of each path for M a rows: (a, k, w, rows, gb, ge, full,
-/// part, lane-major a, the same as bf16 pairs or null, out, out stride).
+/// part, lane-major a, the same as bf16 pairs or null, out, out stride,
+/// rows readable from w).
 using DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, int64_t,
-                        const float*, const uint32_t*, float*, int64_t);
+                        const float*, const uint32_t*, float*, int64_t, int64_t);
 
 template <int... Ms>
 constexpr DotsFn avx512_table(int m, std::integer_sequence<int, Ms...>) {
@@ -515,8 +519,9 @@ GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits,
   }
 }
 
-void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out) const {
+void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t readable_rows) const {
   const auto splits = static_cast<int64_t>(splits_.size());
+  const int64_t readable = std::max(rows, readable_rows);
   for (int64_t s = 0; s < splits; ++s) {
     const Split& sp = splits_[static_cast<size_t>(s)];
     float* o = out + s * m_;
@@ -528,7 +533,7 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out) const {
                             ? avx512_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{})
                             : avx2_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{});
       const uint32_t* lp = pairs_.empty() ? nullptr : pairs_.data() + sp.offset / 2;
-      fn(a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, la, lp, o, o_stride);
+      fn(a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, la, lp, o, o_stride, readable);
       continue;
     }
 #endif

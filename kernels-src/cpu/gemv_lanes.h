@@ -46,7 +46,13 @@ class GemvLaneDots {
   /// for r < rows, s < splits and i < m, each in the CUDA kernel's order (w:
   /// `rows` rows of k bf16 bits, row stride k). Split by split, so the a
   /// blocks in use (m * k / splits floats) stay in the L1 cache.
-  void dots(const uint16_t* w, int64_t rows, float* out) const;
+  /// `readable_rows` (>= rows; default rows) is how many rows from w the
+  /// caller holds: the AVX-512 path prefetches up to that many, so a caller
+  /// walking a long w in calls of a few rows (gemv.cpp, 32 at a time) gets
+  /// the next call's first rows prefetched too (clamped at `rows`, each
+  /// call's first rows were demand misses: about 10% of an m = 8 GEMV,
+  /// bench/results/kern-run-batch-cpu.md).
+  void dots(const uint16_t* w, int64_t rows, float* out, int64_t readable_rows = 0) const;
 
  private:
   /// One split's groups [gb, ge): `full` complete 32-group blocks from gb,
