@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/bf16.h"
+#include "kernels-src/cpu/attention_dots.h"
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
 #include "kernels-src/cpu/kv_layout.h"
@@ -154,11 +155,9 @@ void attend(const BatchAttention& a, int64_t r, int64_t h, int64_t begin, int64_
   };
   const float score_scale = a.scale * a.k_scale;
   m = kNegInf;
+  qk_dots(q, D, begin, end, slot_ptr, scores);  // the dots, interleaved (same bits as one at a time)
   for (int64_t p = begin; p < end; ++p) {
-    const uint16_t* k = slot_ptr(p);
-    float dot = 0.0f;
-    for (int64_t d = 0; d < D; ++d) dot += bf16_to_f32(q[d]) * bf16_to_f32(k[d]);
-    scores[p - begin] = dot * score_scale;
+    scores[p - begin] = scores[p - begin] * score_scale;
     if (scores[p - begin] > m) m = scores[p - begin];
   }
   l = 0.0f;
