@@ -240,6 +240,10 @@ struct GemvLaunch {
     p.add<int32_t>(static_cast<int32_t>(g.k)).add<int32_t>(static_cast<int32_t>(g.k));
     p.add<int32_t>(static_cast<int32_t>(g.n)).add<int32_t>(static_cast<int32_t>(g.splits));
     if (g.norm) p.add(1e-6f);
+    if (kernel == nullptr) {
+      std::fprintf(stderr, "cpu_kernels_bench: no cpu kernel %s\n", g.symbol);
+      std::exit(1);
+    }
     l.grid[0] = static_cast<uint32_t>((g.n + 7) / 8);
     l.grid[1] = static_cast<uint32_t>(g.splits);
     l.block[0] = 128;
@@ -348,14 +352,7 @@ void bench_lane_paths(int repeats, std::mt19937& rng) {
 /// ms of `repeats` after one warm-up.
 void bench_lane_streamed(int repeats) {
   constexpr int64_t kN = 131072, kK = 1024, kChunk = 32;
-  std::vector<uint16_t> w(static_cast<size_t>(kN * kK));
-  uint32_t x = 12345;  // xorshift32: 134M bf16 values in well under a second
-  for (auto& v : w) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    v = static_cast<uint16_t>(0x3f00u + (x & 0xffu));  // 0.5 .. 1.0, positive finite
-  }
+  const std::vector<uint16_t> w = quick_bf16(static_cast<size_t>(kN * kK), 12345);
   const kern::cpu::GemvIsa isa = kern::cpu::gemv_best_isa();
   std::printf("\nGEMV lane dots (%s) on a w streamed from memory: [%lld, %lld] w (256 MB), %lld w rows per call;"
               " ms wall\n\n", kern::cpu::gemv_isa_name(isa), static_cast<long long>(kN), static_cast<long long>(kK),
