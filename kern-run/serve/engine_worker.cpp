@@ -127,8 +127,8 @@ bool EngineWorker::wait_idle(std::chrono::steady_clock::time_point deadline) {
 EngineGauges EngineWorker::gauges() const {
   std::lock_guard<std::mutex> lock(mutex_);
   EngineGauges g;
-  g.running = running_.size();
-  g.waiting = waiting_.size();
+  g.running = running_.size() - std::min<uint64_t>(handed_, running_.size());
+  g.waiting = waiting_.size() + std::min<uint64_t>(handed_, running_.size());
   g.max_batch = config_.max_batch;
   g.batch_size = batch_size_;
   g.kv_pages_total = kv_.total;
@@ -187,6 +187,7 @@ void EngineWorker::loop(engine::Engine& engine) {
           continue;
         }
         running_[job->request().id] = job;
+        ++handed_;
       }
     }
     if (engine.idle()) continue;
@@ -223,6 +224,7 @@ void EngineWorker::loop(engine::Engine& engine) {
     }
     if (running_.empty()) batch_size_ = 0;
     kv_ = engine.kv_pages();
+    handed_ = 0;  // this step admitted them
     if (running_.empty() && waiting_.empty()) idle_cv_.notify_all();
   }
 }

@@ -135,6 +135,10 @@ class EngineWorker {
   uint64_t batch_size_ = 0;  ///< rows of the last decode step (0 once nothing runs)
   bool gathered_ = false;    ///< the gather hook let the first admission through
   engine::KvPages kv_;       ///< the engine's pages after the last step
+  /// Of running_, those handed over since the last step: not admitted yet,
+  /// so not in kv_; the gauges count them as waiting (a /metrics read
+  /// between the hand-over and the step saw them running with no pages).
+  uint64_t handed_ = 0;
 };
 
 }  // namespace kern::run::serve

@@ -99,8 +99,8 @@ std::string Metrics::render(const EngineGauges& g) const {
   ttft_.render("kern_time_to_first_token_seconds", out);
   header(out, "kern_inter_token_latency_seconds", "histogram", "Time between consecutive generated tokens.");
   itl_.render("kern_inter_token_latency_seconds", out);
-  gauge(out, "kern_requests_running", "Requests in the engine.", g.running);
-  gauge(out, "kern_requests_waiting", "Requests queued before the engine.", g.waiting);
+  gauge(out, "kern_requests_running", "Requests admitted by the engine at its last step, not finished.", g.running);
+  gauge(out, "kern_requests_waiting", "Requests queued before the engine or handed to it for its next step.", g.waiting);
   gauge(out, "kern_kv_pages_used", "KV cache pages reserved by unfinished sequences (prompt + max_tokens each).", g.kv_pages_used);
   gauge(out, "kern_kv_pages_free", "KV cache pages free.", g.kv_pages_total - g.kv_pages_used);
   header(out, "kern_decode_batch_rows", "histogram",

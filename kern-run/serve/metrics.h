@@ -31,8 +31,12 @@ class Histogram {
 
 /// The engine worker's state at one moment.
 struct EngineGauges {
-  uint64_t running = 0;        ///< requests handed to the engine, not finished
-  uint64_t waiting = 0;        ///< requests queued before the engine (bounded by --max-queue)
+  /// Requests the engine had admitted at its last step, not finished: the
+  /// same moment as kv_pages_used, so the two agree.
+  uint64_t running = 0;
+  /// Requests queued before the engine (bounded by --max-queue), plus those
+  /// handed to it since its last step (its next step admits them).
+  uint64_t waiting = 0;
   uint64_t kv_pages_used = 0;  ///< KV cache pages holding tokens of unfinished sequences
   uint64_t kv_pages_total = 0; ///< the pages of the loaded capacity
   uint64_t batch_size = 0;     ///< rows of the last decode step (0 when nothing runs)

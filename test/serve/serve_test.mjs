@@ -542,6 +542,34 @@ await test("a non-streaming client that disconnects cancels its sequence: its pa
   assert(/finish client disconnected/.test(line), "its log line: " + line);
 });
 
+// A request is counted running only from the step that admitted it, the
+// step after which kern_kv_pages_used holds its pages (was: running from
+// the hand-over to the engine, so a read in the step's 30 ms showed it
+// running with no pages, and a test comparing the two failed now and then).
+await test("every /metrics read agrees: the running requests' pages are in kern_kv_pages_used", async () => {
+  const want = await pagesOf(dMsgs(7), 200);
+  const ctl = new AbortController();
+  const pending = fetch(d.url + "/v1/chat/completions", {
+    method: "POST", headers: { "Content-Type": "application/json" }, signal: ctl.signal,
+    body: JSON.stringify({ messages: dMsgs(7), max_tokens: 200, temperature: 0, ignore_eos: true }),
+  }).catch((e) => e);
+  // Reads as fast as they come from the send on (bounded: 400 reads, 60 s),
+  // until 10 of them saw it running.
+  let seen = 0;
+  const t0 = Date.now();
+  for (let i = 0; i < 400 && seen < 10 && Date.now() - t0 < 60000; ++i) {
+    const m = await dMetrics();
+    const running = metric(m, "kern_requests_running");
+    assertEq(metric(m, "kern_kv_pages_used"), running * want, `pages used at read ${i} (${running} running)`);
+    if (running === 1) ++seen;
+  }
+  assertEq(seen, 10, "reads that saw it running");
+  ctl.abort();
+  assert((await pending) instanceof Error, "the aborted fetch resolved");
+  const m = await dUntil((m) => metric(m, "kern_requests_running") === 0 && metric(m, "kern_requests_waiting") === 0);
+  assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used after the abort");
+});
+
 await test("a request whose pages are not free yet waits in the queue, then joins the batch when they are", async () => {
   const first = await pagesOf(dMsgs(5), 300), second = await pagesOf(dMsgs(6), 250);
   assert(first + second > 32 && first <= 32 && second <= 32, `pages ${first} + ${second}: the test needs them not to fit together`);
