@@ -138,24 +138,26 @@ Status parse(const CpuLaunch& l, BatchAttention& a) {
   return Status::ok_status();
 }
 
-/// Row r, head h over positions [begin, end) of the row's sequence:
-/// m = max of the scaled scores, l = sum of exp(score - m), o = sum of
-/// exp(score - m) v (unnormalised, times v_scale); the operation order of
-/// the single-sequence twin (paged_attention.cpp).
+/// Row r's cache k of query head h at position pos of its sequence (its v
+/// follows at + D).
+const uint16_t* slot_kv(const BatchAttention& a, int64_t r, int64_t h, int64_t pos) {
+  const int64_t kv_head = h / (a.heads / a.kv_heads);
+  const int32_t* table = a.tables + r * a.pages;
+  const int64_t slot = static_cast<int64_t>(table[pos / detail::kPageSlots]) * detail::kPageSlots +
+                       pos % detail::kPageSlots;
+  return a.cache + detail::kv_slot_offset(slot, kv_head, a.page_stride, a.kv_heads, a.head_dim);
+}
+
+/// Row r, head h over positions [begin, end) of the row's sequence, whose
+/// q . k dots `scores` holds (from position begin; scaled in place):
+/// m = max of the scaled scores, l = sum of exp(score - m),
+/// o = sum of exp(score - m) v (unnormalised, times v_scale); the operation
+/// order of the single-sequence twin (paged_attention.cpp).
 void attend(const BatchAttention& a, int64_t r, int64_t h, int64_t begin, int64_t end, float* scores, float& m,
             float& l, float* o) {
   const int64_t D = a.head_dim;
-  const int64_t kv_head = h / (a.heads / a.kv_heads);
-  const uint16_t* q = a.q + (r * a.heads + h) * D;
-  const int32_t* table = a.tables + r * a.pages;
-  const auto slot_ptr = [&](int64_t pos) {
-    const int64_t slot = static_cast<int64_t>(table[pos / detail::kPageSlots]) * detail::kPageSlots +
-                         pos % detail::kPageSlots;
-    return a.cache + detail::kv_slot_offset(slot, kv_head, a.page_stride, a.kv_heads, D);
-  };
   const float score_scale = a.scale * a.k_scale;
   m = kNegInf;
-  qk_dots(q, D, begin, end, slot_ptr, scores);  // the dots, interleaved (same bits as one at a time)
   for (int64_t p = begin; p < end; ++p) {
     scores[p - begin] = scores[p - begin] * score_scale;
     if (scores[p - begin] > m) m = scores[p - begin];
@@ -165,7 +167,7 @@ void attend(const BatchAttention& a, int64_t r, int64_t h, int64_t begin, int64_
   for (int64_t p = begin; p < end; ++p) {
     const float e = std::exp(scores[p - begin] - m);
     l += e;
-    const uint16_t* v = slot_ptr(p) + D;
+    const uint16_t* v = slot_kv(a, r, h, p) + D;
     for (int64_t d = 0; d < D; ++d) o[d] += e * bf16_to_f32(v[d]);
   }
   for (int64_t d = 0; d < D; ++d) o[d] *= a.v_scale;
@@ -179,6 +181,10 @@ void attend_head(const BatchAttention& a, int64_t r, int64_t h, float* scores, f
   const int64_t n = std::max<int64_t>(a.seq_lens[r], 0);
   const int64_t len = (n + S - 1) / S;
   const int64_t first = (r * a.heads + h) * S;
+  // Every position's dot at once, whatever the splits (qk_dots: the bits of
+  // one at a time): a split holds ceil(n / S) positions, few at a decode's
+  // 32 splits, and one call per split left each split's dots a serial chain.
+  qk_dots(a.q + (r * a.heads + h) * D, D, 0, n, [&](int64_t pos) { return slot_kv(a, r, h, pos); }, scores);
   for (int64_t s = 0; s < S; ++s) {
     float* o = a.part_o + (first + s) * D;
     float* ml = a.part_ml + (first + s) * 2;
@@ -189,7 +195,7 @@ void attend_head(const BatchAttention& a, int64_t r, int64_t h, float* scores, f
       for (int64_t d = 0; d < D; ++d) o[d] = 0.0f;
       continue;
     }
-    attend(a, r, h, begin, end, scores, ml[0], ml[1], o);
+    attend(a, r, h, begin, end, scores + begin, ml[0], ml[1], o);
   }
   uint16_t* dst = a.out + (r * a.heads + h) * D;
   float m_max = kNegInf;

@@ -127,24 +127,34 @@ Status parse_attention(const CpuLaunch& l, const char* kname, size_t s, Attentio
   return Status::ok_status();
 }
 
-/// Attends query row `i`, head `h` to cache positions [begin, end) (end >
-/// begin): m = max of the scaled scores, l = sum of exp(score - m),
-/// o[d] = sum of exp(score - m) * v[d] (unnormalised; v includes v_scale).
-/// `scores` is scratch of at least end - begin floats.
-void attend_range(const Attention& a, int64_t i, int64_t h, int64_t begin, int64_t end,
-                  float* scores, float& m, float& l, float* o) {
-  const int64_t D = a.head_dim;
+/// The cache's k of query head `h` at position pos (its v follows at + D).
+const uint16_t* slot_kv(const Attention& a, int64_t h, int64_t pos) {
   const int64_t kv_head = h / (a.heads / a.kv_heads);
-  const uint16_t* q = a.q + (i * a.heads + h) * D;
-  const auto slot_ptr = [&](int64_t pos) {
-    const int64_t slot = static_cast<int64_t>(a.block_table[pos / detail::kPageSlots]) *
-                             detail::kPageSlots +
-                         pos % detail::kPageSlots;
-    return a.cache + detail::kv_slot_offset(slot, kv_head, a.page_stride, a.kv_heads, D);
-  };
+  const int64_t slot = static_cast<int64_t>(a.block_table[pos / detail::kPageSlots]) * detail::kPageSlots +
+                       pos % detail::kPageSlots;
+  return a.cache + detail::kv_slot_offset(slot, kv_head, a.page_stride, a.kv_heads, a.head_dim);
+}
+
+/// scores[p] = the q . k dot of query row `i`, head `h` with cache position
+/// p, for p < n (qk_dots: interleaved, the bits of one at a time). All of a
+/// row's positions at once, whatever the splits: a split of the decode
+/// holds few positions (ceil(n / S)), and one call per split left each
+/// split's dots a serial chain.
+void qk_scores(const Attention& a, int64_t i, int64_t h, int64_t n, float* scores) {
+  qk_dots(a.q + (i * a.heads + h) * a.head_dim, a.head_dim, 0, n,
+          [&](int64_t pos) { return slot_kv(a, h, pos); }, scores);
+}
+
+/// Attends query row `i`, head `h` to cache positions [begin, end) (end >
+/// begin), whose q . k dots `scores` holds (qk_scores, from position begin;
+/// scaled in place): m = max of the scaled scores, l = sum of
+/// exp(score - m), o[d] = sum of exp(score - m) * v[d] (unnormalised; v
+/// includes v_scale).
+void attend_range(const Attention& a, int64_t h, int64_t begin, int64_t end, float* scores, float& m, float& l,
+                  float* o) {
+  const int64_t D = a.head_dim;
   const float score_scale = a.scale * a.k_scale;
   m = kNegInf;
-  qk_dots(q, D, begin, end, slot_ptr, scores);  // the dots, interleaved (same bits as one at a time)
   for (int64_t p = begin; p < end; ++p) {
     scores[p - begin] = scores[p - begin] * score_scale;
     if (scores[p - begin] > m) m = scores[p - begin];
@@ -154,7 +164,7 @@ void attend_range(const Attention& a, int64_t i, int64_t h, int64_t begin, int64
   for (int64_t p = begin; p < end; ++p) {
     const float e = std::exp(scores[p - begin] - m);
     l += e;
-    const uint16_t* v = slot_ptr(p) + D;
+    const uint16_t* v = slot_kv(a, h, p) + D;
     for (int64_t d = 0; d < D; ++d) o[d] += e * bf16_to_f32(v[d]);
   }
   for (int64_t d = 0; d < D; ++d) o[d] *= a.v_scale;
@@ -171,6 +181,7 @@ void split_partials(const Attention& a, int64_t splits, float* part_o, float* pa
     const int64_t n = a.causal_len(i);
     const int64_t len = (n + splits - 1) / splits;  // L = ceil(n_i / S)
     for (int64_t h = 0; h < a.heads; ++h) {
+      qk_scores(a, i, h, n, scores.data());
       for (int64_t s = 0; s < splits; ++s) {
         const int64_t cell = (i * a.heads + h) * splits + s;  // [T][H][S]
         float* o = part_o + cell * D;
@@ -182,7 +193,7 @@ void split_partials(const Attention& a, int64_t splits, float* part_o, float* pa
           for (int64_t d = 0; d < D; ++d) o[d] = 0.0f;
           continue;
         }
-        attend_range(a, i, h, begin, end, scores.data(), ml[0], ml[1], o);
+        attend_range(a, h, begin, end, scores.data() + begin, ml[0], ml[1], o);
       }
     }
   }
@@ -339,7 +350,9 @@ Status one_step_attention(const CpuLaunch& l, const char* kname, bool causal) {
   for (int64_t i = 0; i < a.tokens; ++i) {
     for (int64_t h = 0; h < a.heads; ++h) {
       float m = 0.0f, sum = 0.0f;
-      attend_range(a, i, h, 0, causal ? a.causal_len(i) : a.ctx, scores.data(), m, sum, o.data());
+      const int64_t n = causal ? a.causal_len(i) : a.ctx;
+      qk_scores(a, i, h, n, scores.data());
+      attend_range(a, h, 0, n, scores.data(), m, sum, o.data());
       uint16_t* dst = out + (i * a.heads + h) * D;
       for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(o[d] / sum);
     }
