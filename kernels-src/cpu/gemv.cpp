@@ -28,6 +28,7 @@
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
 #include "kernels-src/cpu/parallel.h"
+#include "kernels-src/cpu/tile_argmax.h"
 
 namespace kern::cpu {
 
@@ -35,6 +36,7 @@ namespace {
 
 constexpr int64_t kMaxM = 8;
 constexpr int64_t kCols = 8;           // output columns per block (grid.x = ceil(n / 8))
+static_assert(kCols == kArgmaxTileCols, "an argmax tile is one block's columns");
 constexpr uint32_t kBlockThreads = 128;
 constexpr int kLanes = 32;
 
@@ -134,22 +136,11 @@ void merge_splits(const Problem& p, int64_t row0, int64_t cols, const float* spl
 }
 
 /// The argmax epilogue of tiles [t0, t1): per row and 8-column tile, the
-/// greatest stored bf16 logit and its column (smallest on ties, NaN never
-/// wins; (-inf, INT32_MAX) when no column qualifies), at
+/// greatest stored bf16 logit and its column (tile_argmax.h), at
 /// p.argmax_val / p.argmax_idx [i * grid_x + tile].
 void tile_argmax(const Problem& p, int64_t t0, int64_t t1) {
-  for (int64_t i = 0; i < p.m; ++i) {
-    for (int64_t t = t0; t < t1; ++t) {
-      float bv = -std::numeric_limits<float>::infinity();
-      int32_t bi = std::numeric_limits<int32_t>::max();
-      for (int64_t col = t * kCols; col < std::min(p.n, (t + 1) * kCols); ++col) {
-        const float v = bf16_to_f32(p.c[i * p.ldc + col]);
-        if (v > bv || (v == bv && col < bi)) bv = v, bi = static_cast<int32_t>(col);
-      }
-      p.argmax_val[i * p.grid_x + t] = bv;
-      p.argmax_idx[i * p.grid_x + t] = bi;
-    }
-  }
+  for (int64_t i = 0; i < p.m; ++i)
+    tile_argmax_row(p.c + i * p.ldc, p.n, t0, t1, p.argmax_val + i * p.grid_x, p.argmax_idx + i * p.grid_x);
 }
 
 /// Output columns [col_begin, col_end) for every row, kChunkCols at a time:
