@@ -198,13 +198,18 @@ template <int M, typename A>
 /// Farther (8, 16 rows) or nearer (2) measured the same.
 constexpr int64_t kPrefetchRows = 4;
 
-/// Prefetches into L2 the 512-byte w block at group g of the row `w` (null:
-/// none).
-[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void prefetch_block(const uint16_t* w,
-                                                                                          int64_t g) {
-  if (w == nullptr) return;
-  const char* p = reinterpret_cast<const char*>(w + 8 * g);
-  for (int line = 0; line < 8; ++line) _mm_prefetch(p + 64 * line, _MM_HINT_T1);
+/// Prefetches into L2 part t of a w row's split starting at `from` (null:
+/// none): its 64-byte lines [t lines, (t + 1) lines). A split's pass calls
+/// this for each of its full blocks t with lines = ceil(the split's lines /
+/// full), so the split's last `part` groups are prefetched too (8 lines per
+/// block, the block's own, left them out: 22 of the 86 groups of o_proj's
+/// split at k = 2048, 3 splits). One split of whole blocks (k = 1024, or
+/// down_proj's 3 x 1024) prefetches 8 lines per block, as before.
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void prefetch_part(const uint16_t* from,
+                                                                                         int64_t t, int64_t lines) {
+  if (from == nullptr) return;
+  const char* p = reinterpret_cast<const char*>(from) + 64 * t * lines;
+  for (int64_t line = 0; line < lines; ++line) _mm_prefetch(p + 64 * line, _MM_HINT_T1);
 }
 
 /// Both 16-lane halves of one w row's split for M (<= 4) a rows (their
@@ -212,16 +217,16 @@ constexpr int64_t kPrefetchRows = 4;
 /// `full` complete blocks from group gb, then the last `part` (< 32) whole
 /// groups with masked loads and fmas; each lane's fmas in group order. The 2M
 /// accumulators are named lo and hi (a rolled loop over the halves had GCC
-/// index them on the stack). The same blocks of the w row `prefetch` (null:
-/// none) are prefetched as these are read.
+/// index them on the stack). Part t of the w row `prefetch` (null: none;
+/// prefetch_part, `pf_lines` lines) is prefetched with block t.
 template <int M>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void row_avx512(
     const uint16_t* wr, int64_t gb, int64_t full, int64_t part, const float* la, int64_t row_stride,
-    const uint16_t* prefetch, float (*lanes)[kLanes]) {
+    const uint16_t* prefetch, int64_t pf_lines, float (*lanes)[kLanes]) {
   __m512 lo[M], hi[M];
   for (int i = 0; i < M; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
   for (int64_t t = 0; t < full; ++t) {
-    prefetch_block(prefetch, gb + kLanes * t);
+    prefetch_part(prefetch, t, pf_lines);
     __m512i z[4];
     load_half_avx512(wr, gb + kLanes * t, 0, 16, z);
     half_block_avx512<M>(lo, z, la + t * kBlockElems, row_stride, 0xffff);
@@ -245,18 +250,19 @@ template <int M>
 /// Half h (lanes 16h .. 16h + 15) of two w rows' split (w0, w1) for M (<= 4)
 /// a rows (their blocks at `la`, A and row_stride as pair_half_block_avx512)
 /// into l0[i] and l1[i] at lane 16h: the `full` complete blocks, then the
-/// last `part` whole groups masked; the blocks of the rows p0 and p1 (null:
-/// none) prefetched as these are read.
+/// last `part` whole groups masked; part t of the rows p0 and p1 (null:
+/// none; prefetch_part, `pf_lines` lines) prefetched with block t.
 template <int M, typename A>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void pair_half_avx512(
     const uint16_t* w0, const uint16_t* w1, int h, int64_t gb, int64_t full, int64_t part, const A* la,
-    int64_t row_stride, const uint16_t* p0, const uint16_t* p1, float (*l0)[kLanes], float (*l1)[kLanes]) {
+    int64_t row_stride, const uint16_t* p0, const uint16_t* p1, int64_t pf_lines, float (*l0)[kLanes],
+    float (*l1)[kLanes]) {
   constexpr int64_t kBlock = std::is_same_v<A, float> ? kBlockElems : kBlockElems / 2;  // A elements per block
   __m512 acc0[M], acc1[M];
   for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
   for (int64_t t = 0; t < full; ++t) {
-    prefetch_block(p0, gb + kLanes * t);
-    prefetch_block(p1, gb + kLanes * t);
+    prefetch_part(p0, t, pf_lines);
+    prefetch_part(p1, t, pf_lines);
     __m512i z0[4], z1[4];
     load_half_avx512(w0, gb + kLanes * t, h, 16, z0);
     load_half_avx512(w1, gb + kLanes * t, h, 16, z1);
@@ -282,15 +288,17 @@ template <int M, typename A>
 template <int M, typename A>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void pair_groups_avx512(
     const uint16_t* w0, const uint16_t* w1, int h, int64_t gb, int64_t full, int64_t part, const A* la,
-    int64_t row_stride, const uint16_t* p0, const uint16_t* p1, float (*l0)[kLanes], float (*l1)[kLanes]) {
-  pair_half_avx512<4>(w0, w1, h, gb, full, part, la, row_stride, p0, p1, l0, l1);
-  pair_half_avx512<M - 4>(w0, w1, h, gb, full, part, la + 4 * row_stride, row_stride, nullptr, nullptr, l0 + 4,
+    int64_t row_stride, const uint16_t* p0, const uint16_t* p1, int64_t pf_lines, float (*l0)[kLanes],
+    float (*l1)[kLanes]) {
+  pair_half_avx512<4>(w0, w1, h, gb, full, part, la, row_stride, p0, p1, pf_lines, l0, l1);
+  pair_half_avx512<M - 4>(w0, w1, h, gb, full, part, la + 4 * row_stride, row_stride, nullptr, nullptr, 0, l0 + 4,
                           l1 + 4);
 }
 
 /// AVX-512: lanes 16h..16h+15 in one zmm (h = 0, 1), w rows r (row stride k)
 /// into out[r * out_stride + i], the row kPrefetchRows ahead (at most the
-/// last of the `readable` rows from w, >= rows) prefetched.
+/// last of the `readable` rows from w, >= rows) prefetched when pf_lines >
+/// 0 (prefetch_part, the split's lines of the row).
 ///   * M <= 4: a w row at a time, both halves of each block together (2M
 ///     accumulators), w streamed in order.
 ///   * M > 4: two w rows at a time (an odd last row alone), the a rows in two
@@ -307,10 +315,13 @@ template <int M>
 __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int64_t k, const uint16_t* w,
                                                               int64_t rows, int64_t gb, int64_t ge, int64_t full,
                                                               int64_t part, const float* la, const uint32_t* lp,
-                                                              float* out, int64_t out_stride, int64_t readable) {
+                                                              float* out, int64_t out_stride, int64_t readable,
+                                                              int64_t pf_lines) {
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
   const int64_t done = gb + kLanes * full + part;
-  const auto ahead = [&](int64_t r) { return w + std::min(r + kPrefetchRows, readable - 1) * k; };
+  const auto ahead = [&](int64_t r) -> const uint16_t* {
+    return pf_lines > 0 ? w + std::min(r + kPrefetchRows, readable - 1) * k + 8 * gb : nullptr;
+  };
   constexpr int kFirst = M > 4 ? 4 : M;  // a rows in the first group
   int64_t r = 0;
   if constexpr (M > 4) {
@@ -322,9 +333,9 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
         const uint16_t* p0 = h == 0 ? ahead(r) : nullptr;
         const uint16_t* p1 = h == 0 ? ahead(r + 1) : nullptr;
         if (lp != nullptr)  // the a blocks as bf16 pairs: half the elements per row
-          pair_groups_avx512<M>(w0, w1, h, gb, full, part, lp, row_stride / 2, p0, p1, l0, l1);
+          pair_groups_avx512<M>(w0, w1, h, gb, full, part, lp, row_stride / 2, p0, p1, pf_lines, l0, l1);
         else
-          pair_groups_avx512<M>(w0, w1, h, gb, full, part, la, row_stride, p0, p1, l0, l1);
+          pair_groups_avx512<M>(w0, w1, h, gb, full, part, la, row_stride, p0, p1, pf_lines, l0, l1);
       }
       for (int i = 0; i < M; ++i) {
         finish_avx512(a + i * k, k, w0, gb, done, ge, l0[i], out + r * out_stride + i);
@@ -335,9 +346,9 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
   for (; r < rows; ++r) {
     const uint16_t* wr = w + r * k;
     alignas(64) float lanes[M][kLanes];
-    row_avx512<kFirst>(wr, gb, full, part, la, row_stride, ahead(r), lanes);
+    row_avx512<kFirst>(wr, gb, full, part, la, row_stride, ahead(r), pf_lines, lanes);
     if constexpr (M > 4)
-      row_avx512<M - kFirst>(wr, gb, full, part, la + kFirst * row_stride, row_stride, nullptr, lanes + kFirst);
+      row_avx512<M - kFirst>(wr, gb, full, part, la + kFirst * row_stride, row_stride, nullptr, 0, lanes + kFirst);
     for (int i = 0; i < M; ++i) finish_avx512(a + i * k, k, wr, gb, done, ge, lanes[i], out + r * out_stride + i);
   }
 }
@@ -412,15 +423,16 @@ template <int M>
 __attribute__((target("avx2,fma"))) void dots_avx2(const float* a, int64_t k, const uint16_t* w, int64_t rows,
                                                    int64_t gb, int64_t ge, int64_t full, int64_t part,
                                                    const float* la, const uint32_t* /*lp: AVX-512 only*/,
-                                                   float* out, int64_t out_stride, int64_t /*readable*/) {
+                                                   float* out, int64_t out_stride, int64_t /*readable*/,
+                                                   int64_t /*pf_lines: AVX-512 only*/) {
   for (int64_t r = 0; r < rows; ++r) row_avx2<M>(a, k, w + r * k, gb, ge, full, part, la, out + r * out_stride);
 }
 
 /// The function of each path for M a rows: (a, k, w, rows, gb, ge, full,
 /// part, lane-major a, the same as bf16 pairs or null, out, out stride,
-/// rows readable from w).
+/// rows readable from w, lines per prefetched part or 0).
 using DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, int64_t,
-                        const float*, const uint32_t*, float*, int64_t, int64_t);
+                        const float*, const uint32_t*, float*, int64_t, int64_t, int64_t);
 
 template <int... Ms>
 constexpr DotsFn avx512_table(int m, std::integer_sequence<int, Ms...>) {
@@ -533,7 +545,11 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t rea
                             ? avx512_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{})
                             : avx2_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{});
       const uint32_t* lp = pairs_.empty() ? nullptr : pairs_.data() + sp.offset / 2;
-      fn(a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, la, lp, o, o_stride, readable);
+      // Each split's pass prefetches the split's lines (prefetch_part); a
+      // split with no full block prefetches nothing.
+      const int64_t split_lines = (16 * (sp.ge - sp.gb) + 63) / 64;
+      const int64_t pf_lines = sp.full > 0 ? (split_lines + sp.full - 1) / sp.full : 0;
+      fn(a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, la, lp, o, o_stride, readable, pf_lines);
       continue;
     }
 #endif
