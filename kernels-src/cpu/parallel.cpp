@@ -1,15 +1,130 @@
-// run_ranges and cpu_threads (parallel.h): std::thread fan-out over
-// contiguous item ranges, exceptions carried back to the caller.
+// run_ranges and cpu_threads (parallel.h): the fan-out over contiguous item
+// ranges, on a pool of worker threads started once (a std::thread per
+// launch cost its start and join on every launch: ~140 launches per decode
+// step), with std::threads per call where the pool cannot serve; exceptions
+// carried back to the caller.
 #include "kernels-src/cpu/parallel.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <system_error>
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define KERN_CPU_RELAX() _mm_pause()
+#else
+#define KERN_CPU_RELAX() ((void)0)
+#endif
+
 namespace kern::cpu {
+
+namespace {
+
+using RangeFn = std::function<void(unsigned, int64_t, int64_t)>;
+
+/// Runs range t of the call and keeps its exception.
+void run_range(const RangeFn& fn, int64_t items, unsigned threads, unsigned t, std::exception_ptr* errors) {
+  try {
+    fn(t, items * t / threads, items * (t + 1) / threads);
+  } catch (...) {
+    errors[t] = std::current_exception();  // a throw escaping a worker would terminate
+  }
+}
+
+/// Spins (a few microseconds to tens of them) while `a` holds `old`, then
+/// blocks in std::atomic::wait: a decode step's launches follow each other
+/// within microseconds, and a futex wake of an idle core cost about as much
+/// as the work of a small launch.
+template <typename T>
+T await_change(const std::atomic<T>& a, T old) {
+  for (int spin = 0; spin < 20000; ++spin) {
+    const T now = a.load(std::memory_order_acquire);
+    if (now != old) return now;
+    KERN_CPU_RELAX();
+  }
+  a.wait(old, std::memory_order_acquire);
+  return a.load(std::memory_order_acquire);
+}
+
+/// The workers: worker w runs range w + 1 of each job. One caller at a time
+/// (the others, and a run_ranges inside a range, start std::threads as
+/// before); never destroyed (the workers wait for work until the process
+/// exits), and unused in a child after fork(), which has no workers.
+class Pool {
+ public:
+  static Pool& get() {
+    static Pool* pool = new Pool();  // leaked on purpose: no worker to join at exit
+    return *pool;
+  }
+
+  /// Runs the `threads` ranges of fn (range 0 here, the others on workers)
+  /// and returns true once all are done; false, having run nothing, when the
+  /// pool is in use, in a forked child, threads exceeds the cores (at most
+  /// kMaxThreads), or it cannot start threads - 1 workers.
+  bool run(int64_t items, unsigned threads, const RangeFn& fn, std::exception_ptr* errors) {
+    std::unique_lock<std::mutex> lock(use_, std::try_to_lock);
+    // More threads than cores: spinning workers would take turns on the
+    // cores (the std::thread path instead).
+    if (!lock.owns_lock() || ::getpid() != pid_ || threads > cores_) return false;
+    try {
+      while (workers_.size() < threads - 1) {
+        // A new worker waits for the job after the current one (it must not
+        // take the job already done as new).
+        const auto w = static_cast<unsigned>(workers_.size());
+        const uint64_t now = job_.load(std::memory_order_relaxed);
+        workers_.emplace_back([this, w, now] { work(w, now); });
+        workers_.back().detach();
+      }
+    } catch (const std::system_error&) {
+      return false;  // the workers started so far wait for the next job
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
+    fn_ = &fn;
+    items_ = items;
+    threads_ = threads;
+    errors_ = errors;
+    // Every worker acknowledges every job (a worker without a range at once),
+    // so none can still be reading this job's fields when the next is set.
+    left_.store(static_cast<unsigned>(workers_.size()), std::memory_order_relaxed);
+    job_.fetch_add(1, std::memory_order_release);
+    job_.notify_all();
+    run_range(fn, items, threads, 0, errors);
+    for (unsigned left = left_.load(std::memory_order_acquire); left != 0;) left = await_change(left_, left);
+    return true;
+  }
+
+ private:
+  Pool() : pid_(::getpid()), cores_(std::max(1u, std::min(std::thread::hardware_concurrency(), kMaxThreads))) {}
+
+  void work(unsigned w, uint64_t seen) {
+    for (;;) {
+      seen = await_change(job_, seen);
+      if (w + 1 < threads_) run_range(*fn_, items_, threads_, w + 1, errors_);
+      if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) left_.notify_one();
+    }
+  }
+
+  std::mutex use_;
+  const pid_t pid_;
+  const unsigned cores_;  ///< the most threads a job may have
+  std::vector<std::thread> workers_;
+  std::atomic<uint64_t> job_{0};   ///< bumped once per job (release: the fields below)
+  std::atomic<unsigned> left_{0};  ///< workers yet to finish the current job
+  const RangeFn* fn_ = nullptr;
+  int64_t items_ = 0;
+  unsigned threads_ = 1;
+  std::exception_ptr* errors_ = nullptr;
+};
+
+}  // namespace
 
 unsigned cpu_threads(int64_t work, int64_t items, int64_t min_work) {
   if (work <= min_work || items <= 1) return 1;
@@ -17,28 +132,26 @@ unsigned cpu_threads(int64_t work, int64_t items, int64_t min_work) {
   return static_cast<unsigned>(std::min<int64_t>(cores, items));
 }
 
-void run_ranges(int64_t items, unsigned threads, const std::function<void(unsigned, int64_t, int64_t)>& fn) {
+void run_ranges(int64_t items, unsigned threads, const RangeFn& fn) {
   threads = std::max(1u, threads);
   std::vector<std::exception_ptr> errors(threads);
-  const auto run = [&](unsigned t) {
+  if (threads == 1) {
+    run_range(fn, items, 1, 0, errors.data());
+  } else if (!Pool::get().run(items, threads, fn, errors.data())) {
+    std::vector<std::thread> pool;
+    unsigned spawned = 1;  // range 0 always runs on this thread
     try {
-      fn(t, items * t / threads, items * (t + 1) / threads);
-    } catch (...) {
-      errors[t] = std::current_exception();  // a throw escaping a std::thread would terminate
+      pool.reserve(threads);  // emplace_back below then only throws from std::thread
+      for (; spawned < threads; ++spawned) pool.emplace_back(run_range, std::cref(fn), items, threads, spawned,
+                                                             errors.data());
+    } catch (const std::system_error&) {
+      // No more threads: the ranges not handed out run here.
+    } catch (const std::bad_alloc&) {
     }
-  };
-  std::vector<std::thread> pool;
-  unsigned spawned = 1;  // range 0 always runs on this thread
-  try {
-    pool.reserve(threads);  // emplace_back below then only throws from std::thread
-    for (; spawned < threads; ++spawned) pool.emplace_back(run, spawned);
-  } catch (const std::system_error&) {
-    // No more threads: the ranges not handed out run here.
-  } catch (const std::bad_alloc&) {
+    run_range(fn, items, threads, 0, errors.data());
+    for (unsigned t = spawned; t < threads; ++t) run_range(fn, items, threads, t, errors.data());
+    for (std::thread& th : pool) th.join();
   }
-  run(0);
-  for (unsigned t = spawned; t < threads; ++t) run(t);
-  for (std::thread& th : pool) th.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
 }

@@ -1,5 +1,5 @@
 // The cpu reference kernels' thread fan-out: a launch large enough to pay
-// for starting threads splits its independent items (output column tiles,
+// for more threads splits its independent items (output column tiles,
 // attention heads) into contiguous ranges, one per thread. Every item is
 // computed alone, in the same order whatever the split, so results do not
 // depend on the thread count or the machine.
@@ -11,7 +11,8 @@
 namespace kern::cpu {
 
 /// The work (multiply-adds of a vectorised loop) at or below which a launch
-/// stays on the calling thread: starting a thread costs tens of microseconds.
+/// stays on the calling thread: handing a range to a pool worker costs a few
+/// microseconds, starting a std::thread (where the pool cannot serve) tens.
 inline constexpr int64_t kThreadWork = int64_t{1} << 20;
 
 /// The most threads one launch runs on.
@@ -24,10 +25,15 @@ unsigned cpu_threads(int64_t work, int64_t items, int64_t min_work = kThreadWork
 
 /// Runs fn(t, begin, end) for every t < threads on the range [items * t /
 /// threads, items * (t + 1) / threads) of [0, items): range 0 on the calling
-/// thread, the others on std::threads, and any range whose thread cannot be
-/// started on the calling thread too. Returns once every range is done; an
-/// exception thrown by fn (in any thread) is rethrown here after the joins
-/// (the first one, by range). threads == 0 runs as 1.
+/// thread, the others on a process-wide pool of worker threads (started on
+/// first use, threads - 1 of them, which spin briefly between launches,
+/// then sleep). Where the pool cannot serve (another thread is using it, a call
+/// from inside a range, threads above the cores, a child after fork()) the
+/// other ranges run on std::threads started for the call, and any range
+/// whose thread cannot be started on the calling thread. Returns once every
+/// range is done; an exception thrown by fn (in any thread) is rethrown
+/// here after every range has finished (the first one, by range).
+/// threads == 0 runs as 1.
 void run_ranges(int64_t items, unsigned threads, const std::function<void(unsigned, int64_t, int64_t)>& fn);
 
 }  // namespace kern::cpu

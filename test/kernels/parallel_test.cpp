@@ -1,6 +1,11 @@
 // run_ranges and cpu_threads (kernels-src/cpu/parallel.h): every item runs
 // exactly once on the documented ranges, exceptions come back to the caller
-// after every range has finished, and small launches stay on one thread.
+// after every range has finished, and small launches stay on one thread;
+// the worker pool serves back-to-back launches, concurrent and nested
+// callers and a forked child.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <stdexcept>
@@ -13,6 +18,20 @@
 
 using kern::cpu::cpu_threads;
 using kern::cpu::run_ranges;
+
+namespace {
+
+/// run_ranges(items, threads) over a fresh count per item: true when every
+/// item ran exactly once.
+bool each_once(int64_t items, unsigned threads) {
+  std::vector<std::atomic<int>> seen(static_cast<size_t>(items));
+  run_ranges(items, threads, [&](unsigned, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) seen[static_cast<size_t>(i)]++;
+  });
+  return std::all_of(seen.begin(), seen.end(), [](const std::atomic<int>& s) { return s.load() == 1; });
+}
+
+}  // namespace
 
 TEST_CASE("run_ranges runs every item once, range t on [items t / threads, items (t + 1) / threads)",
           "[kernels][parallel]") {
@@ -37,16 +56,19 @@ TEST_CASE("run_ranges runs every item once, range t on [items t / threads, items
 }
 
 TEST_CASE("run_ranges rethrows a range's exception after every other range has run", "[kernels][parallel]") {
-  for (const unsigned failing : {0u, 2u}) {  // the calling thread's own range, and a spawned one
-    INFO("range " << failing << " throws");
+  // The calling thread's own range and another; 2 threads run on the pool
+  // (on a machine with 2 cores or more), 4 on 2 cores start threads.
+  for (const auto& [threads, failing] : {std::pair{4u, 0u}, std::pair{4u, 2u}, std::pair{2u, 0u}, std::pair{2u, 1u}}) {
+    INFO(threads << " threads, range " << failing << " throws");
     std::atomic<int> done{0};
-    CHECK_THROWS_WITH(run_ranges(40, 4,
+    CHECK_THROWS_WITH(run_ranges(40, threads,
                                  [&](unsigned t, int64_t, int64_t) {
                                    if (t == failing) throw std::runtime_error("range failed");
                                    done++;
                                  }),
                       "range failed");
-    CHECK(done.load() == 3);
+    CHECK(done.load() == static_cast<int>(threads) - 1);
+    CHECK(each_once(40, threads));  // and the next call runs normally
   }
 }
 
@@ -60,4 +82,53 @@ TEST_CASE("cpu_threads keeps small launches on one thread and never exceeds the 
   const unsigned cores = std::max(1u, std::min(std::thread::hardware_concurrency(), kern::cpu::kMaxThreads));
   CHECK(cpu_threads(int64_t{1} << 40, 1000) == cores);
   CHECK(cpu_threads(int64_t{1} << 40, 2) == std::min(cores, 2u));
+}
+
+
+TEST_CASE("run_ranges runs thousands of launches back to back on its pool, workers added as threads grow",
+          "[kernels][parallel]") {
+  const unsigned cores = std::max(1u, std::min(std::thread::hardware_concurrency(), kern::cpu::kMaxThreads));
+  int bad = 0;
+  for (int call = 0; call < 3000; ++call) {
+    // 2 threads, then up to the cores (new workers mid-run), and one more
+    // than the cores now and then (the std::thread path).
+    unsigned threads = 2u;
+    if (call >= 1000)
+      threads = call % 50 == 0 ? cores + 1 : 2u + static_cast<unsigned>(call % 7) % std::max(1u, cores - 1);
+    bad += each_once(64 + call % 7, threads) ? 0 : 1;
+  }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("run_ranges from several threads at once, and from inside a range, runs every item once",
+          "[kernels][parallel]") {
+  std::atomic<int> bad{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c)  // one of them gets the pool, the others start threads
+    callers.emplace_back([&] {
+      for (int call = 0; call < 300; ++call) bad += each_once(100, 2) ? 0 : 1;
+    });
+  for (std::thread& t : callers) t.join();
+  CHECK(bad.load() == 0);
+  // Nested: each range of the outer call runs an inner run_ranges.
+  std::atomic<int> inner_bad{0};
+  run_ranges(4, 2, [&](unsigned, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) inner_bad += each_once(50, 2) ? 0 : 1;
+  });
+  CHECK(inner_bad.load() == 0);
+}
+
+TEST_CASE("run_ranges works in a child after fork(), which has none of the parent's workers",
+          "[kernels][parallel]") {
+  REQUIRE(each_once(100, 2));  // the parent's pool has its workers
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::alarm(20);  // a child stuck waiting for workers it does not have dies
+    ::_exit(each_once(100, 2) && each_once(100, 4) ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
 }
