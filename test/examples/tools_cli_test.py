@@ -130,6 +130,12 @@ class Errors(unittest.TestCase):
             self.assertIn("--tokens-max must be from 1 to 2147483647", proc.stderr)
 
 
+def default_signals():
+    """In a child before exec: every signal the tests send at SIG_DFL."""
+    for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGALRM, signal.SIGUSR1, signal.SIGQUIT, signal.SIGINT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def start_slow_weights(test, tmp):
     """gen_random_weights writing ~1 GB into tmp/out/w.safetensors over an
     old file; returns (process, out_dir, out) once its temporary has data."""
@@ -143,8 +149,13 @@ def start_slow_weights(test, tmp):
     out = os.path.join(out_dir, "w.safetensors")
     with open(out, "wb") as f:
         f.write(b"old weights")
+    # The signals at their default disposition in the tool, whatever this
+    # run inherited: under nohup SIGHUP is ignored, and a background job of
+    # a non-interactive shell ignores SIGINT and SIGQUIT; the tool keeps an
+    # ignored signal ignored, so it would finish instead of dying of it.
     proc = subprocess.Popen(["/usr/bin/python3", example("gen_random_weights.py"), config, "-o", out],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         names = [n for n in os.listdir(out_dir) if n != "w.safetensors"]
