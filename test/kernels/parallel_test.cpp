@@ -90,8 +90,9 @@ TEST_CASE("run_ranges runs thousands of launches back to back on its pool, worke
   const unsigned cores = std::max(1u, std::min(std::thread::hardware_concurrency(), kern::cpu::kMaxThreads));
   int bad = 0;
   for (int call = 0; call < 3000; ++call) {
-    // 2 threads, then up to the cores (new workers mid-run), and one more
-    // than the cores now and then (the std::thread path).
+    // 2 threads, then up to the cores (new workers mid-run, on a machine
+    // with more than 2 cores; on 2 the pool keeps its one worker), and one
+    // more than the cores now and then (the std::thread path).
     unsigned threads = 2u;
     if (call >= 1000)
       threads = call % 50 == 0 ? cores + 1 : 2u + static_cast<unsigned>(call % 7) % std::max(1u, cores - 1);
