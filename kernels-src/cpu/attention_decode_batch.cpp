@@ -333,35 +333,46 @@ Status parse_qkv(const CpuLaunch& l, const QkvVariant& v, QkvLaunch& k) {
   return Status::ok_status();
 }
 
+/// The head elements (rows * (num_heads + num_kv_heads) * head_dim) from
+/// which the qkv prologue runs its rows on threads: each head's sum of
+/// squares is a serial chain (~0.3 us at head_dim 128), so a batch-8 launch
+/// of 24 heads per row took ~60 us on the calling thread while the others
+/// waited, against a few us to hand rows to the pool.
+constexpr int64_t kPrologueThreadElems = int64_t{1} << 14;
+
 /// The prologue of every row (kern_qk_norm_rope_cache_bf16's values): q heads
 /// into `q` [B, H * D]; for a row with context, the new k and v into the
-/// cache slot of its position seq_lens[r] - 1.
+/// cache slot of its position seq_lens[r] - 1. Rows over threads when large
+/// (each row's values are computed alone, as the CUDA kernel's blocks do).
 void qkv_prologue(const QkvLaunch& k, std::vector<uint16_t>& q) {
   const BatchAttention& a = k.a;
   const int64_t D = a.head_dim;
-  std::vector<float> head(static_cast<size_t>(D));
   q.assign(static_cast<size_t>(a.rows * a.heads * D), 0);
-  for (int64_t r = 0; r < a.rows; ++r) {
-    const uint16_t* row = k.qkv + r * k.qkv_stride;
-    const int64_t n = std::max<int64_t>(a.seq_lens[r], 0);
-    const int64_t pos = std::max<int64_t>(n - 1, 0);
-    const float* cs = k.cos_sin + pos * D;
-    for (int64_t h = 0; h < a.heads; ++h) {
-      detail::norm_rope_head(row + h * D, k.qw, cs, D, k.eps, k.neox, head.data());
-      for (int64_t i = 0; i < D; ++i) q[(r * a.heads + h) * D + i] = f32_to_bf16(head[i]);
+  const int64_t elems = a.rows * (a.heads + a.kv_heads) * D;
+  run_ranges(a.rows, cpu_threads(elems, a.rows, kPrologueThreadElems), [&](unsigned, int64_t rb, int64_t re) {
+    std::vector<float> head(static_cast<size_t>(D));
+    for (int64_t r = rb; r < re; ++r) {
+      const uint16_t* row = k.qkv + r * k.qkv_stride;
+      const int64_t n = std::max<int64_t>(a.seq_lens[r], 0);
+      const int64_t pos = std::max<int64_t>(n - 1, 0);
+      const float* cs = k.cos_sin + pos * D;
+      for (int64_t h = 0; h < a.heads; ++h) {
+        detail::norm_rope_head(row + h * D, k.qw, cs, D, k.eps, k.neox, head.data());
+        for (int64_t i = 0; i < D; ++i) q[(r * a.heads + h) * D + i] = f32_to_bf16(head[i]);
+      }
+      if (n == 0) continue;  // a free row: no new token
+      const int64_t slot =
+          static_cast<int64_t>(a.tables[r * a.pages + pos / detail::kPageSlots]) * detail::kPageSlots +
+          pos % detail::kPageSlots;
+      for (int64_t h = 0; h < a.kv_heads; ++h) {
+        uint16_t* dst = k.cache + detail::kv_slot_offset(slot, h, a.page_stride, a.kv_heads, D);
+        detail::norm_rope_head(row + (a.heads + h) * D, k.kw, cs, D, k.eps, k.neox, head.data());
+        for (int64_t i = 0; i < D; ++i) dst[i] = f32_to_bf16(head[i] / a.k_scale);
+        const uint16_t* v = row + (a.heads + a.kv_heads + h) * D;
+        for (int64_t i = 0; i < D; ++i) dst[D + i] = f32_to_bf16(bf16_to_f32(v[i]) / a.v_scale);
+      }
     }
-    if (n == 0) continue;  // a free row: no new token
-    const int64_t slot =
-        static_cast<int64_t>(a.tables[r * a.pages + pos / detail::kPageSlots]) * detail::kPageSlots +
-        pos % detail::kPageSlots;
-    for (int64_t h = 0; h < a.kv_heads; ++h) {
-      uint16_t* dst = k.cache + detail::kv_slot_offset(slot, h, a.page_stride, a.kv_heads, D);
-      detail::norm_rope_head(row + (a.heads + h) * D, k.kw, cs, D, k.eps, k.neox, head.data());
-      for (int64_t i = 0; i < D; ++i) dst[i] = f32_to_bf16(head[i] / a.k_scale);
-      const uint16_t* v = row + (a.heads + a.kv_heads + h) * D;
-      for (int64_t i = 0; i < D; ++i) dst[D + i] = f32_to_bf16(bf16_to_f32(v[i]) / a.v_scale);
-    }
-  }
+  });
 }
 
 Status qkv_attention(const CpuLaunch& l, const QkvVariant& v) {

@@ -95,7 +95,6 @@ struct Problem {
   float* partial = nullptr;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldc = 0, splits = 1;
   float eps = 0.0f;
-  std::vector<float> a_f32;  ///< [m, k]: a widened, or normalised
   float* argmax_val = nullptr;    ///< the argmax epilogue's tile partials [m, grid_x]
   int32_t* argmax_idx = nullptr;
   int64_t grid_x = 0;
@@ -107,6 +106,11 @@ int64_t w_row(const Problem& p, int64_t col, int64_t& up) {
   up = p.n + col;
   return col;
 }
+
+/// The a elements (m * k) from which a launch's prologue (widen or
+/// RMSNorm, then the lane layout) runs its rows on threads: m = 8 at k =
+/// 1024 does, one or two rows do not (a pool hand-off costs a few us).
+constexpr int64_t kPrologueThreadElems = int64_t{1} << 13;
 
 /// Columns per GemvLaneDots::dots call in compute_columns.
 constexpr int64_t kChunkCols = 32;
@@ -146,30 +150,36 @@ void tile_argmax(const Problem& p, int64_t t0, int64_t t1) {
     tile_argmax_row(p.c + i * p.ldc, p.n, t0, t1, p.argmax_val + i * p.grid_x, p.argmax_idx + i * p.grid_x);
 }
 
-/// Output columns [col_begin, col_end) for every row, kChunkCols at a time:
-/// each w row is read once for all m a rows.
+/// Output columns [col_begin, col_end) for every row, kChunkCols at a time
+/// (compute() hands each thread one chunk per call): each w row is read
+/// once for all m a rows.
 void compute_columns(const Problem& p, const GemvLaneDots& dots, int64_t col_begin, int64_t col_end) {
+  // Per-thread scratch, kept between calls (a call per chunk of columns).
+  thread_local std::vector<float> split_buf, d_buf, u_buf;
   const auto chunk = static_cast<size_t>(kChunkCols * p.m);
-  std::vector<float> split(p.splits > 1 ? chunk * static_cast<size_t>(p.splits) : 0), d(chunk), u(chunk);
+  if (split_buf.size() < chunk * static_cast<size_t>(p.splits)) split_buf.resize(chunk * static_cast<size_t>(p.splits));
+  if (d_buf.size() < chunk) d_buf.resize(chunk), u_buf.resize(chunk);
+  float* split = split_buf.data();
+  float* dc = d_buf.data();
+  float* uc = u_buf.data();
   for (int64_t c0 = col_begin; c0 < col_end; c0 += kChunkCols) {
     const int64_t cols = std::min(kChunkCols, col_end - c0);
     int64_t up0 = 0;
     const int64_t row0 = w_row(p, c0, up0);
-    // This thread's w rows from row0 on (gate or up) are all readable: the
-    // next chunk's first rows are prefetched during this one.
+    // The n - c0 w rows from row0 (gate or up) are readable: the next
+    // chunk's first rows are prefetched during this one (whichever thread
+    // takes it).
     // One split: the dots are the sums ([cols, m] either way), no merge.
     const bool merge = p.splits > 1;
-    dots.dots(p.w + row0 * p.k, cols, merge ? split.data() : d.data(), col_end - c0);
-    if (merge) merge_splits(p, row0, cols, split.data(), d.data());
+    dots.dots(p.w + row0 * p.k, cols, merge ? split : dc, p.n - c0);
+    if (merge) merge_splits(p, row0, cols, split, dc);
     if (p.v->epi == Epi::kSiluMul) {
-      dots.dots(p.w + up0 * p.k, cols, merge ? split.data() : u.data(), col_end - c0);
-      if (merge) merge_splits(p, up0, cols, split.data(), u.data());
+      dots.dots(p.w + up0 * p.k, cols, merge ? split : uc, p.n - c0);
+      if (merge) merge_splits(p, up0, cols, split, uc);
     }
     // The epilogue, one loop per kind over a row's contiguous columns (a
     // switch per element and a column-major walk cost ~3% of an m = 8 decode
     // step); per element the same operations as before.
-    const float* dc = d.data();
-    const float* uc = u.data();
     for (int64_t i = 0; i < p.m; ++i) {
       uint16_t* out = p.c + i * p.ldc + c0;
       const auto at = [&](int64_t c) { return static_cast<size_t>(c * p.m + i); };
@@ -221,17 +231,26 @@ void reduce_tiles(const Problem& p, int64_t grid_x, const float* val, const int3
 /// on up to kMaxThreads threads over column tiles when the work is large.
 void compute(Problem& p) {
   const Variant& v = *p.v;
-  p.a_f32.assign(static_cast<size_t>(p.m * p.k), 0.0f);
-  for (int64_t i = 0; i < p.m; ++i) {
-    float* row = p.a_f32.data() + i * p.k;
+  // [m, k]: a widened, or normalised; kept between this thread's launches
+  // (every element is written before it is read).
+  thread_local std::vector<float> a_f32;
+  if (a_f32.size() < static_cast<size_t>(p.m * p.k)) a_f32.resize(static_cast<size_t>(p.m * p.k));
+  float* const a_rows = a_f32.data();  // the lambda runs on other threads: not their a_f32
+  const auto fill = [&p, &v, a_rows](int64_t i) {
+    float* row = a_rows + i * p.k;
     if (v.norm) norm_row(p.a + i * p.lda, p.nw, p.k, p.eps, row);
     else if (p.k > 0) bf16_to_f32_n(p.a + i * p.lda, row, static_cast<size_t>(p.k));
-  }
-  const GemvLaneDots dots(p.a_f32.data(), p.m, p.k, p.splits, gemv_best_isa());
-  // Threads over column tiles; every element's arithmetic is the same whatever the split.
+  };
+  // The rows' prologue and lane layout over threads when there is enough
+  // of it (about 20 us at m = 8, k = 1024 on one thread, while the others
+  // waited for the dots).
+  const unsigned prologue_threads = cpu_threads(p.m * p.k, p.m, kPrologueThreadElems);
+  const GemvLaneDots dots(a_rows, p.m, p.k, p.splits, gemv_best_isa(), prologue_threads, fill);
+  // Threads over chunks of column tiles, balanced at run time (run_chunks);
+  // every element's arithmetic is the same whatever thread computes it.
   const int64_t tiles = (p.n + kCols - 1) / kCols;
   const int64_t work = p.m * p.n * std::max<int64_t>(p.k, 1) * (v.epi == Epi::kSiluMul ? 2 : 1);
-  run_ranges(tiles, cpu_threads(work, tiles), [&](unsigned, int64_t b, int64_t e) {
+  run_chunks(tiles, kChunkCols / kCols, cpu_threads(work, tiles), [&](unsigned, int64_t b, int64_t e) {
     compute_columns(p, dots, std::min(p.n, b * kCols), std::min(p.n, e * kCols));
   });
 }

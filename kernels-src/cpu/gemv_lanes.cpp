@@ -3,6 +3,7 @@
 #include "kernels-src/cpu/gemv_lanes.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
@@ -19,6 +20,7 @@
 #endif
 
 #include "common/bf16.h"
+#include "kernels-src/cpu/parallel.h"
 
 namespace kern::cpu {
 
@@ -480,6 +482,10 @@ const char* gemv_isa_name(GemvIsa isa) {
 }
 
 GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits, GemvIsa isa)
+    : GemvLaneDots(a, m, k, splits, isa, 1, {}) {}
+
+GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits, GemvIsa isa, unsigned threads,
+                           const std::function<void(int64_t)>& fill)
     : a_(a), m_(m), k_(k), isa_(gemv_isa_supported(isa) ? isa : GemvIsa::kPortable) {
   const int64_t groups = (k + 7) / 8;
   const int64_t per_split = (groups + splits - 1) / splits;
@@ -498,37 +504,47 @@ GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits,
     sp.offset = size;
     size += m * (sp.full + (sp.part > 0 ? 1 : 0)) * kBlockElems;
   }
-  lane_a_.resize(static_cast<size_t>(size));
-  for (const Split& sp : splits_) {
-    for (int64_t i = 0; i < m; ++i) {
-      const int64_t blocks = sp.full + (sp.part > 0 ? 1 : 0);
-      float* dst = lane_a_.data() + sp.offset + i * blocks * kBlockElems;
+  // Uninitialised: every element is written below (a launch's m * k floats
+  // of zeroing were a visible share of an m = 8 step's serial part).
+  lane_a_.reset(new float[static_cast<size_t>(size)]);
+  // The bf16 pairs, for the AVX-512 pair path (m > 4), kept when every a
+  // value is a bf16 (low 16 bits zero), as the decode GEMVs' are: exact, so
+  // the same bits from half the bytes.
+  const bool want_pairs = isa_ == GemvIsa::kAvx512 && m > 4;
+  if (want_pairs) pairs_.reset(new uint32_t[static_cast<size_t>(size / 2)]);
+  std::vector<char> exact(static_cast<size_t>(m), 1);
+  run_ranges(m, std::max(1u, threads), [&](unsigned, int64_t rb, int64_t re) {
+    for (int64_t i = rb; i < re; ++i) {
+      if (fill) fill(i);
       const float* row = a + i * k;
-      for (int64_t t = 0; t < blocks; ++t)
-        for (int l = 0; l < (t < sp.full ? kLanes : sp.part); ++l)  // lanes past `part` stay zero
-          for (int e = 0; e < 8; ++e) dst[t * kBlockElems + e * kLanes + l] = row[8 * (sp.gb + kLanes * t + l) + e];
-    }
-  }
-  // The bf16 pairs, for the AVX-512 pair path (m > 4), when every a value
-  // is a bf16 (low 16 bits zero), as the decode GEMVs' are: exact, so the
-  // same bits from half the bytes.
-  if (isa_ != GemvIsa::kAvx512 || m <= 4) return;
-  for (const float x : lane_a_) {
-    uint32_t bits = 0;
-    std::memcpy(&bits, &x, sizeof bits);
-    if ((bits & 0xffffu) != 0) return;
-  }
-  pairs_.resize(lane_a_.size() / 2);
-  for (size_t b = 0; b < lane_a_.size() / kBlockElems; ++b) {
-    const float* blk = lane_a_.data() + b * kBlockElems;
-    for (int d = 0; d < 4; ++d)
-      for (int l = 0; l < kLanes; ++l) {
-        uint32_t even = 0, odd = 0;
-        std::memcpy(&even, blk + 2 * d * kLanes + l, sizeof even);
-        std::memcpy(&odd, blk + (2 * d + 1) * kLanes + l, sizeof odd);
-        pairs_[b * (kBlockElems / 2) + d * kLanes + l] = (even >> 16) | odd;
+      uint32_t low_bits = 0;  // OR of the lane values' low 16 bits
+      for (const Split& sp : splits_) {
+        const int64_t blocks = sp.full + (sp.part > 0 ? 1 : 0);
+        float* dst = lane_a_.get() + sp.offset + i * blocks * kBlockElems;
+        for (int64_t t = 0; t < blocks; ++t) {
+          const int live = t < sp.full ? kLanes : static_cast<int>(sp.part);  // lanes past `part` hold zero
+          for (int e = 0; e < 8; ++e)
+            for (int l = 0; l < kLanes; ++l) {
+              const float x = l < live ? row[8 * (sp.gb + kLanes * t + l) + e] : 0.0f;
+              dst[t * kBlockElems + e * kLanes + l] = x;
+              low_bits |= std::bit_cast<uint32_t>(x) & 0xffffu;
+            }
+        }
+        if (!want_pairs || low_bits != 0) continue;
+        uint32_t* pairs = pairs_.get() + (sp.offset + i * blocks * kBlockElems) / 2;
+        for (int64_t t = 0; t < blocks; ++t) {
+          const float* blk = dst + t * kBlockElems;
+          for (int d = 0; d < 4; ++d)
+            for (int l = 0; l < kLanes; ++l)
+              pairs[t * (kBlockElems / 2) + d * kLanes + l] =
+                  (std::bit_cast<uint32_t>(blk[2 * d * kLanes + l]) >> 16) |
+                  std::bit_cast<uint32_t>(blk[(2 * d + 1) * kLanes + l]);
+        }
       }
-  }
+      exact[static_cast<size_t>(i)] = low_bits == 0;
+    }
+  });
+  if (want_pairs && std::find(exact.begin(), exact.end(), 0) != exact.end()) pairs_.reset();
 }
 
 void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t readable_rows) const {
@@ -539,12 +555,12 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t rea
     float* o = out + s * m_;
     const int64_t o_stride = splits * m_;
 #if KERN_GEMV_X86
-    const float* la = lane_a_.data() + sp.offset;
+    const float* la = lane_a_.get() + sp.offset;
     if (isa_ != GemvIsa::kPortable) {
       const DotsFn fn = isa_ == GemvIsa::kAvx512
                             ? avx512_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{})
                             : avx2_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{});
-      const uint32_t* lp = pairs_.empty() ? nullptr : pairs_.data() + sp.offset / 2;
+      const uint32_t* lp = pairs_ == nullptr ? nullptr : pairs_.get() + sp.offset / 2;
       // Each split's pass prefetches the split's lines (prefetch_part); a
       // split with no full block prefetches nothing.
       const int64_t split_lines = (16 * (sp.ge - sp.gb) + 63) / 64;

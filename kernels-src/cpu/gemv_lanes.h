@@ -14,6 +14,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 namespace kern::cpu {
@@ -42,6 +44,15 @@ class GemvLaneDots {
   /// supported (gemv_isa_supported); an unsupported one runs kPortable.
   GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits, GemvIsa isa);
 
+  /// The same, with the a rows written as they are laid out: fill(i) is
+  /// called once for each row i < m, just before row i of `a` is read, and
+  /// must write that row (and nothing another row's fill reads); the rows
+  /// (fill, then the layout) run on `threads` threads (run_ranges; 0 or 1:
+  /// the calling thread), so a launch's RMSNorm prologue runs beside its
+  /// layout. An exception from fill is rethrown here (run_ranges).
+  GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits, GemvIsa isa, unsigned threads,
+               const std::function<void(int64_t)>& fill);
+
   /// out[(r * splits + s) * m + i] = split s's sum of a row i . w row r,
   /// for r < rows, s < splits and i < m, each in the CUDA kernel's order (w:
   /// `rows` rows of k bf16 bits, row stride k). Split by split, so the a
@@ -66,11 +77,11 @@ class GemvLaneDots {
   int64_t m_, k_;
   GemvIsa isa_;
   std::vector<Split> splits_;
-  std::vector<float> lane_a_;
+  std::unique_ptr<float[]> lane_a_;
   /// lane_a_ as bf16 pairs, [block][dword d 0..3][lane 0..31] (elements 2d
   /// and 2d + 1 in the low and high half), when the AVX-512 pair path runs
-  /// (m > 4) and every a value is a bf16; empty otherwise.
-  std::vector<uint32_t> pairs_;
+  /// (m > 4) and every a value is a bf16; null otherwise.
+  std::unique_ptr<uint32_t[]> pairs_;
 };
 
 }  // namespace kern::cpu

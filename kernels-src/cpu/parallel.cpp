@@ -156,4 +156,32 @@ void run_ranges(int64_t items, unsigned threads, const RangeFn& fn) {
     if (e) std::rethrow_exception(e);
 }
 
+void run_chunks(int64_t items, int64_t chunk, unsigned threads,
+                const std::function<void(unsigned, int64_t, int64_t)>& fn) {
+  threads = std::max(1u, std::min(threads, kMaxThreads));
+  chunk = std::max<int64_t>(1, chunk);
+  if (threads == 1) {
+    for (int64_t b = 0; b < items; b += chunk) fn(0, b, std::min(items, b + chunk));
+    return;
+  }
+  // Range u's next unclaimed item, each on its own cache line (the threads
+  // claim chunks from their own cursor nearly all the time).
+  struct alignas(64) Cursor {
+    std::atomic<int64_t> next{0};
+  };
+  Cursor cursors[kMaxThreads];
+  for (unsigned u = 0; u < threads; ++u) cursors[u].next.store(items * u / threads, std::memory_order_relaxed);
+  run_ranges(threads, threads, [&](unsigned t, int64_t, int64_t) {
+    for (unsigned i = 0; i < threads; ++i) {
+      const unsigned u = (t + i) % threads;
+      const int64_t end = items * (u + 1) / threads;
+      for (;;) {
+        const int64_t b = cursors[u].next.fetch_add(chunk, std::memory_order_relaxed);
+        if (b >= end) break;
+        fn(t, b, std::min(end, b + chunk));
+      }
+    }
+  });
+}
+
 }  // namespace kern::cpu

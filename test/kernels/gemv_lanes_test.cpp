@@ -113,24 +113,41 @@ TEST_CASE("gemv lane-dot paths give every w row of a launch the CUDA order at m 
   // order (the AVX-512 path above m = 4 runs a row's lanes 0..15, then
   // 16..31): no lane sums carried between rows, no row skipped or repeated.
   // a of bf16 values (the decode GEMVs' a: the AVX-512 path above m = 4 then
-  // reads them as bf16 pairs), and of f32 values that are not bf16 (it
-  // falls back to the f32 blocks).
+  // reads them as bf16 pairs), of f32 values that are not bf16 (it falls
+  // back to the f32 blocks), and of bf16 rows but the last (one row keeps
+  // every row off the pairs). Each layout built both ways: from a written
+  // rows, and with the rows written by fill on 2 threads (gemv.cpp's
+  // prologue), which must call fill once per row before reading it.
   std::mt19937 rng(272);
   const auto isas = supported_isas();
   int checked = 0;
-  for (const bool bf16_a : {true, false})
+  enum class AKind { kBf16, kF32, kBf16LastF32 };
+  for (const AKind kind : {AKind::kBf16, AKind::kF32, AKind::kBf16LastF32})
   for (const auto& [k, splits] :
        std::vector<std::tuple<int64_t, int64_t>>{{37, 1}, {264, 2}, {1000, 3}, {1024, 1}, {3075, 2}}) {
     for (int64_t m = 1; m <= 8; ++m) {
       constexpr int64_t kRows = 19;
       std::vector<float> a(static_cast<size_t>(m * k));
-      for (float& x : a) x = bf16_a ? kern::round_to_bf16(wide(rng)) : wide(rng);
+      for (size_t x = 0; x < a.size(); ++x) {
+        const bool f32 = kind == AKind::kF32 || (kind == AKind::kBf16LastF32 && x >= static_cast<size_t>((m - 1) * k));
+        a[x] = f32 ? wide(rng) : kern::round_to_bf16(wide(rng));
+      }
       std::vector<uint16_t> w(static_cast<size_t>(kRows * k));
       for (uint16_t& x : w) x = kern::f32_to_bf16(wide(rng));
       const int64_t groups = (k + 7) / 8, per = (groups + splits - 1) / splits;
-      for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{16}, kRows}) {
+      const char* kind_name = kind == AKind::kBf16 ? " bf16" : kind == AKind::kF32 ? " f32" : " bf16+f32";
+      for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{16}, kRows})
+      for (const bool filled : {false, true}) {
         for (const GemvIsa isa : isas) {
-          const GemvLaneDots dots(a.data(), m, k, splits, isa);
+          std::vector<float> rows_buf(a.size(), std::nanf(""));
+          std::vector<int> fills(static_cast<size_t>(m), 0);
+          const auto fill = [&](int64_t i) {
+            ++fills[static_cast<size_t>(i)];
+            std::copy_n(a.begin() + i * k, k, rows_buf.begin() + i * k);
+          };
+          const GemvLaneDots dots = filled ? GemvLaneDots(rows_buf.data(), m, k, splits, isa, 2, fill)
+                                           : GemvLaneDots(a.data(), m, k, splits, isa);
+          if (filled) REQUIRE(std::all_of(fills.begin(), fills.end(), [](int n) { return n == 1; }));
           std::vector<float> got(static_cast<size_t>(rows * splits * m), -1.0f);
           dots.dots(w.data(), rows, got.data());
           for (int64_t r = 0; r < rows; ++r) {
@@ -139,9 +156,9 @@ TEST_CASE("gemv lane-dot paths give every w row of a launch the CUDA order at m 
               const int64_t gb = std::min(groups, s * per), ge = std::min(groups, gb + per);
               for (int64_t i = 0; i < m; ++i) {
                 const std::vector<float> row(a.begin() + i * k, a.begin() + (i + 1) * k);
-                INFO(kern::cpu::gemv_isa_name(isa) << (bf16_a ? " bf16" : " f32") << " a, k " << k << " splits "
-                                                   << splits << " m " << m << " rows " << rows << " w row " << r
-                                                   << " split " << s << " a row " << i);
+                INFO(kern::cpu::gemv_isa_name(isa) << kind_name << " a" << (filled ? " (filled)" : "") << ", k "
+                                                   << k << " splits " << splits << " m " << m << " rows " << rows
+                                                   << " w row " << r << " split " << s << " a row " << i);
                 const float want = cuda_order_dot(row, wr, k, gb, ge);
                 REQUIRE(std::bit_cast<uint32_t>(got[static_cast<size_t>((r * splits + s) * m + i)]) ==
                         std::bit_cast<uint32_t>(want));

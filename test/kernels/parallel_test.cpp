@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -84,6 +87,72 @@ TEST_CASE("cpu_threads keeps small launches on one thread and never exceeds the 
   CHECK(cpu_threads(int64_t{1} << 40, 2) == std::min(cores, 2u));
 }
 
+TEST_CASE("run_chunks runs every chunk of every range once, the same chunks whatever the timing",
+          "[kernels][parallel]") {
+  for (const int64_t items : {0, 1, 7, 100, 333}) {
+    for (const int64_t chunk : {-2, 0, 1, 4, 32, 1000}) {
+      for (const unsigned threads : {0u, 1u, 2u, 3u, 8u, 200u}) {
+        INFO("items " << items << " chunk " << chunk << " threads " << threads);
+        const unsigned used = std::max(1u, std::min(threads, kern::cpu::kMaxThreads));
+        const int64_t step = std::max<int64_t>(1, chunk);
+        // The chunks: range u's [items u / used, items (u + 1) / used) cut every `step` from its start.
+        std::vector<std::pair<int64_t, int64_t>> want;
+        for (unsigned u = 0; u < used; ++u) {
+          const int64_t end = items * (u + 1) / used;
+          for (int64_t b = items * u / used; b < end; b += step) want.emplace_back(b, std::min(end, b + step));
+        }
+        std::mutex mu;
+        std::vector<std::pair<int64_t, int64_t>> got;
+        std::vector<unsigned> bad_thread;
+        kern::cpu::run_chunks(items, chunk, threads, [&](unsigned t, int64_t b, int64_t e) {
+          const std::lock_guard<std::mutex> lock(mu);
+          got.emplace_back(b, e);
+          if (t >= used) bad_thread.push_back(t);
+        });
+        std::sort(got.begin(), got.end());
+        CHECK(got == want);
+        CHECK(bad_thread.empty());
+      }
+    }
+  }
+}
+
+TEST_CASE("run_chunks hands a held-up thread's chunks to the others, and rethrows a chunk's exception",
+          "[kernels][parallel]") {
+  // Thread 0 holds its first chunk until another thread has run a chunk of
+  // range 0 (bounded: 30 s, then the test fails); 2 threads run at once on
+  // the pool or on std::threads, so the wait ends once thread 1 is done
+  // with range 1, whatever the machine's speed.
+  std::mutex mu;
+  std::condition_variable cv;
+  int stolen = 0;
+  bool timed_out = false;
+  std::vector<std::atomic<int>> seen(20);
+  kern::cpu::run_chunks(20, 1, 2, [&](unsigned t, int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) seen[static_cast<size_t>(i)]++;
+    std::unique_lock<std::mutex> lock(mu);
+    if (t != 0 && b < 10) {
+      ++stolen;
+      cv.notify_all();
+    }
+    if (t == 0 && b == 0) timed_out = !cv.wait_for(lock, std::chrono::seconds(30), [&] { return stolen > 0; });
+  });
+  CHECK_FALSE(timed_out);
+  CHECK(stolen > 0);
+  for (const auto& s : seen) CHECK(s.load() == 1);
+
+  std::atomic<int> done{0};
+  CHECK_THROWS_WITH(kern::cpu::run_chunks(40, 3, 2,
+                                          [&](unsigned, int64_t b, int64_t) {
+                                            if (b == 23) throw std::runtime_error("chunk failed");
+                                            done++;
+                                          }),
+                    "chunk failed");
+  // The thread that threw stops; the other runs every chunk left, in both
+  // ranges: all 14 chunks but the one that threw.
+  CHECK(done.load() == 13);
+  CHECK(each_once(40, 2));
+}
 
 TEST_CASE("run_ranges runs thousands of launches back to back on its pool, workers added as threads grow",
           "[kernels][parallel]") {
