@@ -107,10 +107,10 @@ int64_t w_row(const Problem& p, int64_t col, int64_t& up) {
   return col;
 }
 
-/// The a elements (m * k) from which a launch's prologue (widen or
+/// The a elements (m * k) above which a launch's prologue (widen or
 /// RMSNorm, then the lane layout) runs its rows on threads: m = 8 at k =
-/// 1024 does, one or two rows do not (a pool hand-off costs a few us).
-constexpr int64_t kPrologueThreadElems = int64_t{1} << 13;
+/// 1024 does, m = 1 at k <= 4096 does not (a pool hand-off costs a few us).
+constexpr int64_t kPrologueThreadElems = int64_t{1} << 12;
 
 /// Columns per GemvLaneDots::dots call in compute_columns.
 constexpr int64_t kChunkCols = 32;

@@ -176,9 +176,13 @@ TEST_CASE("every gemv variant matches its double-precision formula at m = 1 and 
 TEST_CASE("a gemv row computed at m = 8 equals the same row computed alone, bit for bit",
           "[kernels][gemv]") {
   std::mt19937 rng(142);
+  // n = 19: one thread over the columns; n = 300, k = 1024: two or more
+  // (on a machine with the cores), chunks of columns taken at run time
+  // (run_chunks), and the prologue's rows on threads.
   for (const V v : kAll) {
-    for (const int splits : {1, 3}) {
-      Case all(v, 8, 19, 777, splits, rng);
+    for (const auto& [splits, n, k] : {std::tuple{1, 19, 777}, std::tuple{3, 19, 777}, std::tuple{1, 300, 1024},
+                                       std::tuple{3, 300, 1024}}) {
+      Case all(v, 8, n, k, splits, rng);
       REQUIRE(all.run(8).ok());
       for (int i = 0; i < 8; ++i) {
         Case one = all;
