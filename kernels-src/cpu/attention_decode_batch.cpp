@@ -333,7 +333,7 @@ Status parse_qkv(const CpuLaunch& l, const QkvVariant& v, QkvLaunch& k) {
   return Status::ok_status();
 }
 
-/// The head elements (rows * (num_heads + num_kv_heads) * head_dim) from
+/// The head elements (rows * (num_heads + num_kv_heads) * head_dim) above
 /// which the qkv prologue runs its rows on threads: each head's sum of
 /// squares is a serial chain (~0.3 us at head_dim 128), so a batch-8 launch
 /// of 24 heads per row took ~60 us on the calling thread while the others

@@ -29,6 +29,16 @@ namespace {
 
 using RangeFn = std::function<void(unsigned, int64_t, int64_t)>;
 
+/// The most threads a launch may use: the online cores, at most
+/// kMaxThreads. Read once: glibc counts the online cores by reading
+/// /sys/devices/system/cpu/online on every hardware_concurrency call (open,
+/// read, close: about 1% of a decode step's calling thread at ~150
+/// launches per step).
+unsigned usable_cores() {
+  static const unsigned cores = std::max(1u, std::min(std::thread::hardware_concurrency(), kMaxThreads));
+  return cores;
+}
+
 /// Runs range t of the call and keeps its exception.
 void run_range(const RangeFn& fn, int64_t items, unsigned threads, unsigned t, std::exception_ptr* errors) {
   try {
@@ -102,7 +112,7 @@ class Pool {
   }
 
  private:
-  Pool() : pid_(::getpid()), cores_(std::max(1u, std::min(std::thread::hardware_concurrency(), kMaxThreads))) {}
+  Pool() : pid_(::getpid()), cores_(usable_cores()) {}
 
   void work(unsigned w, uint64_t seen) {
     for (;;) {
@@ -128,11 +138,7 @@ class Pool {
 
 unsigned cpu_threads(int64_t work, int64_t items, int64_t min_work) {
   if (work <= min_work || items <= 1) return 1;
-  // Read once: glibc counts the online cores by reading
-  // /sys/devices/system/cpu/online on every call (open, read, close: about
-  // 1% of a decode step's calling thread at ~150 launches per step).
-  static const unsigned cores = std::max(1u, std::min(std::thread::hardware_concurrency(), kMaxThreads));
-  return static_cast<unsigned>(std::min<int64_t>(cores, items));
+  return static_cast<unsigned>(std::min<int64_t>(usable_cores(), items));
 }
 
 void run_ranges(int64_t items, unsigned threads, const RangeFn& fn) {

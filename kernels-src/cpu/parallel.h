@@ -37,7 +37,7 @@ unsigned cpu_threads(int64_t work, int64_t items, int64_t min_work = kThreadWork
 void run_ranges(int64_t items, unsigned threads, const std::function<void(unsigned, int64_t, int64_t)>& fn);
 
 /// run_ranges with the ranges balanced at run time: [0, items) is cut into
-/// `threads` contiguous ranges as run_ranges does, and each thread t runs
+/// `threads` (at most kMaxThreads) contiguous ranges as run_ranges does, and each thread t runs
 /// fn(t, begin, end) on chunks of at most `chunk` (>= 1; below 1 runs as 1)
 /// items of its own range in order, then takes the chunks left in the other
 /// ranges (t + 1, t + 2, ... wrapping), so a thread slowed down (another
