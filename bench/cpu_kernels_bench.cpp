@@ -323,7 +323,8 @@ void bench_lane_paths(int repeats, std::mt19937& rng) {
   std::printf("\nGEMV lane-dot paths (gemv_lanes.h, identical bits), [%lld, %lld] w, one thread; ms CPU\n\n",
               static_cast<long long>(kN), static_cast<long long>(kK));
   std::printf("| path     | m | ms CPU | GMAC/s | w GB/s |\n|----------|---|--------|--------|--------|\n");
-  for (const auto isa : {kern::cpu::GemvIsa::kPortable, kern::cpu::GemvIsa::kAvx2, kern::cpu::GemvIsa::kAvx512}) {
+  for (const auto isa : {kern::cpu::GemvIsa::kPortable, kern::cpu::GemvIsa::kAvx2, kern::cpu::GemvIsa::kAvx512,
+                         kern::cpu::GemvIsa::kAvx512Bf16}) {
     if (!kern::cpu::gemv_isa_supported(isa)) continue;
     for (const int64_t m : {1, 2, 4, 8}) {
       std::vector<float> a(static_cast<size_t>(m * kK));

@@ -112,8 +112,9 @@ template <int M>
 /// the loaded a in a register: GCC otherwise folded it into both fmas'
 /// memory operands, two loads again). A is float (the lane-major blocks, at
 /// this half) or uint32_t (the same blocks as bf16 pairs: dword d of lane l
-/// holds elements 2d and 2d + 1, widened as w is: one 64-byte load for both,
-/// half the bytes; GemvLaneDots::pairs_); row_stride counts A elements.
+/// holds elements 2d and 2d + 1 in its high and low word, widened by a mask
+/// and a shift: one 64-byte load for both, half the bytes;
+/// GemvLaneDots::pairs_); row_stride counts A elements.
 template <int M, typename A>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void pair_half_block_avx512(
     __m512 (&acc0)[M], __m512 (&acc1)[M], const __m512i (&z0)[4], const __m512i (&z1)[4], const A* at,
@@ -137,8 +138,8 @@ template <int M, typename A>
         asm("" : "+v"(ao));
       } else {
         const __m512i pv = _mm512_loadu_si512(at + i * row_stride + d * kLanes);
-        ae = _mm512_castsi512_ps(_mm512_slli_epi32(pv, 16));  // element 2d (low word)
-        ao = _mm512_castsi512_ps(_mm512_and_si512(pv, high));  // element 2d + 1
+        ae = _mm512_castsi512_ps(_mm512_and_si512(pv, high));  // element 2d (high word)
+        ao = _mm512_castsi512_ps(_mm512_slli_epi32(pv, 16));  // element 2d + 1 (low word)
       }
       if (lanes == 0xffff) {
         acc0[i] = _mm512_fmadd_ps(ae, we0, acc0[i]);
@@ -354,6 +355,156 @@ __attribute__((target("avx512f,avx2,fma"))) void dots_avx512(const float* a, int
   }
 }
 
+// AVX512_BF16 (Zen 4, Sapphire Rapids). vdpbf16ps does, in each 32-bit lane
+// j, acc += a.bf16[2j + 1] * w.bf16[2j + 1], then acc += a.bf16[2j] *
+// w.bf16[2j]: two fp32 fmas with round-to-nearest-even, denormal inputs read
+// as zero and denormal results flushed to zero (Intel SDM, VDPBF16PS; on Zen
+// 4 the same bits as the two fmas, 32M random lanes tried). With element 2d
+// in the high word of both operands (GemvLaneDots::pairs_ stores the a pairs
+// that way; w's transposed dwords are rotated by 16), that is the lane's fma
+// chain over elements 2d, 2d + 1: one instruction does two of the lane's
+// fmas, with their bits whenever neither the DAZ nor the FTZ can act
+// (dp_exact), at the fma's rate per instruction.
+
+/// Whether vdpbf16ps gives the fma chain's bits for every product of an a
+/// value and a w value whose magnitudes (bf16 bits & 0x7fff) lie in
+/// [a_min1 + 1, a_max] and [w_min1 + 1, w_max] over the nonzero ones
+/// (a_min1 / w_min1 = 0xffff: none is nonzero):
+///   * no inf or NaN (their propagation is left out of the comparison);
+///   * no denormal input (DAZ would read it as zero);
+///   * every nonzero product at least 2^-103 in magnitude: the product is
+///     then exact and a multiple of 2^-126, so every partial sum is too, so
+///     it is zero or normal and FTZ never acts;
+///   * every product below 2^126, so none overflows by itself.
+bool dp_exact(uint16_t a_min1, uint16_t a_max, uint16_t w_min1, uint16_t w_max) {
+  if (a_max >= 0x7f80 || w_max >= 0x7f80) return false;
+  if (a_min1 == 0xffff || w_min1 == 0xffff) return true;  // every product is a zero
+  // A magnitude with exponent field E lies in [2^(E - 127), 2^(E - 126)).
+  const int ea_min = (a_min1 + 1) >> 7, ew_min = (w_min1 + 1) >> 7;
+  if (ea_min == 0 || ew_min == 0) return false;
+  return ea_min + ew_min >= 254 - 103 && (a_max >> 7) + (w_max >> 7) <= 252 + 126;
+}
+
+#define KERN_GEMV_BF16_TARGET "avx512f,avx512bw,avx512bf16,avx2,fma"
+
+/// mx = max(mx, |x|) and mn1 = min(mn1, |x| - 1) over the 16-bit words x of
+/// z (|x| the bf16 bits & 0x7fff; a zero word wraps to 0xffff and leaves
+/// mn1 alone): the w magnitudes dp_exact checks.
+[[gnu::always_inline]] inline __attribute__((target(KERN_GEMV_BF16_TARGET))) void magnitudes_bf16(
+    const __m512i (&z)[4], __m512i& mn1, __m512i& mx) {
+  const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
+  for (int q = 0; q < 4; ++q) {
+    const __m512i t = _mm512_and_si512(z[q], mag);
+    mx = _mm512_max_epu16(mx, t);
+    mn1 = _mm512_min_epu16(mn1, _mm512_sub_epi16(t, one));
+  }
+}
+
+/// acc0[i] and acc1[i] += one 16-lane half of two w blocks (z0, z1 as
+/// half_block_avx512's z) for every a row: `at` the a rows' blocks as bf16
+/// pairs, element 2d in the high word (row stride `row_stride` dwords), at
+/// this half; `lanes` masks the lanes that have a group. Each a load feeds
+/// both rows' vdpbf16ps.
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target(KERN_GEMV_BF16_TARGET))) void bf16_half_block(
+    __m512 (&acc0)[M], __m512 (&acc1)[M], const __m512i (&z0)[4], const __m512i (&z1)[4], const uint32_t* at,
+    int64_t row_stride, __mmask16 lanes) {
+  __m512i v0[4], v1[4];
+  transpose_half_avx512(z0, v0);
+  transpose_half_avx512(z1, v1);
+  for (int d = 0; d < 4; ++d) {
+    const auto w0 = reinterpret_cast<__m512bh>(_mm512_rol_epi32(v0[d], 16));  // element 2d to the high word
+    const auto w1 = reinterpret_cast<__m512bh>(_mm512_rol_epi32(v1[d], 16));
+    for (int i = 0; i < M; ++i) {
+      __m512i ai = _mm512_loadu_si512(at + i * row_stride + d * kLanes);
+      asm("" : "+v"(ai));  // one load for both rows (GCC would fold it into both)
+      const auto ab = reinterpret_cast<__m512bh>(ai);
+      if (lanes == 0xffff) {
+        acc0[i] = _mm512_dpbf16_ps(acc0[i], ab, w0);
+        acc1[i] = _mm512_dpbf16_ps(acc1[i], ab, w1);
+      } else {
+        acc0[i] = _mm512_mask_dpbf16_ps(acc0[i], lanes, ab, w0);
+        acc1[i] = _mm512_mask_dpbf16_ps(acc1[i], lanes, ab, w1);
+      }
+    }
+  }
+}
+
+/// Half h (lanes 16h .. 16h + 15) of two w rows' split (w0, w1) for all M a
+/// rows (their bf16 pair blocks at `lp`, row stride `row_stride` dwords) into
+/// l0[i] and l1[i] at lane 16h, as pair_half_avx512 does, the w magnitudes
+/// into mn1 / mx (magnitudes_bf16).
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target(KERN_GEMV_BF16_TARGET))) void bf16_half(
+    const uint16_t* w0, const uint16_t* w1, int h, int64_t gb, int64_t full, int64_t part, const uint32_t* lp,
+    int64_t row_stride, const uint16_t* p0, const uint16_t* p1, int64_t pf_lines, float (*l0)[kLanes],
+    float (*l1)[kLanes], __m512i& mn1, __m512i& mx) {
+  constexpr int64_t kBlock = kBlockElems / 2;  // dwords per block
+  __m512 acc0[M], acc1[M];
+  for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
+  for (int64_t t = 0; t < full; ++t) {
+    prefetch_part(p0, t, pf_lines);
+    prefetch_part(p1, t, pf_lines);
+    __m512i z0[4], z1[4];
+    load_half_avx512(w0, gb + kLanes * t, h, 16, z0);
+    load_half_avx512(w1, gb + kLanes * t, h, 16, z1);
+    magnitudes_bf16(z0, mn1, mx);
+    magnitudes_bf16(z1, mn1, mx);
+    bf16_half_block<M>(acc0, acc1, z0, z1, lp + t * kBlock + 16 * h, row_stride, 0xffff);
+  }
+  const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
+  if (cnt > 0) {
+    __m512i z0[4], z1[4];
+    load_half_avx512(w0, gb + kLanes * full, h, cnt, z0);  // zero past cnt: no effect on mn1 / mx
+    load_half_avx512(w1, gb + kLanes * full, h, cnt, z1);
+    magnitudes_bf16(z0, mn1, mx);
+    magnitudes_bf16(z1, mn1, mx);
+    bf16_half_block<M>(acc0, acc1, z0, z1, lp + full * kBlock + 16 * h, row_stride,
+                       static_cast<__mmask16>((1u << cnt) - 1u));
+  }
+  for (int i = 0; i < M; ++i) {
+    _mm512_store_ps(l0[i] + 16 * h, acc0[i]);
+    _mm512_store_ps(l1[i] + 16 * h, acc1[i]);
+  }
+}
+
+/// AVX512_BF16, M (5..8) a rows as bf16 pairs (`lp`, element 2d high): w rows
+/// r into out[r * out_stride + i] as dots_avx512 does, two w rows at a time
+/// (an odd last row beside itself), all M rows in one pass (vdpbf16ps needs
+/// no widened operands: 2 x M accumulators and the transposed w fit); the
+/// magnitudes of every w value read into *w_min1 / *w_max (magnitudes_bf16),
+/// for the caller's dp_exact.
+template <int M>
+__attribute__((target(KERN_GEMV_BF16_TARGET))) void dots_avx512_bf16(
+    const float* a, int64_t k, const uint16_t* w, int64_t rows, int64_t gb, int64_t ge, int64_t full, int64_t part,
+    const uint32_t* lp, float* out, int64_t out_stride, int64_t readable, int64_t pf_lines, uint16_t* w_min1,
+    uint16_t* w_max) {
+  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems / 2;
+  const int64_t done = gb + kLanes * full + part;
+  const auto ahead = [&](int64_t r) -> const uint16_t* {
+    return pf_lines > 0 ? w + std::min(r + kPrefetchRows, readable - 1) * k + 8 * gb : nullptr;
+  };
+  __m512i mn1 = _mm512_set1_epi16(-1), mx = _mm512_setzero_si512();
+  for (int64_t r = 0; r < rows; r += 2) {
+    const bool pair = r + 1 < rows;
+    const uint16_t* w0 = w + r * k;
+    const uint16_t* w1 = pair ? w0 + k : w0;
+    alignas(64) float l0[M][kLanes], l1[M][kLanes];
+    for (int h = 0; h < 2; ++h)
+      bf16_half<M>(w0, w1, h, gb, full, part, lp, row_stride, h == 0 ? ahead(r) : nullptr,
+                   h == 0 && pair ? ahead(r + 1) : nullptr, pf_lines, l0, l1, mn1, mx);
+    for (int i = 0; i < M; ++i) {
+      finish_avx512(a + i * k, k, w0, gb, done, ge, l0[i], out + r * out_stride + i);
+      if (pair) finish_avx512(a + i * k, k, w1, gb, done, ge, l1[i], out + (r + 1) * out_stride + i);
+    }
+  }
+  alignas(64) uint16_t lo[32], hi[32];
+  _mm512_store_si512(lo, mn1);
+  _mm512_store_si512(hi, mx);
+  *w_min1 = *std::min_element(lo, lo + 32);
+  *w_max = *std::max_element(hi, hi + 32);
+}
+
 /// acc[i] += one quarter (8 lanes) of a w block for every a row: `gq` the
 /// quarter's 8 groups, `at` the a rows' lane-major block at this quarter
 /// (row stride `row_stride`); lanes outside `live` (all-ones floats mark a
@@ -440,6 +591,16 @@ constexpr DotsFn avx512_table(int m, std::integer_sequence<int, Ms...>) {
   DotsFn fns[] = {&dots_avx512<Ms + 1>...};
   return fns[m - 1];
 }
+/// The AVX512_BF16 function for M a rows: DotsFn's arguments but the f32
+/// blocks, then the w magnitudes' outputs (dots_avx512_bf16).
+using Bf16DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int64_t, int64_t, int64_t, int64_t,
+                            const uint32_t*, float*, int64_t, int64_t, int64_t, uint16_t*, uint16_t*);
+
+template <int... Ms>
+constexpr Bf16DotsFn avx512_bf16_table(int m, std::integer_sequence<int, Ms...>) {
+  Bf16DotsFn fns[] = {&dots_avx512_bf16<Ms + 5>...};
+  return fns[m - 5];
+}
 template <int... Ms>
 constexpr DotsFn avx2_table(int m, std::integer_sequence<int, Ms...>) {
   DotsFn fns[] = {&dots_avx2<Ms + 1>...};
@@ -456,16 +617,21 @@ bool gemv_isa_supported(GemvIsa isa) {
 #if KERN_GEMV_X86
     case GemvIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case GemvIsa::kAvx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    case GemvIsa::kAvx512Bf16:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("fma");
 #else
     case GemvIsa::kAvx2:
-    case GemvIsa::kAvx512: return false;
+    case GemvIsa::kAvx512:
+    case GemvIsa::kAvx512Bf16: return false;
 #endif
   }
   return false;
 }
 
 GemvIsa gemv_best_isa() {
-  static const GemvIsa best = gemv_isa_supported(GemvIsa::kAvx512) ? GemvIsa::kAvx512
+  static const GemvIsa best = gemv_isa_supported(GemvIsa::kAvx512Bf16) ? GemvIsa::kAvx512Bf16
+                              : gemv_isa_supported(GemvIsa::kAvx512) ? GemvIsa::kAvx512
                               : gemv_isa_supported(GemvIsa::kAvx2) ? GemvIsa::kAvx2
                                                                    : GemvIsa::kPortable;
   return best;
@@ -476,6 +642,7 @@ const char* gemv_isa_name(GemvIsa isa) {
     case GemvIsa::kPortable: return "portable";
     case GemvIsa::kAvx2: return "avx2";
     case GemvIsa::kAvx512: return "avx512";
+    case GemvIsa::kAvx512Bf16: return "avx512-bf16";
   }
   return "?";
 }
@@ -506,12 +673,13 @@ GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits,
   // Uninitialised: every element is written below (a launch's m * k floats
   // of zeroing were a visible share of an m = 8 step's serial part).
   lane_a_.reset(new float[static_cast<size_t>(size)]);
-  // The bf16 pairs, for the AVX-512 pair path (m > 4), kept when every a
+  // The bf16 pairs, for the AVX-512 pair paths (m > 4), kept when every a
   // value is a bf16 (low 16 bits zero), as the decode GEMVs' are: exact, so
   // the same bits from half the bytes.
-  const bool want_pairs = isa_ == GemvIsa::kAvx512 && m > 4;
+  const bool want_pairs = (isa_ == GemvIsa::kAvx512 || isa_ == GemvIsa::kAvx512Bf16) && m > 4;
   if (want_pairs) pairs_.reset(new uint32_t[static_cast<size_t>(size / 2)]);
   std::vector<char> exact(static_cast<size_t>(m), 1);
+  std::vector<uint16_t> row_min1(static_cast<size_t>(m), 0xffff), row_max(static_cast<size_t>(m), 0);
   run_ranges(m, std::max(1u, threads), [&](unsigned, int64_t rb, int64_t re) {
     for (int64_t i = rb; i < re; ++i) {
       if (fill) fill(i);
@@ -531,19 +699,30 @@ GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits,
         }
         if (!want_pairs || low_bits != 0) continue;
         uint32_t* pairs = pairs_.get() + (sp.offset + i * blocks * kBlockElems) / 2;
+        uint16_t mn1 = row_min1[static_cast<size_t>(i)], mx = row_max[static_cast<size_t>(i)];
         for (int64_t t = 0; t < blocks; ++t) {
           const float* blk = dst + t * kBlockElems;
           for (int d = 0; d < 4; ++d)
-            for (int l = 0; l < kLanes; ++l)
-              pairs[t * (kBlockElems / 2) + d * kLanes + l] =
-                  (std::bit_cast<uint32_t>(blk[2 * d * kLanes + l]) >> 16) |
-                  std::bit_cast<uint32_t>(blk[(2 * d + 1) * kLanes + l]);
+            for (int l = 0; l < kLanes; ++l) {
+              const uint32_t even = std::bit_cast<uint32_t>(blk[2 * d * kLanes + l]);
+              const uint32_t odd = std::bit_cast<uint32_t>(blk[(2 * d + 1) * kLanes + l]);
+              pairs[t * (kBlockElems / 2) + d * kLanes + l] = even | (odd >> 16);  // element 2d high
+              for (const uint32_t x : {even, odd}) {  // the magnitudes dp_exact checks
+                const auto abs = static_cast<uint16_t>((x >> 16) & 0x7fffu);
+                mx = std::max(mx, abs);
+                mn1 = std::min(mn1, static_cast<uint16_t>(abs - 1));
+              }
+            }
         }
+        row_min1[static_cast<size_t>(i)] = mn1;
+        row_max[static_cast<size_t>(i)] = mx;
       }
       exact[static_cast<size_t>(i)] = low_bits == 0;
     }
   });
   if (want_pairs && std::find(exact.begin(), exact.end(), 0) != exact.end()) pairs_.reset();
+  a_min1_ = *std::min_element(row_min1.begin(), row_min1.end());
+  a_max_ = *std::max_element(row_max.begin(), row_max.end());
 }
 
 void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t readable_rows) const {
@@ -556,7 +735,7 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t rea
 #if KERN_GEMV_X86
     const float* la = lane_a_.get() + sp.offset;
     if (isa_ != GemvIsa::kPortable) {
-      const DotsFn fn = isa_ == GemvIsa::kAvx512
+      const DotsFn fn = isa_ == GemvIsa::kAvx512 || isa_ == GemvIsa::kAvx512Bf16
                             ? avx512_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{})
                             : avx2_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{});
       const uint32_t* lp = pairs_ == nullptr ? nullptr : pairs_.get() + sp.offset / 2;
@@ -564,6 +743,14 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t rea
       // split with no full block prefetches nothing.
       const int64_t split_lines = (16 * (sp.ge - sp.gb) + 63) / 64;
       const int64_t pf_lines = sp.full > 0 ? (split_lines + sp.full - 1) / sp.full : 0;
+      if (isa_ == GemvIsa::kAvx512Bf16 && lp != nullptr) {
+        uint16_t w_min1 = 0, w_max = 0;
+        avx512_bf16_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM - 4>{})(
+            a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, lp, o, o_stride, readable, pf_lines, &w_min1, &w_max);
+        // Rare (a denormal, an inf, products beyond 2^-103 .. 2^126): the
+        // same rows again by the fma path, whose bits these are.
+        if (dp_exact(a_min1_, a_max_, w_min1, w_max)) continue;
+      }
       fn(a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, la, lp, o, o_stride, readable, pf_lines);
       continue;
     }

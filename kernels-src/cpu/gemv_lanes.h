@@ -20,16 +20,20 @@
 
 namespace kern::cpu {
 
-/// The instruction sets the lane-order dots have a path for.
-enum class GemvIsa { kPortable, kAvx2, kAvx512 };
+/// The instruction sets the lane-order dots have a path for. kAvx512Bf16 is
+/// kAvx512 plus, above m = 4 with a rows of bf16 values, AVX512_BF16's
+/// vdpbf16ps for two of a lane's fmas at once: the same bits whenever its
+/// flushing of denormals cannot act, which each call checks from the
+/// magnitudes it reads (and, where it could, runs the rows again by kAvx512).
+enum class GemvIsa { kPortable, kAvx2, kAvx512, kAvx512Bf16 };
 
 /// Whether this machine can run `isa` (cpuid; kPortable always).
 bool gemv_isa_supported(GemvIsa isa);
 
-/// The fastest supported GemvIsa (kAvx512 > kAvx2 > kPortable).
+/// The fastest supported GemvIsa (kAvx512Bf16 > kAvx512 > kAvx2 > kPortable).
 GemvIsa gemv_best_isa();
 
-/// "portable", "avx2" or "avx512".
+/// "portable", "avx2", "avx512" or "avx512-bf16".
 const char* gemv_isa_name(GemvIsa isa);
 
 /// The a rows of one GEMV launch laid out for the lane-order dots: per split,
@@ -79,9 +83,13 @@ class GemvLaneDots {
   std::vector<Split> splits_;
   std::unique_ptr<float[]> lane_a_;
   /// lane_a_ as bf16 pairs, [block][dword d 0..3][lane 0..31] (elements 2d
-  /// and 2d + 1 in the low and high half), when the AVX-512 pair path runs
-  /// (m > 4) and every a value is a bf16; null otherwise.
+  /// and 2d + 1 in the high and low half, the order vdpbf16ps takes them),
+  /// when an AVX-512 pair path runs (m > 4) and every a value is a bf16; null
+  /// otherwise.
   std::unique_ptr<uint32_t[]> pairs_;
+  /// Over the pairs' nonzero a values, min(|x| - 1) and max(|x|) of their
+  /// bf16 magnitudes (bits & 0x7fff; 0xffff and 0 when none or no pairs).
+  uint16_t a_min1_ = 0xffff, a_max_ = 0;
 };
 
 }  // namespace kern::cpu

@@ -52,7 +52,7 @@ float cuda_order_dot(const std::vector<float>& a, const std::vector<uint16_t>& w
 
 std::vector<GemvIsa> supported_isas() {
   std::vector<GemvIsa> out;
-  for (const GemvIsa isa : {GemvIsa::kPortable, GemvIsa::kAvx2, GemvIsa::kAvx512})
+  for (const GemvIsa isa : {GemvIsa::kPortable, GemvIsa::kAvx2, GemvIsa::kAvx512, GemvIsa::kAvx512Bf16})
     if (kern::cpu::gemv_isa_supported(isa)) out.push_back(isa);
   return out;
 }
@@ -178,13 +178,88 @@ TEST_CASE("gemv lane-dot paths report what they run on", "[kernels][gemv]") {
   CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kPortable)) == "portable");
   CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kAvx2)) == "avx2");
   CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kAvx512)) == "avx512");
+  CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kAvx512Bf16)) == "avx512-bf16");
   // An unsupported path falls back to the portable one and still gives the order.
   std::vector<float> a(40, 1.5f);
   std::vector<uint16_t> w(40, kern::f32_to_bf16(0.25f));
-  for (const GemvIsa isa : {GemvIsa::kAvx2, GemvIsa::kAvx512}) {
+  for (const GemvIsa isa : {GemvIsa::kAvx2, GemvIsa::kAvx512, GemvIsa::kAvx512Bf16}) {
     const GemvLaneDots dots(a.data(), 1, 40, 1, isa);
     float out = 0.0f;
     dots.dots(w.data(), 1, &out);
     CHECK(out == 15.0f);
   }
+}
+
+TEST_CASE("the AVX512_BF16 lane dots keep the fma bits where vdpbf16ps would flush denormals", "[kernels][gemv]") {
+  // vdpbf16ps reads denormal inputs as zero and flushes denormal results
+  // (gemv_lanes.cpp, dp_exact): data where either would change a sum must
+  // take the fma path. The first four kinds make every sum depend on what the
+  // flush would drop (without the check the avx512-bf16 path fails each);
+  // products from 2^126 take the fma path too (every sum here overflows to
+  // +inf); large and ordinary products stay in range, where vdpbf16ps runs
+  // and must agree.
+  std::mt19937 rng(273);
+  enum class Kind { kWDenormal, kADenormal, kTinyProducts, kOneTinyRow, kFrom2To126, kLarge, kInRange };
+  const auto scaled = [&](int lo, int hi) {
+    std::uniform_int_distribution<int> ex(lo, hi);
+    std::uniform_real_distribution<float> frac(1.0f, 2.0f);
+    const float v = std::ldexp(frac(rng), ex(rng));
+    return (rng() & 1) != 0 ? -v : v;
+  };
+  int checked = 0;
+  for (const Kind kind : {Kind::kWDenormal, Kind::kADenormal, Kind::kTinyProducts, Kind::kOneTinyRow,
+                          Kind::kFrom2To126, Kind::kLarge, Kind::kInRange})
+    for (const auto& [k, splits] : std::vector<std::tuple<int64_t, int64_t>>{{1024, 1}, {3075, 2}})
+      for (int64_t m = 5; m <= 8; ++m) {
+        constexpr int64_t kRows = 5;
+        std::vector<float> a(static_cast<size_t>(m * k));
+        std::vector<uint16_t> w(static_cast<size_t>(kRows * k));
+        for (size_t x = 0; x < a.size(); ++x) {
+          float v = scaled(-8, 8);
+          if (kind == Kind::kADenormal) v = std::ldexp(scaled(0, 0), -130);  // below 2^-126
+          if (kind == Kind::kTinyProducts) v = std::ldexp(v, -60);
+          if (kind == Kind::kOneTinyRow && x / static_cast<size_t>(k) == 2) v = std::ldexp(v, -70);
+          if (kind == Kind::kFrom2To126) v = std::ldexp(scaled(0, 0), 63);  // a * w in [2^125, 2^127)
+          if (kind == Kind::kLarge) v = std::ldexp(v, 45);                   // a * w below 2^108
+          a[x] = kern::round_to_bf16(v);
+        }
+        for (size_t x = 0; x < w.size(); ++x) {
+          float v = scaled(-8, 8);
+          if (kind == Kind::kWDenormal) v = std::ldexp(scaled(0, 0), -131);
+          if (kind == Kind::kADenormal) v = std::ldexp(v, 40);
+          if (kind == Kind::kTinyProducts || kind == Kind::kOneTinyRow) v = std::ldexp(v, -70);
+          if (kind == Kind::kWDenormal && x % 7 != 0) v = 0.0f;  // zeros beside the denormals
+          if (kind == Kind::kFrom2To126) v = std::ldexp(1.0f, 62);
+          if (kind == Kind::kLarge) v = std::ldexp(v, 45);
+          w[x] = kern::f32_to_bf16(v);
+        }
+        if (kind == Kind::kWDenormal) a.assign(a.size(), kern::round_to_bf16(std::ldexp(1.5f, 60)));
+        if (kind == Kind::kFrom2To126)
+          for (float& x : a) x = std::fabs(x);
+        const int64_t groups = (k + 7) / 8, per = (groups + splits - 1) / splits;
+        for (const GemvIsa isa : supported_isas()) {
+          const GemvLaneDots dots(a.data(), m, k, splits, isa);
+          std::vector<float> got(static_cast<size_t>(kRows * splits * m), -1.0f);
+          dots.dots(w.data(), kRows, got.data());
+          for (int64_t r = 0; r < kRows; ++r) {
+            const std::vector<uint16_t> wr(w.begin() + r * k, w.begin() + (r + 1) * k);
+            for (int64_t s = 0; s < splits; ++s) {
+              const int64_t gb = std::min(groups, s * per), ge = std::min(groups, gb + per);
+              for (int64_t i = 0; i < m; ++i) {
+                const std::vector<float> row(a.begin() + i * k, a.begin() + (i + 1) * k);
+                const float want = cuda_order_dot(row, wr, k, gb, ge);
+                INFO(kern::cpu::gemv_isa_name(isa) << " kind " << static_cast<int>(kind) << " k " << k << " m " << m
+                                                   << " w row " << r << " split " << s << " a row " << i << ": want "
+                                                   << want);
+                if (kind < Kind::kFrom2To126) REQUIRE(want != 0.0f);  // the flush would matter
+                if (kind == Kind::kFrom2To126) REQUIRE(want == INFINITY);
+                REQUIRE(std::bit_cast<uint32_t>(got[static_cast<size_t>((r * splits + s) * m + i)]) ==
+                        std::bit_cast<uint32_t>(want));
+                ++checked;
+              }
+            }
+          }
+        }
+      }
+  CHECK(checked > 0);
 }
