@@ -468,6 +468,45 @@ template <int M>
   }
 }
 
+/// Whether this machine's vdpbf16ps is the two fmas, high word first, that
+/// the bf16 path relies on (the SDM's definition; a CPU or an emulator that
+/// rounded once per pair, or took the low word first, would give other bits):
+/// 1024 lanes of in-range operands spread over 25 binades, with accumulators
+/// that make the order and the rounding show (about 5% of such lanes differ
+/// between the two orders on Zen 4), against the scalar fmas.
+__attribute__((target(KERN_GEMV_BF16_TARGET))) bool vdpbf16ps_is_two_fmas() {
+  uint32_t state = 0x9e3779b9u;
+  const auto next = [&] {  // xorshift32: fixed, so the check is the same everywhere
+    state ^= state << 13;
+    state ^= state >> 17;
+    state ^= state << 5;
+    return state;
+  };
+  const auto bf16 = [&] {  // sign, exponent 115..139, 7 mantissa bits
+    const uint32_t r = next();
+    return static_cast<uint16_t>(((r >> 31) << 15) | ((115 + r % 25) << 7) | ((r >> 8) & 0x7f));
+  };
+  for (int n = 0; n < 64; ++n) {
+    alignas(64) uint32_t a[16], w[16];
+    alignas(64) float acc[16], got[16];
+    for (int j = 0; j < 16; ++j) {
+      a[j] = bf16() | (static_cast<uint32_t>(bf16()) << 16);
+      w[j] = bf16() | (static_cast<uint32_t>(bf16()) << 16);
+      acc[j] = std::ldexp(static_cast<float>(static_cast<int32_t>(next() % 2000001u) - 1000000), -static_cast<int>(next() % 24));
+    }
+    _mm512_store_ps(got, _mm512_dpbf16_ps(_mm512_load_ps(acc), reinterpret_cast<__m512bh>(_mm512_load_si512(a)),
+                                          reinterpret_cast<__m512bh>(_mm512_load_si512(w))));
+    for (int j = 0; j < 16; ++j) {
+      const float hi = std::fma(bf16_to_f32(static_cast<uint16_t>(a[j] >> 16)),
+                                bf16_to_f32(static_cast<uint16_t>(w[j] >> 16)), acc[j]);
+      const float want = std::fma(bf16_to_f32(static_cast<uint16_t>(a[j] & 0xffff)),
+                                  bf16_to_f32(static_cast<uint16_t>(w[j] & 0xffff)), hi);
+      if (std::bit_cast<uint32_t>(got[j]) != std::bit_cast<uint32_t>(want)) return false;
+    }
+  }
+  return true;
+}
+
 /// AVX512_BF16, M (5..8) a rows as bf16 pairs (`lp`, element 2d high): w rows
 /// r into out[r * out_stride + i] as dots_avx512 does, two w rows at a time
 /// (an odd last row beside itself), all M rows in one pass (vdpbf16ps needs
@@ -617,9 +656,12 @@ bool gemv_isa_supported(GemvIsa isa) {
 #if KERN_GEMV_X86
     case GemvIsa::kAvx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     case GemvIsa::kAvx512: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
-    case GemvIsa::kAvx512Bf16:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-             __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("fma");
+    case GemvIsa::kAvx512Bf16: {
+      static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                             __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("fma") &&
+                             vdpbf16ps_is_two_fmas();
+      return ok;
+    }
 #else
     case GemvIsa::kAvx2:
     case GemvIsa::kAvx512:
@@ -723,6 +765,8 @@ GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits,
   if (want_pairs && std::find(exact.begin(), exact.end(), 0) != exact.end()) pairs_.reset();
   a_min1_ = *std::min_element(row_min1.begin(), row_min1.end());
   a_max_ = *std::max_element(row_max.begin(), row_max.end());
+  // An inf, NaN or denormal a fails dp_exact with any nonzero w.
+  if (a_max_ >= 0x7f80 || (a_min1_ != 0xffff && a_min1_ + 1 < 0x80)) bf16_off_.store(true, std::memory_order_relaxed);
 }
 
 void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t readable_rows) const {
@@ -743,13 +787,16 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t rea
       // split with no full block prefetches nothing.
       const int64_t split_lines = (16 * (sp.ge - sp.gb) + 63) / 64;
       const int64_t pf_lines = sp.full > 0 ? (split_lines + sp.full - 1) / sp.full : 0;
-      if (isa_ == GemvIsa::kAvx512Bf16 && lp != nullptr) {
+      if (isa_ == GemvIsa::kAvx512Bf16 && lp != nullptr && !bf16_off_.load(std::memory_order_relaxed)) {
         uint16_t w_min1 = 0, w_max = 0;
         avx512_bf16_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM - 4>{})(
             a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, lp, o, o_stride, readable, pf_lines, &w_min1, &w_max);
-        // Rare (a denormal, an inf, products beyond 2^-103 .. 2^126): the
-        // same rows again by the fma path, whose bits these are.
         if (dp_exact(a_min1_, a_max_, w_min1, w_max)) continue;
+        // Rare (a denormal, an inf, products beyond 2^-103 .. 2^126): the
+        // same rows again by the fma path, whose bits these are, and this
+        // launch's other calls straight to it (its w likely has more such
+        // values: each would cost both passes). Either path, the same bits.
+        bf16_off_.store(true, std::memory_order_relaxed);
       }
       fn(a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, la, lp, o, o_stride, readable, pf_lines);
       continue;

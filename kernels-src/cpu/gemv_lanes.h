@@ -13,6 +13,7 @@
 // portable path (GemvIsa::kPortable) is the scalar statement of the order.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -90,6 +91,9 @@ class GemvLaneDots {
   /// Over the pairs' nonzero a values, min(|x| - 1) and max(|x|) of their
   /// bf16 magnitudes (bits & 0x7fff; 0xffff and 0 when none or no pairs).
   uint16_t a_min1_ = 0xffff, a_max_ = 0;
+  /// Set once the bf16 path cannot give the fma bits for this launch (its a
+  /// values, or a call's w): the calls after it take the fma path at once.
+  mutable std::atomic<bool> bf16_off_{false};
 };
 
 }  // namespace kern::cpu
