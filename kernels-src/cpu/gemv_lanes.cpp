@@ -507,7 +507,7 @@ __attribute__((target(KERN_GEMV_BF16_TARGET))) bool vdpbf16ps_is_two_fmas() {
   return true;
 }
 
-/// AVX512_BF16, M (5..8) a rows as bf16 pairs (`lp`, element 2d high): w rows
+/// AVX512_BF16, M (2..8) a rows as bf16 pairs (`lp`, element 2d high): w rows
 /// r into out[r * out_stride + i] as dots_avx512 does, two w rows at a time
 /// (an odd last row beside itself), all M rows in one pass (vdpbf16ps needs
 /// no widened operands: 2 x M accumulators and the transposed w fit); the
@@ -637,8 +637,8 @@ using Bf16DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int
 
 template <int... Ms>
 constexpr Bf16DotsFn avx512_bf16_table(int m, std::integer_sequence<int, Ms...>) {
-  Bf16DotsFn fns[] = {&dots_avx512_bf16<Ms + 5>...};
-  return fns[m - 5];
+  Bf16DotsFn fns[] = {&dots_avx512_bf16<Ms + 2>...};
+  return fns[m - 2];
 }
 template <int... Ms>
 constexpr DotsFn avx2_table(int m, std::integer_sequence<int, Ms...>) {
@@ -715,10 +715,11 @@ GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits,
   // Uninitialised: every element is written below (a launch's m * k floats
   // of zeroing were a visible share of an m = 8 step's serial part).
   lane_a_.reset(new float[static_cast<size_t>(size)]);
-  // The bf16 pairs, for the AVX-512 pair paths (m > 4), kept when every a
+  // The bf16 pairs, for the AVX-512 pair paths (avx512 above m = 4,
+  // avx512-bf16 above m = 1), kept when every a
   // value is a bf16 (low 16 bits zero), as the decode GEMVs' are: exact, so
   // the same bits from half the bytes.
-  const bool want_pairs = (isa_ == GemvIsa::kAvx512 || isa_ == GemvIsa::kAvx512Bf16) && m > 4;
+  const bool want_pairs = (isa_ == GemvIsa::kAvx512 && m > 4) || (isa_ == GemvIsa::kAvx512Bf16 && m > 1);
   if (want_pairs) pairs_.reset(new uint32_t[static_cast<size_t>(size / 2)]);
   std::vector<char> exact(static_cast<size_t>(m), 1);
   std::vector<uint16_t> row_min1(static_cast<size_t>(m), 0xffff), row_max(static_cast<size_t>(m), 0);
@@ -789,7 +790,7 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t rea
       const int64_t pf_lines = sp.full > 0 ? (split_lines + sp.full - 1) / sp.full : 0;
       if (isa_ == GemvIsa::kAvx512Bf16 && lp != nullptr && !bf16_off_.load(std::memory_order_relaxed)) {
         uint16_t w_min1 = 0, w_max = 0;
-        avx512_bf16_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM - 4>{})(
+        avx512_bf16_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM - 1>{})(
             a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, lp, o, o_stride, readable, pf_lines, &w_min1, &w_max);
         if (dp_exact(a_min1_, a_max_, w_min1, w_max)) continue;
         // Rare (a denormal, an inf, products beyond 2^-103 .. 2^126): the
