@@ -322,7 +322,7 @@ void bench_lane_paths(int repeats, std::mt19937& rng) {
   const auto w = random_bf16(rng, static_cast<size_t>(kN * kK));
   std::printf("\nGEMV lane-dot paths (gemv_lanes.h, identical bits), [%lld, %lld] w, one thread; ms CPU\n\n",
               static_cast<long long>(kN), static_cast<long long>(kK));
-  std::printf("| path     | m | ms CPU | GMAC/s | w GB/s |\n|----------|---|--------|--------|--------|\n");
+  std::printf("| path        | m | ms CPU | GMAC/s | w GB/s |\n|-------------|---|--------|--------|--------|\n");
   for (const auto isa : {kern::cpu::GemvIsa::kPortable, kern::cpu::GemvIsa::kAvx2, kern::cpu::GemvIsa::kAvx512,
                          kern::cpu::GemvIsa::kAvx512Bf16}) {
     if (!kern::cpu::gemv_isa_supported(isa)) continue;
@@ -339,7 +339,7 @@ void bench_lane_paths(int repeats, std::mt19937& rng) {
       }
       std::sort(cpu.begin(), cpu.end());
       const double ms = cpu[cpu.size() / 2];
-      std::printf("| %-8s | %lld | %6.2f | %6.2f | %6.2f |\n", kern::cpu::gemv_isa_name(isa),
+      std::printf("| %-11s | %lld | %6.2f | %6.2f | %6.2f |\n", kern::cpu::gemv_isa_name(isa),
                   static_cast<long long>(m), ms, static_cast<double>(m * kN * kK) / (ms * 1e6),
                   static_cast<double>(kN * kK * 2) / (ms * 1e6));
     }
