@@ -433,7 +433,10 @@ template <int M>
 /// Half h (lanes 16h .. 16h + 15) of two w rows' split (w0, w1) for all M a
 /// rows (their bf16 pair blocks at `lp`, row stride `row_stride` dwords) into
 /// l0[i] and l1[i] at lane 16h, as pair_half_avx512 does, the w magnitudes
-/// into mn1 / mx (magnitudes_bf16).
+/// into mn1 / mx (magnitudes_bf16). The loop is pair_half_avx512's: one
+/// shared skeleton would have to inline a block step built for avx512bf16
+/// into code built without it, which GCC refuses for always_inline (a call
+/// per block instead).
 template <int M>
 [[gnu::always_inline]] inline __attribute__((target(KERN_GEMV_BF16_TARGET))) void bf16_half(
     const uint16_t* w0, const uint16_t* w1, int h, int64_t gb, int64_t full, int64_t part, const uint32_t* lp,
