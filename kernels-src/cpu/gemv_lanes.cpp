@@ -495,7 +495,8 @@ __attribute__((target(KERN_GEMV_BF16_TARGET))) bool vdpbf16ps_is_two_fmas() {
     for (int j = 0; j < 16; ++j) {
       a[j] = bf16() | (static_cast<uint32_t>(bf16()) << 16);
       w[j] = bf16() | (static_cast<uint32_t>(bf16()) << 16);
-      acc[j] = std::ldexp(static_cast<float>(static_cast<int32_t>(next() % 2000001u) - 1000000), -static_cast<int>(next() % 24));
+      const auto mantissa = static_cast<float>(static_cast<int32_t>(next() % 2000001u) - 1000000);
+      acc[j] = std::ldexp(mantissa, -static_cast<int>(next() % 24));
     }
     _mm512_store_ps(got, _mm512_dpbf16_ps(_mm512_load_ps(acc), reinterpret_cast<__m512bh>(_mm512_load_si512(a)),
                                           reinterpret_cast<__m512bh>(_mm512_load_si512(w))));
@@ -719,9 +720,9 @@ GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits,
   // of zeroing were a visible share of an m = 8 step's serial part).
   lane_a_.reset(new float[static_cast<size_t>(size)]);
   // The bf16 pairs, for the AVX-512 pair paths (avx512 above m = 4,
-  // avx512-bf16 above m = 1), kept when every a
-  // value is a bf16 (low 16 bits zero), as the decode GEMVs' are: exact, so
-  // the same bits from half the bytes.
+  // avx512-bf16 above m = 1), kept when every a value is a bf16 (low 16 bits
+  // zero), as the decode GEMVs' are: exact, so the same bits from half the
+  // bytes.
   const bool want_pairs = (isa_ == GemvIsa::kAvx512 && m > 4) || (isa_ == GemvIsa::kAvx512Bf16 && m > 1);
   if (want_pairs) pairs_.reset(new uint32_t[static_cast<size_t>(size / 2)]);
   std::vector<char> exact(static_cast<size_t>(m), 1);

@@ -85,9 +85,8 @@ class GemvLaneDots {
   std::unique_ptr<float[]> lane_a_;
   /// lane_a_ as bf16 pairs, [block][dword d 0..3][lane 0..31] (elements 2d
   /// and 2d + 1 in the high and low half, the order vdpbf16ps takes them),
-  /// when an AVX-512 pair path runs (kAvx512 above m = 4,
-  /// kAvx512Bf16 above m = 1) and every a value is a bf16; null
-  /// otherwise.
+  /// when an AVX-512 pair path runs (kAvx512 above m = 4, kAvx512Bf16 above
+  /// m = 1) and every a value is a bf16; null otherwise.
   std::unique_ptr<uint32_t[]> pairs_;
   /// Over the pairs' nonzero a values, min(|x| - 1) and max(|x|) of their
   /// bf16 magnitudes (bits & 0x7fff; 0xffff and 0 when none or no pairs).

@@ -218,14 +218,15 @@ TEST_CASE("the AVX512_BF16 lane dots keep the fma bits where vdpbf16ps would flu
           float v = scaled(-8, 8);
           if (kind == Kind::kADenormal) v = std::ldexp(scaled(0, 0), -130);  // below 2^-126
           if (kind == Kind::kTinyProducts) v = std::ldexp(v, -60);
-          if (kind == Kind::kOneTinyRow && x / static_cast<size_t>(k) == static_cast<size_t>(m / 2)) v = std::ldexp(v, -70);
+          if (kind == Kind::kOneTinyRow && x / static_cast<size_t>(k) == static_cast<size_t>(m / 2))
+            v = std::ldexp(v, -70);
           if (kind == Kind::kFrom2To126) v = std::ldexp(scaled(0, 0), 63);  // a * w in [2^125, 2^127)
           if (kind == Kind::kLarge) v = std::ldexp(v, 45);                   // a * w below 2^108
           a[x] = kern::round_to_bf16(v);
         }
         for (size_t x = 0; x < w.size(); ++x) {
           float v = scaled(-8, 8);
-          if (kind == Kind::kWDenormal) v = std::ldexp(std::fabs(scaled(0, 0)), -131);  // positive: no sum cancels to 0
+          if (kind == Kind::kWDenormal) v = std::ldexp(std::fabs(scaled(0, 0)), -131);  // positive: no sum is 0
           if (kind == Kind::kADenormal) v = std::ldexp(v, 40);
           if (kind == Kind::kTinyProducts || kind == Kind::kOneTinyRow) v = std::ldexp(v, -70);
           if (kind == Kind::kWDenormal && x % 7 != 0) v = 0.0f;  // zeros beside the denormals
