@@ -179,6 +179,13 @@ TEST_CASE("gemv lane-dot paths report what they run on", "[kernels][gemv]") {
   CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kAvx2)) == "avx2");
   CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kAvx512)) == "avx512");
   CHECK(std::string(kern::cpu::gemv_isa_name(GemvIsa::kAvx512Bf16)) == "avx512-bf16");
+#if defined(__x86_64__)
+  // Where cpuid has AVX512_BF16, vdpbf16ps is the SDM's two fmas, so the
+  // per-process check must pass: a broken check would drop the path unseen.
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("fma"))
+    CHECK(kern::cpu::gemv_isa_supported(GemvIsa::kAvx512Bf16));
+#endif
   // An unsupported path falls back to the portable one and still gives the order.
   std::vector<float> a(40, 1.5f);
   std::vector<uint16_t> w(40, kern::f32_to_bf16(0.25f));
