@@ -15,9 +15,9 @@ A draft config is a JSON object with exactly these fields:
 Standard library only.
 """
 
-import json
 from dataclasses import dataclass
 
+import json_in
 from qwen3_config import ConfigError, layer_tensors
 
 MAX_BLOCK = 8  # verify's rows: the fused decode gemvs take at most 8 (docs/kernels.md §11)
@@ -71,16 +71,9 @@ def parse_draft_config(cfg, target):
 
 
 def load_draft_config(path, target):
-    """Parses the draft config file `path` (messages start with `path`);
-    OSError when it cannot be read."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        cfg = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text: byte 0x{raw[e.start]:02x} at offset {e.start}") from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    """Parses the draft config file `path` (messages start with `path`;
+    json_in.py's limits); OSError when it cannot be read."""
+    cfg = json_in.load(path)
     try:
         return parse_draft_config(cfg, target)
     except ConfigError as e:

@@ -1,21 +1,19 @@
 """Reads a Hugging Face Qwen3 `config.json` into the few numbers kern's tools
 need (docs/qwen3-manifest.md), and computes the rope cos/sin cache.
 
-Shared by gen_qwen3_manifest.py, gen_random_weights.py and export_qwen3.py.
-Standard library only. What it does not check: anything that does not change
-the exported layout or the manifest (tokenizer fields, torch_dtype, ...).
+Shared by gen_qwen3_manifest.py, gen_random_weights.py, export_qwen3.py and
+convert_hf.py. Standard library only. Every field it reads is type-checked
+(hf_config.py, shared with later families); what it does not read: anything
+that does not change the exported layout or the manifest (tokenizer fields,
+torch_dtype, ...).
 """
 
-import json
 import math
 import struct
 from dataclasses import dataclass
 
-from tool_io import ContentError
-
-
-class ConfigError(ContentError):
-    """A config.json that is not a Qwen3 config kern can run (exit 1)."""
+import hf_config
+from hf_config import ConfigError, flag, json_type, object_or_null, positive_int, positive_number, string
 
 
 @dataclass(frozen=True)
@@ -41,86 +39,55 @@ class Qwen3Config:
         return (self.heads + 2 * self.kv_heads) * self.head_dim
 
 
-def _json_type(value):
-    """The JSON name of a parsed value's type."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if value is None:
-        return "null"
-    return {dict: "an object", list: "an array", str: "a string", int: "a number", float: "a number"}.get(
-        type(value), type(value).__name__)
-
-
-def _require_int(cfg, key, default=None):
-    value = cfg.get(key, default)
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ConfigError(f"config.{key}: expected a positive integer, found {value!r}")
-    return value
-
-
 def load_config(path):
-    """Parses `path` (a HF Qwen3 config.json). Raises ConfigError, its
+    """Parses `path` (a HF Qwen3 config.json). Raises a ContentError, its
     message starting with `path`, on a file that is not UTF-8 JSON with an
-    object at the top, or a config that is not Qwen3-shaped (wrong
-    model_type, rope scaling, sliding-window attention, attention bias, an activation other than silu,
-    heads not divisible by kv heads); OSError when it cannot be read."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{path}: not UTF-8 text: byte 0x{raw[e.start]:02x} at offset {e.start}") from None
-    try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
-    try:
-        return parse_config(cfg)
-    except ConfigError as e:
-        raise ConfigError(f"{path}: {e}") from None
+    object at the top (json_in.py: nesting, NaN, duplicate keys included),
+    or a config that is not Qwen3-shaped (parse_config); OSError when it
+    cannot be read."""
+    return hf_config.load(path, parse_config)
 
 
 def parse_config(cfg):
-    """Like load_config, from an already parsed JSON value."""
+    """A Qwen3Config from a parsed JSON object. Every field read is
+    type-checked (hf_config.py); refused: another model_type, rope scaling,
+    sliding-window attention, attention biases, an activation other than
+    silu, heads not divisible by kv heads, an odd head_dim."""
     if not isinstance(cfg, dict):
-        raise ConfigError(f"expected a JSON object at the top level, found {_json_type(cfg)}")
-    if cfg.get("model_type") != "qwen3":
-        raise ConfigError(f"config.model_type: expected \"qwen3\", found {cfg.get('model_type')!r}")
-    if cfg.get("rope_scaling") not in (None, {}):
+        raise ConfigError(f"expected a JSON object at the top level, found {json_type(cfg)}")
+    model_type = cfg.get("model_type")
+    if model_type != "qwen3":
+        raise ConfigError(f"config.model_type: expected \"qwen3\", found {hf_config.shown(model_type)}")
+    if object_or_null(cfg, "rope_scaling"):
         raise ConfigError("config.rope_scaling: rope scaling is not supported (plain neox rope only)")
-    if cfg.get("use_sliding_window", False):
+    if flag(cfg, "use_sliding_window", False):
         raise ConfigError("config.use_sliding_window: sliding-window attention is not supported (every layer "
                           "attends to the whole context)")
-    if cfg.get("attention_bias", False):
+    if flag(cfg, "attention_bias", False):
         raise ConfigError("config.attention_bias: true is not supported (the exported layout has no biases)")
-    if cfg.get("hidden_act", "silu") != "silu":
-        raise ConfigError(f"config.hidden_act: expected \"silu\", found {cfg.get('hidden_act')!r}")
-    hidden = _require_int(cfg, "hidden_size")
-    heads = _require_int(cfg, "num_attention_heads")
-    kv_heads = _require_int(cfg, "num_key_value_heads", heads)
+    if string(cfg, "hidden_act", "silu") != "silu":
+        raise ConfigError(f"config.hidden_act: expected \"silu\", found {hf_config.shown(cfg['hidden_act'])}")
+    hidden = positive_int(cfg, "hidden_size")
+    heads = positive_int(cfg, "num_attention_heads")
+    kv_heads = positive_int(cfg, "num_key_value_heads", heads)
     if heads % kv_heads != 0:
         raise ConfigError(f"config.num_attention_heads: {heads} is not a multiple of "
                           f"num_key_value_heads {kv_heads}")
-    head_dim = _require_int(cfg, "head_dim", hidden // heads if hidden % heads == 0 else None)
+    head_dim = positive_int(cfg, "head_dim", hidden // heads if hidden % heads == 0 else None)
     if head_dim % 2 != 0:
         raise ConfigError(f"config.head_dim: {head_dim} is odd (rope rotates pairs)")
-    theta = cfg.get("rope_theta", 10000.0)
-    eps = cfg.get("rms_norm_eps", 1e-6)
-    for key, value in (("rope_theta", theta), ("rms_norm_eps", eps)):
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not value > 0:
-            raise ConfigError(f"config.{key}: expected a positive number, found {value!r}")
     return Qwen3Config(
         hidden=hidden,
-        layers=_require_int(cfg, "num_hidden_layers"),
+        layers=positive_int(cfg, "num_hidden_layers"),
         heads=heads,
         kv_heads=kv_heads,
         head_dim=head_dim,
-        intermediate=_require_int(cfg, "intermediate_size"),
-        vocab=_require_int(cfg, "vocab_size"),
-        max_position=_require_int(cfg, "max_position_embeddings"),
-        rope_theta=float(theta),
-        rms_norm_eps=float(eps),
-        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        intermediate=positive_int(cfg, "intermediate_size"),
+        vocab=positive_int(cfg, "vocab_size"),
+        max_position=positive_int(cfg, "max_position_embeddings"),
+        rope_theta=positive_number(cfg, "rope_theta", 10000.0),
+        rms_norm_eps=positive_number(cfg, "rms_norm_eps", 1e-6),
+        tie_word_embeddings=flag(cfg, "tie_word_embeddings", False),
     )
 
 

@@ -14,6 +14,7 @@ import json
 import mmap
 import struct
 
+import json_in
 from tool_io import ContentError, write_atomic
 
 DTYPE_SIZE = {"BF16": 2, "F16": 2, "F32": 4, "F64": 8, "I64": 8, "I32": 4, "U32": 4, "U8": 1, "I8": 1,
@@ -85,6 +86,18 @@ def write(path, specs, metadata=None, progress=None):
     write_atomic(path, write_to)
 
 
+def _is_uint(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _well_formed(t):
+    """Whether a header entry has a known dtype, a shape and two offsets."""
+    return (isinstance(t, dict) and t.get("dtype") in DTYPE_SIZE
+            and isinstance(t.get("shape"), list) and all(_is_uint(d) for d in t["shape"])
+            and isinstance(t.get("data_offsets"), list) and len(t["data_offsets"]) == 2
+            and all(_is_uint(o) for o in t["data_offsets"]))
+
+
 class SafetensorsFile:
     """A read-only, memory-mapped safetensors file. `tensors` maps name ->
     (dtype, shape, begin, end) with begin/end absolute file offsets in bytes."""
@@ -99,15 +112,21 @@ class SafetensorsFile:
         if 8 + n > size:
             raise SafetensorsError(f"{path}: header length {n} B exceeds the file size {size} B")
         try:
-            header = json.loads(bytes(self._map[8:8 + n]))
-        except ValueError as e:
-            raise SafetensorsError(f"{path}: header is not JSON: {e}") from None
+            header = json_in.loads(bytes(self._map[8:8 + n]), f"{path}: header")
+        except json_in.JsonError as e:
+            raise SafetensorsError(str(e)) from None
+        if not isinstance(header, dict):
+            raise SafetensorsError(f"{path}: header: expected a JSON object at the top level")
+        self.path = path
         self.metadata = header.pop("__metadata__", {}) or {}
         self.data_start = 8 + n
         self.tensors = {}
         for name, t in header.items():
+            if not _well_formed(t):
+                raise SafetensorsError(f"{path}: tensor {name}: expected {{\"dtype\": a known dtype, \"shape\": "
+                                       "[integers >= 0], \"data_offsets\": [begin, end]}}")
             begin, end = t["data_offsets"]
-            want = numel(t["shape"]) * DTYPE_SIZE.get(t["dtype"], 0)
+            want = numel(t["shape"]) * DTYPE_SIZE[t["dtype"]]
             if end - begin != want or begin < 0 or self.data_start + end > size:
                 raise SafetensorsError(f"{path}: tensor {name}: data_offsets [{begin}, {end}] do not hold "
                                        f"{t['dtype']} {t['shape']} inside the file")
