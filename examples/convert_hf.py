@@ -13,20 +13,30 @@ as is (issue 25: a checkpoint in two commands):
   MODEL_DIR/*.fatbin             the CUDA kernels the manifest is pinned to, when built
 
 Weights may be BF16, F16 or F32 (F16 and F32 are converted to BF16 with
-round-to-nearest-even, numpy; a line on stderr says so). Config fields kern
-does not implement are refused with the field's name: rope scaling, sliding
-window attention, attention biases, another activation (qwen3_config.py).
+round-to-nearest-even, ties to even, numpy; a line on stderr says so).
+What it would otherwise get silently wrong is refused, in one line naming
+the file and the field or tensor (examples/README.md, "What convert_hf
+refuses"): config fields kern does not implement (rope scaling, sliding
+window attention, attention biases, another activation) and any field of
+the wrong JSON type, booleans included (qwen3_config.py, hf_config.py); a
+JSON file that is malformed or nested deeper than 128 levels (json_in.py);
+a checkpoint tensor the export would not use: a layer beyond
+num_hidden_layers, attention biases, anything else (hf_checkpoint.py).
 kern-verify is the repository's build/kern-verify/kern-verify unless
 --kern-verify names another; pinning works as in gen_qwen3_manifest.py.
 
-Everything is written into a temporary folder beside MODEL_DIR first and
-moved into it at the end: a failed or interrupted run changes nothing.
+The model folder is built in a temporary folder beside MODEL_DIR and swapped
+in whole at the end (tool_io.replace_directory): a failed or interrupted
+run changes nothing, and no file of an earlier conversion (a stale
+tokenizer.json) survives a successful one. An existing MODEL_DIR holding
+anything convert_hf does not write is refused before any work (exit 2).
 Exit status: 0 on success, 1 on a checkpoint or config kern cannot run (or a
 manifest kern-verify rejects), 2 on bad usage or a file that cannot be read
 or written (examples/tool_io.py).
 """
 
 import argparse
+import errno
 import os
 import re
 import shutil
@@ -40,11 +50,12 @@ import safetensors_io as st
 from json_out import dumps
 from progress import Progress
 from qwen3_config import ConfigError, load_config
-from tool_io import UsageError, run, write_atomic
+from tool_io import UsageError, replace_directory, run, write_atomic
 
 DEFAULT_KERN_VERIFY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build",
                                    "kern-verify", "kern-verify")
 CONVERTIBLE = ("F16", "F32")  # converted to BF16; BF16 is copied
+OWNED = ("manifest.json", "model.kplan", "weights.safetensors", "tokenizer.json")  # and the *.fatbin, *.cubin
 
 
 def bf16_from(raw, dtype):
@@ -104,10 +115,43 @@ def find_kern_verify(given):
     return path
 
 
+def owned(name):
+    """Whether convert_hf writes files of this name into a model folder."""
+    return name in OWNED or name.endswith((".fatbin", ".cubin"))
+
+
+def output_folder(out_dir):
+    """Where the model folder goes: `out_dir` with its symlinks resolved (a
+    link stays a link). Refused before any work: a missing parent (or one
+    that is not writable), an output that is not a folder, and an existing
+    folder holding anything convert_hf does not write (a checkpoint, the
+    user's own files: replacing the folder would delete them)."""
+    target = os.path.realpath(out_dir)
+    parent = os.path.dirname(target)
+    if not os.path.isdir(parent):
+        raise OSError(errno.ENOENT, "the output's parent directory does not exist", parent)
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OSError(errno.EACCES, "cannot write there (the model folder is built beside it)", parent)
+    if not os.path.lexists(target):
+        return target
+    here = os.path.realpath(os.getcwd())
+    if here == target or here.startswith(target.rstrip("/") + "/"):
+        raise UsageError(f"{out_dir}: is (or holds) the current directory, which the swap would leave deleted "
+                         "under the shell; run convert_hf from outside it")
+    if not os.path.isdir(target):
+        raise OSError(errno.ENOTDIR, "not a directory", out_dir)
+    for entry in sorted(os.scandir(target), key=lambda e: e.name):
+        if not (owned(entry.name) and entry.is_file(follow_symlinks=False)):
+            raise UsageError(f"{out_dir}: holds {entry.name}, which convert_hf does not write; refusing to replace "
+                             f"the folder (give a new or empty folder, or remove {entry.name})")
+    return target
+
+
 def convert(args):
     """Writes the model folder; returns the lines to print."""
     checkpoint, out_dir = args.checkpoint, args.output
     kern_verify = find_kern_verify(args.kern_verify)
+    target = output_folder(out_dir)
     cfg = load_config(os.path.join(checkpoint, "config.json"))
     gen.check_i32_ranges(cfg, args.tokens_max, os.path.join(checkpoint, "config.json"))
     doc = gen.manifest(cfg, args.tokens_max, gen.default_label(cfg), fused=True)
@@ -115,21 +159,16 @@ def convert(args):
     kernels_dir = gen.resolve_kernels_dir(args, "convert_hf")
     if kernels_dir:
         gen.pin_kernels(doc, kernels_dir)
-    parent = os.path.dirname(os.path.abspath(out_dir))
-    if not os.path.isdir(parent):
-        raise OSError(2, "the output's parent directory does not exist", parent)
-    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
-        raise OSError(20, "not a directory", out_dir)
-    tmp = tempfile.mkdtemp(prefix=os.path.basename(os.path.abspath(out_dir)) + ".tmp.", dir=parent)
+    tmp = tempfile.mkdtemp(prefix=os.path.basename(target) + ".tmp.", dir=os.path.dirname(target))
     try:
         text = dumps(doc)
         write_atomic(os.path.join(tmp, "manifest.json"), lambda f: f.write(text), binary=False)
         ckpt = ConvertingCheckpoint(checkpoint)
         try:
+            specs = export_qwen3.specs(cfg, ckpt)  # refuses unused tensors before any weight is written
             converted = {d: n for d, n in ckpt.dtypes().items() if d in CONVERTIBLE}
             for dtype, n in sorted(converted.items()):
                 print(f"convert_hf: converting {n} {dtype} tensors to BF16 (round to nearest even)", file=sys.stderr)
-            specs = export_qwen3.specs(cfg, ckpt)
             weights = os.path.join(tmp, "weights.safetensors")
             bar = Progress("convert_hf", os.path.join(out_dir, "weights.safetensors"),
                            sum(s.size_bytes for s in specs))
@@ -156,9 +195,7 @@ def convert(args):
         if kernels_dir:
             for name in sorted({s["cubin"] for k in doc["kernels"].values() for s in k["impl"]["steps"] if "cubin" in s}):
                 shutil.copyfile(os.path.join(kernels_dir, name), os.path.join(tmp, name))
-        os.makedirs(out_dir, exist_ok=True)
-        for name in sorted(os.listdir(tmp)):
-            os.replace(os.path.join(tmp, name), os.path.join(out_dir, name))
+        replace_directory(tmp, target)  # whole: no file of an earlier conversion survives
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     prompt = "--prompt TEXT" if os.path.isfile(tokenizer) else "--prompt-ids 1,2,3"

@@ -9,6 +9,10 @@ kern's exported layout (docs/qwen3-manifest.md, SPEC §7):
 - rope.cos_sin_cache computed from the config (f32, float64 math);
 - k_scale = v_scale = 1.0 (the KV cache is bf16);
 - lm_head.weight materialised (a copy of embed_tokens when tied and absent).
+Every tensor of the checkpoint must be used: a layer beyond
+num_hidden_layers, attention biases, or any other tensor the layout does not
+read is refused naming it (hf_checkpoint.py; the rotary inv_freq buffers HF
+itself ignores are skipped).
 Tensors are BF16 in and BF16 out: a byte copy, streamed, so memory stays
 small for any model size. Other dtypes are refused (convert to bf16 first).
 
@@ -36,7 +40,9 @@ import os
 import struct
 import sys
 
+import json_in
 import safetensors_io as st
+from hf_checkpoint import check_tensors
 from progress import Progress
 from dspark_config import draft_tensors, load_draft_config
 from qwen3_config import ConfigError, exported_tensors, load_config, rope_cache_bytes
@@ -59,15 +65,15 @@ class Checkpoint:
     def __init__(self, directory):
         index = os.path.join(directory, "model.safetensors.index.json")
         if os.path.exists(index):
-            with open(index, "rb") as f:
-                raw = f.read()
-            try:
-                doc = json.loads(raw.decode("utf-8"))
-            except ValueError as e:  # UnicodeDecodeError, JSONDecodeError
-                raise ConfigError(f"{index}: not UTF-8 JSON: {e}") from None
+            doc = json_in.load(index)
             weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
             if not isinstance(weight_map, dict):
                 raise ConfigError(f"{index}: no weight_map object")
+            bad = next((t for t, shard in weight_map.items() if not isinstance(shard, str)
+                        or not shard or os.path.basename(shard) != shard), None)
+            if bad is not None:
+                raise ConfigError(f"{index}: weight_map.{bad}: expected a file name in the checkpoint directory, "
+                                  f"found {json.dumps(weight_map[bad])[:60]}")
             shard_names = sorted(set(weight_map.values()))
         else:
             weight_map, shard_names = None, ["model.safetensors"]
@@ -128,7 +134,7 @@ def specs(cfg, ckpt):
         if not cfg.tie_word_embeddings:
             raise ConfigError("checkpoint: missing tensor lm_head.weight (config does not tie embeddings)")
         sources["lm_head.weight"] = [("model.embed_tokens.weight", [cfg.vocab, E])]
-    out = []
+    out, used = [], set()
     for name, dtype, shape in exported_tensors(cfg):
         if name == "rope.cos_sin_cache":
             out.append(st.TensorSpec(name, dtype, shape, lambda: rope_cache_bytes(cfg)))
@@ -138,7 +144,10 @@ def specs(cfg, ckpt):
             parts = sources.get(name, [(name, shape)])
             for part, part_shape in parts:
                 ckpt.bf16(part, part_shape)  # fail before writing anything
+                used.add(part)
             out.append(st.TensorSpec(name, dtype, shape, merged(ckpt, parts)))
+    # Every other tensor is refused, naming it (qwen3_config refuses attention_bias: true).
+    check_tensors(ckpt.where, cfg.layers, attention_bias=False, used=used, family="qwen3")
     return out
 
 

@@ -14,10 +14,14 @@
   is an error, never a wait.
 - An output that is one of the tool's inputs (or inside an input checkpoint
   directory) is refused before any work (check_output_path's `inputs`).
+- A folder output (convert_hf.py's model folder) is built in a temporary
+  folder beside it and swapped in whole (replace_directory): no file of an
+  earlier folder survives, and a failed run leaves that folder unchanged.
 """
 
 import errno
 import os
+import shutil
 import stat
 import sys
 import signal
@@ -281,6 +285,42 @@ def write_atomic(path, write, binary=True):
             os.fsync(f.fileno())
         os.replace(guard.tmp, target)
         guard.tmp = None
+
+
+def replace_directory(tmp, target):
+    """Moves the finished folder `tmp` to `target` (both in one directory):
+    an existing `target` is first renamed aside, then removed, so that no
+    file of it survives and no reader sees half of either. `tmp` gets the
+    old folder's mode, or 0777 less the umask for a new one (mkdtemp's
+    0700 otherwise). Terminating signals and Ctrl-C are held off until the
+    swap is done; when the second rename fails, the old folder is put back."""
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o777 & ~umask
+    os.chmod(tmp, mode)
+    old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, set(_TERMINATING) | {signal.SIGINT})
+    try:
+        aside = None
+        if os.path.isdir(target):
+            aside = tempfile.mkdtemp(prefix=os.path.basename(target) + ".old.", dir=os.path.dirname(target))
+            try:
+                os.rename(target, aside)  # over the empty folder mkdtemp made
+            except BaseException:
+                os.rmdir(aside)
+                raise
+        try:
+            os.rename(tmp, target)
+        except BaseException:
+            if aside is not None:
+                os.rename(aside, target)
+            raise
+        if aside is not None:
+            shutil.rmtree(aside, ignore_errors=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
 
 def error_line(tool, e):
