@@ -215,6 +215,26 @@ class Exporter(unittest.TestCase):
             self.assertEqual(proc.returncode, 1)
             self.assertIn("model.norm.weight is F16", proc.stderr)
 
+    def test_a_tensor_the_export_would_not_use_is_refused_by_name(self):
+        # The check lives in hf_checkpoint.py, shared with convert_hf.py
+        # (convert_refusals_test.py covers each case there).
+        with tempfile.TemporaryDirectory() as tmp:
+            ckpt = os.path.join(tmp, "ckpt")
+            os.mkdir(ckpt)
+            with open(example("tiny-qwen3.config.json"), "rb") as a, open(os.path.join(ckpt, "config.json"), "wb") as b:
+                b.write(a.read())
+            with st.SafetensorsFile(example("tiny-qwen3.safetensors")) as f:
+                tensors = hf_tensors(st, f, CFG, False)
+            tensors["model.layers.0.self_attn.q_proj.bias"] = ("BF16", [64], bytes(128))
+            write_file(st, os.path.join(ckpt, "model.safetensors"), tensors)
+            out = os.path.join(tmp, "out.safetensors")
+            proc = tool("export_qwen3.py", ckpt, "-o", out)
+            self.assertEqual((proc.returncode, proc.stderr),
+                             (1, f"export_qwen3: {ckpt}/model.safetensors: tensor "
+                                 "model.layers.0.self_attn.q_proj.bias is an attention bias, but config.attention_bias "
+                                 "is not true (a Qwen2-style checkpoint labelled qwen3?); kern would drop it\n"))
+            self.assertFalse(os.path.exists(out))
+
     def test_an_output_inside_the_checkpoint_is_refused_and_the_checkpoint_kept(self):
         # `export_qwen3.py CKPT -o CKPT/model.safetensors` used to replace the
         # checkpoint's weights with the export.
