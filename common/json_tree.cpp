@@ -5,6 +5,8 @@
 // whitespace and the single ',' or ':' that follows the previous event.
 #include "common/json_tree.h"
 
+#include "common/json_depth.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -21,10 +23,11 @@
 namespace kern {
 namespace {
 
-// Deepest nesting of arrays/objects accepted. A manifest needs about ten
-// levels plus nested expressions; the limit keeps the recursive tree walk
-// and destructor far from the stack limit on hostile input.
-constexpr size_t kMaxDepth = 128;
+// Deepest nesting of arrays/objects accepted (kern's one bound for JSON,
+// json_depth.h). A manifest needs about ten levels plus nested expressions;
+// the limit keeps the recursive tree walk and destructor far from the stack
+// limit on hostile input.
+constexpr size_t kMaxDepth = kMaxJsonDepth;
 
 std::string lower_first(std::string s) {
   if (!s.empty() && s[0] >= 'A' && s[0] <= 'Z') s[0] = static_cast<char>(s[0] - 'A' + 'a');

@@ -104,16 +104,16 @@ Result<Safetensors> Safetensors::parse(MappedFile file) {
   std::span<const uint8_t> data_section = bytes.subspan(8 + header_len);
 
   if (header.find('\0') != std::string::npos) return bad("header contains a NUL byte");
-  if (auto at = json_too_deep_at(header))
-    return bad("header nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) + " levels (at byte " +
-               std::to_string(*at) + "); a safetensors header is a flat object of tensors");
   rapidjson::Document doc;
   // Parse the exact header bytes; an embedded NUL or trailing junk is an
   // error, and so is text that is not UTF-8 (the format says UTF-8 JSON).
-  doc.Parse<rapidjson::kParseFullPrecisionFlag | rapidjson::kParseValidateEncodingFlag>(header.data(), header.size());
-  if (doc.HasParseError())
-    return bad(std::string("header is not valid JSON at byte ") + std::to_string(doc.GetErrorOffset()) + ": " +
-               rapidjson::GetParseError_En(doc.GetParseError()));
+  if (auto e = parse_json_bounded<rapidjson::kParseFullPrecisionFlag | rapidjson::kParseValidateEncodingFlag>(header,
+                                                                                                              doc)) {
+    if (e->too_deep)
+      return bad("header nests arrays/objects deeper than " + std::to_string(kMaxJsonDepth) + " levels (at byte " +
+                 std::to_string(e->offset) + "); a safetensors header is a flat object of tensors");
+    return bad("header is not valid JSON at byte " + std::to_string(e->offset) + ": " + e->message);
+  }
   if (!doc.IsObject()) return bad("header is not a JSON object");
 
   std::vector<Extent> extents;

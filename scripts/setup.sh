@@ -12,7 +12,7 @@ pkgs=(meson ninja-build pkg-config g++ rapidjson-dev libcli11-dev libspdlog-dev 
       catch2 libflatbuffers-dev flatbuffers-compiler libssl-dev libpcre2-dev python3)
 pkgs+=(libicu-dev)  # tokenizer: NFC normalization (kern-run/tokenizer)
 pkgs+=(librandom123-dev)  # kern_sample_bf16 and its cpu twin: Philox4x32-10 (Random123, header-only, host and CUDA)
-pkgs+=(libcpp-httplib-dev)  # kern-run serve: the HTTP server (kern-run/serve)
+pkgs+=(libboost-dev)  # kern-run serve: the HTTP layer on Boost.Beast and Asio (header-only; kern-run/serve/http_server.h)
 pkgs+=(libboost-context-dev)  # test/sim/simt: the SIMT emulator runs each CUDA thread as a Boost.Context fiber
 pkgs+=(patchelf)  # test/gpu/bundle.sh: the GPU bundle's binaries find its libraries through an $ORIGIN rpath
 pkgs+=(python3-numpy python3-yaml git gcc)  # examples/convert_hf.py: F16/F32 to BF16 (numpy); llama.cpp oracle: gguf-py needs numpy and yaml; clone the bundle; build the C oracle (test/oracle)

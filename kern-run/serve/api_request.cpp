@@ -9,16 +9,17 @@
 #include <limits>
 #include <set>
 
+#include "common/json_depth.h"
+
 namespace kern::run::serve {
 namespace {
 
 using Value = rapidjson::Value;
 
 std::optional<ApiError> parse_object(std::string_view body, rapidjson::Document& doc) {
-  doc.Parse(body.data(), body.size());
-  if (doc.HasParseError())
-    return bad_request("invalid JSON at byte " + std::to_string(doc.GetErrorOffset()) + ": " +
-                       rapidjson::GetParseError_En(doc.GetParseError()));
+  if (auto e = parse_json_bounded(body, doc))
+    return bad_request(e->too_deep ? "the request body's " + e->message + " (at byte " + std::to_string(e->offset) + ")"
+                                   : "invalid JSON at byte " + std::to_string(e->offset) + ": " + e->message);
   if (!doc.IsObject()) return bad_request("the request body must be a JSON object");
   return std::nullopt;
 }

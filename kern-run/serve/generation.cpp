@@ -5,19 +5,17 @@
 // body or streams SSE chunks. A stop string cancels the job; a client that
 // goes away cancels it too, so its KV pages are free at once: mid-stream a
 // failed write shows it, and while the handler waits without writing (in
-// the queue, or generating a non-streaming answer) PeerWatch polls the
+// the queue, or generating a non-streaming answer) the exchange polls the
 // connection every kPeerPoll.
-#include <httplib.h>
-
 #include <chrono>
 #include <ctime>
 #include <random>
 
+#include "common/terminal_text.h"
 #include "kern-run/chat_template.h"
 #include "kern-run/serve/api_error.h"
 #include "kern-run/serve/api_request.h"
 #include "kern-run/serve/api_response.h"
-#include "kern-run/serve/peer_watch.h"
 #include "kern-run/serve/server_context.h"
 #include "kern-run/serve/text_output.h"
 #include "spdlog/spdlog.h"
@@ -141,22 +139,63 @@ class GenerationReader {
   bool done_ = false;
 };
 
-void log_ignored(ServerContext& ctx, const std::vector<std::string>& fields) {
-  std::lock_guard<std::mutex> lock(ctx.logged_mutex);
-  for (const std::string& f : fields)
-    if (ctx.logged_fields.insert(f).second) spdlog::warn("request field '{}' is not used by kern; ignored", f);
+/// Unknown field names logged at most once each, this many in all, each cut
+/// to this many bytes and escaped (terminal_safe): a client's text never
+/// acts on the operator's terminal, forges a log line or grows the set.
+constexpr size_t kMaxLoggedFields = 64;
+constexpr size_t kMaxLoggedFieldBytes = 64;
+
+/// A prompt text shrinks at most this many times under NFC normalization
+/// (three decomposed Hangul jamo of 3 bytes each compose into one syllable
+/// of 3; Unicode's stability guarantees bound the factor by 3): a text of
+/// more than capacity * max_token_bytes * kNormalizationShrink bytes has
+/// more than `capacity` tokens.
+constexpr uint64_t kNormalizationShrink = 3;
+
+}  // namespace
+
+std::string loggable_field_name(std::string_view name) {
+  std::string cut(name.substr(0, kMaxLoggedFieldBytes));
+  // Never end inside a UTF-8 character (it would print as U+FFFD).
+  while (!cut.empty() && cut.size() < name.size() && (static_cast<unsigned char>(name[cut.size()]) & 0xC0) == 0x80)
+    cut.pop_back();
+  std::string out = terminal_safe(cut, TerminalText::kName);
+  if (cut.size() < name.size()) out += "…(" + std::to_string(name.size()) + " bytes)";
+  return out;
 }
 
-ApiError context_exceeded(uint64_t capacity, uint64_t prompt, std::optional<uint64_t> max_tokens) {
-  std::string m = "this model's maximum context length is " + std::to_string(capacity) +
-                  " tokens; the prompt has " + std::to_string(prompt) + " tokens";
+namespace {
+
+void log_ignored(ServerContext& ctx, const std::vector<std::string>& fields) {
+  std::lock_guard<std::mutex> lock(ctx.logged_mutex);
+  for (const std::string& f : fields) {
+    const std::string key = f.substr(0, kMaxLoggedFieldBytes);
+    if (ctx.logged_fields.count(key) != 0) continue;
+    if (ctx.logged_fields.size() >= kMaxLoggedFields) {
+      if (!ctx.logged_fields_full)
+        spdlog::warn("{} unknown request field names logged; further ones are ignored without a word",
+                     kMaxLoggedFields);
+      ctx.logged_fields_full = true;
+      return;
+    }
+    ctx.logged_fields.insert(key);
+    spdlog::warn("request field '{}' is not used by kern; ignored", loggable_field_name(f));
+  }
+}
+
+ApiError context_exceeded(uint64_t capacity, uint64_t prompt, std::optional<uint64_t> max_tokens,
+                          bool at_least = false) {
+  std::string m = "this model's maximum context length is " + std::to_string(capacity) + " tokens; the prompt has " +
+                  (at_least ? "more than " : "") + std::to_string(prompt) + " tokens";
   if (max_tokens) m += " and max_tokens is " + std::to_string(*max_tokens);
   return bad_request(m, max_tokens ? "max_tokens" : "messages", "context_length_exceeded");
 }
 
 /// The prompt's ids: the templated chat, the text prompt, or the given ids.
-std::optional<ApiError> prompt_ids(const GenParams& p, const tok::Tokenizer& tok, uint64_t vocab,
-                                   std::vector<int64_t>& ids) {
+/// A text that cannot fit `capacity` tokens by its length alone is refused
+/// before it is tokenized.
+std::optional<ApiError> prompt_ids(const GenParams& p, const tok::Tokenizer& tok, uint64_t vocab, uint64_t capacity,
+                                   size_t max_token_bytes, std::vector<int64_t>& ids) {
   const char* param = p.endpoint == Endpoint::kChat ? "messages" : "prompt";
   std::string text;
   if (p.endpoint == Endpoint::kChat) {
@@ -174,6 +213,12 @@ std::optional<ApiError> prompt_ids(const GenParams& p, const tok::Tokenizer& tok
     ids = p.prompt_ids;
     return std::nullopt;
   }
+  if (max_token_bytes > 0 && text.size() / (max_token_bytes * kNormalizationShrink) >= capacity) {
+    ApiError e = context_exceeded(capacity, capacity, std::nullopt, true);
+    e.param = param;
+    e.message += " (its " + std::to_string(text.size()) + " bytes cannot be fewer tokens; refused before tokenizing)";
+    return e;
+  }
   auto enc = tok.encode(text);
   if (!enc.ok()) return bad_request(enc.error().message, param);
   ids.assign(enc->begin(), enc->end());
@@ -181,69 +226,52 @@ std::optional<ApiError> prompt_ids(const GenParams& p, const tok::Tokenizer& tok
   return std::nullopt;
 }
 
-/// What a streaming response carries between calls of its content provider.
-struct StreamState {
-  ResponseMeta meta;
-  std::shared_ptr<GenerationReader> reader;
-  Step first;
-  bool started = false;
-  bool finished = false;
-  bool include_usage = false;
-  Clock::time_point deadline;
-  Clock::time_point last_write;
-};
-
-void write_delta(const StreamState& s, const TextDelta& d, std::string& out) {
+void write_delta(const ResponseMeta& meta, bool include_usage, const TextDelta& d, std::string& out) {
   if (d.empty()) return;
   std::optional<std::string> content, reasoning;
   if (!d.content.empty()) content = d.content;
   if (!d.reasoning.empty()) reasoning = d.reasoning;
-  out += sse(chunk_json(s.meta, false, content, reasoning, std::nullopt, s.include_usage));
+  out += sse(chunk_json(meta, false, content, reasoning, std::nullopt, include_usage));
 }
 
-/// One call of the SSE content provider: writes everything that arrives
-/// until the end; false (the connection is dropped) when the client is gone.
-bool stream_events(ServerContext& ctx, StreamState& s, httplib::DataSink& sink) {
+/// Streams the answer as SSE from its first event to [DONE]; cancels the job
+/// when the client is gone (a write fails) or the deadline passes.
+void stream_events(ServerContext& ctx, HttpExchange& ex, const ResponseMeta& meta, GenerationReader& reader,
+                   Step first, bool include_usage, Clock::time_point deadline) {
+  auto last_write = Clock::now();
   auto write = [&](const std::string& text) {
     if (text.empty()) return true;
-    s.last_write = Clock::now();
-    return sink.write(text.data(), text.size());
+    last_write = Clock::now();
+    return ex.write(text);
   };
   auto gone = [&] {
     ctx.metrics.count_request(499);  // counted before the engine can let the sequence go
-    s.reader->cancel("client disconnected");
-    s.finished = true;
-    return false;
+    reader.cancel("client disconnected");
   };
   const auto keepalive = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double>(ctx.options.keepalive_s));
-  std::optional<Step> pending;
-  if (!s.started) {
-    s.started = true;
-    if (s.meta.endpoint == Endpoint::kChat &&
-        !write(sse(chunk_json(s.meta, true, std::string(), std::nullopt, std::nullopt, s.include_usage))))
-      return gone();
-    pending = std::move(s.first);
-  }
+  if (!ex.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}})) return gone();
+  if (meta.endpoint == Endpoint::kChat &&
+      !write(sse(chunk_json(meta, true, std::string(), std::nullopt, std::nullopt, include_usage))))
+    return gone();
+  std::optional<Step> pending = std::move(first);
   for (;;) {
-    Step st = pending ? std::move(*pending) : s.reader->next(std::min(s.deadline, Clock::now() + keepalive));
+    Step st = pending ? std::move(*pending) : reader.next(std::min(deadline, Clock::now() + keepalive));
     pending.reset();
     const auto now = Clock::now();
-    if (st.timeout && now >= s.deadline) {
+    if (st.timeout && now >= deadline) {
       // Counted before the engine can let the sequence go and before the
       // client reads [DONE], as 499 is: /metrics never shows it missing.
       ctx.metrics.count_request(504);
-      s.reader->cancel("timeout");
+      reader.cancel("timeout");
       ApiError e{504, "the request ran longer than --request-timeout", "timeout", "", "timeout"};
-      write(sse(error_json(e)) + "data: [DONE]\n\n");
-      s.finished = true;
-      sink.done();
-      return true;
+      if (write(sse(error_json(e)) + "data: [DONE]\n\n")) ex.end_stream();
+      return;
     }
     std::string out;
-    write_delta(s, st.delta, out);
+    write_delta(meta, include_usage, st.delta, out);
     if (!st.done) {
-      if (out.empty() && now - s.last_write >= keepalive) out = ": keep-alive\n\n";
+      if (out.empty() && now - last_write >= keepalive) out = ": keep-alive\n\n";
       if (!write(out)) return gone();
       continue;
     }
@@ -251,33 +279,35 @@ bool stream_events(ServerContext& ctx, StreamState& s, httplib::DataSink& sink) 
       out += sse(error_json(*st.error));
     } else {
       // The last choice chunk: no content, the finish reason (abort: cancelled at shutdown).
-      out += sse(chunk_json(s.meta, false, std::nullopt, std::nullopt, st.finish_reason, s.include_usage));
-      if (s.include_usage) out += sse(usage_chunk_json(s.meta, s.reader->usage()));
+      out += sse(chunk_json(meta, false, std::nullopt, std::nullopt, st.finish_reason, include_usage));
+      if (include_usage) out += sse(usage_chunk_json(meta, reader.usage()));
     }
     out += "data: [DONE]\n\n";
-    if (!write(out)) return gone();
+    if (!write(out) || !ex.end_stream()) return gone();
     ctx.metrics.count_request(st.error && st.error->status != 503 ? st.error->status : 200);
-    s.finished = true;
-    sink.done();
-    return true;
+    return;
   }
 }
 
 }  // namespace
 
-void reply_error(httplib::Response& res, const ApiError& e) {
-  res.status = e.status;
-  res.set_content(error_json(e), "application/json");
+HttpResponse error_response(const ApiError& e) {
+  HttpResponse r;
+  r.status = e.status;
+  r.body = error_json(e);
+  return r;
 }
 
-void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib::Response& res, bool chat) {
+void reply_error(HttpExchange& ex, const ApiError& e) { ex.respond(error_response(e)); }
+
+void handle_generation(ServerContext& ctx, HttpExchange& ex, bool chat) {
   const auto arrival = Clock::now();
   auto fail = [&](const ApiError& e) {
     ctx.metrics.count_request(e.status);
-    reply_error(res, e);
+    reply_error(ex, e);
   };
   GenParams p;
-  if (auto e = parse_generation(req.body, chat ? Endpoint::kChat : Endpoint::kCompletion, p)) return fail(*e);
+  if (auto e = parse_generation(ex.request().body, chat ? Endpoint::kChat : Endpoint::kCompletion, p)) return fail(*e);
   log_ignored(ctx, p.ignored_fields);
   if (!p.model.empty() && p.model != ctx.options.served_model_name)
     return fail(ApiError{404, "the model '" + p.model + "' does not exist (this server serves '" +
@@ -292,7 +322,7 @@ void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib:
   const tok::Tokenizer& tok = *ctx.tokenizer;
   const ModelLimits& lim = ctx.worker.limits();
   std::vector<int64_t> ids;
-  if (auto e = prompt_ids(p, tok, lim.vocab, ids)) return fail(*e);
+  if (auto e = prompt_ids(p, tok, lim.vocab, lim.capacity, ctx.max_token_bytes, ids)) return fail(*e);
   for (size_t i = 0; i < p.stop_token_ids.size(); ++i)
     if (p.stop_token_ids[i] < 0 || static_cast<uint64_t>(p.stop_token_ids[i]) >= lim.vocab)
       return fail(bad_request("'stop_token_ids[" + std::to_string(i) + "]' is " +
@@ -329,29 +359,26 @@ void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib:
   }
   ResponseMeta meta{chat ? Endpoint::kChat : Endpoint::kCompletion, new_response_id(chat ? Endpoint::kChat : Endpoint::kCompletion),
                     static_cast<int64_t>(std::time(nullptr)), ctx.options.served_model_name};
-  auto reader = std::make_shared<GenerationReader>(ctx, job, std::move(text), arrival,
-                                                   meta.id + " (request " + std::to_string(job->request().id) + ")");
+  GenerationReader reader(ctx, job, std::move(text), arrival,
+                          meta.id + " (request " + std::to_string(job->request().id) + ")");
   const auto deadline = arrival + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(ctx.options.request_timeout_s));
   auto timed_out = [&] {
     ctx.metrics.count_request(504);  // counted before the engine can let the sequence go
-    reader->cancel("timeout");
-    reply_error(res, ApiError{504, "the request ran longer than --request-timeout", "timeout", "", "timeout"});
+    reader.cancel("timeout");
+    reply_error(ex, ApiError{504, "the request ran longer than --request-timeout", "timeout", "", "timeout"});
   };
-  const PeerWatch peer(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-  if (!peer.found())
-    spdlog::warn("{}: the connection's socket was not found: a client that leaves is noticed only by a write", meta.id);
   // The next event, looking at the connection every kPeerPoll (events or
   // not); a timeout step at the deadline, or `gone` when the client left.
   bool gone = false;
   auto next_peer_check = Clock::now() + kPeerPoll;
   auto wait = [&]() -> Step {
     for (;;) {
-      Step st = reader->next(std::min(deadline, next_peer_check));
+      Step st = reader.next(std::min(deadline, next_peer_check));
       const auto now = Clock::now();
       if (now >= next_peer_check) {
         next_peer_check = now + kPeerPoll;
-        if (!peer.alive()) {
+        if (!ex.peer_alive()) {
           gone = true;
           return st;
         }
@@ -361,8 +388,8 @@ void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib:
   };
   auto client_gone = [&] {
     ctx.metrics.count_request(499);  // counted before the engine can let the sequence go
-    reader->cancel("client disconnected");
-    res.status = 499;  // nobody reads it
+    reader.cancel("client disconnected");
+    ex.drop();
   };
   // The first event (after the queue wait): a request that never ran gets its status.
   Step first = wait();
@@ -377,30 +404,14 @@ void handle_generation(ServerContext& ctx, const httplib::Request& req, httplib:
       if (st.timeout) return timed_out();
     }
     if (st.error) return fail(*st.error);
-    res.set_content(completion_json(meta, reader->text().content(), reader->text().reasoning(), st.finish_reason,
-                                    reader->usage()),
-                    "application/json");
+    HttpResponse res;
+    res.body = completion_json(meta, reader.text().content(), reader.text().reasoning(), st.finish_reason,
+                               reader.usage());
+    ex.respond(res);
     ctx.metrics.count_request(200);
     return;
   }
-  auto state = std::make_shared<StreamState>();
-  state->meta = std::move(meta);
-  state->reader = reader;
-  state->first = std::move(first);
-  state->include_usage = p.include_usage;
-  state->deadline = deadline;
-  state->last_write = Clock::now();
-  res.set_header("Cache-Control", "no-cache");
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [&ctx, state](size_t, httplib::DataSink& sink) { return stream_events(ctx, *state, sink); },
-      [&ctx, state](bool) {
-        // The connection ended before the stream did (a write error, the server stopping).
-        if (!state->finished) {
-          ctx.metrics.count_request(499);
-          state->reader->cancel("client disconnected");
-        }
-      });
+  stream_events(ctx, ex, meta, reader, std::move(first), p.include_usage, deadline);
 }
 
 }  // namespace kern::run::serve

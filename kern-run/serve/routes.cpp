@@ -1,9 +1,8 @@
 // kern-run serve's routes besides generation: /health, /v1/models,
 // /metrics, /tokenize, /detokenize, the chat page at /, and the error
-// bodies of statuses httplib answers itself (404 path, 413 body).
+// bodies of statuses the HTTP layer answers itself (404 path, 413 body, ...).
 #include "kern-run/serve/routes.h"
 
-#include <httplib.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -21,8 +20,14 @@ namespace {
 
 using Writer = rapidjson::Writer<rapidjson::StringBuffer>;
 
+HttpResponse json(std::string body) {
+  HttpResponse r;
+  r.body = std::move(body);
+  return r;
+}
+
 /// 503 unless the model is ready; true when ready.
-bool ready_or_503(ServerContext& ctx, httplib::Response& res) {
+bool ready_or_503(ServerContext& ctx, HttpExchange& res) {
   auto s = ctx.worker.state();
   if (s == EngineWorker::State::kReady) return true;
   reply_error(res, s == EngineWorker::State::kLoading
@@ -31,7 +36,7 @@ bool ready_or_503(ServerContext& ctx, httplib::Response& res) {
   return false;
 }
 
-bool model_known(ServerContext& ctx, const std::string& model, httplib::Response& res) {
+bool model_known(ServerContext& ctx, const std::string& model, HttpExchange& res) {
   if (model.empty() || model == ctx.options.served_model_name) return true;
   reply_error(res, ApiError{404, "the model '" + model + "' does not exist (this server serves '" +
                                      ctx.options.served_model_name + "')",
@@ -39,9 +44,9 @@ bool model_known(ServerContext& ctx, const std::string& model, httplib::Response
   return false;
 }
 
-void tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void tokenize(ServerContext& ctx, HttpExchange& res) {
   TokenizeParams p;
-  if (auto e = parse_tokenize(req.body, p)) return reply_error(res, *e);
+  if (auto e = parse_tokenize(res.request().body, p)) return reply_error(res, *e);
   if (!model_known(ctx, p.model, res) || !ready_or_503(ctx, res)) return;
   std::string text;
   if (p.prompt) {
@@ -65,13 +70,13 @@ void tokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response
   w.Key("max_model_len");
   w.Uint64(ctx.worker.limits().capacity);
   w.EndObject();
-  res.set_content(buf.GetString(), "application/json");
+  res.respond(json(buf.GetString()));
 }
 
-void detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Response& res) {
+void detokenize(ServerContext& ctx, HttpExchange& res) {
   std::string model;
   std::vector<int64_t> tokens;
-  if (auto e = parse_detokenize(req.body, model, tokens)) return reply_error(res, *e);
+  if (auto e = parse_detokenize(res.request().body, model, tokens)) return reply_error(res, *e);
   if (!model_known(ctx, model, res) || !ready_or_503(ctx, res)) return;
   auto ids = check_decodable(*ctx.tokenizer, tokens, "tokens");
   if (!ids.ok()) return reply_error(res, bad_request(ids.error().message, "tokens"));
@@ -82,10 +87,10 @@ void detokenize(ServerContext& ctx, const httplib::Request& req, httplib::Respon
   w.Key("prompt");
   w.String(text.c_str(), static_cast<rapidjson::SizeType>(text.size()));
   w.EndObject();
-  res.set_content(buf.GetString(), "application/json");
+  res.respond(json(buf.GetString()));
 }
 
-void models(ServerContext& ctx, httplib::Response& res) {
+void models(ServerContext& ctx, HttpExchange& res) {
   rapidjson::StringBuffer buf;
   Writer w(buf);
   w.StartObject();
@@ -109,61 +114,51 @@ void models(ServerContext& ctx, httplib::Response& res) {
   w.EndObject();
   w.EndArray();
   w.EndObject();
-  res.set_content(buf.GetString(), "application/json");
+  res.respond(json(buf.GetString()));
 }
 
 }  // namespace
 
-void install_routes(httplib::Server& svr, ServerContext& ctx) {
+void install_routes(HttpServer& svr, ServerContext& ctx) {
   // --api-key guards the OpenAI API (/v1/*), as vLLM does; probes stay open.
-  svr.set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
-    if (ctx.options.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + ctx.options.api_key)
-      return httplib::Server::HandlerResponse::Unhandled;
+  svr.set_pre_routing([&ctx](const HttpRequest& req) -> std::optional<HttpResponse> {
+    if (ctx.options.api_key.empty() || req.path.rfind("/v1/", 0) != 0) return std::nullopt;
+    if (req.header("Authorization") == "Bearer " + ctx.options.api_key) return std::nullopt;
     if (req.path == "/v1/chat/completions" || req.path == "/v1/completions") ctx.metrics.count_request(401);
-    reply_error(res, ApiError{401, "a missing or wrong API key: send 'Authorization: Bearer KEY'",
-                              "authentication_error", "", "invalid_api_key"});
-    return httplib::Server::HandlerResponse::Handled;
+    return error_response(ApiError{401, "a missing or wrong API key: send 'Authorization: Bearer KEY'",
+                                   "authentication_error", "", "invalid_api_key"});
   });
-  svr.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) {
-    if (ready_or_503(ctx, res)) res.set_content("{\"status\":\"ok\"}", "application/json");
+  // Probes and the static page answer on the I/O threads: they never wait,
+  // so they answer while every pool thread is busy (docs/serving.md).
+  svr.route("GET", "/health", HandlerThread::kInline, [&ctx](HttpExchange& ex) {
+    if (ready_or_503(ctx, ex)) ex.respond(json("{\"status\":\"ok\"}"));
   });
-  svr.Get("/v1/models", [&ctx](const httplib::Request&, httplib::Response& res) { models(ctx, res); });
-  svr.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
-    res.set_content(ctx.metrics.render(ctx.worker.gauges()), "text/plain; version=0.0.4");
+  svr.route("GET", "/v1/models", HandlerThread::kInline, [&ctx](HttpExchange& ex) { models(ctx, ex); });
+  svr.route("GET", "/metrics", HandlerThread::kInline, [&ctx](HttpExchange& ex) {
+    HttpResponse r;
+    r.content_type = "text/plain; version=0.0.4";
+    r.body = ctx.metrics.render(ctx.worker.gauges());
+    ex.respond(r);
   });
-  svr.Post("/tokenize", [&ctx](const httplib::Request& req, httplib::Response& res) { tokenize(ctx, req, res); });
-  svr.Post("/detokenize", [&ctx](const httplib::Request& req, httplib::Response& res) { detokenize(ctx, req, res); });
-  svr.Post("/v1/chat/completions", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(ctx, req, res, true);
+  svr.route("GET", "/", HandlerThread::kInline, [](HttpExchange& ex) {
+    HttpResponse r;
+    r.content_type = "text/html; charset=utf-8";
+    r.body = kChatPageHtml;
+    ex.respond(r);
   });
-  svr.Post("/v1/completions", [&ctx](const httplib::Request& req, httplib::Response& res) {
-    handle_generation(ctx, req, res, false);
-  });
-  svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(kChatPageHtml, "text/html; charset=utf-8");
-  });
-  // Statuses httplib sets itself (no route: 404; a body over the limit: 413;
-  // a method a path does not take: 405) get the same JSON error shape.
-  svr.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 404)
-      reply_error(res, ApiError{404, "no route " + req.method + " " + req.path, "not_found_error", "", "not_found"});
-    else if (res.status == 413)
-      reply_error(res, ApiError{413, "the request body is larger than --max-body-bytes", "invalid_request_error",
-                                "", "payload_too_large"});
-    else
-      reply_error(res, ApiError{res.status, "HTTP " + std::to_string(res.status), "invalid_request_error", "", ""});
-  });
-  svr.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "internal error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    reply_error(res, ApiError{500, what, "server_error", "", ""});
+  svr.route("POST", "/tokenize", HandlerThread::kPool, [&ctx](HttpExchange& ex) { tokenize(ctx, ex); });
+  svr.route("POST", "/detokenize", HandlerThread::kPool, [&ctx](HttpExchange& ex) { detokenize(ctx, ex); });
+  svr.route("POST", "/v1/chat/completions", HandlerThread::kPool,
+            [&ctx](HttpExchange& ex) { handle_generation(ctx, ex, true); });
+  svr.route("POST", "/v1/completions", HandlerThread::kPool,
+            [&ctx](HttpExchange& ex) { handle_generation(ctx, ex, false); });
+  // Statuses the HTTP layer answers itself get the same JSON error shape.
+  svr.set_error_body([](int status, const std::string& message, const std::string& code) {
+    const char* type = status == 503   ? "service_unavailable"
+                       : status >= 500 ? "server_error"
+                       : status == 404 ? "not_found_error"
+                                       : "invalid_request_error";
+    return error_response(ApiError{status, message, type, "", code});
   });
 }
 

@@ -1,7 +1,6 @@
 // `kern-run serve` (serve_command.h): wiring, signals, loading, shutdown.
 #include "kern-run/serve/serve_command.h"
 
-#include <httplib.h>
 #include <pthread.h>
 #include <signal.h>
 
@@ -17,6 +16,7 @@
 #include "kern-run/cli_errors.h"
 #include "kern-run/load_model.h"
 #include "kern-run/serve/engine_worker.h"
+#include "kern-run/serve/http_server.h"
 #include "kern-run/serve/metrics.h"
 #include "kern-run/serve/routes.h"
 #include "kern-run/serve/server_context.h"
@@ -28,11 +28,7 @@ namespace {
 
 using std::chrono::milliseconds;
 
-/// Stops `svr` once it listens (a stop before listen_after_bind would be lost).
-void stop_when_listening(httplib::Server& svr) {
-  for (int i = 0; i < 500 && !svr.is_running(); ++i) std::this_thread::sleep_for(milliseconds(10));
-  svr.stop();
-}
+milliseconds ms(double seconds) { return milliseconds(static_cast<int64_t>(seconds * 1e3)); }
 
 }  // namespace
 
@@ -70,26 +66,26 @@ int run_serve(int argc, char** argv) {
   Metrics metrics(max_batch);
   EngineWorker worker({max_batch, o.max_queue, &metrics, milliseconds(o.test_load_delay_ms),
                        milliseconds(o.test_step_delay_ms), static_cast<size_t>(o.test_gather)});
-  ServerContext ctx{o, worker, metrics, nullptr, {}, {}, {}};
+  ServerContext ctx{o, worker, metrics, nullptr, {}, 0, {}, {}, false};
 
-  httplib::Server svr;
-  // Streams hold a thread each: room for every running and waiting request plus probes.
-  const size_t threads = max_batch + o.max_queue + 8;
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  svr.set_payload_max_length(o.max_body_bytes);
-  svr.set_keep_alive_timeout(5);
+  HttpLimits limits;
+  limits.max_body_bytes = o.max_body_bytes;
+  limits.max_header_bytes = o.max_header_bytes;
+  limits.max_headers = o.max_headers;
+  limits.header_timeout = ms(o.header_timeout_s);
+  limits.body_timeout = ms(o.body_timeout_s);
+  limits.max_connections = o.max_connections;
+  // Every running and waiting request may connect at once, plus probes.
+  limits.backlog = static_cast<int>(std::min<size_t>(max_batch + o.max_queue + 64, 4096));
+  // Streams hold a pool thread each: room for every running and waiting
+  // request, /tokenize calls beside them; probes never need one.
+  HttpServer svr(limits, max_batch + o.max_queue + 8);
   install_routes(svr, ctx);
 
-  int port = o.port;
-  if (o.port == 0) {
-    port = svr.bind_to_any_port(o.host);
-  } else if (!svr.bind_to_port(o.host, o.port)) {
-    port = -1;
-  }
-  if (port < 0)
-    return fail(make_error(ErrorKind::kIo, "--host " + o.host + " --port " + std::to_string(o.port) +
-                                               ": cannot listen (" + std::strerror(errno) + ")"));
-  spdlog::info("listening on http://{}:{} (model '{}' loading)", o.host, port, o.served_model_name);
+  // Bound before the model loads: a port in use is an error at once.
+  auto port = svr.bind(o.host, o.port);
+  if (!port.ok()) return fail(port.error());
+  spdlog::info("listening on http://{}:{} (model '{}' loading)", o.host, *port, o.served_model_name);
 
   std::atomic<int> exit_code{0};
   std::atomic<bool> exiting{false};
@@ -98,6 +94,7 @@ int run_serve(int argc, char** argv) {
         auto tok = tok::Tokenizer::load(o.tokenizer_path);
         if (!tok.ok()) return tok.error().with_context("--tokenizer");
         ctx.end_ids = qwen3_end_token_ids(*tok);
+        ctx.max_token_bytes = tok->max_token_bytes();
         ctx.tokenizer = std::make_shared<const tok::Tokenizer>(std::move(*tok));
         const uint64_t capacity = o.capacity.value_or(engine::default_capacity(plan->contract));
         KERN_ASSIGN_OR_RETURN(auto model, load_model(std::move(*plan), o.load, capacity, nullptr));
@@ -108,7 +105,7 @@ int run_serve(int argc, char** argv) {
       [&](const Error& e) {
         print_error(e.message);
         exit_code = exit_code_for(e);
-        stop_when_listening(svr);
+        svr.stop();
       });
 
   // SIGTERM/SIGINT: stop accepting, let running requests finish for the
@@ -120,7 +117,7 @@ int run_serve(int argc, char** argv) {
     spdlog::info("{}: stopping (no new requests; running ones may finish for {} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                  o.shutdown_grace_s);
     worker.stop_accepting();
-    stop_when_listening(svr);
+    svr.stop();
     const auto grace = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(o.shutdown_grace_s));
     if (!worker.wait_idle(std::chrono::steady_clock::now() + grace)) {
@@ -129,7 +126,7 @@ int run_serve(int argc, char** argv) {
     }
   });
 
-  svr.listen_after_bind();  // returns after stop(), once every handler returned
+  svr.run();  // returns after stop(), once every handler returned
   exiting = true;
   pthread_kill(signal_thread.native_handle(), SIGTERM);  // ends its sigwait (it sees `exiting`)
   signal_thread.join();

@@ -66,6 +66,24 @@ ParsedServe parse_serve_command_line(int argc, char** argv) {
   app.add_option("--shutdown-grace", o.shutdown_grace_s, "seconds running requests may finish after SIGTERM")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  // Limits on clients (docs/serving.md "Limits and hostile clients").
+  app.add_option("--max-header-bytes", o.max_header_bytes, "bytes of a request's line and headers; more get 431")
+      ->capture_default_str()
+      ->check(count_check(1024, 1u << 24));
+  app.add_option("--max-headers", o.max_headers, "header fields in one request; more get 431")
+      ->capture_default_str()
+      ->check(count_check(1, 10000));
+  app.add_option("--header-timeout", o.header_timeout_s,
+                 "seconds for a whole request head to arrive; later: 408 and the connection closed")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--body-timeout", o.body_timeout_s,
+                 "seconds for a whole request body to arrive after its head; later: 408 and the connection closed")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--max-connections", o.max_connections, "open connections; more get 503 and are closed")
+      ->capture_default_str()
+      ->check(count_check(1, 1u << 20));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

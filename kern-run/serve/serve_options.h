@@ -32,6 +32,12 @@ struct ServeOptions {
   double request_timeout_s = 600;     ///< a request running longer is cancelled (504)
   double keepalive_s = 5;             ///< an SSE comment after this long without data
   double shutdown_grace_s = 30;       ///< SIGTERM: running requests may finish for this long
+  // Limits on clients (http_server.h HttpLimits; docs/serving.md "Limits and hostile clients").
+  uint32_t max_header_bytes = 32u << 10;  ///< request line + headers; more get 431
+  size_t max_headers = 100;               ///< header fields; more get 431
+  double header_timeout_s = 10;           ///< the whole request head; later: 408
+  double body_timeout_s = 30;             ///< the whole body after the head; later: 408
+  size_t max_connections = 512;           ///< open connections; more get 503
   // Test hooks (environment, docs/serving.md): slow loading, slow steps, a
   // first batch gathered before it starts.
   uint64_t test_load_delay_ms = 0;  ///< $KERN_SERVE_TEST_LOAD_DELAY_MS

@@ -83,6 +83,16 @@ bool Tokenizer::has_token(int64_t id) const {
   return id >= 0 && id < vocab_size() && (model_->id_flags[id] & TokenizerModel::kHasToken) != 0;
 }
 
+size_t Tokenizer::max_token_bytes() const {
+  size_t most = 0;
+  for (int32_t id = 0; id < vocab_size(); ++id) most = std::max(most, token_bytes(id).size());
+  for (const AddedToken& t : added_tokens()) {
+    if (t.lstrip || t.rstrip) return 0;
+    most = std::max(most, t.content.size());
+  }
+  return most;
+}
+
 int32_t Tokenizer::vocab_size() const { return static_cast<int32_t>(model_->id_flags.size()); }
 
 const std::vector<AddedToken>& Tokenizer::added_tokens() const { return model_->added_tokens; }

@@ -66,6 +66,14 @@ class Tokenizer {
   /// The raw bytes token `id` decodes to (empty for ids with no token).
   std::string_view token_bytes(int32_t id) const;
 
+  /// The most bytes of text one token can stand for: the longest token's
+  /// bytes or added token's content, or 0 when no bound holds (an added
+  /// token with lstrip/rstrip swallows any run of spaces beside it). With
+  /// NFC (which shrinks text at most 3 times), a text of B bytes has at
+  /// least B / (3 * this) tokens: kern-run serve refuses a prompt that
+  /// cannot fit before tokenizing it. O(vocabulary) per call.
+  size_t max_token_bytes() const;
+
   /// Whether `id` has a token (a vocabulary entry or an added token):
   /// false for negative ids, gaps and ids >= vocab_size().
   bool has_token(int64_t id) const;

@@ -287,16 +287,10 @@ Result<std::shared_ptr<TokenizerModel>> parse_tokenizer_json(std::string_view js
     const size_t at = static_cast<const char*>(nul) - json.data();
     return make_error(ErrorKind::kWeight, prefix + line_column(json, at) + ": invalid JSON: NUL byte");
   }
-  if (auto at = json_too_deep_at(json)) {
-    return make_error(ErrorKind::kWeight, prefix + line_column(json, *at) + ": arrays/objects nest deeper than " +
-                                              std::to_string(kMaxJsonDepth) + " levels");
-  }
   rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseValidateEncodingFlag>(json.data(), json.size());
-  if (doc.HasParseError()) {
-    return make_error(ErrorKind::kWeight, prefix + line_column(json, doc.GetErrorOffset()) +
-                                              ": invalid JSON: " + rapidjson::GetParseError_En(doc.GetParseError()));
-  }
+  if (auto e = parse_json_bounded<rapidjson::kParseValidateEncodingFlag>(json, doc))
+    return make_error(ErrorKind::kWeight,
+                      prefix + line_column(json, e->offset) + (e->too_deep ? ": " : ": invalid JSON: ") + e->message);
   if (const size_t at = lone_low_surrogate_at(json); at != std::string_view::npos) {
     return make_error(ErrorKind::kWeight, prefix + line_column(json, at) + ": invalid JSON: lone low surrogate " +
                                               std::string(json.substr(at, 6)) +
