@@ -205,16 +205,14 @@ std::variant<BenchCommand, int> parse_bench_command(int argc, char** argv) {
   app.add_option("-p,--n-prompt", p_text, "prompt lengths, comma-separated (0: no pp test)")->capture_default_str();
   app.add_option("-n,--n-gen", n_text, "generation lengths, comma-separated (0: no tg test)")->capture_default_str();
   // Bounded, so warmup + reps cannot overflow.
-  app.add_option("-r,--repetitions", plan.reps, "timed repetitions per test")
-      ->capture_default_str()
-      ->check(count_check(1, kMaxBenchRuns));
-  app.add_option("--warmup", plan.warmup, "untimed runs before each test's repetitions")
-      ->capture_default_str()
-      ->check(count_check(0, kMaxBenchRuns));
-  app.add_option("--chunk", plan.chunk, "prefill chunk in tokens (clamped to the tokens bound)")
-      ->capture_default_str()
-      ->check(count_check(1));
-  app.add_option("--seed", plan.seed, "seed of the random prompt ids")->capture_default_str()->check(count_check(0));
+  add_number_option(app, "-r,--repetitions", plan.reps, "timed repetitions per test", {.min = 1, .max = kMaxBenchRuns})
+      ->capture_default_str();
+  add_number_option(app, "--warmup", plan.warmup, "untimed runs before each test's repetitions",
+                    {.min = 0, .max = kMaxBenchRuns})
+      ->capture_default_str();
+  add_number_option(app, "--chunk", plan.chunk, "prefill chunk in tokens (clamped to the tokens bound)", {.min = 1})
+      ->capture_default_str();
+  add_number_option(app, "--seed", plan.seed, "seed of the random prompt ids")->capture_default_str();
   app.add_option("-o,--output", format_text, "md | csv | json | jsonl (every repetition)")->capture_default_str();
   app.add_flag("--spec", plan.spec, "also a speculative test per -n length (tgN-spec; a manifest with a DSpark "
                                     "draft, docs/speculative.md): tokens per round, acceptance, ms per round by phase");
@@ -224,7 +222,7 @@ std::variant<BenchCommand, int> parse_bench_command(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return parse_error_exit(app, e);
   }
   if (Status s = load.finish(cmd.plan_path); !s.ok()) return fail(s.error());
   auto format = parse_bench_format(format_text);

@@ -68,9 +68,8 @@ Result<DumpRequest> parse_dump_request(const std::string& text) {
 
 LoadOptionsParser::LoadOptionsParser(CLI::App& app, LoadSettings& settings) : settings_(settings) {
   weights_ = app.add_option("--weights", settings.weights_path, "safetensors file with the plan's weights");
-  random_ = app.add_option("--random-weights", random_seed_,
-                           "fill the weights with deterministic random values of this seed (no file; benchmarks)")
-                ->check(count_check(0));
+  random_ = add_number_option(app, "--random-weights", random_seed_,
+                              "fill the weights with deterministic random values of this seed (no file; benchmarks)");
   random_->excludes(weights_);
   app.add_flag("--eager", settings.eager, "launch every step eagerly (no CUDA graphs)");
   app.add_flag("--no-pdl", settings.no_pdl,
@@ -128,12 +127,12 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   sys->needs(chat);
   think->needs(chat);
   app.add_flag("--ignore-eos", o.ignore_eos, "keep generating past <|im_end|> and <|endoftext|>");
-  app.add_option("--steps", o.steps, "most ids to generate (>= 1)")->capture_default_str()->check(count_check(1));
-  app.add_option("--chunk", o.chunk, "prefill chunk in tokens (clamped to the tokens bound)")
-      ->capture_default_str()
-      ->check(count_check(1));
-  auto* cap = app.add_option("--capacity", capacity, "KV capacity in tokens (default min(4096, 16 x block table pages, the RoPE table's rows))")
-                  ->check(count_check(1));
+  add_number_option(app, "--steps", o.steps, "most ids to generate (>= 1)", {.min = 1})->capture_default_str();
+  add_number_option(app, "--chunk", o.chunk, "prefill chunk in tokens (clamped to the tokens bound)", {.min = 1})
+      ->capture_default_str();
+  auto* cap = add_number_option(
+      app, "--capacity", capacity,
+      "KV capacity in tokens (default min(4096, 16 x block table pages, the RoPE table's rows))", {.min = 1});
   app.add_flag("--json", o.json, "print exactly one JSON object on stdout (ids, text, timings)");
   app.add_flag("-v,--verbose", o.load.verbose, "log load notes (unused weights ...) to stderr");
   app.add_option("--dump-buffer", dumps, "write buffer NAME's bytes to FILE after the run (repeatable)")
@@ -150,23 +149,30 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   app.add_flag("--spec", o.spec, "speculative decoding with the plan's DSpark draft (a manifest from "
                                  "examples/gen_qwen3_dspark_manifest.py; same ids as plain greedy decoding)");
   uint64_t seed = 0;
-  app.add_option("--temperature", o.temperature, "sample with this temperature (0: greedy argmax, the default)")
+  add_number_option(app, "--temperature", o.temperature, "sample with this temperature (0: greedy argmax, the default)",
+                    RealRange{})
       ->capture_default_str();
-  app.add_option("--top-k", o.top_k, "with --temperature: keep the k most likely ids (0: all)")->capture_default_str();
-  app.add_option("--top-p", o.top_p, "with --temperature: keep the most likely ids up to this probability (1: all)")
+  add_number_option(app, "--top-k", o.top_k, "with --temperature: keep the k most likely ids (0: all)")
       ->capture_default_str();
-  app.add_option("--min-p", o.min_p, "with --temperature: drop ids below this fraction of the top probability (0: off)")
+  add_number_option(app, "--top-p", o.top_p,
+                    "with --temperature: keep the most likely ids up to this probability (1: all)",
+                    {.min = 0, .max = 1, .above_min = true})
       ->capture_default_str();
-  auto* seed_opt = app.add_option("--seed", seed, "with --temperature: the sampling seed (default: a random one, "
-                                                  "reported on stderr and in --json)");
+  add_number_option(app, "--min-p", o.min_p,
+                    "with --temperature: drop ids below this fraction of the top probability (0: off)",
+                    {.min = 0, .max = 1})
+      ->capture_default_str();
+  auto* seed_opt = add_number_option(app, "--seed", seed,
+                                     "with --temperature: the sampling seed (default: a random one, "
+                                     "reported on stderr and in --json)");
   uint64_t max_batch = 0;
   auto* requests = app.add_option("--requests", o.requests_path,
                                   "JSON Lines file of requests ('-': stdin), one object per line: prompt_ids or "
                                   "prompt, max_tokens, temperature, top_k, top_p, min_p, seed, stop_ids, stop, "
                                   "ignore_eos; prints one JSON result per line in request order (docs/batching.md)");
-  auto* batch = app.add_option("--max-batch", max_batch,
-                               "with --requests: sequences decoded at once (default: the plan's max_batch)")
-                    ->check(count_check(1));
+  auto* batch = add_number_option(app, "--max-batch", max_batch,
+                                  "with --requests: sequences decoded at once (default: the plan's max_batch)",
+                                  {.min = 1});
   batch->needs(requests);
   requests->excludes(ids)->excludes(text)->excludes(file)->excludes(chat);
   for (const char* name : {"--spec", "--sync", "--json", "--dump-buffer", "--stop-ids", "--temperature", "--top-k",
@@ -175,8 +181,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return {std::nullopt, rc == 0 ? 0 : 2};
+    return {std::nullopt, parse_error_exit(app, e)};
   }
   if (batch->count() > 0) o.max_batch = max_batch;
   auto usage = [](const std::string& message) {

@@ -38,9 +38,8 @@ int run_compare_command(int argc, char** argv) {
   app.add_option("a", cfg.a.plan_path, "plan A, the reference (.kplan)")->required();
   app.add_option("b", plan_b, "plan B (default: A again, on --device-b)");
   auto* weights = app.add_option("--weights", cfg.weights_path, "safetensors file with the plans' weights");
-  auto* random = app.add_option("--random-weights", random_seed,
-                                "fill the weights with deterministic random values of this seed (no file)")
-                     ->check(count_check(0));
+  auto* random = add_number_option(app, "--random-weights", random_seed,
+                                   "fill the weights with deterministic random values of this seed (no file)");
   random->excludes(weights);
   app.add_option("--device-a", cfg.a.device, "A's device: cpu | cuda | auto")->capture_default_str();
   app.add_option("--device-b", device_b, "B's device (default: cuda with one plan, --device-a's with two)");
@@ -50,23 +49,22 @@ int run_compare_command(int argc, char** argv) {
   auto* text = app.add_option("--prompt", prompt_text, "prompt text (needs --tokenizer)");
   ids->excludes(text);
   app.add_option("--tokenizer", tokenizer_path, "HF tokenizer.json for --prompt");
-  app.add_option("--steps", cfg.steps, "decode steps compared (>= 1)")->capture_default_str()->check(count_check(1));
-  app.add_option("--chunk", cfg.chunk, "prefill chunk in tokens (clamped to the tokens bound)")
-      ->capture_default_str()
-      ->check(count_check(1));
-  app.add_option("--kl-threshold", cfg.kl_threshold, "PASS needs every decode step's KL(A||B) below this (nats)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--rtol", cfg.tol.rtol, "a span's region agrees when |a-b| <= atol + rtol x max|A|")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--atol", cfg.tol.atol, "see --rtol")->capture_default_str()->check(CLI::NonNegativeNumber);
+  add_number_option(app, "--steps", cfg.steps, "decode steps compared (>= 1)", {.min = 1})->capture_default_str();
+  add_number_option(app, "--chunk", cfg.chunk, "prefill chunk in tokens (clamped to the tokens bound)", {.min = 1})
+      ->capture_default_str();
+  add_number_option(app, "--kl-threshold", cfg.kl_threshold,
+                    "PASS needs every decode step's KL(A||B) below this (nats)", {.min = 0, .above_min = true})
+      ->capture_default_str();
+  add_number_option(app, "--rtol", cfg.tol.rtol, "a span's region agrees when |a-b| <= atol + rtol x max|A|",
+                    RealRange{})
+      ->capture_default_str();
+  add_number_option(app, "--atol", cfg.tol.atol, "see --rtol", RealRange{})->capture_default_str();
   app.add_flag("--no-pdl", no_pdl, "launch \"pdl\" steps plainly (cuda)");
   app.add_flag("--json", json, "print one JSON object on stdout instead of the report");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return parse_error_exit(app, e);
   }
   if (weights->count() == 0 && random->count() == 0)
     return error_exit(make_error(ErrorKind::kUsage, "--weights is required (or --random-weights SEED)"));

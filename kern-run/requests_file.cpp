@@ -2,12 +2,15 @@
 #include "kern-run/requests_file.h"
 
 #include <cmath>
-#include <iostream>
-#include <iterator>
 #include <limits>
+#include <optional>
 #include <string_view>
 
+#include <rapidjson/memorystream.h>
+#include <rapidjson/reader.h>
+
 #include "common/file_util.h"
+#include "common/json_depth.h"
 #include "common/json_tree.h"
 #include "common/source.h"
 
@@ -71,6 +74,71 @@ void read_float(const JsonValue& v, const std::string& field, double lo, double 
     return e.add(v, "'" + field + "' must be a number " + range);
   }
   out = static_cast<float>(v.double_value);
+}
+
+/// A SAX pass over one line, before its tree is built, that stops at the
+/// first item past `max_ids` of the root object's "prompt_ids" array: such
+/// a line costs the ids read so far, not a tree of every id (a JsonValue is
+/// about 200 B, 100 times the text "1,"). It also stops, leaving the
+/// report to the tree parse, at nesting past kMaxJsonDepth (RapidJSON's
+/// iterative stack would grow with it) and at a syntax error.
+class PromptIdsScan : public rapidjson::BaseReaderHandler<rapidjson::UTF8<>, PromptIdsScan> {
+ public:
+  PromptIdsScan(const rapidjson::MemoryStream& stream, uint64_t max_ids) : stream_(stream), max_ids_(max_ids) {}
+
+  /// The byte offset of the '[' of a "prompt_ids" array holding more than
+  /// `max_ids` items, or nullopt.
+  std::optional<size_t> over_at() const { return over_at_; }
+
+  bool Default() { return item(); }  // every scalar
+  bool StartObject() { return open(false); }
+  bool StartArray() { return open(true); }
+  bool EndObject(rapidjson::SizeType) { return close(); }
+  bool EndArray(rapidjson::SizeType) { return close(); }
+  bool Key(const char* s, rapidjson::SizeType len, bool) {
+    if (depth_ == 1) key_is_ids_ = std::string_view(s, len) == "prompt_ids";
+    return true;
+  }
+
+ private:
+  bool item() {
+    if (depth_ != 2 || !in_ids_ || ++ids_ <= max_ids_) return true;
+    over_at_ = array_at_;
+    return false;
+  }
+  bool open(bool array) {
+    if (!item()) return false;
+    if (++depth_ > kMaxJsonDepth) return false;
+    if (depth_ == 2 && array && key_is_ids_) {
+      in_ids_ = true;
+      ids_ = 0;
+      array_at_ = stream_.Tell();  // iterative mode: called before the '[' is taken
+    }
+    return true;
+  }
+  bool close() {
+    if (--depth_ == 1) in_ids_ = false;
+    return true;
+  }
+
+  const rapidjson::MemoryStream& stream_;
+  uint64_t max_ids_;
+  size_t depth_ = 0;
+  bool key_is_ids_ = false;
+  bool in_ids_ = false;
+  uint64_t ids_ = 0;
+  size_t array_at_ = 0;
+  std::optional<size_t> over_at_;
+};
+
+/// PromptIdsScan over `line`.
+std::optional<size_t> prompt_ids_over(std::string_view line, uint64_t max_ids) {
+  if (max_ids == kNoIdLimit) return std::nullopt;
+  rapidjson::MemoryStream stream(line.data(), line.size());
+  PromptIdsScan scan(stream, max_ids);
+  rapidjson::Reader reader;
+  reader.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(stream, scan);
+  return scan.over_at();
 }
 
 void read_object(const JsonValue& root, RequestLine& r, LineErrors& e) {
@@ -139,7 +207,7 @@ void read_object(const JsonValue& root, RequestLine& r, LineErrors& e) {
 
 }  // namespace
 
-Result<std::vector<RequestLine>> parse_requests(const std::string& path, const std::string& text) {
+Result<std::vector<RequestLine>> parse_requests(const std::string& path, const std::string& text, uint64_t capacity) {
   std::vector<RequestLine> out;
   std::vector<std::string> errors;
   uint32_t line = 0;
@@ -147,11 +215,17 @@ Result<std::vector<RequestLine>> parse_requests(const std::string& path, const s
     size_t end = text.find('\n', begin);
     if (end == std::string::npos) end = text.size();
     ++line;
-    std::string body = text.substr(begin, end - begin);
+    std::string_view view = std::string_view(text).substr(begin, end - begin);
     begin = end + 1;
-    if (!body.empty() && body.back() == '\r') body.pop_back();
-    if (body.find_first_not_of(" \t") == std::string::npos) continue;
+    if (!view.empty() && view.back() == '\r') view.remove_suffix(1);
+    if (view.find_first_not_of(" \t") == std::string::npos) continue;
     LineErrors e{path, line, errors};
+    if (auto at = prompt_ids_over(view, capacity)) {
+      e.add(static_cast<uint32_t>(*at + 1), "'prompt_ids' holds more than the capacity of " + std::to_string(capacity) +
+                                                " tokens (the prompt and at least one generated token must fit)");
+      continue;
+    }
+    std::string body(view);
     SourceFile file(path, body);
     DiagnosticEngine diags;
     auto root = parse_json_tree(file, diags);
@@ -184,14 +258,14 @@ Result<std::vector<RequestLine>> parse_requests(const std::string& path, const s
   return out;
 }
 
-Result<std::vector<RequestLine>> read_requests_file(const std::string& path) {
+Result<std::vector<RequestLine>> read_requests_file(const std::string& path, uint64_t capacity) {
   std::string text;
   if (path == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+    KERN_ASSIGN_OR_RETURN(text, read_stdin(), "--requests");
   } else {
     KERN_ASSIGN_OR_RETURN(text, read_file(path), "--requests");
   }
-  return parse_requests(path == "-" ? "<stdin>" : path, text);
+  return parse_requests(path == "-" ? "<stdin>" : path, text, capacity);
 }
 
 }  // namespace kern::run

@@ -37,14 +37,24 @@ struct RequestLine {
   bool ignore_eos = false;
 };
 
+/// No capacity given: prompt_ids of any length are read.
+inline constexpr uint64_t kNoIdLimit = UINT64_MAX;
+
 /// Parses the text of a requests file named `path` (for messages). Errors
 /// (kUsage): one "PATH:LINE:COL: message" line per bad line (a JSON syntax
 /// error, a non-object, an unknown or duplicate field, a wrong type or a
 /// value out of range, neither or both of prompt_ids and prompt); a file
-/// without any request.
-Result<std::vector<RequestLine>> parse_requests(const std::string& path, const std::string& text);
+/// without any request. A line whose prompt_ids hold more than `capacity`
+/// ids (the KV capacity in tokens) is refused when id capacity + 1 is read,
+/// at the array's column: the rest of the line is not parsed, so such a
+/// line costs time and memory in proportion to the capacity, not to its
+/// length (the file's text itself is held whole, up to read_file's limit).
+Result<std::vector<RequestLine>> parse_requests(const std::string& path, const std::string& text,
+                                                uint64_t capacity = kNoIdLimit);
 
-/// Reads and parses `path` ("-": stdin). Errors: the read's (kIo), parse_requests'.
-Result<std::vector<RequestLine>> read_requests_file(const std::string& path);
+/// Reads `path` ("-": stdin; both up to kDefaultMaxReadBytes) and parses it
+/// (parse_requests with `capacity`). Errors: the read's (kIo; stdin closed or
+/// too long: kUsage), parse_requests'.
+Result<std::vector<RequestLine>> read_requests_file(const std::string& path, uint64_t capacity = kNoIdLimit);
 
 }  // namespace kern::run

@@ -187,7 +187,7 @@ Status run(const RunOptions& o, bool& any_failed) {
                           std::to_string(plan_batch) +
                           (opened.batch ? "" : " (it has no decode_batch program: regenerate the manifest with "
                                                "examples/gen_qwen3_manifest.py --max-batch N)"));
-  KERN_ASSIGN_OR_RETURN(auto lines, read_requests_file(o.requests_path));
+  KERN_ASSIGN_OR_RETURN(auto lines, read_requests_file(o.requests_path, capacity));
   KERN_ASSIGN_OR_RETURN(auto jobs, build_jobs(o, lines, c, capacity, tok));
 
   ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);

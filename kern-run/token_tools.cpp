@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "common/file_util.h"
+#include "kern-run/cli_checks.h"
 #include "kern-run/cli_errors.h"
 #include "kern-run/cli_options.h"
 #include "kern-run/prompt_input.h"
@@ -22,7 +23,7 @@ int parse(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    return parse_error_exit(app, e);
   }
   return -1;
 }

@@ -36,58 +36,59 @@ ParsedServe parse_serve_command_line(int argc, char** argv) {
   LoadOptionsParser load(app, o.load);
   app.add_option("--tokenizer", o.tokenizer_path, "HF tokenizer.json (default: the model folder's)");
   app.add_option("--host", o.host, "address to listen on")->capture_default_str();
-  app.add_option("--port", o.port, "TCP port (0: any free port, named in the log)")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 65535));
-  app.add_option("--max-batch", o.max_batch,
-                 "sequences decoded at once: requests join and leave the running batch (default: the plan's "
-                 "max_batch; 1 for a plan without the batched program decode_batch, e.g. a speculative plan)")
-      ->check(count_check(1, 4096));
-  app.add_option("--max-queue", o.max_queue, "requests that may wait for the engine; more get 429")
-      ->capture_default_str()
-      ->check(count_check(1, 65536));
+  add_number_option(app, "--port", o.port, "TCP port (0: any free port, named in the log)", {.min = 0, .max = 65535})
+      ->capture_default_str();
+  add_number_option(app, "--max-batch", o.max_batch,
+                    "sequences decoded at once: requests join and leave the running batch (default: the plan's "
+                    "max_batch; 1 for a plan without the batched program decode_batch, e.g. a speculative plan)",
+                    {.min = 1, .max = 4096});
+  add_number_option(app, "--max-queue", o.max_queue, "requests that may wait for the engine; more get 429",
+                    {.min = 1, .max = 65536})
+      ->capture_default_str();
   app.add_option("--api-key", o.api_key, "require 'Authorization: Bearer KEY' on /v1/* (default: $KERN_API_KEY)");
   app.add_option("--served-model-name", o.served_model_name, "the model id clients name (default: the plan's name)");
-  app.add_option("--default-max-tokens", o.default_max_tokens, "max_tokens of a request that gives none")
-      ->capture_default_str()
-      ->check(count_check(1));
-  app.add_option("--capacity", o.capacity, "KV capacity in tokens per sequence (prompt + generated)")
-      ->check(count_check(1));
-  app.add_option("--chunk", o.chunk, "prefill chunk in tokens")->capture_default_str()->check(count_check(1));
-  app.add_option("--max-body-bytes", o.max_body_bytes, "larger request bodies get 413")
-      ->capture_default_str()
-      ->check(count_check(1));
-  app.add_option("--request-timeout", o.request_timeout_s, "seconds before a request is cancelled (504)")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--sse-keepalive", o.keepalive_s, "seconds without data before an SSE keep-alive comment")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  app.add_option("--shutdown-grace", o.shutdown_grace_s, "seconds running requests may finish after SIGTERM")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  add_number_option(app, "--default-max-tokens", o.default_max_tokens, "max_tokens of a request that gives none",
+                    {.min = 1})
+      ->capture_default_str();
+  add_number_option(app, "--capacity", o.capacity, "KV capacity in tokens per sequence (prompt + generated)",
+                    {.min = 1});
+  add_number_option(app, "--chunk", o.chunk, "prefill chunk in tokens", {.min = 1})->capture_default_str();
+  add_number_option(app, "--max-body-bytes", o.max_body_bytes, "larger request bodies get 413", {.min = 1})
+      ->capture_default_str();
+  // Durations become std::chrono nanoseconds added to a steady_clock time:
+  // bounded so that neither overflows (and so that NaN, which passes a
+  // "> 0" test, is refused).
+  add_number_option(app, "--request-timeout", o.request_timeout_s, "seconds before a request is cancelled (504)",
+                    {.min = kMinDurationS, .max = kMaxDurationS})
+      ->capture_default_str();
+  add_number_option(app, "--sse-keepalive", o.keepalive_s, "seconds without data before an SSE keep-alive comment",
+                    {.min = kMinDurationS, .max = kMaxDurationS})
+      ->capture_default_str();
+  add_number_option(app, "--shutdown-grace", o.shutdown_grace_s, "seconds running requests may finish after SIGTERM",
+                    {.min = 0, .max = kMaxDurationS})
+      ->capture_default_str();
   // Limits on clients (docs/serving.md "Limits and hostile clients").
-  app.add_option("--max-header-bytes", o.max_header_bytes, "bytes of a request's line and headers; more get 431")
-      ->capture_default_str()
-      ->check(count_check(1024, 1u << 24));
-  app.add_option("--max-headers", o.max_headers, "header fields in one request; more get 431")
-      ->capture_default_str()
-      ->check(count_check(1, 10000));
-  app.add_option("--header-timeout", o.header_timeout_s,
-                 "seconds for a whole request head to arrive; later: 408 and the connection closed")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0));
-  app.add_option("--body-timeout", o.body_timeout_s,
-                 "seconds for a whole request body to arrive after its head; later: 408 and the connection closed")
-      ->capture_default_str()
-      ->check(CLI::Range(0.001, 86400.0));
-  app.add_option("--max-connections", o.max_connections, "open connections; more get 503 and are closed")
-      ->capture_default_str()
-      ->check(count_check(1, 1u << 20));
+  add_number_option(app, "--max-header-bytes", o.max_header_bytes,
+                    "bytes of a request's line and headers; more get 431", {.min = 1024, .max = 1u << 24})
+      ->capture_default_str();
+  add_number_option(app, "--max-headers", o.max_headers, "header fields in one request; more get 431",
+                    {.min = 1, .max = 10000})
+      ->capture_default_str();
+  add_number_option(app, "--header-timeout", o.header_timeout_s,
+                    "seconds for a whole request head to arrive; later: 408 and the connection closed",
+                    {.min = kMinDurationS, .max = kMaxDurationS})
+      ->capture_default_str();
+  add_number_option(app, "--body-timeout", o.body_timeout_s,
+                    "seconds for a whole request body to arrive after its head; later: 408 and the connection closed",
+                    {.min = kMinDurationS, .max = kMaxDurationS})
+      ->capture_default_str();
+  add_number_option(app, "--max-connections", o.max_connections, "open connections; more get 503 and are closed",
+                    {.min = 1, .max = 1u << 20})
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return {std::nullopt, app.exit(e) == 0 ? 0 : 2};
+    return {std::nullopt, parse_error_exit(app, e)};
   }
   if (Status s = load.finish(o.plan_path, &o.tokenizer_path); !s.ok()) return {std::nullopt, fail(s.error())};
   if (o.tokenizer_path.empty())

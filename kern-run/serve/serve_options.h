@@ -12,6 +12,14 @@
 
 namespace kern::run::serve {
 
+/// The range of the duration options (--request-timeout and --sse-keepalive
+/// from kMinDurationS, --shutdown-grace from 0), in seconds: a millisecond
+/// to 10^6 s (about 11.6 days; "never" in practice). The largest fits
+/// std::chrono nanoseconds (int64, about 292 years) many times over, also
+/// when added to a steady_clock time.
+inline constexpr double kMinDurationS = 1e-3;
+inline constexpr double kMaxDurationS = 1e6;
+
 /// Everything `kern-run serve` is told.
 struct ServeOptions {
   std::string plan_path;
@@ -51,10 +59,12 @@ struct ParsedServe {
   int exit_code = 0;
 };
 
-/// Parses `kern-run serve` argv (argv[0] is "serve"). Errors (exit 2,
-/// printed): CLI11's (a port outside [0, 65535], --max-batch or --max-queue
-/// 0); LoadOptionsParser::finish's; no tokenizer; a test hook variable that
-/// is not a number.
+/// Parses `kern-run serve` argv (argv[0] is "serve"). Errors (exit 2, one
+/// line printed): CLI11's, numbers included (add_number_option: a port
+/// outside [0, 65535], --max-batch or --max-queue 0, a duration that is NaN,
+/// infinite or outside [kMinDurationS, kMaxDurationS]);
+/// LoadOptionsParser::finish's; no tokenizer; a test hook variable that is
+/// not a number.
 ParsedServe parse_serve_command_line(int argc, char** argv);
 
 }  // namespace kern::run::serve

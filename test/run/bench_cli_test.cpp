@@ -97,16 +97,19 @@ TEST_CASE("kern-run bench rejects negative counts, a zero chunk and a plan with 
     INFO(option);
     CliResult r = kern_run(bench_args(std::string("-p 8 -n 0 ") + option + " -1"));
     CHECK(r.rc == 2);
-    CHECK_THAT(r.err, Catch::Matchers::StartsWith(std::string(option) + ": -1 is negative: expected a whole number "));
+    CHECK_THAT(r.err, Catch::Matchers::StartsWith("kern-run: error: " + std::string(option) +
+                                                  ": -1 is negative: expected a whole number "));
     CHECK(r.out.empty());
   }
   CliResult chunk = kern_run(bench_args("--chunk 0"));
   CHECK(chunk.rc == 2);
-  CHECK_THAT(chunk.err, Catch::Matchers::StartsWith("--chunk: 0 is out of range: expected a whole number >= 1\n"));
+  CHECK_THAT(chunk.err,
+             Catch::Matchers::StartsWith("kern-run: error: --chunk: 0 is out of range: expected a whole number >= 1\n"));
   CliResult reps = kern_run(bench_args("-r 0"));
   CHECK(reps.rc == 2);
   CHECK_THAT(reps.err,
-             Catch::Matchers::StartsWith("--repetitions: 0 is out of range: expected a whole number from 1 to 1000000\n"));
+             Catch::Matchers::StartsWith(
+                 "kern-run: error: --repetitions: 0 is out of range: expected a whole number from 1 to 1000000\n"));
   for (const char* lengths : {"-p 0 -n 0", "-p '' -n 0,0"}) {
     INFO(lengths);
     CliResult none = kern_run(bench_args(lengths));

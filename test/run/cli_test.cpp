@@ -357,15 +357,17 @@ TEST_CASE("kern-run rejects negative values of unsigned options instead of wrapp
     CliResult r = kern_run(env_path("KERN_TINY_PLAN") + " --device cpu --prompt-ids 1 " + option + " -1" +
                            (std::string(option) == "--random-weights" ? "" : " --weights " + env_path("KERN_TINY_WEIGHTS")));
     CHECK(r.rc == 2);
-    CHECK_THAT(r.err, StartsWith(std::string(option) + ": -1 is negative: expected a whole number >= "));
+    CHECK_THAT(r.err,
+               StartsWith("kern-run: error: " + std::string(option) + ": -1 is negative: expected a whole number >= "));
     CHECK(r.out.empty());
   }
   CliResult zero = kern_run(tiny_args("--prompt-ids 1 --chunk 0"));
   CHECK(zero.rc == 2);
-  CHECK_THAT(zero.err, StartsWith("--chunk: 0 is out of range: expected a whole number >= 1"));
+  CHECK_THAT(zero.err, StartsWith("kern-run: error: --chunk: 0 is out of range: expected a whole number >= 1\n"));
   CliResult text = kern_run(tiny_args("--prompt-ids 1 --steps ten"));
   CHECK(text.rc == 2);
-  CHECK_THAT(text.err, StartsWith("--steps: 'ten' is not a whole number: expected a whole number >= 1"));
+  CHECK_THAT(text.err,
+             StartsWith("kern-run: error: --steps: 'ten' is not a whole number: expected a whole number >= 1\n"));
 }
 
 TEST_CASE("kern-run rejects --steps near 2^64 as exceeding the capacity", "[run][cli]") {
@@ -378,7 +380,7 @@ TEST_CASE("kern-run rejects --steps near 2^64 as exceeding the capacity", "[run]
   }
   CliResult over = kern_run(tiny_args("--prompt-ids 1 --steps 18446744073709551616"));
   CHECK(over.rc == 2);
-  CHECK_THAT(over.err, StartsWith("--steps: 18446744073709551616 is out of range"));
+  CHECK_THAT(over.err, StartsWith("kern-run: error: --steps: 18446744073709551616 is out of range"));
 }
 
 TEST_CASE("kern-run --prompt-ids takes 1,2,3 or [1,2,3] and rejects malformed lists", "[run][cli]") {

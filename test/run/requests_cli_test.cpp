@@ -192,3 +192,67 @@ TEST_CASE("the requests parser checks each field's type and range and names its 
   CHECK(many == "f:1:29: 'seed' must be an integer in [0, 2^64)\n"
                 "f:3:1: a request needs 'prompt_ids' (token ids) or 'prompt' (text)");
 }
+
+namespace {
+
+/// "1,1,...,1": `n` ids.
+std::string ones(size_t n) {
+  std::string s;
+  s.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) s += i == 0 ? "1" : ",1";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a prompt_ids array past the capacity is refused when id capacity + 1 is read, not after the line",
+          "[run][batch]") {
+  const std::string refused = "f:1:16: 'prompt_ids' holds more than the capacity of 8 tokens (the prompt and at least "
+                              "one generated token must fit)";
+  // Text that is not JSON right after id 9: only a parse that stops there
+  // reports the capacity instead of a syntax error.
+  auto past = run::parse_requests("f", "{\"prompt_ids\": [" + ones(9) + ", @@ not json\n", 8);
+  REQUIRE_FALSE(past.ok());
+  CHECK(past.error().message == refused);
+  // 8 ids fit this check (the engine's check_request refuses a prompt that
+  // leaves no room to generate): the same line is read on to its syntax error.
+  auto at = run::parse_requests("f", "{\"prompt_ids\": [" + ones(8) + ", @@ not json\n", 8);
+  REQUIRE_FALSE(at.ok());
+  CHECK_THAT(at.error().message, Catch::Matchers::StartsWith("f:1:") && Catch::Matchers::Contains("json syntax error"));
+  auto fits = run::parse_requests("f", "{\"prompt_ids\": [" + ones(8) + "], \"stop_ids\": [" + ones(20) + "]}\n", 8);
+  REQUIRE(fits.ok());
+  CHECK(fits.value()[0].prompt_ids.size() == 8);
+  CHECK(fits.value()[0].stop_ids.size() == 20);  // other arrays are not bounded by the capacity
+  // Ids nested deeper, or another field's, do not count; every bad line is still listed.
+  auto lines = run::parse_requests("f",
+                                   "{\"x\": {\"prompt_ids\": [" + ones(9) + "]}, \"prompt_ids\": [1]}\n"
+                                   "{\"prompt_ids\": [1], \"prompt_ids\": [" + ones(9) + "]}\n"
+                                   "{\"prompt_ids\": [" + ones(100000) + "]}\n",
+                                   8);
+  REQUIRE_FALSE(lines.ok());
+  CHECK(lines.error().message == "f:1:2: unknown field 'x' (expected prompt_ids, prompt, max_tokens, temperature, "
+                                 "top_k, top_p, min_p, seed, stop_ids, stop, ignore_eos)\n"
+                                 "f:2:35: 'prompt_ids' holds more than the capacity of 8 tokens (the prompt and at "
+                                 "least one generated token must fit)\n" +
+                                     refused.substr(0, 2) + "3" + refused.substr(3));
+}
+
+TEST_CASE("kern-run --requests refuses a 4 MB prompt line after the capacity's ids, in one line naming the file",
+          "[run][cli][batch]") {
+  // The tiny model's capacity is 1024 tokens: 1025 ids, then two million
+  // items that are not JSON. Read to its end the line would be a syntax
+  // error (and cost a tree of every item); it is refused at id 1025.
+  TempDir dir;
+  const std::string file = dir.file("long.jsonl");
+  {
+    std::ofstream out(file);
+    out << "{\"prompt_ids\": [" << ones(1025);
+    for (int i = 0; i < 2000000; ++i) out << ",x";
+    out << "]}\n{\"prompt_ids\": [1]}\n";
+  }
+  CliResult r = kern_run(tiny_args("--requests " + file));
+  CHECK(r.rc == 2);
+  CHECK(r.out.empty());
+  CHECK(r.err == "kern-run: error: " + file + ":1:16: 'prompt_ids' holds more than the capacity of 1024 tokens (the "
+                 "prompt and at least one generated token must fit)\n");
+}

@@ -76,9 +76,10 @@ TEST_CASE("kern-run refuses sampling parameters out of range and sampling with -
     const char* message;
   };
   const Bad bad[] = {
-      {"--temperature -1", "kern-run: error: --temperature/--top-p/--min-p: temperature -1 must be a finite number >= 0\n"},
-      {"--temperature 1 --top-p 0", "kern-run: error: --temperature/--top-p/--min-p: top_p 0 must be in (0, 1]\n"},
-      {"--temperature 1 --min-p 2", "kern-run: error: --temperature/--top-p/--min-p: min_p 2 must be in [0, 1]\n"},
+      {"--temperature -1",
+       "kern-run: error: --temperature: -1 is out of range: expected a number from 0 to 3.40282e+38\n"},
+      {"--temperature 1 --top-p 0", "kern-run: error: --top-p: 0 is out of range: expected a number > 0 and <= 1\n"},
+      {"--temperature 1 --min-p 2", "kern-run: error: --min-p: 2 is out of range: expected a number from 0 to 1\n"},
   };
   for (const Bad& b : bad) {
     INFO(b.flags);
