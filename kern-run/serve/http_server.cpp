@@ -16,6 +16,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
@@ -258,8 +259,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     parser_->header_limit(s_.limits.max_header_bytes);
     parser_->body_limit(s_.limits.max_body_bytes);
     if (buffer_.size() > 0) return read_head();  // a pipelined request
-    stream_.expires_after(first_ ? s_.limits.header_timeout : s_.limits.keep_alive_timeout);
+    arm(first_ ? s_.limits.header_timeout : s_.limits.keep_alive_timeout);
     stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->disarm();
       if (ec) return self->stream_.close();  // idle too long, the client left, or shutdown
       self->buffer_.commit(n);
       self->read_head();
@@ -268,10 +270,31 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   void read_head() {
     first_ = false;
-    stream_.expires_after(s_.limits.header_timeout);
+    arm(s_.limits.header_timeout);
     http::async_read_header(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->on_head(ec);
+      self->on_head(self->disarm(ec));
     });
+  }
+
+  /// Starts a read deadline: past it the socket's pending read is cancelled
+  /// and completes as a timeout (disarm). tcp_stream's own expiry would
+  /// close the socket, leaving no way to answer 408.
+  void arm(std::chrono::milliseconds d) {
+    timed_out_ = false;
+    deadline_.expires_after(d);
+    deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec) return;  // cancelled: the read completed first
+      self->timed_out_ = true;
+      beast::error_code ignored;
+      self->stream_.socket().cancel(ignored);
+    });
+  }
+
+  /// Stops the deadline; a read cancelled by it becomes beast::error::timeout.
+  beast::error_code disarm(beast::error_code ec = {}) {
+    deadline_.cancel();
+    if (timed_out_ && ec == asio::error::operation_aborted) return beast::error::timeout;
+    return ec;
   }
 
   /// Answers a request that cannot be read on (a limit, a malformed head)
@@ -337,10 +360,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   }
 
   void read_body() {
-    stream_.expires_after(s_.limits.body_timeout);
+    arm(s_.limits.body_timeout);
     http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, size_t) {
-      self->stream_.expires_never();
-      if (self->read_error(ec, false)) return;
+      if (self->read_error(self->disarm(ec), false)) return;
       self->dispatch();
     });
   }
@@ -443,6 +465,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   HttpServer::Impl& s_;
   beast::tcp_stream stream_;
+  asio::steady_timer deadline_{stream_.get_executor()};  ///< the read deadline (arm)
+  bool timed_out_ = false;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::string remote_addr_;
