@@ -12,7 +12,7 @@ import { existsSync, readFileSync } from "node:fs";
 import net from "node:net";
 import { promisify } from "node:util";
 
-import { ServerProcess, sleep } from "./server_process.mjs";
+import { ServerProcess, TestRunner, assert, assertEq, checkError, curl, sleep } from "./server_process.mjs";
 
 const [kernRun, plan, weights, tokenizer] = process.argv.slice(2);
 if (!existsSync(tokenizer)) {
@@ -30,42 +30,13 @@ try {
 const MiB = 1 << 20;
 const base = [plan, "--weights", weights, "--tokenizer", tokenizer, "--device", "cpu", "--served-model-name", "tiny",
               "--capacity", "64", "--max-body-bytes", String(MiB)];
-let failures = 0;
-
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
-function assertEq(actual, expected, what) {
-  const a = JSON.stringify(actual), e = JSON.stringify(expected);
-  if (a !== e) throw new Error(`${what}: expected ${e}, got ${a}`);
-}
-
-async function test(name, fn, timeoutMs = 120000) {
-  let timer;
-  try {
-    await Promise.race([fn(), new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs); })]);
-    console.log(`ok: ${name}`);
-  } catch (e) {
-    failures++;
-    console.log(`FAIL: ${name}\n  ${e.stack ?? e}`);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const runner = new TestRunner();
+const test = runner.test.bind(runner);
 
 /// The server's peak resident memory so far, in bytes (VmHWM).
 function peakBytes(server) {
   const m = readFileSync(`/proc/${server.proc.pid}/status`, "utf8").match(/VmHWM:\s+(\d+) kB/);
   return Number(m[1]) * 1024;
-}
-
-async function curl(url, args = []) {
-  const { stdout } = await run("curl", ["-s", "-m", "60", "-w", "\n%{http_code}", ...args, url], { maxBuffer: 64 << 20 });
-  const cut = stdout.lastIndexOf("\n");
-  const text = stdout.slice(0, cut);
-  let body = text;
-  try { body = JSON.parse(text); } catch {}
-  return { status: Number(stdout.slice(cut + 1)), body };
 }
 
 /// POSTs `text` as the body (through stdin, so its size is not bounded by argv).
@@ -86,12 +57,6 @@ function post(url, text, headers = ["Content-Type: application/json"]) {
     child.stdin.on("error", () => {});
     child.stdin.end(text);
   });
-}
-
-function checkError(r, status, what) {
-  assertEq(r.status, status, `${what}: status`);
-  assert(r.body && r.body.error && typeof r.body.error.message === "string", `${what}: no error object in ${JSON.stringify(r.body).slice(0, 300)}`);
-  return r.body.error;
 }
 
 /// Sends `chunks` (strings or Buffers, or a generator of them) on a raw
@@ -350,5 +315,5 @@ await slow.stop("SIGKILL");
 
 const code = await server.stop();
 assertEq(code, 0, "exit code after SIGTERM");
-console.log(failures === 0 ? "all hostile-client tests passed" : `${failures} failed`);
-process.exit(failures === 0 ? 0 : 1);
+console.log(runner.failures === 0 ? "all hostile-client tests passed" : `${runner.failures} failed`);
+process.exit(runner.failures === 0 ? 0 : 1);

@@ -13,7 +13,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 
-import { ServerProcess, parseMetrics, metric, until } from "./server_process.mjs";
+import { ServerProcess, TestRunner, assert, assertEq, checkError, curl, metric, parseMetrics, until } from "./server_process.mjs";
 
 const [kernRun, plan, weights, tokenizer, openaiDir, specPlan] = process.argv.slice(2);
 const openaiEntry = path.join(openaiDir, "node_modules", "openai", "index.mjs");
@@ -35,47 +35,12 @@ try {
 const { default: OpenAI } = await import(pathToFileURL(openaiEntry).href);
 
 const base = [plan, "--weights", weights, "--tokenizer", tokenizer, "--device", "cpu", "--served-model-name", "tiny"];
-let failures = 0;
+const runner = new TestRunner();
+const test = runner.test.bind(runner);
 
-function assert(cond, message) {
-  if (!cond) throw new Error(message);
-}
-function assertEq(actual, expected, what) {
-  const a = JSON.stringify(actual), e = JSON.stringify(expected);
-  if (a !== e) throw new Error(`${what}: expected ${e}, got ${a}`);
-}
-
-async function test(name, fn, timeoutMs = 120000) {
-  let timer;
-  try {
-    await Promise.race([fn(), new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs); })]);
-    console.log(`ok: ${name}`);
-  } catch (e) {
-    failures++;
-    console.log(`FAIL: ${name}\n  ${e.stack ?? e}`);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
-/// curl: returns {status, body (parsed JSON when it is JSON)}.
-async function curl(url, args = []) {
-  const { stdout } = await run("curl", ["-s", "-m", "60", "-w", "\n%{http_code}", ...args, url], { maxBuffer: 64 << 20 });
-  const cut = stdout.lastIndexOf("\n");
-  const text = stdout.slice(0, cut);
-  let body = text;
-  try { body = JSON.parse(text); } catch {}
-  return { status: Number(stdout.slice(cut + 1)), body };
-}
 const postJson = (url, obj, extra = []) =>
   curl(url, ["-X", "POST", "-H", "Content-Type: application/json", "--data-binary", typeof obj === "string" ? obj : JSON.stringify(obj), ...extra]);
 
-function checkError(r, status, what) {
-  assertEq(r.status, status, `${what}: status`);
-  assert(r.body && r.body.error && typeof r.body.error.message === "string", `${what}: no error object in ${JSON.stringify(r.body)}`);
-  for (const k of ["message", "type", "param", "code"]) assert(k in r.body.error, `${what}: error.${k} missing`);
-  return r.body.error;
-}
 
 async function collectChat(client, params, opts) {
   const stream = await client.chat.completions.create({ ...params, stream: true }, opts);
@@ -650,5 +615,5 @@ await test("a request running past --request-timeout is cancelled: 504, or an er
 });
 assertEq(await c.stop("SIGTERM"), 0, "server C's exit code");
 
-console.log(failures ? `${failures} test(s) failed` : "all server tests passed");
-process.exit(failures ? 1 : 0);
+console.log(runner.failures ? `${runner.failures} test(s) failed` : "all server tests passed");
+process.exit(runner.failures ? 1 : 0);

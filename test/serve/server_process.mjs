@@ -2,7 +2,8 @@
 // (llama.cpp's tools/server/tests/utils.py ServerProcess, in Node): a free
 // loopback port (--port 0, read from the "listening on" log line), /health
 // polled until 200, every wait bounded in time; `until` polls any state.
-import { spawn } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
+import { promisify } from "node:util";
 
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -107,4 +108,50 @@ export function parseMetrics(text) {
 export function metric(parsed, name, labels = {}) {
   const rows = (parsed[name] ?? []).filter((r) => Object.entries(labels).every(([k, v]) => r.labels[k] === v));
   return rows.length ? rows[0].value : 0;
+}
+
+/// Assertions and a bounded test runner shared by the server tests.
+export function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+export function assertEq(actual, expected, what) {
+  const a = JSON.stringify(actual), e = JSON.stringify(expected);
+  if (a !== e) throw new Error(`${what}: expected ${e}, got ${a}`);
+}
+
+/// Counts failures of `test` calls; a test runs at most `timeoutMs`.
+export class TestRunner {
+  failures = 0;
+  async test(name, fn, timeoutMs = 120000) {
+    let timer;
+    try {
+      await Promise.race([fn(), new Promise((_, rej) => { timer = setTimeout(() => rej(new Error(`timed out after ${timeoutMs} ms`)), timeoutMs); })]);
+      console.log(`ok: ${name}`);
+    } catch (e) {
+      this.failures++;
+      console.log(`FAIL: ${name}\n  ${e.stack ?? e}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+const execFileP = promisify(execFile);
+
+/// curl: returns {status, body (parsed JSON when it is JSON)}.
+export async function curl(url, args = []) {
+  const { stdout } = await execFileP("curl", ["-s", "-m", "60", "-w", "\n%{http_code}", ...args, url], { maxBuffer: 64 << 20 });
+  const cut = stdout.lastIndexOf("\n");
+  const text = stdout.slice(0, cut);
+  let body = text;
+  try { body = JSON.parse(text); } catch {}
+  return { status: Number(stdout.slice(cut + 1)), body };
+}
+
+/// An OpenAI error response with `status`: returns its error object.
+export function checkError(r, status, what) {
+  assertEq(r.status, status, `${what}: status`);
+  assert(r.body && r.body.error && typeof r.body.error.message === "string", `${what}: no error object in ${JSON.stringify(r.body).slice(0, 300)}`);
+  for (const k of ["message", "type", "param", "code"]) assert(k in r.body.error, `${what}: error.${k} missing`);
+  return r.body.error;
 }
