@@ -175,6 +175,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     wait_for_request();
   }
 
+  beast::tcp_stream::executor_type executor() { return stream_.get_executor(); }
+
   /// Closes the connection if it waits for a request (shutdown); a running handler keeps it.
   void close_if_idle() {
     asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
@@ -534,7 +536,8 @@ void HttpServer::Impl::accept() {
         std::lock_guard<std::mutex> lock(conns_mu);
         conns.emplace(c.get(), c);
       }
-      c->start(over);
+      // The connection's work runs on its strand (the socket's executor).
+      asio::dispatch(c->executor(), [c, over] { c->start(over); });
     }
     // Errors of one accept (EMFILE, a reset before accept) do not end the server.
     if (ec == asio::error::no_descriptors || ec == asio::error::no_buffer_space) {
