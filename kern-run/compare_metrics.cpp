@@ -106,16 +106,19 @@ void RegionDiff::merge(const RegionDiff& o) {
   max_abs_a = std::max(max_abs_a, o.max_abs_a);
   for (size_t i = 0; i < kUlpBins; ++i) ulp_hist[i] += o.ulp_hist[i];
   within_tolerance = within_tolerance && o.within_tolerance;
+  exact = exact || o.exact;
+  sums.merge(o.sums);
 }
 
 RegionDiff compare_region(plan::DType dtype, std::span<const uint8_t> a, std::span<const uint8_t> b,
-                          const Tolerance& tol) {
+                          const Tolerance& tol, std::span<const uint8_t> before) {
   RegionDiff d;
   const uint32_t es = elem_size(dtype);
   const uint64_t n = std::min(a.size(), b.size()) / es;
   d.numel = n;
   const bool is_float = dtype == plan::DType::bf16 || dtype == plan::DType::f16 || dtype == plan::DType::f32;
   if (!is_float) {
+    d.exact = true;
     for (uint64_t i = 0; i < n; ++i) {
       const uint8_t* pa = a.data() + i * es;
       const uint8_t* pb = b.data() + i * es;
@@ -141,12 +144,19 @@ RegionDiff compare_region(plan::DType dtype, std::span<const uint8_t> a, std::sp
     if (std::isfinite(va)) d.max_abs_a = std::max(d.max_abs_a, std::fabs(va));
   }
   const double bound = tol.atol + tol.rtol * d.max_abs_a;
+  const bool has_before = before.size() == a.size();
   for (uint64_t i = 0; i < n; ++i) {
     const uint8_t* pa = a.data() + i * es;
     const uint8_t* pb = b.data() + i * es;
     if (dtype == plan::DType::bf16) ++d.ulp_hist[ulp_bin(bf16_ulp_distance(load<uint16_t>(pa), load<uint16_t>(pb)))];
-    if (std::memcmp(pa, pb, es) == 0) continue;
+    const bool same = std::memcmp(pa, pb, es) == 0;
     const double va = value_at(dtype, pa), vb = value_at(dtype, pb);
+    if (!has_before) {
+      d.sums.add(va, vb, va);
+    } else if (!same || std::memcmp(pa, before.data() + i * es, es) != 0) {
+      d.sums.add(va, vb, va - value_at(dtype, before.data() + i * es));  // an element the span changed
+    }
+    if (same) continue;
     const bool both_nan = std::isnan(va) && std::isnan(vb);
     if (both_nan || va == vb) continue;  // NaN payloads, or +0 against -0
     ++d.mismatches;
@@ -178,6 +188,14 @@ StepLogits compare_logits(plan::DType dtype, std::span<const uint8_t> a, std::sp
   s.b_argmax = std::max_element(lb.begin(), lb.end()) - lb.begin();
   const auto [mn, mx] = std::minmax_element(la.begin(), la.end());
   s.a_spread = *mx - *mn;
+  double diff2 = 0;
+  uint64_t others = 0;
+  for (uint64_t i = 0; i < vocab; ++i) {
+    if (static_cast<int64_t>(i) == s.a_argmax || static_cast<int64_t>(i) == s.b_argmax) continue;
+    diff2 += (lb[i] - la[i]) * (lb[i] - la[i]);
+    ++others;
+  }
+  s.rms_diff = others > 0 ? std::sqrt(diff2 / static_cast<double>(others)) : 0;
   bool finite = true;
   for (uint64_t i = 0; i < vocab; ++i) finite = finite && std::isfinite(la[i]) && std::isfinite(lb[i]);
   if (!finite) {
@@ -202,7 +220,8 @@ StepLogits compare_logits(plan::DType dtype, std::span<const uint8_t> a, std::sp
     const double top = la[static_cast<size_t>(s.a_argmax)], other = la[static_cast<size_t>(s.b_argmax)];
     s.a_gap = top - other;
     s.near_tie = s.a_gap <= 0.005 * s.a_spread ||
-                 s.a_gap <= bf16_ulp(std::max(std::fabs(top), std::fabs(other)));
+                 s.a_gap <= bf16_ulp(std::max(std::fabs(top), std::fabs(other))) ||
+                 s.a_gap <= kNearTieRmsDiffs * s.rms_diff;
   }
   return s;
 }

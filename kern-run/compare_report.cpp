@@ -1,4 +1,4 @@
-// kern-run compare's verdict, text and JSON (compare_report.h).
+// kern-run compare's verdict and text report (compare_report.h; the JSON is compare_json.cpp).
 #include "kern-run/compare_report.h"
 
 #include <algorithm>
@@ -6,10 +6,42 @@
 
 #include "common/terminal_text.h"
 #include "kern-run/number_text.h"
-#include "rapidjson/stringbuffer.h"
-#include "rapidjson/writer.h"
 
 namespace kern::run {
+
+namespace {
+
+/// "decode span 4 'layers.0.attention'" (one label list on both sides) or
+/// "decode span 4 (A: a1, a2; B: b1, b2)": every label, verbatim.
+std::string span_name(const SpanResult& s) {
+  auto list = [](const std::vector<std::string>& v) {
+    std::string o;
+    for (const auto& x : v) o += (o.empty() ? "" : ", ") + x;
+    return o;
+  };
+  std::string o = s.program + " span " + std::to_string(s.index);
+  if (s.a_labels == s.b_labels || s.a_labels.empty()) return o + " '" + list(s.b_labels) + "'";
+  return o + " (A: " + list(s.a_labels) + "; B: " + list(s.b_labels) + ")";
+}
+
+std::string g4(double v) { return std::isfinite(v) ? format_double("%.4g", v) : "inf"; }
+
+/// Why a measure is not rounding: "rel L2 0.0204 > 0.02; scale bias -0.0181 (z -15.2) beyond 0.004".
+std::string measure_why(const ReplayMeasure& m) {
+  std::string o = "rel L2 " + g4(m.rel_l2);
+  if (!(m.rel_l2 <= kSystematicRelL2)) o += " > " + format_double("%g", kSystematicRelL2);
+  else if (m.rel_l2 > kRoundingRelL2) o += " > " + format_double("%g", kRoundingRelL2);
+  o += ", scale bias " + g4(m.scale_bias) + " (z " + format_double("%.1f", m.bias_z) + ")";
+  if (std::fabs(m.bias_z) >= kBiasZ) {
+    if (std::fabs(m.scale_bias) > kSystematicScaleBias)
+      o += " beyond " + format_double("%g", kSystematicScaleBias);
+    else if (std::fabs(m.scale_bias) > kRoundingScaleBias)
+      o += " beyond " + format_double("%g", kRoundingScaleBias);
+  }
+  return o;
+}
+
+}  // namespace
 
 VerdictResult judge(const CompareResult& r, double kl_threshold) {
   VerdictResult v;
@@ -36,10 +68,25 @@ VerdictResult judge(const CompareResult& r, double kl_threshold) {
                 format_double("%.4g", s.logits.a_gap) + ", spread " + format_double("%.4g", s.logits.a_spread) + ")";
     }
   }
+  std::optional<size_t> systematic, unclear;
+  for (size_t i = 0; i < r.spans.size(); ++i) {
+    const ReplayClass c = r.spans[i].replay_class();
+    if (c == ReplayClass::kSystematic && !systematic) systematic = i;
+    if (c == ReplayClass::kUnclear && !unclear) unclear = i;
+  }
   for (size_t i = 0; i < r.spans.size() && !v.first_bad_span; ++i)
     if (!r.spans[i].replay_ok()) v.first_bad_span = i, v.first_bad_mode = "span replay";
   for (size_t i = 0; i < r.spans.size() && !v.first_bad_span; ++i)
     if (!r.spans[i].free_ok()) v.first_bad_span = i, v.first_bad_mode = "free run";
+  auto name_by_measure = [&](size_t i) {
+    const SpanResult& s = r.spans[i];
+    const RegionResult* w = s.worst_region();
+    v.first_bad_span = i;
+    v.first_bad_mode = "span replay";
+    v.by_measure = true;
+    v.first_bad_region = static_cast<size_t>(w - s.regions.data());
+    return span_name(s) + ": " + w->name + " " + measure_why(w->measure);
+  };
   if (v.floor_max_kl >= kl_threshold / 2 || floor_bad_flips > 0) {
     v.verdict = Verdict::kInconclusive;
     v.reason = "the noise floor (A against its second run) is too high: max KL " +
@@ -48,22 +95,32 @@ VerdictResult judge(const CompareResult& r, double kl_threshold) {
                " flips outside a near-tie";
     return v;
   }
+  if (systematic) {
+    v.verdict = Verdict::kFail;
+    v.reason = "span replay: " + name_by_measure(*systematic) + ": B computes something else there" +
+               (bad_step ? "; " + bad_why : "; max KL " + format_double("%.3g", v.max_kl));
+    return v;
+  }
   if (bad_step) {
     v.verdict = Verdict::kFail;
     v.reason = bad_why;
     if (v.first_bad_span) {
-      const SpanResult& s = r.spans[*v.first_bad_span];
-      v.reason += "; first span past tolerance (" + v.first_bad_mode + "): " + s.program + " span " +
-                  std::to_string(s.index) + " '" + s.b_labels.front() + (s.b_labels.size() > 1 ? "..." : "") + "'";
+      v.reason += "; first span past tolerance (" + v.first_bad_mode + "): " + span_name(r.spans[*v.first_bad_span]);
     } else {
       v.reason += "; no single span is past tolerance (the error builds up over spans)";
     }
     return v;
   }
+  if (unclear) {
+    v.verdict = Verdict::kInconclusive;
+    v.reason = "span replay: " + name_by_measure(*unclear) +
+               ": more than rounding, too little to call systematic; max KL " + format_double("%.3g", v.max_kl);
+    return v;
+  }
   v.verdict = Verdict::kPass;
-  v.reason = "max KL " + format_double("%.3g", v.max_kl) + " < " + format_double("%g", kl_threshold) + "; " +
-             std::to_string(v.flips) + " flips, " + std::to_string(v.near_ties) + " near-ties; floor " +
-             format_double("%.3g", v.floor_max_kl);
+  v.reason = "every span's replay within rounding; max KL " + format_double("%.3g", v.max_kl) + " < " +
+             format_double("%g", kl_threshold) + "; " + std::to_string(v.flips) + " flips, " +
+             std::to_string(v.near_ties) + " near-ties; floor " + format_double("%.3g", v.floor_max_kl);
   return v;
 }
 
@@ -134,6 +191,21 @@ std::string region_line(const RegionResult& reg, const RegionDiff& d, const std:
   return line + "\n";
 }
 
+/// "0.0204 systematic" / "0 rounding" / "-" (no judged region): a span's replay measure column.
+std::string measure_cell(const SpanResult& s) {
+  const RegionResult* w = s.worst_region();
+  if (w == nullptr) return "-";
+  return num(w->measure.rel_l2) + " " + format_double("%+.2g", w->measure.scale_bias) + " (" +
+         format_double("%.1f", w->measure.bias_z) + ") " + replay_class_name(w->measure.cls);
+}
+
+std::string measure_line(const ReplayMeasure& m, bool judged) {
+  return "    replay measure over " + std::to_string(m.numel) + " elements: rel L2 " + num(m.rel_l2) +
+         ", scale bias " + format_double("%.3g", m.scale_bias) + " (z " + format_double("%.1f", m.bias_z) + "): " +
+         replay_class_name(m.cls) + (judged ? "" : " (not judged: an argmax; the decode steps judge its flips)") +
+         "\n";
+}
+
 }  // namespace
 
 std::string render_compare_text(const CompareResult& r, const VerdictResult& v, const CompareConfig& cfg) {
@@ -142,28 +214,39 @@ std::string render_compare_text(const CompareResult& r, const VerdictResult& v, 
   o += "prompt " + std::to_string(cfg.prompt_ids.size()) + " ids (" + std::to_string(r.prefill_tokens) +
        " prefilled in " + std::to_string(r.prefill_chunks) + " chunks), " + std::to_string(r.steps.size()) +
        " decode steps; a region agrees when |a - b| <= " + format_double("%g", cfg.tol.atol) + " + " +
-       format_double("%g", cfg.tol.rtol) + " x max|A| (integers: equal)\n\n";
+       format_double("%g", cfg.tol.rtol) + " x max|A| (integers: equal)\n";
+  o += "replay measure (docs/compare.md): rounding at rel L2 <= " + format_double("%g", kRoundingRelL2) +
+       " and |scale bias| <= " + format_double("%g", kRoundingScaleBias) + "; systematic above " +
+       format_double("%g", kSystematicRelL2) + " or " + format_double("%g", kSystematicScaleBias) +
+       " (a bias counts at |z| >= " + format_double("%g", kBiasZ) + ")\n\n";
   o += "spans (replay: B from A's inputs and state; free: B on its own; ms: total over runs)\n";
-  o += pad("program", 9) + pad("span", 6) + pad("dispatches (B)", 44) + pad("regions", 9) + pad("replay abs", 12) +
-       pad(">2ulp", 8) + pad("free abs", 10) + pad("A ms", 10) + "B ms\n";
+  o += pad("program", 9) + pad("span", 6) + pad("dispatches (B)", 44) + pad("regions", 9) +
+       pad("replay rel L2, bias (z)", 34) + pad("replay abs", 12) + pad(">2ulp", 8) + pad("free abs", 10) +
+       pad("A ms", 10) + "B ms\n";
   for (const SpanResult& s : r.spans) {
     const Worst wr = worst(s, true), wf = worst(s, false);
-    const bool ok = s.replay_ok() && s.free_ok();
+    const bool ok = s.replay_class() == ReplayClass::kRounding && s.replay_ok() && s.free_ok();
     o += pad(s.program, 9) + pad(std::to_string(s.index), 6) + pad(join(s.b_labels, 42), 44) +
-         pad(std::to_string(s.regions.size()), 9) + pad(num(wr.max_abs) + (s.replay_ok() ? "" : "!"), 12) +
-         pad(std::to_string(wr.far_ulps), 8) + pad(num(wf.max_abs) + (s.free_ok() ? "" : "!"), 10) +
-         pad(format_double("%.3f", s.a_ms), 10) + format_double("%.3f", s.b_ms) + (ok ? "" : "  <") + "\n";
+         pad(std::to_string(s.regions.size()), 9) + pad(measure_cell(s), 34) +
+         pad(num(wr.max_abs) + (s.replay_ok() ? "" : "!"), 12) + pad(std::to_string(wr.far_ulps), 8) +
+         pad(num(wf.max_abs) + (s.free_ok() ? "" : "!"), 10) + pad(format_double("%.3f", s.a_ms), 10) +
+         format_double("%.3f", s.b_ms) + (ok ? "" : "  <") + "\n";
   }
   o += "('!': past tolerance)\n";
   if (v.first_bad_span) {
     const SpanResult& s = r.spans[*v.first_bad_span];
     const bool replay = v.first_bad_mode == "span replay";
-    o += "\nfirst span past tolerance (" + v.first_bad_mode + "): " + s.program + " span " + std::to_string(s.index) +
-         "\n  A dispatches " + std::to_string(s.dispatches.a_first) + ".." + std::to_string(s.dispatches.a_end - 1) +
-         ": " + join(s.a_labels, 200) + "\n  B dispatches " + std::to_string(s.dispatches.b_first) + ".." +
+    const std::string why = v.by_measure ? "first span the replay measure calls " +
+                                               std::string(replay_class_name(s.regions[v.first_bad_region].measure.cls))
+                                         : "first span past tolerance (" + v.first_bad_mode + ")";
+    o += "\n" + why + ": " + s.program + " span " + std::to_string(s.index) + "\n  A dispatches " +
+         std::to_string(s.dispatches.a_first) + ".." + std::to_string(s.dispatches.a_end - 1) + ": " +
+         join(s.a_labels, 200) + "\n  B dispatches " + std::to_string(s.dispatches.b_first) + ".." +
          std::to_string(s.dispatches.b_end - 1) + ": " + join(s.b_labels, 200) + "\n";
-    for (const auto& reg : s.regions)
+    for (const auto& reg : s.regions) {
       o += region_line(reg, replay ? reg.replay : reg.free, replay ? reg.replay_first_at : reg.free_first_at);
+      if (replay) o += measure_line(reg.measure, reg.judged);
+    }
     if (!s.only_a.empty()) o += "  written by A only (not compared): " + join(s.only_a, 200) + "\n";
     if (!s.only_b.empty()) o += "  written by B only (not compared): " + join(s.only_b, 200) + "\n";
   }
@@ -183,201 +266,6 @@ std::string render_compare_text(const CompareResult& r, const VerdictResult& v, 
   }
   o += "\nverdict: " + std::string(verdict_name(v.verdict)) + ": " + v.reason + "\n";
   return o;
-}
-
-namespace {
-
-using JsonWriter = rapidjson::Writer<rapidjson::StringBuffer>;
-
-void str(JsonWriter& w, const std::string& s) { w.String(s.data(), static_cast<rapidjson::SizeType>(s.size())); }
-void number(JsonWriter& w, double v) {
-  if (std::isfinite(v)) w.Double(v);
-  else w.Null();
-}
-void key_num(JsonWriter& w, const char* k, double v) {
-  w.Key(k);
-  number(w, v);
-}
-void key_str(JsonWriter& w, const char* k, const std::string& v) {
-  w.Key(k);
-  str(w, v);
-}
-void strings(JsonWriter& w, const char* k, const std::vector<std::string>& v) {
-  w.Key(k);
-  w.StartArray();
-  for (const auto& s : v) str(w, s);
-  w.EndArray();
-}
-
-void diff_json(JsonWriter& w, const RegionDiff& d, const std::string& at, bool bf16) {
-  w.StartObject();
-  w.Key("numel");
-  w.Uint64(d.numel);
-  w.Key("mismatches");
-  w.Uint64(d.mismatches);
-  key_num(w, "max_abs", d.max_abs);
-  key_num(w, "max_rel", d.max_rel);
-  key_num(w, "max_abs_a", d.max_abs_a);
-  w.Key("within_tolerance");
-  w.Bool(d.within_tolerance);
-  if (bf16) {
-    w.Key("ulp_histogram");
-    w.StartObject();
-    for (size_t b = 0; b < kUlpBins; ++b) {
-      w.Key(kUlpBinLabels[b]);
-      w.Uint64(d.ulp_hist[b]);
-    }
-    w.EndObject();
-  }
-  w.Key("first_diff");
-  if (d.has_first) {
-    w.StartObject();
-    w.Key("index");
-    w.Uint64(d.first_index);
-    key_num(w, "a", d.first_a);
-    key_num(w, "b", d.first_b);
-    key_str(w, "at", at);
-    w.EndObject();
-  } else {
-    w.Null();
-  }
-  w.EndObject();
-}
-
-void logits_json(JsonWriter& w, const StepLogits& l) {
-  w.StartObject();
-  key_num(w, "kl", l.kl);
-  w.Key("a_argmax");
-  w.Int64(l.a_argmax);
-  w.Key("b_argmax");
-  w.Int64(l.b_argmax);
-  w.Key("flip");
-  w.Bool(l.a_argmax != l.b_argmax);
-  w.Key("near_tie");
-  w.Bool(l.near_tie);
-  key_num(w, "a_gap", l.a_gap);
-  key_num(w, "a_spread", l.a_spread);
-  w.EndObject();
-}
-
-}  // namespace
-
-std::string render_compare_json(const CompareResult& r, const VerdictResult& v, const CompareConfig& cfg) {
-  rapidjson::StringBuffer sb;
-  JsonWriter w(sb);
-  w.StartObject();
-  key_str(w, "verdict", verdict_name(v.verdict));
-  w.Key("exit_code");
-  w.Int(verdict_exit_code(v.verdict));
-  key_str(w, "reason", v.reason);
-  key_num(w, "max_kl", v.max_kl);
-  key_num(w, "floor_max_kl", v.floor_max_kl);
-  key_num(w, "kl_threshold", cfg.kl_threshold);
-  w.Key("flips");
-  w.Uint64(v.flips);
-  w.Key("near_ties");
-  w.Uint64(v.near_ties);
-  w.Key("first_bad_span");
-  if (v.first_bad_span) {
-    const SpanResult& s = r.spans[*v.first_bad_span];
-    w.StartObject();
-    key_str(w, "program", s.program);
-    w.Key("span");
-    w.Uint(s.index);
-    key_str(w, "mode", v.first_bad_mode);
-    strings(w, "a_labels", s.a_labels);
-    strings(w, "b_labels", s.b_labels);
-    w.EndObject();
-  } else {
-    w.Null();
-  }
-  w.Key("a");
-  w.StartObject();
-  key_str(w, "plan", r.a_plan);
-  key_str(w, "device", r.a_device);
-  w.EndObject();
-  w.Key("b");
-  w.StartObject();
-  key_str(w, "plan", r.b_plan);
-  key_str(w, "device", r.b_device);
-  w.EndObject();
-  w.Key("prompt_ids");
-  w.StartArray();
-  for (int64_t id : cfg.prompt_ids) w.Int64(id);
-  w.EndArray();
-  w.Key("prefill_chunks");
-  w.Uint64(r.prefill_chunks);
-  w.Key("tolerance");
-  w.StartObject();
-  key_num(w, "rtol", cfg.tol.rtol);
-  key_num(w, "atol", cfg.tol.atol);
-  w.EndObject();
-  w.Key("spans");
-  w.StartArray();
-  for (const SpanResult& s : r.spans) {
-    w.StartObject();
-    key_str(w, "program", s.program);
-    w.Key("span");
-    w.Uint(s.index);
-    w.Key("a_dispatches");
-    w.StartArray();
-    w.Uint(s.dispatches.a_first);
-    w.Uint(s.dispatches.a_end);
-    w.EndArray();
-    w.Key("b_dispatches");
-    w.StartArray();
-    w.Uint(s.dispatches.b_first);
-    w.Uint(s.dispatches.b_end);
-    w.EndArray();
-    strings(w, "a_labels", s.a_labels);
-    strings(w, "b_labels", s.b_labels);
-    w.Key("runs");
-    w.Uint64(s.runs);
-    key_num(w, "a_ms", s.a_ms);
-    key_num(w, "b_ms", s.b_ms);
-    w.Key("replay_ok");
-    w.Bool(s.replay_ok());
-    w.Key("free_ok");
-    w.Bool(s.free_ok());
-    w.Key("regions");
-    w.StartArray();
-    for (const RegionResult& reg : s.regions) {
-      w.StartObject();
-      key_str(w, "name", reg.name);
-      key_str(w, "dtype", reg.dtype);
-      w.Key("replay");
-      diff_json(w, reg.replay, reg.replay_first_at, reg.dtype == "bf16");
-      w.Key("free");
-      diff_json(w, reg.free, reg.free_first_at, reg.dtype == "bf16");
-      w.EndObject();
-    }
-    w.EndArray();
-    strings(w, "only_a", s.only_a);
-    strings(w, "only_b", s.only_b);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.Key("steps");
-  w.StartArray();
-  for (const StepResult& s : r.steps) {
-    w.StartObject();
-    w.Key("pos");
-    w.Uint64(s.pos);
-    w.Key("input_id");
-    w.Int64(s.input_id);
-    w.Key("a_id");
-    w.Int64(s.a_id);
-    w.Key("b_id");
-    w.Int64(s.b_id);
-    w.Key("logits");
-    logits_json(w, s.logits);
-    w.Key("floor");
-    logits_json(w, s.floor);
-    w.EndObject();
-  }
-  w.EndArray();
-  w.EndObject();
-  return sb.GetString();
 }
 
 }  // namespace kern::run

@@ -1,12 +1,17 @@
-// The verdict and report of `kern-run compare` (docs/compare.md "Verdict"
-// and "Reading the report"). The verdict comes from the end-to-end decode
-// steps: PASS when every step's KL(A||B) is under the threshold and every
-// argmax flip is a near-tie; INCONCLUSIVE when the noise floor (A against
-// its own second run) reaches half the threshold or flips a token outside a
-// near-tie, since then the threshold cannot separate A from B; FAIL
-// otherwise, naming the first span past tolerance (span replay first: it
-// isolates one span's kernels; then the free run). The text table goes to
-// stdout, or one JSON object with --json.
+// The verdict and report of `kern-run compare` (docs/compare.md "Noise
+// floor and verdict" and "Reading the report"). In order:
+// - INCONCLUSIVE when the noise floor (A against its own second run)
+//   reaches half the KL threshold or flips a token outside a near-tie;
+// - FAIL when a span's replay measure is systematic (compare_measure.h):
+//   B's span computes another function, whatever the logits say; the
+//   reason names the first such span by its dispatch labels;
+// - FAIL when a decode step's KL(A||B) reaches the threshold or an argmax
+//   flip is not a near-tie, naming the first span past tolerance (span
+//   replay first: it isolates one span's kernels; then the free run);
+// - INCONCLUSIVE when a span's replay measure is unclear (between the
+//   rounding and the systematic thresholds);
+// - PASS otherwise.
+// The text table goes to stdout, or one JSON object with --json.
 #pragma once
 
 #include <optional>
@@ -24,6 +29,10 @@ struct VerdictResult {
   std::string reason;
   std::optional<size_t> first_bad_span;  ///< index into CompareResult::spans
   std::string first_bad_mode;            ///< "span replay" or "free run"
+  /// The span was named by its replay measure (systematic or unclear), not
+  /// by the tolerance; then `first_bad_region` indexes its worst region.
+  bool by_measure = false;
+  size_t first_bad_region = 0;
   double max_kl = 0, floor_max_kl = 0;
   uint64_t flips = 0, near_ties = 0;
 };

@@ -15,6 +15,21 @@ bool SpanResult::replay_ok() const {
 bool SpanResult::free_ok() const {
   return std::all_of(regions.begin(), regions.end(), [](const RegionResult& r) { return r.free.within_tolerance; });
 }
+ReplayClass SpanResult::replay_class() const {
+  const RegionResult* w = worst_region();
+  return w != nullptr ? w->measure.cls : ReplayClass::kRounding;
+}
+const RegionResult* SpanResult::worst_region() const {
+  const RegionResult* w = nullptr;
+  for (const RegionResult& r : regions) {
+    if (!r.judged) continue;
+    // NaN rel_l2 never happens (replay_measure); infinities order last as intended.
+    if (w == nullptr || r.measure.cls > w->measure.cls ||
+        (r.measure.cls == w->measure.cls && r.measure.rel_l2 > w->measure.rel_l2))
+      w = &r;
+  }
+  return w;
+}
 
 namespace {
 
@@ -62,6 +77,10 @@ class Session {
       input = st.a_id;  // both sides follow A's sequence
     }
     KERN_RETURN_IF_ERROR(noise_floor(chunk), "the noise floor (A's second run)");
+    for (SpanResult& sp : result_.spans)
+      for (RegionResult& reg : sp.regions)
+        reg.measure = reg.replay.exact ? exact_measure(reg.replay.numel, reg.replay.mismatches)
+                                       : replay_measure(reg.replay.sums, cfg_.tol.atol);
     return std::move(result_);
   }
 
@@ -135,10 +154,12 @@ class Session {
         const SideSpan& sb = b_free_.spans[prog][s];
         std::map<std::string, plan::DType> b_written;
         for (const auto& w : sb.written) b_written[w.key] = w.dtype;
+        const std::string next_token = buffer_key(a_.plan(), a_.contract().next_token);
         for (const auto& w : sa.written) {
           auto it = b_written.find(w.key);
           if (it != b_written.end() && it->second == w.dtype) {
-            r.regions.push_back({w.key, std::string(plan::EnumNameDType(w.dtype)), {}, {}, "", ""});
+            const bool judged = w.key != next_token;
+            r.regions.push_back({w.key, std::string(plan::EnumNameDType(w.dtype)), {}, {}, "", "", judged, {}});
             b_written.erase(it);
           } else {
             r.only_a.push_back(w.key);
@@ -180,10 +201,16 @@ class Session {
       ++r.runs;
       r.a_ms += out_a.ms;
       r.b_ms += out_f.ms;
+      const SideSpan& sa = a_.spans[prog][s];
       for (RegionResult& reg : r.regions) {
         const auto& va = out_a.bytes[reg.name];
         const plan::DType dt = *plan_dtype(reg.dtype);
-        RegionDiff dr = compare_region(dt, va, out_r.bytes[reg.name], cfg_.tol);
+        // A region the span reads before writing (a residual, a KV cache): measured by what the span changed.
+        std::span<const uint8_t> before;
+        const bool read_first = std::any_of(sa.inputs.begin(), sa.inputs.end(),
+                                            [&reg](const RegionInfo& in) { return in.key == reg.name; });
+        if (auto it = shadow_.find(reg.name); read_first && it != shadow_.end()) before = it->second;
+        RegionDiff dr = compare_region(dt, va, out_r.bytes[reg.name], cfg_.tol, before);
         RegionDiff df = compare_region(dt, va, out_f.bytes[reg.name], cfg_.tol);
         if (!reg.replay.has_first && dr.has_first) reg.replay_first_at = at;
         if (!reg.free.has_first && df.has_first) reg.free_first_at = at;

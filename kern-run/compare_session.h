@@ -5,9 +5,10 @@
 // (Executable::run_launches, read_region, write_region). After each span the
 // regions both sides write are read and compared: B-replay starts every span
 // from A's values of what the span reads (so one bad kernel does not smear
-// into later spans), B-free runs on its own end to end. Each decode step's
-// logits give KL(A||B-free) and argmax flips; a second run of A gives the
-// noise floor. The verdict is compare_report.h's.
+// into later spans), B-free runs on its own end to end. Each span's replay
+// gets the replay measure (compare_measure.h): rounding or a different
+// function. Each decode step's logits give KL(A||B-free) and argmax flips; a
+// second run of A gives the noise floor. The verdict is compare_report.h's.
 //
 // Not checked here: whether the plans compute the same model (two plans'
 // regions are paired by name, dispatches by label).
@@ -55,6 +56,10 @@ struct RegionResult {
   std::string dtype;  ///< "bf16", ... (states: "bf16" for per-token caches, "i32" words otherwise)
   RegionDiff replay, free;
   std::string replay_first_at, free_first_at;  ///< where each first difference was seen ("decode step 2")
+  /// False for the contract's next_token: an argmax, whose flips the decode
+  /// steps judge (a near-tie flips it by rounding); its measure is shown only.
+  bool judged = true;
+  ReplayMeasure measure;  ///< of `replay`, over every run (set when the comparison ends)
 };
 
 /// One span of one program, over every run of that program.
@@ -70,6 +75,10 @@ struct SpanResult {
 
   bool replay_ok() const;
   bool free_ok() const;
+  /// The worst measure class of the judged regions (kRounding when none).
+  ReplayClass replay_class() const;
+  /// The judged region of the worst class with the largest rel_l2 (nullptr when none).
+  const RegionResult* worst_region() const;
 };
 
 /// One decode step, end to end (B-free against A).

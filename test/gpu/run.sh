@@ -267,7 +267,8 @@ s_compare() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 first = d["first_bad_span"]
-where = f"; first span past tolerance ({first['mode']}): {first['program']} {first['span']} {'+'.join(first['b_labels'])}" if first else ""
+where = (f"; first span by the {first.get('by', 'tolerance')} ({first['mode']}): {first['program']} {first['span']} "
+         f"{'+'.join(first['b_labels'])}") if first else ""
 print(f"{d['verdict']}: {d['reason']}{where}")
 err = lambda r: float("inf") if r["replay"]["max_abs"] is None else r["replay"]["max_abs"]  # null: not finite
 spans = sorted(d["spans"], key=lambda s: -max([err(r) for r in s["regions"]] or [0]))
@@ -278,7 +279,8 @@ for s in spans[:5]:
         print(f"  {s['program']} span {s['span']} {'+'.join(s['b_labels'])}: {worst['name']} replay max abs "
               f"{worst['replay']['max_abs']}, free {worst['free']['max_abs']}"
               + (f"; first at {f['index']} ({f['at']}): cpu {f['a']} cuda {f['b']}" if f else "")
-              + f"; ms cpu {s['a_ms']:.3f} cuda {s['b_ms']:.3f}")
+              + f"; ms cpu {s['a_ms']:.3f} cuda {s['b_ms']:.3f}; replay measure rel L2 {worst['measure']['rel_l2']} "
+              f"bias {worst['measure']['scale_bias']} (z {worst['measure']['bias_z']}): {worst['measure']['class']}")
 for k, s in enumerate(d["steps"]):
     l = s["logits"]
     print(f"  step {k}: ids {s['a_id']}/{s['b_id']} KL {l['kl']} floor {s['floor']['kl']}"

@@ -222,7 +222,7 @@ TEST_CASE("the verdict: PASS with near-tie flips, FAIL past the threshold or on 
   CHECK_THAT(v.reason, Catch::Matchers::Contains("decode step 1: argmax 3 -> 4 is not a near-tie"));
   r.steps[1].logits.near_tie = true;
   r.steps[0].logits.kl = 0.5;
-  r.spans[1].regions.push_back({"buffer 'x'", "bf16", {}, {}, "", ""});
+  r.spans[1].regions.push_back({"buffer 'x'", "bf16", {}, {}, "", "", true, {}});
   r.spans[1].regions[0].replay.within_tolerance = false;
   v = judge(r, 0.01);
   CHECK(v.verdict == Verdict::kFail);
@@ -262,6 +262,14 @@ TEST_CASE("the fused and unfused tiny models compare as PASS on the cpu device",
   // different dispatches; sample; advance.
   CHECK(decode == 10);
   for (const StepResult& s : res.steps) CHECK(s.logits.kl < 0.01);
+  // Every span's replay is rounding by the measure; the decode spans of different kernels do differ.
+  double max_rel_l2 = 0;
+  for (const SpanResult& s : res.spans) {
+    CHECK(s.replay_class() == ReplayClass::kRounding);
+    for (const auto& reg : s.regions) max_rel_l2 = std::max(max_rel_l2, reg.measure.rel_l2);
+  }
+  CHECK(max_rel_l2 > 0.001);
+  CHECK(max_rel_l2 < kRoundingRelL2);
   // The decode spans compare the regions both write: the fused attention span against the unfused one,
   // the attention output and the KV cache the step wrote.
   const SpanResult& attn = res.spans[25 + 2];
@@ -285,6 +293,11 @@ TEST_CASE("a broken kernel variant fails the comparison at the dispatch it break
   REQUIRE(v.first_bad_span);
   const SpanResult& s = r.value().spans[*v.first_bad_span];
   CHECK(v.first_bad_mode == "span replay");
+  CHECK(v.by_measure);  // named by the replay measure: 1.5 times the value is systematic
+  CHECK(s.replay_class() == ReplayClass::kSystematic);
+  CHECK(s.regions[v.first_bad_region].measure.scale_bias == Approx(0.5).epsilon(0.05));
+  CHECK_THAT(v.reason,
+             Catch::Matchers::StartsWith("span replay: prefill span 11 'layers.0.silu_and_mul': buffer 'act'"));
   CHECK(s.program == "prefill");
   CHECK(s.b_labels == std::vector<std::string>{"layers.0.silu_and_mul"});
   REQUIRE(s.regions.size() == 1);

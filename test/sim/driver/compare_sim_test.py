@@ -5,7 +5,8 @@ kern-run compare, one plan on two devices: the cpu device (A) against the
 cuda device on the simulated GPU (B, test/sim/with-sim-gpu), for each PLAN
 (the tiny fused and unfused models). Every dispatch is a span; the verdict
 must be PASS (exit 0) with B named as the simulated GPU, every span within
-tolerance in both modes and the same ids. Then a B with an injected kernel fault
+tolerance in both modes, its replay measure rounding (docs/compare.md "The
+replay measure"), and the same ids. Then a B with an injected kernel fault
 (KERN_SIM_FAIL=kernel_fault) must end with exit 2 (an error, not FAIL's 1).
 
 Standard library only. Exit 0 when every check passes, 1 otherwise.
@@ -53,6 +54,10 @@ def main(argv):
         check(one_each, f"{name}: every dispatch is a span ({len(spans)} spans)")
         bad = [f"{s['program']} {s['span']}" for s in spans if not (s["replay_ok"] and s["free_ok"])]
         check(not bad, f"{name}: every span within tolerance (past: {bad})")
+        rel = [r["measure"]["rel_l2"] for s in spans for r in s["regions"] if r["judged"]]
+        worst = max((float("inf") if x is None else x for x in rel), default=0)  # JSON null: infinite
+        check(all(s["replay_class"] == "rounding" for s in spans),
+              f"{name}: every span's replay measure is rounding (largest rel L2 {worst:.3g})")
         check(len(doc["steps"]) == 4 and all(s["a_id"] == s["b_id"] for s in doc["steps"]),
               f"{name}: 4 decode steps with the same ids")
     p = compare(plans[0], {"KERN_SIM_FAIL": "kernel_fault@3"})
