@@ -82,7 +82,7 @@ TEST_CASE("kern-run --chat -i samples with --temperature/--top-k/--top-p/--min-p
   // Out of range: refused before the model loads.
   CliResult bad = kern_run(chat_args("-i --temperature 1 --top-p 0"), "Hello\n");
   CHECK(bad.rc == 2);
-  CHECK_THAT(bad.err, Contains("top_p 0 must be in (0, 1]"));
+  CHECK_THAT(bad.err, Contains("--top-p: 0 is out of range: expected a number > 0 and <= 1"));
 }
 
 TEST_CASE("kern-run --chat -i joins a line ending in a backslash with the next", "[run][chat]") {
