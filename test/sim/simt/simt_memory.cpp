@@ -9,10 +9,11 @@
 //                    threads' accesses to a byte (one a write) with no
 //                    __syncthreads() between them (__syncwarp() orders lanes
 //                    of one warp);
-//   global memory  - an access outside every live allocation, a read of a
-//                    byte no copy, memset or launch has written, the PDL
-//                    contract (kern_cuda_common.cuh), atomically updated
-//                    counters back at zero when the launch ends;
+//   global memory  - an access outside every live allocation or running
+//                    past the end of one, a read of a byte no copy, memset
+//                    or launch has written, the PDL contract
+//                    (kern_cuda_common.cuh), atomically updated counters
+//                    back at zero when the launch ends;
 //   every access   - natural alignment (a misaligned 16-byte vector access
 //                    faults on a GPU, not on x86).
 #include <algorithm>
@@ -103,8 +104,15 @@ std::string in_alloc(const Allocation& al, uintptr_t a) {
 void check_global(uintptr_t a, size_t n, unsigned access) {
   Launch& l = *g_launch;
   Allocation* al = find_alloc(a);
-  if (!al || a + n > al->base + al->size) {
-    if (g_options.global_bounds) out_of_bounds(al ? al->base + al->size : a, n, access);
+  if (!al) {
+    if (g_options.global_bounds) out_of_bounds(a, n, access);
+    return;
+  }
+  const uintptr_t end = al->base + al->size;
+  if (a + n > end) {  // starts inside, runs past the end (simt_test.cpp tests each width)
+    if (g_options.global_bounds)
+      fail("out-of-bounds " + std::to_string(n) + "-byte " + verb(access) + " at " + hexaddr(a) + " (" +
+           in_alloc(*al, a) + ") runs " + std::to_string(a + n - end) + " bytes past its end");
     return;
   }
   const Thread& t = *l.cur;
