@@ -20,7 +20,11 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <new>
 #include <unordered_map>
+#include <utility>
+
+#include <sys/mman.h>
 
 #include "test/sim/simt/simt_state.h"
 
@@ -46,11 +50,46 @@ struct SharedByte {
   bool r_multi = false, w_atomic = false;
 };
 
+/// A zero-filled array of launch ids (kNever) from an anonymous mapping:
+/// its pages cost nothing until first touched. A std::vector was memset at
+/// every cuMemAlloc: 8 bytes of shadow per byte, so kern-load's 32 MB
+/// cublasLt workspace, which the simulated cublasLt never touches, cost
+/// 256 MB of memset and page faults, half a second of every kern-run
+/// process on the simulated GPU. Arrays of 2 MB and more ask for
+/// transparent huge pages (far fewer page faults where they are touched
+/// whole: the lm_head cases' 6 GB of shadow in kern-sim-compare).
+class Shadow {
+ public:
+  Shadow() = default;
+  explicit Shadow(size_t n) : bytes_(n * sizeof(uint32_t)) {
+    if (bytes_ == 0) return;
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (bytes_ >= (size_t{2} << 20)) ::madvise(p, bytes_, MADV_HUGEPAGE);  // a hint: ignored where THP is off
+    ids_ = static_cast<uint32_t*>(p);
+  }
+  ~Shadow() {
+    if (ids_) ::munmap(ids_, bytes_);
+  }
+  Shadow(Shadow&& o) noexcept : ids_(std::exchange(o.ids_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  Shadow& operator=(Shadow&& o) noexcept {
+    std::swap(ids_, o.ids_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  uint32_t& operator[](size_t i) { return ids_[i]; }
+  uint32_t* begin() { return ids_; }
+
+ private:
+  uint32_t* ids_ = nullptr;  ///< owned mapping of bytes_ bytes; nullptr when empty
+  size_t bytes_ = 0;
+};
+
 /// One device allocation and its per-byte writer / reader launch ids.
 struct Allocation {
   uintptr_t base = 0;
   size_t size = 0;
-  std::vector<uint32_t> writer, reader;
+  Shadow writer, reader;
 };
 
 std::map<uintptr_t, Allocation> g_allocs;  // by base
@@ -275,8 +314,8 @@ void on_alloc(const void* p, size_t bytes) {
   detail::Allocation al;
   al.base = reinterpret_cast<uintptr_t>(p);
   al.size = bytes;
-  al.writer.assign(bytes, detail::kNever);
-  al.reader.assign(bytes, detail::kNever);
+  al.writer = detail::Shadow(bytes);  // all kNever (zero)
+  al.reader = detail::Shadow(bytes);
   detail::g_last = nullptr;
   detail::g_allocs[al.base] = std::move(al);
 }
