@@ -13,12 +13,19 @@
 # otherwise (turn it into a regression and a corpus case: test/fuzz/README.md);
 # 77 (skipped) without clang/libFuzzer.
 #
-#   test/fuzz/run.sh BUILD_DIR KERN_VERIFY SECONDS [extra libFuzzer flags...]
+# SECONDS per target: KERN_FUZZ_SECONDS if set, else the SECONDS argument,
+# else ci_seconds below, the suite's budget (meson test passes none).
+#
+#   test/fuzz/run.sh BUILD_DIR KERN_VERIFY [SECONDS [extra libFuzzer flags...]]
 set -uo pipefail
-build=${1:?usage: run.sh BUILD_DIR KERN_VERIFY SECONDS}
+# The suite's fuzz budget per target (test/fuzz/README.md "Running"): each
+# target first replays every seed and regression input, whatever the
+# budget, then mutates for this long.
+ci_seconds=5
+build=${1:?usage: run.sh BUILD_DIR KERN_VERIFY [SECONDS [libFuzzer flags...]]}
 kern_verify=${2:?}
-seconds=${KERN_FUZZ_SECONDS:-${3:?}}
-shift 3
+seconds=${KERN_FUZZ_SECONDS:-${3:-$ci_seconds}}
+shift $(($# < 3 ? $# : 3))
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 out="$build/fuzz"

@@ -17,7 +17,10 @@ back to eager once (one warning, the cpu ids); a launch error, a kernel
 fault and an allocation failure each end the run with exit 1 and an error
 naming the driver call and CUDA error.
 
-Standard library only. Exit 0 when every check passes, 1 otherwise.
+The cases are independent processes: they run in a thread per CPU (each
+waits on its kern-run), each case's messages printed together, in the
+cases' order. Standard library only. Exit 0 when every check passes, 1
+otherwise.
 """
 
 import json
@@ -27,6 +30,8 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
 PROMPT = "1,2,3,4,5"
 STEPS = 12
@@ -40,12 +45,31 @@ class Ctx:
         self.tmp = tempfile.mkdtemp(prefix="kern-sim-")
         self.failures = []
         self.checks = 0
+        self.lock = threading.Lock()
+        self.local = threading.local()  # .lines: the running case's messages, when it runs in a pool thread
+
+    def say(self, text):
+        """Prints now, or with the rest of the running case's messages (run_cases)."""
+        lines = getattr(self.local, "lines", None)
+        if lines is None:
+            print(text, flush=True)
+        else:
+            lines.append(text)
 
     def check(self, ok, what):
-        self.checks += 1
+        with self.lock:
+            self.checks += 1
+            if not ok:
+                self.failures.append(what)
         if not ok:
-            self.failures.append(what)
-            print(f"FAIL: {what}", flush=True)
+            self.say(f"FAIL: {what}")
+
+    def scratch(self, name):
+        """A new file name under tmp (cases run at once must not share one)."""
+        fd, path = tempfile.mkstemp(prefix=name, dir=self.tmp)
+        os.close(fd)
+        os.remove(path)
+        return path
 
     def plan(self, manifest, name):
         out = os.path.join(self.tmp, name + ".kplan")
@@ -54,9 +78,7 @@ class Ctx:
 
     def kern_run(self, plan, weights, device, extra=(), env_extra=None, steps=STEPS):
         """(exit code, parsed --json or None, stderr, simulation report text)."""
-        report = os.path.join(self.tmp, "report.txt")
-        if os.path.exists(report):
-            os.remove(report)
+        report = self.scratch("report-")
         env = dict(os.environ, KERN_BUILD_DIR=self.build, KERN_SIM_REPORT=report, KERN_SIM_LEAKS="report")
         env.update(env_extra or {})
         cmd = [self.run, plan] + weights + ["--prompt-ids", PROMPT, "--steps", str(steps), "--chunk", str(CHUNK),
@@ -72,6 +94,24 @@ class Ctx:
                 doc = None
         rep = open(report).read() if os.path.exists(report) else ""
         return p.returncode, doc, p.stderr, rep
+
+
+def run_cases(ctx, cases):
+    """Runs the callables `cases` (each a case: its own kern-run processes
+    and files) in a thread per CPU; prints each case's messages together,
+    in the cases' order, as soon as it and those before it have finished."""
+    def one(case):
+        ctx.local.lines = []
+        try:
+            case()
+        except Exception as e:  # a crash in one case is its failure, not the others'
+            ctx.check(False, f"{getattr(case, '__name__', 'case')}: {type(e).__name__}: {e}")
+        return ctx.local.lines
+
+    with ThreadPoolExecutor(max_workers=max(1, len(os.sched_getaffinity(0)))) as pool:
+        for lines in pool.map(one, cases):
+            for line in lines:
+                print(line, flush=True)
 
 
 def bf16_row(path, row, vocab):
@@ -92,7 +132,7 @@ def near_tie(ctx, plan, weights, extra, index, cpu_id, sim_id):
     sim_id within 2 bf16 ulps of the largest logit (a tie either argmax may break)."""
     sides = {}
     for device in ("cpu", "cuda"):
-        dump = os.path.join(ctx.tmp, f"logits-{device}.bin")
+        dump = ctx.scratch(f"logits-{device}-")
         rc, doc, err, _ = ctx.kern_run(plan, weights, device, list(extra) + ["--sync", "--eager", "--dump-buffer",
                                                                              f"logits={dump}"], steps=index + 1)
         if rc != 0:
@@ -120,8 +160,8 @@ def compare(ctx, label, plan, weights, extra=()):
         ok, why = near_tie(ctx, plan, weights, extra, i, a[i], b[i])
         ctx.check(ok, f"{label}: ids diverge at {i} (cpu {a[:i + 1]}, sim {b[:i + 1]}) and it is not a near-tie: {why}")
         if ok:
-            print(f"{label}: divergence at {i} accepted as a near-tie: {why}")
-    print(f"{label}: {'same ids' if a == b else 'near-tie'} ({b})", flush=True)
+            ctx.say(f"{label}: divergence at {i} accepted as a near-tie: {why}")
+    ctx.say(f"{label}: {'same ids' if a == b else 'near-tie'} ({b})")
 
 
 def batch_invariance(ctx, plan, weights):
@@ -131,7 +171,7 @@ def batch_invariance(ctx, plan, weights):
     (--max-batch 1: the batch-1 decode), bit for bit, greedy and seeded
     sampling rows alike (decode_batch's sample dispatch draws row r's ids as
     decode's does alone); the simulation stays clean."""
-    reqs = os.path.join(ctx.tmp, "requests.jsonl")
+    reqs = ctx.scratch("requests-")
     seeded = {1: {"temperature": 2.0, "top_k": 60, "seed": 3}, 3: {"temperature": 1.5, "top_p": 0.9, "seed": 4},
               6: {"temperature": 2.0, "min_p": 0.02, "seed": 5}}
     lines = (([1, 2, 3, 4, 5], 12), ([7], 5), ([9, 8, 7, 6, 5, 4, 3, 2, 1] * 2, 9), ([42, 43], 16), ([100, 5], 3),
@@ -143,9 +183,7 @@ def batch_invariance(ctx, plan, weights):
             f.write(json.dumps({"prompt_ids": lines[i][0], "max_tokens": lines[i][1]}) + "\n")
     got = {}
     for batch in ("4", "1"):
-        report = os.path.join(ctx.tmp, "report.txt")
-        if os.path.exists(report):
-            os.remove(report)
+        report = ctx.scratch("report-")
         env = dict(os.environ, KERN_BUILD_DIR=ctx.build, KERN_SIM_REPORT=report, KERN_SIM_LEAKS="report")
         cmd = [ctx.wrapper, ctx.run, plan] + weights + ["--requests", reqs, "--max-batch", batch, "--chunk",
                                                         str(CHUNK), "--device", "cuda", "--kernels", ctx.kernels]
@@ -163,7 +201,7 @@ def batch_invariance(ctx, plan, weights):
     for k, i in enumerate(seeded):
         ctx.check(got["1"] is not None and got["1"][i] != got["1"][len(lines) + k],
                   f"--requests: seeded request {i} gave its greedy ids {got['1'] and got['1'][i]}")
-    print(f"--requests: the same ids at --max-batch 4 and 1 ({got['4']})", flush=True)
+    ctx.say(f"--requests: the same ids at --max-batch 4 and 1 ({got['4']})")
 
 
 def failure(ctx, label, plan, weights, spec, want_rc, needles):
@@ -199,39 +237,48 @@ def main(argv):
     json.dump(doc, open(unpinned_json, "w"))
     unpinned = ctx.plan(unpinned_json, "unpinned")
 
+    cases = []
     for mode in ([], ["--eager"], ["--sync"], ["--eager", "--sync"]):
         name = " ".join(mode) or "graphs, async"
-        compare(ctx, f"fused pinned ({name})", fused, random_w, mode)
-        compare(ctx, f"unfused ({name})", unfused, random_w, mode)
-    compare(ctx, "fused pinned, tiny-qwen3.safetensors (graphs, async)", fused, tiny_w)
-    compare(ctx, "fused unpinned (graphs, async)", unpinned, random_w)
-    compare(ctx, "dspark --spec (graphs)", dspark, ["--random-weights", "3"], ["--spec"])
-    compare(ctx, "dspark --spec --eager", dspark, ["--random-weights", "3"], ["--spec", "--eager"])
-    batch_invariance(ctx, fused, random_w)
+        cases.append(lambda name=name, mode=mode: compare(ctx, f"fused pinned ({name})", fused, random_w, mode))
+        cases.append(lambda name=name, mode=mode: compare(ctx, f"unfused ({name})", unfused, random_w, mode))
+    cases.append(lambda: compare(ctx, "fused pinned, tiny-qwen3.safetensors (graphs, async)", fused, tiny_w))
+    cases.append(lambda: compare(ctx, "fused unpinned (graphs, async)", unpinned, random_w))
+    cases.append(lambda: compare(ctx, "dspark --spec (graphs)", dspark, ["--random-weights", "3"], ["--spec"]))
+    cases.append(lambda: compare(ctx, "dspark --spec --eager", dspark, ["--random-weights", "3"], ["--spec", "--eager"]))
+    cases.append(lambda: batch_invariance(ctx, fused, random_w))
 
-    # Seeded sampling (docs/kernels.md §15): sample.cu on the emulator inside the graphed decode draws the cpu
-    # twin's ids. (Deterministic here; a draw can move only where the emulated logits differ from the cpu's
-    # in the last bit, which these 12 steps of the tiny model do not hit.)
-    sampling = ["--temperature", "2", "--top-k", "60", "--top-p", "0.9", "--min-p", "0.02", "--seed", "99"]
-    _, cpu_s, err_cpu, _ = ctx.kern_run(fused, tiny_w, "cpu", sampling)
-    rc, sim_s, err, rep = ctx.kern_run(fused, tiny_w, "cuda", sampling)
-    ctx.check(rc == 0 and sim_s is not None and rep == "", f"sampled: sim run failed (exit {rc}): {err.strip()[-400:]} {rep[:400]}")
-    ctx.check(cpu_s is not None and sim_s is not None and sim_s["generated_ids"] == cpu_s["generated_ids"],
-              f"sampled: sim ids {sim_s and sim_s['generated_ids']}, cpu {cpu_s and cpu_s['generated_ids']}")
+    def sampled():
+        # Seeded sampling (docs/kernels.md §15): sample.cu on the emulator inside the graphed decode draws the cpu
+        # twin's ids. (Deterministic here; a draw can move only where the emulated logits differ from the cpu's
+        # in the last bit, which these 12 steps of the tiny model do not hit.)
+        sampling = ["--temperature", "2", "--top-k", "60", "--top-p", "0.9", "--min-p", "0.02", "--seed", "99"]
+        _, cpu_s, err_cpu, _ = ctx.kern_run(fused, tiny_w, "cpu", sampling)
+        rc, sim_s, err, rep = ctx.kern_run(fused, tiny_w, "cuda", sampling)
+        ctx.check(rc == 0 and sim_s is not None and rep == "", f"sampled: sim run failed (exit {rc}): {err.strip()[-400:]} {rep[:400]}")
+        ctx.check(cpu_s is not None and sim_s is not None and sim_s["generated_ids"] == cpu_s["generated_ids"],
+                  f"sampled: sim ids {sim_s and sim_s['generated_ids']}, cpu {cpu_s and cpu_s['generated_ids']}")
+    cases.append(sampled)
 
     _, cpu, _, _ = ctx.kern_run(fused, random_w, "cpu")
     cpu_ids = cpu["generated_ids"] if cpu else None
-    for spec, call in (("capture", "cuLaunchKernel"), ("end_capture", "cuStreamEndCapture"),
-                       ("instantiate", "cuGraphInstantiateWithFlags"), ("graph_launch", "cuGraphLaunch")):
+
+    def graph_fallback(spec, call):
         rc, doc, err = failure(ctx, f"injected {spec}", fused, random_w, spec, 0,
                                ["CUDA graphs disabled", call, "running eagerly from now on"])
         ctx.check(err.count("CUDA graphs disabled") == 1, f"injected {spec}: warned {err.count('CUDA graphs disabled')} times")
         ctx.check(doc is not None and doc["generated_ids"] == cpu_ids,
                   f"injected {spec}: ids {doc and doc['generated_ids']} after the eager fallback, cpu {cpu_ids}")
-    failure(ctx, "injected launch error", fused, random_w, "launch@20", 1,
-            ["cuLaunchKernel", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "steps["])
-    failure(ctx, "injected kernel fault", fused, random_w, "kernel_fault@30", 1, ["CUDA_ERROR_ILLEGAL_ADDRESS"])
-    failure(ctx, "injected allocation failure", fused, random_w, "alloc@3", 1, ["cuMemAlloc", "CUDA_ERROR_OUT_OF_MEMORY"])
+    for spec, call in (("capture", "cuLaunchKernel"), ("end_capture", "cuStreamEndCapture"),
+                       ("instantiate", "cuGraphInstantiateWithFlags"), ("graph_launch", "cuGraphLaunch")):
+        cases.append(lambda spec=spec, call=call: graph_fallback(spec, call))
+    cases.append(lambda: failure(ctx, "injected launch error", fused, random_w, "launch@20", 1,
+                                 ["cuLaunchKernel", "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "steps["]))
+    cases.append(lambda: failure(ctx, "injected kernel fault", fused, random_w, "kernel_fault@30", 1,
+                                 ["CUDA_ERROR_ILLEGAL_ADDRESS"]))
+    cases.append(lambda: failure(ctx, "injected allocation failure", fused, random_w, "alloc@3", 1,
+                                 ["cuMemAlloc", "CUDA_ERROR_OUT_OF_MEMORY"]))
+    run_cases(ctx, cases)
 
     # The wrapper without a built driver: a clear error, exit 2, the command not run.
     p = subprocess.run([ctx.wrapper, "/bin/echo", "ran"], capture_output=True, text=True,

@@ -5,7 +5,12 @@
 // others within the harness tolerance. Any emulator violation (race, bounds,
 // alignment, PDL, counters) fails the case.
 //
-//   kern-sim-compare [--seed S] [--block-order-seed N] [--filter TEXT] [--pdl-manifest FILE]...
+//   kern-sim-compare [--seed S] [--block-order-seed N] [--filter TEXT] [--jobs N] [--pdl-manifest FILE]...
+//
+// --jobs: the cases run in N worker processes (default: as many as the
+// CPUs this process may use), each taking the next case when it finishes
+// one, the few memory-heavy ones (kHeavyBytes) one at a time; the report
+// lists the cases in their order whatever N (with N = 1 as each finishes).
 //
 // --pdl-manifest: every kernel a step of FILE marks "pdl": true is launched
 // as a PDL launch, and every buffer of a case counts as written by an
@@ -14,6 +19,9 @@
 // pdl_wait() fails. Exit status: 0 all
 // cases pass, 1 a mismatch or violation, 2 bad usage.
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +30,11 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <rapidjson/document.h>
 
@@ -60,7 +73,15 @@ struct Options {
   uint64_t seed = 1, block_order_seed = 0;
   std::string filter;
   std::set<std::string> pdl_symbols;  ///< kernels some manifest step launches with PDL
+  unsigned jobs = 1;                  ///< worker processes (--jobs; default: the CPUs this process may use)
 };
+
+/// The CPUs this process may run on (its affinity mask), at least 1.
+unsigned usable_cpus() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
 
 /// Adds the symbol of every object under `v` holding "pdl": true.
 void collect_pdl(const rapidjson::Value& v, std::set<std::string>& out) {
@@ -132,39 +153,183 @@ std::string run_sim(const Case& c, const Options& opt, std::vector<std::vector<u
   return "";
 }
 
+/// One case's result: its report line, and how it counts.
+struct Outcome {
+  enum Kind : uint32_t { kFailed, kExact, kTolerant };
+  Kind kind = kFailed;
+  std::string line;
+};
+
+/// Runs case `c` on the emulator and the cpu reference and compares them.
+Outcome run_case(Case& c, const Options& opt) {
+  std::vector<std::vector<uint8_t>> got;
+  std::string detail = run_sim(c, opt, got);
+  const bool want_exact = sim_exact(c);
+  bool all_exact = true;
+  double max_err = 0;
+  if (detail.empty()) {
+    const Status st = gpu_test::run_cpu(c);
+    if (!st.ok()) detail = st.error().message;
+  }
+  for (size_t i = 0; detail.empty() && i < c.buffers.size(); ++i) {
+    if (c.buffers[i].compare == Compare::kNone) continue;
+    const gpu_test::Mismatch m = gpu_test::compare(c.buffers[i], got[i], want_exact);
+    all_exact = all_exact && m.bit_exact;
+    max_err = std::max(max_err, m.max_err);
+    if (m.bad)
+      detail = std::to_string(m.bad) + "/" + std::to_string(m.checked) + " differ" +
+               (want_exact ? " (bit-exact expected)" : "") + ", first " + m.detail;
+  }
+  const bool ok = detail.empty();
+  char head[160];
+  std::snprintf(head, sizeof head, "%-8s %-6s %-60s max_err %.3g ", ok ? "ok" : "FAIL",
+                want_exact ? "exact" : (all_exact ? "equal" : "tol"), c.name.c_str(), max_err);
+  return {!ok ? Outcome::kFailed : want_exact ? Outcome::kExact : Outcome::kTolerant, head + detail};
+}
+
+/// A worker's report of one case on the shared pipe: this header, then
+/// `len` bytes of line. Header and line go in one write() of at most
+/// PIPE_BUF bytes, which POSIX makes atomic, so the workers' records never
+/// interleave.
+struct Record {
+  uint32_t index, kind, len;
+};
+
+/// A case whose buffers exceed this is heavy: the emulator holds about ten
+/// times its bytes (the buffers, the copy it runs on, 8 bytes of shadow per
+/// byte), 8.8 GB for the 151936-row lm_head gemv, so heavy cases run one
+/// at a time whatever the number of workers.
+constexpr size_t kHeavyBytes = size_t{256} << 20;
+
+/// The queues the workers share (an anonymous shared mapping): the next
+/// heavy and light case to take, and whether a worker is running a heavy one.
+struct Queues {
+  std::atomic<size_t> next_heavy{0}, next_light{0};
+  std::atomic<int> heavy_busy{0};
+};
+
+/// Runs cases[i] for each i of `todo` in `jobs` forked worker processes
+/// (the emulator's state is per process; each case starts from a reset
+/// emulator either way) and returns the outcomes in `todo`'s order, so the
+/// report reads the same for any `jobs`. Each worker takes the next heavy
+/// case when no other worker runs one, else the next light case, in list
+/// order. A case whose worker died has the FAIL outcome "no result: ...".
+std::vector<Outcome> run_pool(std::vector<Case>& cases, const std::vector<size_t>& todo, const Options& opt,
+                              int jobs) {
+  std::vector<size_t> heavy, light;  // positions in todo
+  for (size_t k = 0; k < todo.size(); ++k) {
+    size_t bytes = 0;
+    for (const CaseBuffer& b : cases[todo[k]].buffers) bytes += b.bytes.size();
+    (bytes > kHeavyBytes ? heavy : light).push_back(k);
+  }
+  std::vector<Outcome> out(todo.size());
+  void* shared = ::mmap(nullptr, sizeof(Queues), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  int fds[2];
+  if (shared == MAP_FAILED || ::pipe(fds) != 0) {
+    std::perror("kern-sim-compare: mmap/pipe");
+    std::exit(2);
+  }
+  Queues* q = new (shared) Queues;
+  std::fflush(stdout);  // nothing buffered is printed twice
+  std::vector<pid_t> workers;
+  for (int w = 0; w < jobs; ++w) {
+    const pid_t pid = ::fork();
+    if (pid < 0) break;
+    if (pid != 0) {
+      workers.push_back(pid);
+      continue;
+    }
+    ::close(fds[0]);
+    auto report = [&](size_t k) {
+      Outcome o = run_case(cases[todo[k]], opt);
+      o.line.resize(std::min(o.line.size(), PIPE_BUF - sizeof(Record)));
+      std::string rec(sizeof(Record), '\0');
+      const Record r{static_cast<uint32_t>(k), o.kind, static_cast<uint32_t>(o.line.size())};
+      std::memcpy(rec.data(), &r, sizeof r);
+      rec += o.line;
+      if (::write(fds[1], rec.data(), rec.size()) != static_cast<ssize_t>(rec.size())) ::_exit(3);
+    };
+    for (;;) {
+      if (q->next_heavy < heavy.size() && q->heavy_busy.exchange(1) == 0) {
+        const size_t h = q->next_heavy++;
+        if (h < heavy.size()) report(heavy[h]);
+        q->heavy_busy = 0;
+        if (h < heavy.size()) continue;
+      }
+      if (const size_t l = q->next_light++; l < light.size()) {
+        report(light[l]);
+        continue;
+      }
+      if (q->next_heavy >= heavy.size()) break;
+      ::usleep(100000);  // only heavy cases are left, and another worker runs one
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string data;
+  char buf[1 << 16];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    data.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  std::vector<bool> have(todo.size());
+  for (size_t at = 0; at + sizeof(Record) <= data.size();) {
+    Record r;
+    std::memcpy(&r, data.data() + at, sizeof r);
+    at += sizeof r;
+    if (r.index < todo.size()) {
+      out[r.index] = {static_cast<Outcome::Kind>(r.kind), data.substr(at, r.len)};
+      have[r.index] = true;
+    }
+    at += r.len;
+  }
+  std::string died;
+  for (pid_t pid : workers) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) died += " (a worker process died of signal " + std::to_string(WTERMSIG(status)) + ")";
+    else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      died += " (a worker process exited " + std::to_string(WEXITSTATUS(status)) + ")";
+  }
+  if (workers.empty()) died = " (no worker process could be started)";
+  for (size_t k = 0; k < todo.size(); ++k) {
+    if (have[k]) continue;
+    char head[160];
+    std::snprintf(head, sizeof head, "%-8s %-6s %-60s ", "FAIL", "-", cases[todo[k]].name.c_str());
+    out[k] = {Outcome::kFailed, head + std::string("no result") + died};
+  }
+  q->~Queues();
+  ::munmap(shared, sizeof(Queues));
+  return out;
+}
+
 int run(const Options& opt) {
   std::vector<Case> cases = gpu_test::make_cases(opt.seed);
-  int failed = 0, exact = 0, tolerant = 0, ran = 0;
-  for (Case& c : cases) {
-    if (!opt.filter.empty() && c.name.find(opt.filter) == std::string::npos) continue;
-    ++ran;
-    std::vector<std::vector<uint8_t>> got;
-    std::string detail = run_sim(c, opt, got);
-    const bool want_exact = sim_exact(c);
-    bool all_exact = true;
-    double max_err = 0;
-    if (detail.empty()) {
-      const Status st = gpu_test::run_cpu(c);
-      if (!st.ok()) detail = st.error().message;
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < cases.size(); ++i)
+    if (opt.filter.empty() || cases[i].name.find(opt.filter) != std::string::npos) todo.push_back(i);
+  const int jobs = static_cast<int>(std::min<size_t>(opt.jobs, todo.size()));
+  std::vector<Outcome> outcomes;
+  if (jobs <= 1) {
+    for (size_t i : todo) {
+      outcomes.push_back(run_case(cases[i], opt));
+      std::printf("%s\n", outcomes.back().line.c_str());
+      std::fflush(stdout);
     }
-    for (size_t i = 0; detail.empty() && i < c.buffers.size(); ++i) {
-      if (c.buffers[i].compare == Compare::kNone) continue;
-      const gpu_test::Mismatch m = gpu_test::compare(c.buffers[i], got[i], want_exact);
-      all_exact = all_exact && m.bit_exact;
-      max_err = std::max(max_err, m.max_err);
-      if (m.bad)
-        detail = std::to_string(m.bad) + "/" + std::to_string(m.checked) + " differ" +
-                 (want_exact ? " (bit-exact expected)" : "") + ", first " + m.detail;
-    }
-    const bool ok = detail.empty();
-    if (!ok) ++failed;
-    else if (want_exact) ++exact;
-    else ++tolerant;
-    std::printf("%-8s %-6s %-60s max_err %.3g %s\n", ok ? "ok" : "FAIL",
-                want_exact ? "exact" : (all_exact ? "equal" : "tol"), c.name.c_str(), max_err, detail.c_str());
+  } else {
+    outcomes = run_pool(cases, todo, opt, jobs);
+    for (const Outcome& o : outcomes) std::printf("%s\n", o.line.c_str());
   }
-  std::printf("%d cases on the SIMT emulator: %d bit-exact as required, %d within tolerance, %d failed\n", ran,
-              exact, tolerant, failed);
+  int failed = 0, exact = 0, tolerant = 0;
+  for (const Outcome& o : outcomes) {
+    failed += o.kind == Outcome::kFailed;
+    exact += o.kind == Outcome::kExact;
+    tolerant += o.kind == Outcome::kTolerant;
+  }
+  std::printf("%zu cases on the SIMT emulator (%d processes): %d bit-exact as required, %d within tolerance, %d failed\n",
+              todo.size(), std::max(jobs, 1), exact, tolerant, failed);
   return failed ? 1 : 0;
 }
 
@@ -173,17 +338,19 @@ int run(const Options& opt) {
 
 int main(int argc, char** argv) {
   kern::sim::Options opt;
+  opt.jobs = kern::sim::usable_cpus();
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
     if (a == "--seed" && has_value) opt.seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--block-order-seed" && has_value) opt.block_order_seed = std::strtoull(argv[++i], nullptr, 10);
     else if (a == "--filter" && has_value) opt.filter = argv[++i];
+    else if (a == "--jobs" && has_value && std::atoi(argv[i + 1]) > 0) opt.jobs = std::atoi(argv[++i]);
     else if (a == "--pdl-manifest" && has_value) {
       if (!kern::sim::read_pdl_manifest(argv[++i], opt.pdl_symbols)) return 2;
     }
     else {
-      std::fprintf(stderr, "usage: kern-sim-compare [--seed S] [--block-order-seed N] [--filter TEXT] [--pdl-manifest FILE]...\n");
+      std::fprintf(stderr, "usage: kern-sim-compare [--seed S] [--block-order-seed N] [--filter TEXT] [--jobs N] [--pdl-manifest FILE]...\n");
       return 2;
     }
   }

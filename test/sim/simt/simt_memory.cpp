@@ -9,17 +9,22 @@
 //                    threads' accesses to a byte (one a write) with no
 //                    __syncthreads() between them (__syncwarp() orders lanes
 //                    of one warp);
-//   global memory  - an access outside every live allocation, a read of a
-//                    byte no copy, memset or launch has written, the PDL
-//                    contract (kern_cuda_common.cuh), atomically updated
-//                    counters back at zero when the launch ends;
+//   global memory  - an access outside every live allocation or running
+//                    past the end of one, a read of a byte no copy, memset
+//                    or launch has written, the PDL contract
+//                    (kern_cuda_common.cuh), atomically updated counters
+//                    back at zero when the launch ends;
 //   every access   - natural alignment (a misaligned 16-byte vector access
 //                    faults on a GPU, not on x86).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <new>
 #include <unordered_map>
+#include <utility>
+
+#include <sys/mman.h>
 
 #include "test/sim/simt/simt_state.h"
 
@@ -45,11 +50,46 @@ struct SharedByte {
   bool r_multi = false, w_atomic = false;
 };
 
+/// A zero-filled array of launch ids (kNever) from an anonymous mapping:
+/// its pages cost nothing until first touched. A std::vector was memset at
+/// every cuMemAlloc: 8 bytes of shadow per byte, so kern-load's 32 MB
+/// cublasLt workspace, which the simulated cublasLt never touches, cost
+/// 256 MB of memset and page faults, half a second of every kern-run
+/// process on the simulated GPU. Arrays of 2 MB and more ask for
+/// transparent huge pages (far fewer page faults where they are touched
+/// whole: the lm_head cases' 6 GB of shadow in kern-sim-compare).
+class Shadow {
+ public:
+  Shadow() = default;
+  explicit Shadow(size_t n) : bytes_(n * sizeof(uint32_t)) {
+    if (bytes_ == 0) return;
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    if (bytes_ >= (size_t{2} << 20)) ::madvise(p, bytes_, MADV_HUGEPAGE);  // a hint: ignored where THP is off
+    ids_ = static_cast<uint32_t*>(p);
+  }
+  ~Shadow() {
+    if (ids_) ::munmap(ids_, bytes_);
+  }
+  Shadow(Shadow&& o) noexcept : ids_(std::exchange(o.ids_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+  Shadow& operator=(Shadow&& o) noexcept {
+    std::swap(ids_, o.ids_);
+    std::swap(bytes_, o.bytes_);
+    return *this;
+  }
+  uint32_t& operator[](size_t i) { return ids_[i]; }
+  uint32_t* begin() { return ids_; }
+
+ private:
+  uint32_t* ids_ = nullptr;  ///< owned mapping of bytes_ bytes; nullptr when empty
+  size_t bytes_ = 0;
+};
+
 /// One device allocation and its per-byte writer / reader launch ids.
 struct Allocation {
   uintptr_t base = 0;
   size_t size = 0;
-  std::vector<uint32_t> writer, reader;
+  Shadow writer, reader;
 };
 
 std::map<uintptr_t, Allocation> g_allocs;  // by base
@@ -103,8 +143,15 @@ std::string in_alloc(const Allocation& al, uintptr_t a) {
 void check_global(uintptr_t a, size_t n, unsigned access) {
   Launch& l = *g_launch;
   Allocation* al = find_alloc(a);
-  if (!al || a + n > al->base + al->size) {
-    if (g_options.global_bounds) out_of_bounds(al ? al->base + al->size : a, n, access);
+  if (!al) {
+    if (g_options.global_bounds) out_of_bounds(a, n, access);
+    return;
+  }
+  const uintptr_t end = al->base + al->size;
+  if (a + n > end) {  // starts inside, runs past the end (simt_test.cpp tests each width)
+    if (g_options.global_bounds)
+      fail("out-of-bounds " + std::to_string(n) + "-byte " + verb(access) + " at " + hexaddr(a) + " (" +
+           in_alloc(*al, a) + ") runs " + std::to_string(a + n - end) + " bytes past its end");
     return;
   }
   const Thread& t = *l.cur;
@@ -267,8 +314,8 @@ void on_alloc(const void* p, size_t bytes) {
   detail::Allocation al;
   al.base = reinterpret_cast<uintptr_t>(p);
   al.size = bytes;
-  al.writer.assign(bytes, detail::kNever);
-  al.reader.assign(bytes, detail::kNever);
+  al.writer = detail::Shadow(bytes);  // all kNever (zero)
+  al.reader = detail::Shadow(bytes);
   detail::g_last = nullptr;
   detail::g_allocs[al.base] = std::move(al);
 }

@@ -15,6 +15,7 @@ const kern::sim::KernelEntry* kern_sim_broken_kernel(std::string_view name) {
   KERN_SIM_BROKEN(sim_shared_war)
   KERN_SIM_BROKEN(sim_shared_uninit)
   KERN_SIM_BROKEN(sim_copy_shift)
+  KERN_SIM_BROKEN(sim_access_width)
   KERN_SIM_BROKEN(sim_vector_load)
   KERN_SIM_BROKEN(sim_pdl_consumer)
   KERN_SIM_BROKEN(sim_pdl_writer)

@@ -88,6 +88,57 @@ extern "C" __global__ void sim_last_block(float* partial, int* counter, float* o
   }
 }
 
+/// One access of `width` bytes at byte `offset` of `p`, through each memory
+/// hook the real kernels' emulated code calls (`nm -u` of their objects):
+/// mode 0 an aligned read, 1 an aligned write (width 2, 4, 8 or 16: uint16_t
+/// to unsigned __int128, one load or store each), 2 an atomic (width 4),
+/// 3 an unaligned read (width 4 or 8: a memcpy of that constant size, which
+/// the compiler turns into one load of alignment 1), 4 and 5 a memcpy of
+/// `width` bytes from and to `p` (kern_sim_memcpy's range check). A value
+/// read goes to out[0].
+extern "C" __global__ void sim_access_width(unsigned char* p, float* out, int offset, int width, int mode) {
+  unsigned char* a = p + offset;
+  if (mode == 2) {
+    atomicExch(reinterpret_cast<int*>(a), 0);  // leaves 0: counters must end at zero
+    return;
+  }
+  if (mode == 3) {
+    uint64_t v = 0;
+    if (width == 4) {
+      uint32_t w;
+      memcpy(&w, a, 4);
+      v = w;
+    } else {
+      memcpy(&v, a, 8);
+    }
+    out[0] = static_cast<float>(v);
+    return;
+  }
+  if (mode == 4 || mode == 5) {
+    if (mode == 4) memcpy(out, a, width);
+    else memcpy(a, out, width);
+    return;
+  }
+  switch (width) {
+    case 2:
+      if (mode == 1) *reinterpret_cast<uint16_t*>(a) = 1;
+      else out[0] = *reinterpret_cast<const uint16_t*>(a);
+      break;
+    case 4:
+      if (mode == 1) *reinterpret_cast<uint32_t*>(a) = 1;
+      else out[0] = static_cast<float>(*reinterpret_cast<const uint32_t*>(a));
+      break;
+    case 8:
+      if (mode == 1) *reinterpret_cast<uint64_t*>(a) = 1;
+      else out[0] = static_cast<float>(*reinterpret_cast<const uint64_t*>(a));
+      break;
+    case 16:
+      if (mode == 1) *reinterpret_cast<unsigned __int128*>(a) = 1;
+      else out[0] = static_cast<float>(static_cast<uint64_t>(*reinterpret_cast<const unsigned __int128*>(a)));
+      break;
+  }
+}
+
 /// Thread `quit` returns before the __syncthreads() the others reach.
 extern "C" __global__ void sim_barrier_exit(float* out, int quit) {
   if (static_cast<int>(threadIdx.x) == quit) return;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -46,6 +47,13 @@ std::string launch(const char* name, unsigned grid, unsigned block, A... args) {
 }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+/// "0x7f..." as the emulator prints addresses.
+std::string hexaddr(const void* p) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%lx", static_cast<unsigned long>(reinterpret_cast<uintptr_t>(p)));
+  return b;
+}
 
 TEST_CASE("every real kernel entry is emulated, with the parameter layout of its signature") {
   const auto& all = all_kernels();
@@ -128,6 +136,46 @@ TEST_CASE("out-of-bounds global accesses and reads of never-written device memor
   // A launch's writes count as written for the next launch.
   CHECK(launch("sim_copy_shift", 2, 32, in.p(), fresh.p(), 0) == "");
   CHECK(launch("sim_copy_shift", 2, 32, fresh.p(), out.p(), 0) == "");
+}
+
+TEST_CASE("a read or write that starts inside an allocation and runs past its end is caught, at every access width") {
+  // The bounds check once tested only where an access starts (issue 47): a
+  // multi-byte access whose first bytes are the allocation's last ones
+  // passed. Each hook the kernels' emulated code calls (sim_access_width),
+  // at each width, over an allocation of 1.5 widths: the access at offset
+  // `width` (its natural alignment) has its first half inside and the rest
+  // past the end. The backing array is larger, so no host byte is overrun
+  // even if the check let the access through. (A 1-byte access cannot
+  // straddle; the 1-byte reads some kernels make are covered by the test
+  // above: an access that starts at the end.)
+  alignas(16) static unsigned char raw[64];
+  Buf<float> out(8, 0);
+  struct Access {
+    int mode;
+    const char* verb;
+    std::vector<int> widths;
+  };
+  const Access accesses[] = {{0, "read", {2, 4, 8, 16}},   {1, "write", {2, 4, 8, 16}},
+                             {2, "atomic", {4}},           {3, "read", {4, 8}},  // unaligned
+                             {4, "read", {2, 4, 8, 16}},   {5, "write", {2, 4, 8, 16}}};  // memcpy
+  for (const Access& x : accesses) {
+    for (int width : x.widths) {
+      INFO("mode " << x.mode << ": " << width << "-byte " << x.verb);
+      const size_t size = width + width / 2;
+      std::memset(raw, 0, sizeof raw);
+      on_alloc(raw, size);
+      on_write(raw, size);
+      // The same access wholly inside is clean: only the overrun is caught.
+      CHECK(launch("sim_access_width", 1, 1, raw, out.p(), 0, width, x.mode) == "");
+      const std::string e = launch("sim_access_width", 1, 1, raw, out.p(), width, width, x.mode);
+      INFO(e);
+      CHECK(contains(e, "thread (0,0,0): out-of-bounds " + std::to_string(width) + "-byte " + x.verb + " at " +
+                            hexaddr(raw + width) + " (allocation " + hexaddr(raw) + " (byte " +
+                            std::to_string(width) + " of " + std::to_string(size) + ")) runs " +
+                            std::to_string(width / 2) + " bytes past its end"));
+      on_free(raw);
+    }
+  }
 }
 
 TEST_CASE("a 16-byte vector access at an address that is not 16-aligned is caught") {
