@@ -5,6 +5,8 @@
 #   plan_fuzz      the .kplan reader (kern-load PlanFile) and --dump
 #   safetensors_fuzz  the safetensors header reader (kern-load Safetensors)
 #   tokenizer_fuzz the tokenizer.json reader, then encode/decode
+#   serve_request_fuzz  kern-run serve's request reading (HTTP head and body
+#                  with serve's limits, every route's body parser)
 # Incremental: objects are rebuilt only when a source or header is newer.
 # KERN_FUZZ_OPT (default -O1) is the optimisation level; each level keeps
 # its objects apart (OUT_DIR/obj-O1, obj-O0), so switching only relinks.
@@ -49,7 +51,8 @@ lib_sources=("$root"/common/*.cpp)
 for f in "$root"/kern-verify/*.cpp; do [ "$(basename "$f")" = main.cpp ] || lib_sources+=("$f"); done
 lib_sources+=("$root"/kern-load/{mapped_file,mapping_guard,plan_expr,plan_validate,plan_file,safetensors}.cpp)
 lib_sources+=("$root"/kern-run/tokenizer/*.cpp)
-targets=(manifest_fuzz plan_fuzz safetensors_fuzz tokenizer_fuzz)
+lib_sources+=("$root"/kern-run/serve/{api_request,api_error}.cpp)
+targets=(manifest_fuzz plan_fuzz safetensors_fuzz tokenizer_fuzz serve_request_fuzz)
 
 # Compile what is stale (a .d file lists each object's headers), two at a time.
 compile() {

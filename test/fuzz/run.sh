@@ -36,7 +36,7 @@ rc=$?
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kern-fuzz.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work"/{manifest,plan,safetensors,tokenizer}-{seeds,new} "$out/findings"
+mkdir -p "$work"/{manifest,plan,safetensors,tokenizer,serve_request}-{seeds,new} "$out/findings"
 cp "$root"/test/corpus/bad/*.json "$work/manifest-seeds/"
 for m in "$root"/test/corpus/good/*.json; do
   name=$(basename "$m" .json)
@@ -60,8 +60,17 @@ done
 printf '%s' '{"__metadata__":{"format":"pt"},"w":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]}}' \
   > "$work/safetensors-seeds/small.json"
 cp "$root"/test/tokenizer/fixtures/*.json "$work/tokenizer-seeds/"
+# kern-run serve's requests: valid ones and the hostile shapes of
+# test/serve/hostile_test.mjs (deep nesting, chunked bodies, odd codings).
+s=$work/serve_request-seeds
+printf 'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 58\r\n\r\n{"messages":[{"role":"user","content":"hi"}],"stop":["a"]}' > "$s/chat"
+printf 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1a\r\n{"prompt":[1,2],"stream":1}\r\n0\r\n\r\n' > "$s/chunked"
+printf 'POST /tokenize HTTP/1.1\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\n\x1f\x8b\x08\x00' > "$s/gzip"
+printf '{"prompt":"x","max_tokens":3,"temperature":0.5,"logprobs":null,"\u001b[2J":1}' > "$s/body"
+head -c 300 /dev/zero | tr '\0' '[' > "$s/deep"
+printf 'GET /health HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/models HTTP/1.1\r\n\r\n' > "$s/pipelined"
 
-targets=${KERN_FUZZ_TARGETS:-manifest_fuzz plan_fuzz safetensors_fuzz tokenizer_fuzz}
+targets=${KERN_FUZZ_TARGETS:-manifest_fuzz plan_fuzz safetensors_fuzz tokenizer_fuzz serve_request_fuzz}
 status=0
 cpu_budget=${KERN_FUZZ_CPU_SECONDS:-}
 tck=$(getconf CLK_TCK)
@@ -121,6 +130,7 @@ for target in $targets; do
     plan) extra=(-max_len=262144) ;;
     safetensors) extra=(-max_len=65536) ;;
     tokenizer) extra=(-max_len=65536) ;;
+    serve_request) extra=(-max_len=65536) ;;
     *) echo "run.sh: unknown target $target"; exit 2 ;;
   esac
   run_target "$target" "$work/$name-new" "$work/$name-seeds" "$here/regressions/$name" "${extra[@]}" "$@"

@@ -53,8 +53,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t cut = size / 2;
   used += parser.put(boost::asio::buffer(input.data(), cut), ec);
   if (ec == http::error::need_more) ec = {};
-  if (!ec) used += parser.put(boost::asio::buffer(input.data() + used, size - used), ec);
-  if (ec == http::error::need_more && !parser.is_done()) parser.put_eof(ec);
+  if (!ec && !parser.is_done()) used += parser.put(boost::asio::buffer(input.data() + used, size - used), ec);
+  // EOF after a partial message (put_eof requires some bytes parsed).
+  if (ec == http::error::need_more && parser.got_some() && !parser.is_done()) parser.put_eof(ec);
   if (!ec && parser.is_done()) parse_body(parser.get().body());
   return 0;
 }
