@@ -633,6 +633,4 @@ void HttpServer::stop() {
   s.stop_cv.notify_all();
 }
 
-size_t HttpServer::open_connections() const { return impl_->open.load(); }
-
 }  // namespace kern::run::serve

@@ -162,9 +162,6 @@ class HttpServer {
   /// running handlers return. Safe before run() (run returns at once).
   void stop();
 
-  /// Connections open now (for tests and /metrics).
-  size_t open_connections() const;
-
  private:
   friend class HttpConnection;
   struct Impl;

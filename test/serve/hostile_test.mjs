@@ -195,6 +195,15 @@ await test("a gzip body is 415 (kern accepts no Content-Encoding)", async () => 
   assert(e.message.includes("gzip"), e.message);
 });
 
+await test("a Transfer-Encoding other than chunked is 501; a known path with another method is 405", async () => {
+  const te = await rawExchange(url, ["POST /v1/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"],
+                               { until: (r) => r.endsWith("}") });
+  assertEq(statusOf(te), 501, te.slice(0, 200));
+  assert(te.includes("unsupported_transfer_encoding"), te);
+  const e = checkError(await curl(url + "/health", ["-X", "POST"]), 405, "POST /health");
+  assertEq(e.code, "method_not_allowed", "code");
+});
+
 await test("24,000 headers of 8 KB are 431, and 101 small ones too", async () => {
   const value = "v".repeat(8192);
   function* head() {

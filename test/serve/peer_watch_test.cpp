@@ -24,7 +24,7 @@ namespace {
 /// A listening socket on 127.0.0.1, a client connected to it and the accepted end.
 struct Connection {
   int listener = -1, client = -1, server = -1;
-  int server_port = -1, client_port = -1;
+  int server_port = -1;
   Connection() {
     listener = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in a{};
@@ -39,10 +39,6 @@ struct Connection {
     REQUIRE(connect(client, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
     server = accept(listener, nullptr, nullptr);
     REQUIRE(server >= 0);
-    sockaddr_in c{};
-    len = sizeof c;
-    REQUIRE(getsockname(client, reinterpret_cast<sockaddr*>(&c), &len) == 0);
-    client_port = ntohs(c.sin_port);
   }
   ~Connection() {
     for (int fd : {listener, client, server})
