@@ -3,7 +3,7 @@
 
 Exports a Hugging Face Qwen3 checkpoint directory (config.json plus
 model.safetensors, or the shards listed in model.safetensors.index.json) to
-kern's exported layout (docs/qwen3-manifest.md, SPEC §7):
+kern's exported layout (docs/causal-lm-manifest.md, SPEC §7):
 - q_proj/k_proj/v_proj merged by rows into self_attn.qkv_proj (q, k, v);
 - gate_proj/up_proj merged by rows into mlp.gate_up_proj (gate, up);
 - rope.cos_sin_cache computed from the config (f32, float64 math);

@@ -3,14 +3,14 @@
 
 Writes a kern manifest v2 (SPEC §3) for a Hugging Face Qwen3 config.json:
 exactly the buffers, kernels (docs/kernels.md ABIs) and programs `prefill` /
-`decode` of docs/qwen3-manifest.md. `--kernels fused` (the default) gives
+`decode` of docs/causal-lm-manifest.md. `--kernels fused` (the default) gives
 `decode` the fused decode kernels (docs/kernels.md §11-13a: 5 launches per
 layer, 3 around them; q/k norm + RoPE + the KV-cache write folded into the
 attention); `--kernels fused-qk-separate` the same with those as their own
 launch (6 per layer, for A/B); `--kernels unfused` keeps the original kernel
 set (12 per layer). Both read the same weights; `prefill` is the same in both. Both
 decode programs end with the sampling dispatch (`sample_dispatch`: per-row
-temperature, top_k, top_p, min_p and seed inputs; docs/qwen3-manifest.md
+temperature, top_k, top_p, min_p and seed inputs; docs/causal-lm-manifest.md
 "Sampling") and the step advance. The fused manifest also gets `decode_batch`,
 the batched decode over up to `--max-batch` sequences (default 8,
 docs/batching.md), with the same sampling dispatch over its rows (row r's
@@ -59,7 +59,7 @@ TOK = {"sym": "tokens"}
 SAMPLE_THREADS = 256   # kern_sample_bf16's block (its scan order is defined for it, docs/kernels.md §17)
 SAMPLE_KEYS = 65536    # histogram bins per row: one per bf16 bit pattern
 SAMPLE_ROWS = GEMV_MAX_ROWS  # rows the sampling inputs and histogram hold (decode rows at most)
-# The per-row sampling inputs (docs/qwen3-manifest.md "Sampling"), written by the caller when they change.
+# The per-row sampling inputs (docs/causal-lm-manifest.md "Sampling"), written by the caller when they change.
 SAMPLING_INPUTS = (("sample_temperature", "f32"), ("sample_top_k", "i32"), ("sample_top_p", "f32"),
                    ("sample_min_p", "f32"), ("sample_seed", "i64"))
 # kern's built-in GEMMs (docs/kernels.md, kernel 10); every generator names them from here.
@@ -174,7 +174,7 @@ def kernels(c):
             GEMM_SYMBOL, [BF16_IN, BF16_IN, BF16_OUT, "i32", "i32", "i32"],
             [1, 1, 1], [1, 1, 1]),
         # The decode step advance: feeds the sampled token back and moves the
-        # step counters on the device (docs/qwen3-manifest.md, "Who writes what").
+        # step counters on the device (docs/causal-lm-manifest.md, "Who writes what").
         "sample": sample_kernel(),
         "decode_advance": identity_kernel(
             "kern_decode_advance",
@@ -369,7 +369,7 @@ def block_table_pages(c):
 
 
 def buffers(c, fused=True):
-    """Inputs, the output, workspace and weights (docs/qwen3-manifest.md)."""
+    """Inputs, the output, workspace and weights (docs/causal-lm-manifest.md)."""
     E, D, I, V = c.hidden, c.head_dim, c.intermediate, c.vocab
     # The step inputs the decode program maintains itself are carries: the
     # caller writes them for prefill chunks and once before the first decode;
@@ -425,7 +425,7 @@ def gemm(label, a, w, out, n, k):
 
 
 def layer_dispatches(c, layer, attention, prefix="", state="kv_cache", state_layers=None):
-    """The 12 dispatches of one decoder layer (docs/qwen3-manifest.md, Programs).
+    """The 12 dispatches of one decoder layer (docs/causal-lm-manifest.md, Programs).
     `prefix` is put before the labels and weight names ("draft." for the
     speculative draft's layers, docs/speculative.md), `state` names the paged
     KV state and `state_layers` its layer count (default: the target's)."""
@@ -480,7 +480,7 @@ COUNTERS = {"state": "decode_counters", "offset": 0}
 
 
 def fused_layer_dispatches(c, layer, rows=1, batch=None, fold_qk=True):
-    """The fused decode dispatches of one layer (docs/qwen3-manifest.md): 5
+    """The fused decode dispatches of one layer (docs/causal-lm-manifest.md): 5
     when q/k norm + RoPE + the KV write are folded into the attention
     (`fold_qk`, one query row per sequence: decode and decode_batch), else 6
     (speculative verify's `rows` > 1 causal rows, or --kernels
@@ -569,7 +569,7 @@ def fused_decode_program(c, rows=1, sampling=True, fold_qk=True):
 
 def advance_dispatch(c):
     """The last dispatch of every decode program: next_token and the step
-    counters fed to the next decode step (docs/qwen3-manifest.md, "Who writes what")."""
+    counters fed to the next decode step (docs/causal-lm-manifest.md, "Who writes what")."""
     return dispatch("advance", "decode_advance",
                     [buf("next_token"), buf("block_table"), buf("token_ids"), buf("positions"),
                      buf("slot_mapping"), buf("seq_lens"), TOK, i32(block_table_pages(c)), i32(PAGE)])

@@ -2,7 +2,7 @@
 """gen_random_weights.py CONFIG.json -o W.safetensors [--seed N] [--draft DRAFT.json]
 
 Writes deterministic random weights for a HF Qwen3 config.json in kern's
-exported layout (docs/qwen3-manifest.md): merged qkv_proj and gate_up_proj,
+exported layout (docs/causal-lm-manifest.md): merged qkv_proj and gate_up_proj,
 the rope cos/sin cache, k_scale = v_scale = 1.0, lm_head materialised (a copy
 of embed_tokens when the config ties them).
 

@@ -1,5 +1,5 @@
 """Reads a Hugging Face Qwen3 `config.json` into the few numbers kern's tools
-need (docs/qwen3-manifest.md), and computes the rope cos/sin cache.
+need (docs/causal-lm-manifest.md), and computes the rope cos/sin cache.
 
 Shared by gen_qwen3_manifest.py, gen_random_weights.py, export_qwen3.py and
 convert_hf.py. Standard library only. Every field it reads is type-checked
@@ -107,7 +107,7 @@ def rope_cache_bytes(cfg):
 
 
 def exported_tensors(cfg):
-    """The exported layout (docs/qwen3-manifest.md, Weights) in file order as
+    """The exported layout (docs/causal-lm-manifest.md, Weights) in file order as
     (name, safetensors dtype, shape). f32 tensors come first so that every
     tensor starts at a multiple of its element size in a hole-free file."""
     E, D, V = cfg.hidden, cfg.head_dim, cfg.vocab

@@ -28,10 +28,10 @@ bool is_const(const plan::Buffer& b, uint32_t d, uint64_t value) {
 
 }  // namespace
 
-Result<std::optional<BatchContract>> resolve_batch_contract(const load::PlanFile& plan, const Qwen3Contract& c) {
+Result<std::optional<BatchContract>> resolve_batch_contract(const load::PlanFile& plan, const CausalLmContract& c) {
   const int program = plan.find_program("decode_batch");
   if (program < 0) return std::optional<BatchContract>{};
-  if (c.batch_symbol == Qwen3Contract::kNoSymbol)
+  if (c.batch_symbol == CausalLmContract::kNoSymbol)
     return batch_error(plan, "the plan has program 'decode_batch' but no symbol 'batch'");
   const plan::Plan& p = plan.plan();
   BatchContract b;

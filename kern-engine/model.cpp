@@ -12,7 +12,7 @@ namespace kern::engine {
 Result<ModelPlan> open_model_plan(const std::string& path, bool speculative) {
   auto t0 = Clock::now();
   KERN_ASSIGN_OR_RETURN(auto plan, load::PlanFile::open(path));
-  KERN_ASSIGN_OR_RETURN(auto contract, resolve_qwen3_contract(plan));
+  KERN_ASSIGN_OR_RETURN(auto contract, resolve_causal_lm_contract(plan));
   std::optional<SpecContract> spec;
   if (speculative) {
     KERN_ASSIGN_OR_RETURN(spec, resolve_spec_contract(plan, contract), "speculative decoding");
@@ -21,7 +21,7 @@ Result<ModelPlan> open_model_plan(const std::string& path, bool speculative) {
   return ModelPlan{std::move(plan), contract, spec, batch, ms_since(t0)};
 }
 
-Model::Model(std::unique_ptr<load::Executable> exe, const Qwen3Contract& c, std::optional<SpecContract> spec,
+Model::Model(std::unique_ptr<load::Executable> exe, const CausalLmContract& c, std::optional<SpecContract> spec,
              std::optional<BatchContract> batch, uint64_t capacity)
     : exe_(std::move(exe)), contract_(c), spec_(spec), batch_(batch), capacity_(capacity) {
   runner_ = std::make_unique<ModelRunner>(*exe_, contract_, spec_ ? &*spec_ : nullptr);
@@ -30,7 +30,7 @@ Model::Model(std::unique_ptr<load::Executable> exe, const Qwen3Contract& c, std:
 
 Result<std::unique_ptr<Model>> Model::adopt(std::unique_ptr<load::Executable> exe, bool speculative,
                                             std::optional<uint64_t> capacity, std::string device_name) {
-  KERN_ASSIGN_OR_RETURN(auto c, resolve_qwen3_contract(exe->plan_file()));
+  KERN_ASSIGN_OR_RETURN(auto c, resolve_causal_lm_contract(exe->plan_file()));
   std::optional<SpecContract> spec;
   if (speculative) {
     KERN_ASSIGN_OR_RETURN(spec, resolve_spec_contract(exe->plan_file(), c), "speculative decoding");

@@ -19,7 +19,7 @@
 #include "common/result.h"
 #include "kern-engine/batch_contract.h"
 #include "kern-engine/model_runner.h"
-#include "kern-engine/qwen3_contract.h"
+#include "kern-engine/causal_lm_contract.h"
 #include "kern-engine/spec_contract.h"
 #include "kern-load/device_select.h"
 #include "kern-load/executable.h"
@@ -30,15 +30,15 @@ namespace kern::engine {
 /// A plan with its resolved contracts, not yet loaded.
 struct ModelPlan {
   load::PlanFile plan;
-  Qwen3Contract contract;
+  CausalLmContract contract;
   std::optional<SpecContract> spec;  ///< resolved by open_model_plan(path, true)
   std::optional<BatchContract> batch;  ///< the batched decode's, when the plan has decode_batch
   double open_ms = 0;  ///< PlanFile::open + the contracts' resolution, wall time
 };
 
-/// Opens `path` and resolves the Qwen3 contract, and the speculative one
+/// Opens `path` and resolves the causal-LM contract, and the speculative one
 /// when `speculative`. Errors: PlanFile::open's (kIo, kManifest),
-/// resolve_qwen3_contract's (kManifest); resolve_spec_contract's (kManifest)
+/// resolve_causal_lm_contract's (kManifest); resolve_spec_contract's (kManifest)
 /// with "speculative decoding" as context.
 Result<ModelPlan> open_model_plan(const std::string& path, bool speculative = false);
 
@@ -100,7 +100,7 @@ class Model {
 
   /// The KV capacity in tokens every request is checked against.
   uint64_t capacity() const { return capacity_; }
-  const Qwen3Contract& contract() const { return contract_; }
+  const CausalLmContract& contract() const { return contract_; }
   /// The speculative contract, or null when not loaded for speculation.
   const SpecContract* spec() const { return spec_ ? &*spec_ : nullptr; }
   /// The batched decode contract, or null when the plan has no decode_batch.
@@ -119,11 +119,11 @@ class Model {
   bool random_weights() const;
 
  private:
-  Model(std::unique_ptr<load::Executable> exe, const Qwen3Contract& c, std::optional<SpecContract> spec,
+  Model(std::unique_ptr<load::Executable> exe, const CausalLmContract& c, std::optional<SpecContract> spec,
         std::optional<BatchContract> batch, uint64_t capacity);
 
   std::unique_ptr<load::Executable> exe_;
-  Qwen3Contract contract_;
+  CausalLmContract contract_;
   std::optional<SpecContract> spec_;
   std::optional<BatchContract> batch_;
   uint64_t capacity_ = 0;

@@ -22,10 +22,10 @@ constexpr SamplingParams kZeroSampling{0.0f, 0, 0.0f, 0.0f, 0};
 
 }  // namespace
 
-ModelRunner::ModelRunner(load::Executable& exe, const Qwen3Contract& c, const SpecContract* spec)
+ModelRunner::ModelRunner(load::Executable& exe, const CausalLmContract& c, const SpecContract* spec)
     : exe_(exe), c_(c), spec_(spec) {
   symbols_.assign(exe.plan().symbols()->size(), 0);
-  if (c_.batch_symbol != Qwen3Contract::kNoSymbol) symbols_[c_.batch_symbol] = 1;  // the batch-1 programs
+  if (c_.batch_symbol != CausalLmContract::kNoSymbol) symbols_[c_.batch_symbol] = 1;  // the batch-1 programs
   timed_ = exe.device().supports_timing();
   sampling_.assign(c.sampling_rows, std::optional<SamplingParams>(kZeroSampling));
   if (spec_ != nullptr) {

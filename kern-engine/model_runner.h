@@ -1,5 +1,5 @@
-// The engine's model runner: drives one sequence through the Qwen3 caller
-// contract (SPEC §7, docs/qwen3-manifest.md) and the speculative programs
+// The engine's model runner: drives one sequence through the causal-LM caller
+// contract (SPEC §7, docs/causal-lm-manifest.md) and the speculative programs
 // (SPEC §8): chunked prefill through `prefill`, one token at a time through
 // `decode`, a DSpark round through `draft` / `verify` / `draft_precompute`.
 // One sequence at a time with an identity block table (a token's KV slot is
@@ -34,7 +34,7 @@
 #include "common/result.h"
 #include "kern-engine/batch_contract.h"
 #include "kern-engine/decode_stats.h"
-#include "kern-engine/qwen3_contract.h"
+#include "kern-engine/causal_lm_contract.h"
 #include "kern-engine/request.h"
 #include "kern-engine/spec_contract.h"
 #include "kern-load/executable.h"
@@ -55,9 +55,9 @@ static_assert(kDecodeDrainSteps == kDecodeLookahead - 1, "the drain is the looka
 class ModelRunner {
  public:
   /// `spec` (may be null) enables the speculative programs.
-  ModelRunner(load::Executable& exe, const Qwen3Contract& c, const SpecContract* spec = nullptr);
+  ModelRunner(load::Executable& exe, const CausalLmContract& c, const SpecContract* spec = nullptr);
 
-  const Qwen3Contract& contract() const { return c_; }
+  const CausalLmContract& contract() const { return c_; }
   /// The speculative contract, or null.
   const SpecContract* spec() const { return spec_; }
 
@@ -103,7 +103,7 @@ class ModelRunner {
   Status check_batch_id(int64_t id) const { return check_id(id, "next_token"); }
 
   /// Writes the per-row sampling inputs of the decode program
-  /// (docs/qwen3-manifest.md "Sampling"): row i takes rows[i], the rest
+  /// (docs/causal-lm-manifest.md "Sampling"): row i takes rows[i], the rest
   /// are greedy. Only when they differ from what the buffers hold (they
   /// are zero when allocated: greedy), so a run of greedy requests, or a
   /// sequence's steps, costs no host write; otherwise one write per input
@@ -216,7 +216,7 @@ class ModelRunner {
   };
 
   load::Executable& exe_;
-  const Qwen3Contract& c_;
+  const CausalLmContract& c_;
   const SpecContract* spec_;
   std::vector<int64_t> token_ids_, positions_, slots_;  ///< staging (grown on demand)
   std::vector<int32_t> pages_;                  ///< use_pages' pages; empty: identity (slot = position)

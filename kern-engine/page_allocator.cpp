@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "kern-engine/qwen3_contract.h"
+#include "kern-engine/causal_lm_contract.h"
 
 namespace kern::engine {
 

@@ -29,9 +29,9 @@ Status check_token_ids(std::span<const int64_t> ids, uint64_t vocab, const std::
   return {};
 }
 
-uint64_t default_capacity(const Qwen3Contract& c) { return std::min(kDefaultCapacityCap, c.max_capacity()); }
+uint64_t default_capacity(const CausalLmContract& c) { return std::min(kDefaultCapacityCap, c.max_capacity()); }
 
-Status check_capacity(const Qwen3Contract& c, uint64_t capacity) {
+Status check_capacity(const CausalLmContract& c, uint64_t capacity) {
   if (capacity == 0) return usage("the capacity must be at least 1 token");
   const uint64_t table_tokens = c.table_tokens();
   if (capacity > table_tokens)
@@ -54,7 +54,7 @@ Status check_sampling(const SamplingParams& p) {
   return {};
 }
 
-Status check_request(const Qwen3Contract& c, uint64_t capacity, const Request& r) {
+Status check_request(const CausalLmContract& c, uint64_t capacity, const Request& r) {
   if (r.prompt_ids.empty()) return usage("the prompt is empty");
   if (r.max_tokens == 0) return usage("the number of ids to generate must be at least 1");
   if (r.chunk == 0) return usage("the prefill chunk must be at least 1 token");

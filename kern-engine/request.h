@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/result.h"
-#include "kern-engine/qwen3_contract.h"
+#include "kern-engine/causal_lm_contract.h"
 
 namespace kern::engine {
 
@@ -81,13 +81,13 @@ Status check_token_ids(std::span<const int64_t> ids, uint64_t vocab, const std::
 
 /// The default capacity of a contract: min(4096, the block table's tokens,
 /// the RoPE table's rows).
-uint64_t default_capacity(const Qwen3Contract& c);
+uint64_t default_capacity(const CausalLmContract& c);
 
 /// Checks a capacity in tokens against the contract. Errors (kUsage):
 /// 0; more than the block table addresses ("capacity 1040 tokens exceeds the
 /// block table (64 pages x 16 = 1024 tokens)"); more positions than the RoPE
 /// table has rows; beyond the i32 range of seq_lens.
-Status check_capacity(const Qwen3Contract& c, uint64_t capacity);
+Status check_capacity(const CausalLmContract& c, uint64_t capacity);
 
 /// Checks sampling parameters. Errors (kUsage): temperature negative, NaN or
 /// infinite; top_p outside (0, 1]; min_p outside [0, 1].
@@ -103,6 +103,6 @@ Status check_sampling(const SamplingParams& p);
 /// with speculative decoding (which stays greedy); start_pos + prompt +
 /// max_tokens > capacity (names them, without wrapping u64); start_pos > 0
 /// with speculative (the draft's context is not continued).
-Status check_request(const Qwen3Contract& c, uint64_t capacity, const Request& r);
+Status check_request(const CausalLmContract& c, uint64_t capacity, const Request& r);
 
 }  // namespace kern::engine

@@ -27,7 +27,7 @@ Dim dim(const plan::Buffer& b, uint32_t d, uint32_t tokens_symbol) {
 
 }  // namespace
 
-Result<SpecContract> resolve_spec_contract(const load::PlanFile& plan, const Qwen3Contract& c) {
+Result<SpecContract> resolve_spec_contract(const load::PlanFile& plan, const CausalLmContract& c) {
   const plan::Plan& p = plan.plan();
   if (p.spec() == nullptr)
     return spec_error(plan, "the plan has no meta.spec: it is not a speculative manifest (generate one with "

@@ -1,6 +1,6 @@
 // The speculative-decoding caller contract of a plan (SPEC §8,
 // docs/speculative.md): the four programs and two buffers a DSpark round
-// drives besides the Qwen3 contract's, and the plan's `spec` (block, mask
+// drives besides the causal-LM contract's, and the plan's `spec` (block, mask
 // token), resolved and checked once.
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "common/result.h"
 #include "kern-load/plan_file.h"
-#include "kern-engine/qwen3_contract.h"
+#include "kern-engine/causal_lm_contract.h"
 
 namespace kern::engine {
 
@@ -24,11 +24,11 @@ struct SpecContract {
   int64_t mask_token = 0;         ///< id of the draft's rows 1 .. block - 1, in [0, vocab)
 };
 
-/// Resolves the contract of a plan whose Qwen3 contract is `c`. Errors
+/// Resolves the contract of a plan whose causal-LM contract is `c`. Errors
 /// (kManifest) name what is missing or wrong: no `spec` in the plan (not a
 /// speculative manifest: generate one with examples/gen_qwen3_dspark_manifest.py),
 /// a missing program or buffer, a wrong dtype / shape / class, a block outside
 /// [2, tokens max] or a mask token outside [0, vocab).
-Result<SpecContract> resolve_spec_contract(const load::PlanFile& plan, const Qwen3Contract& c);
+Result<SpecContract> resolve_spec_contract(const load::PlanFile& plan, const CausalLmContract& c);
 
 }  // namespace kern::engine

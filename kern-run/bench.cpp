@@ -256,7 +256,7 @@ std::variant<BenchCommand, int> parse_bench_command(int argc, char** argv) {
 /// table on stdout, or on stderr beside the csv/json on stdout).
 Status execute_bench(BenchCommand& cmd) {
   KERN_ASSIGN_OR_RETURN(auto opened, open_plan_for(cmd.plan_path, cmd.plan.spec));
-  const engine::Qwen3Contract c = opened.contract;
+  const engine::CausalLmContract c = opened.contract;
   const uint64_t needed = bench_capacity(cmd.plan) + (opened.spec ? opened.spec->block : 0);
   if (needed > c.table_tokens())
     return make_error(ErrorKind::kUsage, "a test of " + std::to_string(needed) + " tokens exceeds the block table (" +

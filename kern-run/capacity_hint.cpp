@@ -5,7 +5,7 @@
 
 namespace kern::run {
 
-Error with_capacity_next_step(Error e, const engine::Qwen3Contract& c, uint64_t capacity, uint64_t prompt_tokens,
+Error with_capacity_next_step(Error e, const engine::CausalLmContract& c, uint64_t capacity, uint64_t prompt_tokens,
                               uint64_t steps) {
   const bool over = steps > capacity || prompt_tokens > capacity - steps;
   if (!over || e.kind != ErrorKind::kUsage || e.message.find("exceeds the capacity") == std::string::npos) return e;

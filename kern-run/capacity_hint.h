@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "common/result.h"
-#include "kern-engine/qwen3_contract.h"
+#include "kern-engine/causal_lm_contract.h"
 
 namespace kern::run {
 
@@ -15,11 +15,11 @@ namespace kern::run {
 /// `steps` at `capacity` on a plan of contract `c`: when the two exceed the
 /// capacity, `e` with the next step appended — "; raise --capacity (this
 /// plan holds up to M tokens) or lower --steps" when they fit the plan's
-/// largest capacity M (Qwen3Contract::max_capacity), "; this plan holds at
+/// largest capacity M (CausalLmContract::max_capacity), "; this plan holds at
 /// most M tokens: lower --steps to at most M - prompt" when only the prompt
 /// does, "; this plan holds at most M tokens: shorten the prompt" when it
 /// does not. Any other error: `e` unchanged.
-Error with_capacity_next_step(Error e, const engine::Qwen3Contract& c, uint64_t capacity, uint64_t prompt_tokens,
+Error with_capacity_next_step(Error e, const engine::CausalLmContract& c, uint64_t capacity, uint64_t prompt_tokens,
                               uint64_t steps);
 
 }  // namespace kern::run

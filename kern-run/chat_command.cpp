@@ -123,7 +123,7 @@ Status check_options(const RunOptions& o) {
 Status run_chat(const RunOptions& o, int& exit_code) {
   KERN_RETURN_IF_ERROR(check_options(o));
   KERN_ASSIGN_OR_RETURN(auto opened, open_plan_for(o.plan_path, false));
-  const engine::Qwen3Contract c = opened.contract;
+  const engine::CausalLmContract c = opened.contract;
   KERN_ASSIGN_OR_RETURN(auto tokenizer, tok::Tokenizer::load(o.tokenizer_path), "--tokenizer");
   const uint64_t capacity = o.capacity.value_or(engine::default_capacity(c));
   KERN_RETURN_IF_ERROR(engine::check_capacity(c, capacity), "--capacity");

@@ -101,7 +101,7 @@ struct CompareResult {
 };
 
 /// Runs the comparison. Errors (each with the side, "A" or "B", as context):
-/// a plan that cannot be opened or has no Qwen3 contract, two plans of
+/// a plan that cannot be opened or has no causal-LM contract, two plans of
 /// different vocabularies, a prompt id outside the vocabulary, the load's and
 /// the runs' errors, a decode whose logits are not written by any span.
 Result<CompareResult> run_compare(const CompareConfig& config);

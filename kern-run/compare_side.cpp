@@ -193,7 +193,7 @@ Status write_step_inputs(Side& side, const int64_t* ids, uint64_t n, uint64_t po
   side.symbols.assign(side.plan().symbols()->size(), 0);
   side.symbols[side.contract().tokens_symbol] = n;
   // The batch-1 programs (prefill, decode) run at batch = 1 (model_runner.cpp).
-  if (side.contract().batch_symbol != engine::Qwen3Contract::kNoSymbol) side.symbols[side.contract().batch_symbol] = 1;
+  if (side.contract().batch_symbol != engine::CausalLmContract::kNoSymbol) side.symbols[side.contract().batch_symbol] = 1;
   return side.model->runner().write_inputs(ids, n, pos);
 }
 

@@ -58,7 +58,7 @@ struct Side {
   bool timed = false;
 
   load::Executable& exe() { return model->executable(); }
-  const engine::Qwen3Contract& contract() const { return model->contract(); }
+  const engine::CausalLmContract& contract() const { return model->contract(); }
   const plan::Plan& plan() { return exe().plan(); }
 };
 

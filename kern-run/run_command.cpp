@@ -51,7 +51,7 @@ Status write_dumps(load::Executable& exe, const std::vector<ResolvedDump>& dumps
 
 Status run(const RunOptions& o) {
   KERN_ASSIGN_OR_RETURN(auto opened, open_plan_for(o.plan_path, o.spec));
-  const engine::Qwen3Contract c = opened.contract;
+  const engine::CausalLmContract c = opened.contract;
   std::vector<ResolvedDump> dumps;
   for (const auto& d : o.dumps) {
     int i = opened.plan.find_buffer(d.buffer);

@@ -98,7 +98,7 @@ std::string render_result(const Job& j, size_t index, engine::Clock::time_point 
 
 /// Turns the file's lines into checked engine requests. Errors (kUsage): each as "FILE:LINE: ...".
 Result<std::vector<Job>> build_jobs(const RunOptions& o, const std::vector<RequestLine>& lines,
-                                    const engine::Qwen3Contract& c, uint64_t capacity, const tok::Tokenizer* tok) {
+                                    const engine::CausalLmContract& c, uint64_t capacity, const tok::Tokenizer* tok) {
   const std::string file = o.requests_path == "-" ? "<stdin>" : o.requests_path;
   std::vector<Job> jobs;
   std::string errors;
@@ -170,7 +170,7 @@ bool apply_stop_strings(const tok::Tokenizer& tok, const std::vector<int64_t>& i
 
 Status run(const RunOptions& o, bool& any_failed) {
   KERN_ASSIGN_OR_RETURN(auto opened, open_plan_for(o.plan_path, false));
-  const engine::Qwen3Contract c = opened.contract;
+  const engine::CausalLmContract c = opened.contract;
   std::optional<tok::Tokenizer> tokenizer;
   if (!o.tokenizer_path.empty()) {
     KERN_ASSIGN_OR_RETURN(auto t, tok::Tokenizer::load(o.tokenizer_path), "--tokenizer");

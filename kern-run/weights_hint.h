@@ -1,6 +1,6 @@
 // The next step for a weights file that lacks a plan's weights (issue 25):
 // kern-load says which weight is missing; kern-run, which knows the Qwen3
-// export layout (docs/qwen3-manifest.md), adds what to run instead.
+// export layout (docs/causal-lm-manifest.md), adds what to run instead.
 #pragma once
 
 #include <string>

@@ -1,7 +1,7 @@
 // The decode step advance (docs/kernels.md §14): the last kernel of the
 // Qwen3 `decode` program. It feeds the sampled token back as the next step's
 // input and advances the step counters, so consecutive decode steps need no
-// host write (docs/qwen3-manifest.md, "Who writes what").
+// host write (docs/causal-lm-manifest.md, "Who writes what").
 #include <cstdint>
 
 #include "kernels-src/cpu/kernel_args.h"

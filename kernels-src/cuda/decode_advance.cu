@@ -1,7 +1,7 @@
 // The decode step advance (docs/kernels.md §14): the last launch of the Qwen3
 // `decode` program. It writes the next step's inputs on the device (the
 // sampled token, position, KV slot, sequence length), so consecutive decode
-// steps need no host write and no host round trip (docs/qwen3-manifest.md).
+// steps need no host write and no host round trip (docs/causal-lm-manifest.md).
 // Integer bookkeeping only: bit-identical to the cpu reference.
 //
 // Launch: grid [1, 1, 1], block [1, 1, 1]. Bytes moved: ~50.

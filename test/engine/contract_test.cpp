@@ -1,12 +1,12 @@
-// The Qwen3 caller contract: a plan lacking a program, buffer or symbol of
-// docs/qwen3-manifest.md, or with a buffer of the wrong dtype/shape/class,
+// The causal-LM caller contract: a plan lacking a program, buffer or symbol of
+// docs/causal-lm-manifest.md, or with a buffer of the wrong dtype/shape/class,
 // is rejected with a message naming it. Plans are hand-built (plan_builder.h).
 #include <catch2/catch.hpp>
 
 #include <functional>
 
 #include "kern-engine/batch_contract.h"
-#include "kern-engine/qwen3_contract.h"
+#include "kern-engine/causal_lm_contract.h"
 #include "test/load/plan_builder.h"
 
 using namespace kern;
@@ -36,15 +36,15 @@ PlanDesc contract_plan() {
   return d;
 }
 
-Result<engine::Qwen3Contract> resolve(const PlanDesc& d) {
+Result<engine::CausalLmContract> resolve(const PlanDesc& d) {
   auto plan = load::PlanFile::from_bytes(serialize(d), "q.kplan");
   if (!plan.ok()) FAIL(plan.error().message);
-  return engine::resolve_qwen3_contract(plan.value());
+  return engine::resolve_causal_lm_contract(plan.value());
 }
 
 }  // namespace
 
-TEST_CASE("the qwen3 contract resolves buffer indices, vocab and block table length", "[run][contract]") {
+TEST_CASE("the causal-LM contract resolves buffer indices, vocab and block table length", "[run][contract]") {
   auto c = resolve(contract_plan());
   REQUIRE(c.ok());
   CHECK(c->prefill == 0);
@@ -56,7 +56,7 @@ TEST_CASE("the qwen3 contract resolves buffer indices, vocab and block table len
   CHECK(c->tokens_max == 512);
 }
 
-TEST_CASE("a plan breaking the qwen3 contract is rejected naming what is wrong", "[run][contract]") {
+TEST_CASE("a plan breaking the causal-LM contract is rejected naming what is wrong", "[run][contract]") {
   struct Case {
     const char* what;
     std::function<void(PlanDesc&)> mutate;
@@ -104,7 +104,7 @@ TEST_CASE("a plan breaking the qwen3 contract is rejected naming what is wrong",
     REQUIRE_FALSE(r.ok());
     CHECK(r.error().kind == ErrorKind::kManifest);
     CHECK(r.error().message ==
-          std::string("q.kplan: ") + c.expect + " (the qwen3 caller contract, docs/qwen3-manifest.md)");
+          std::string("q.kplan: ") + c.expect + " (the causal-LM caller contract, docs/causal-lm-manifest.md)");
   }
 }
 
@@ -157,7 +157,7 @@ PlanDesc sampling_batch_plan(uint64_t rows, bool reads) {
 Result<std::optional<engine::BatchContract>> resolve_batch(const PlanDesc& d) {
   auto plan = load::PlanFile::from_bytes(serialize(d), "q.kplan");
   if (!plan.ok()) FAIL(plan.error().message);
-  auto c = engine::resolve_qwen3_contract(plan.value());
+  auto c = engine::resolve_causal_lm_contract(plan.value());
   REQUIRE(c.ok());
   return engine::resolve_batch_contract(plan.value(), c.value());
 }

@@ -1,5 +1,5 @@
 // The device-resident decode loop (docs/runtime.md, "Asynchronous decode";
-// docs/qwen3-manifest.md, "Who writes what") on the tiny model and the cpu
+// docs/causal-lm-manifest.md, "Who writes what") on the tiny model and the cpu
 // device: the asynchronous loop gives exactly the synchronous loop's ids for
 // every prompt, chunk size and stop condition; a decode step writes nothing
 // from the host (counted at the device, below the executable); the decode
@@ -145,7 +145,7 @@ TEST_CASE("a decode step writes nothing from the host and waits for nothing in s
           "[run][decode_loop]") {
   CountedModel cm = load_counted(256);
   TinyModel& m = cm.tiny;
-  const engine::Qwen3Contract& c = m.contract;
+  const engine::CausalLmContract& c = m.contract;
   engine::ModelRunner& driver = m.model->runner();
   REQUIRE(driver.write_block_table().ok());
   auto chunks = driver.prefill(std::span(kPrompt).first(kPrompt.size() - 1), 0, 8);
@@ -192,7 +192,7 @@ TEST_CASE("a decode step writes nothing from the host and waits for nothing in s
 
 TEST_CASE("the decode program leaves the next step's inputs in its carries", "[run][decode_loop]") {
   TinyModel m = load_tiny_model(256);
-  const engine::Qwen3Contract& c = m.contract;
+  const engine::CausalLmContract& c = m.contract;
   engine::ModelRunner& driver = m.model->runner();
   REQUIRE(driver.write_block_table().ok());
   REQUIRE(driver.prefill(std::span(kPrompt).first(kPrompt.size() - 1), 0, 512).ok());
@@ -225,7 +225,7 @@ TEST_CASE("surplus steps after a stop change nothing a later generation sees", "
 TEST_CASE("asynchronous readback: slots, sizes and the wait count", "[run][decode_loop]") {
   TinyModel m = load_tiny_model(64);
   load::Executable& exe = *m.exe;
-  const engine::Qwen3Contract& c = m.contract;
+  const engine::CausalLmContract& c = m.contract;
   const int32_t cu[2] = {0, 7};
   REQUIRE(exe.write_input(c.cu_seqlens_q, std::span(reinterpret_cast<const uint8_t*>(cu), 8)).ok());
   REQUIRE(exe.read_buffer_async(c.cu_seqlens_q, 3, 8).ok());

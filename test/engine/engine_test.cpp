@@ -314,7 +314,7 @@ TEST_CASE("speculative and plain requests share one model runner: ids equal plai
 TEST_CASE("the capacity is bounded by the RoPE table's rows (issue 22 item 3)", "[engine]") {
   auto plan = load::PlanFile::open(env_path("KERN_ROPE17_PLAN"));
   REQUIRE(plan.ok());
-  auto c = engine::resolve_qwen3_contract(plan.value());
+  auto c = engine::resolve_causal_lm_contract(plan.value());
   REQUIRE(c.ok());
   CHECK(c->rope_positions == 17);
   CHECK(c->block_table_pages == 2);  // 32 tokens of block table

@@ -1,4 +1,4 @@
-// Greedy generation through the Qwen3 caller contract on the tiny model and
+// Greedy generation through the causal-LM caller contract on the tiny model and
 // the cpu reference device. Token ids are compared exactly: the cpu device
 // is deterministic (same inputs, same kernels, same order), so no tolerance.
 #include <cmath>
@@ -28,7 +28,7 @@ std::vector<int64_t> generate_ids(const std::vector<int64_t>& prompt, uint64_t s
 /// the reference that chunked prefill must reproduce.
 std::vector<int64_t> decode_only_ids(const std::vector<int64_t>& prompt, uint64_t steps) {
   TinyModel m = load_tiny_model();
-  const engine::Qwen3Contract& c = m.contract;
+  const engine::CausalLmContract& c = m.contract;
   load::Executable& exe = *m.exe;
   std::vector<int32_t> table(c.block_table_pages);
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
@@ -109,7 +109,7 @@ TEST_CASE("the chunk is clamped to the tokens bound and counts prefill runs", "[
 
 TEST_CASE("generation requests are checked before anything runs", "[run][generate]") {
   TinyModel m = load_tiny_model(64);
-  const engine::Qwen3Contract& c = m.contract;
+  const engine::CausalLmContract& c = m.contract;
   auto err = [&](engine::Request r, uint64_t capacity = 64) {
     Status s = engine::check_request(c, capacity, r);
     REQUIRE_FALSE(s.ok());
@@ -136,7 +136,7 @@ TEST_CASE("generation requests are checked before anything runs", "[run][generat
 
 TEST_CASE("stop ids outside the vocabulary are refused (issue 22 item 16)", "[run][generate]") {
   TinyModel m = load_tiny_model(64);
-  const engine::Qwen3Contract& c = m.contract;
+  const engine::CausalLmContract& c = m.contract;
   for (int64_t bad : {int64_t{-1}, int64_t{256}, int64_t{99999999999}}) {
     INFO("stop id " << bad);
     Status s = engine::check_request(c, 64, request({1, 2}, 4, 4, {7, bad}));

@@ -116,7 +116,7 @@ TEST_CASE("sampling is refused with speculative decoding and on a plan whose dec
   CHECK(s.error().message ==
         "speculative decoding is greedy only: temperature 0.5 asks for sampling (use temperature 0, or plain "
         "decoding)");
-  engine::Qwen3Contract older = m.contract;
+  engine::CausalLmContract older = m.contract;
   older.sampling_rows = 0;  // a manifest from before device sampling
   r.speculative = false;
   s = engine::check_request(older, m.capacity, r);

@@ -13,7 +13,7 @@
 #include "kern-engine/engine.h"
 #include "kern-engine/generate.h"
 #include "kern-engine/model.h"
-#include "kern-engine/qwen3_contract.h"
+#include "kern-engine/causal_lm_contract.h"
 #include "kern-load/cpu_device.h"
 #include "kern-load/executable.h"
 
@@ -31,7 +31,7 @@ struct TinyModel {
   std::unique_ptr<load::Safetensors> weights;
   std::unique_ptr<engine::Model> model;
   load::Executable* exe = nullptr;  ///< model's
-  engine::Qwen3Contract contract;
+  engine::CausalLmContract contract;
   uint64_t capacity = 0;
 };
 
@@ -45,7 +45,7 @@ inline TinyModel load_tiny_model(uint64_t capacity = 0, std::unique_ptr<load::De
   TinyModel m;
   auto plan = load::PlanFile::open(env_path(plan_env));
   REQUIRE(plan.ok());
-  auto c = engine::resolve_qwen3_contract(plan.value());
+  auto c = engine::resolve_causal_lm_contract(plan.value());
   REQUIRE(c.ok());
   m.capacity = capacity ? capacity : engine::default_capacity(c.value());
   load::ExecutableOptions options;

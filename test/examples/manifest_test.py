@@ -168,7 +168,7 @@ class GeneratedManifests(unittest.TestCase):
         self.assertEqual(doc["states"]["kv_cache"]["bytes_per_token"], 147456)
 
     def test_qwen3_4b_fused_decode_is_at_most_5_launches_per_layer_plus_4(self):
-        # docs/qwen3-manifest.md: 36 layers x 5 + embedding + lm_head/argmax + sample + advance = 184 (q/k norm +
+        # docs/causal-lm-manifest.md: 36 layers x 5 + embedding + lm_head/argmax + sample + advance = 184 (q/k norm +
         # RoPE + the KV write folded into the attention, docs/kernels.md §13a; the argmax reduced by lm_head's
         # last block, §11).
         doc = load("qwen3-4b")
@@ -177,7 +177,7 @@ class GeneratedManifests(unittest.TestCase):
         launches = sum(len(doc["kernels"][d["kernel"]]["impl"]["steps"]) for d in decode)
         self.assertEqual(launches, 184)
         self.assertLessEqual(launches, 5 * 36 + 4)
-        # Both decode programs end with the sampling dispatch and the step advance (docs/qwen3-manifest.md
+        # Both decode programs end with the sampling dispatch and the step advance (docs/causal-lm-manifest.md
         # "Who writes what", "Sampling").
         self.assertEqual([d["label"] for d in decode[-2:]], ["sample", "advance"])
         self.assertEqual(unfused["programs"]["decode"]["dispatches"][-2:], decode[-2:])
@@ -219,7 +219,7 @@ class GeneratedManifests(unittest.TestCase):
                 self.assertEqual(arg, {"state": "kv_cache", "offset": layer * 16 * 8 * 2 * 128 * 2})
         self.assertEqual(by_label["layers.3.attention"]["args"][12], {"i64": 36 * 16 * 8 * 2 * 128})
         self.assertEqual([d["label"] for d in disp[-5:]], ["norm", "lm_head", "argmax", "sample", "advance"])
-        # The step advance (docs/qwen3-manifest.md "Who writes what"): next_token feeds the carries.
+        # The step advance (docs/causal-lm-manifest.md "Who writes what"): next_token feeds the carries.
         self.assertEqual(disp[-1]["args"], [{"buf": "next_token"}, {"buf": "block_table"}, {"buf": "token_ids"},
                                             {"buf": "positions"}, {"buf": "slot_mapping"}, {"buf": "seq_lens"},
                                             {"sym": "tokens"}, {"i32": 2560}, {"i32": 16}])
@@ -231,7 +231,7 @@ class GeneratedManifests(unittest.TestCase):
         self.assertEqual(by_label["layers.0.rope"]["args"][-1], {"u8": 1})
 
     def test_fused_qk_separate_keeps_the_6_launch_layer_and_the_same_weights(self):
-        # --kernels fused-qk-separate (A/B, docs/qwen3-manifest.md): qk_norm_rope_cache then the attention
+        # --kernels fused-qk-separate (A/B, docs/causal-lm-manifest.md): qk_norm_rope_cache then the attention
         # reading q_normed, in decode and decode_batch; the default folds them (docs/kernels.md §13a, §15a).
         with tempfile.TemporaryDirectory() as tmp:
             out = {}

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """gguf_from_exported.py CONFIG.json EXPORTED.safetensors -o MODEL.gguf --gguf-py DIR
 
-Converts kern's exported Qwen3 weights (docs/qwen3-manifest.md) into a
+Converts kern's exported Qwen3 weights (docs/causal-lm-manifest.md) into a
 llama.cpp `qwen3` GGUF for the oracle (oracles.md): matrices BF16 (a byte
 copy), norms F32 (bf16 widened exactly), `tokenizer.ggml.model = none` with
 the vocab size in `qwen3.vocab_size`. The merged tensors are split back by

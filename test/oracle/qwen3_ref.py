@@ -1,5 +1,5 @@
 """A numpy model of kern's Qwen3 pipeline on exported weights: the kernels of
-docs/kernels.md composed as docs/qwen3-manifest.md composes them, with every
+docs/kernels.md composed as docs/causal-lm-manifest.md composes them, with every
 store rounded to bf16 (nearest-even) exactly where a kernel stores, f32 math
 in between. It is not an oracle (we wrote it); it cross-checks the llama.cpp
 oracle's setup (GGUF conversion, C program) without kern-run, and estimates

@@ -341,14 +341,14 @@ TEST_CASE("kern-run rejects a file that is not a plan", "[run][cli]") {
                      ": not a kplan file: file identifier 'zzzz', expected 'KPLN'\n");
 }
 
-TEST_CASE("kern-run rejects a valid plan without the qwen3 contract", "[run][cli]") {
+TEST_CASE("kern-run rejects a valid plan without the causal-LM contract", "[run][cli]") {
   TempDir dir;
   write_bytes(dir.file("tiny.kplan"), serialize(tiny_plan()));  // program `main` only
   CliResult r = kern_run(dir.file("tiny.kplan") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
                          " --device cpu --prompt-ids 1 --steps 1");
   CHECK(r.rc == 1);
   CHECK(r.err == "kern-run: error: " + dir.file("tiny.kplan") +
-                     ": the plan has no program 'prefill' (the qwen3 caller contract, docs/qwen3-manifest.md)\n");
+                     ": the plan has no program 'prefill' (the causal-LM caller contract, docs/causal-lm-manifest.md)\n");
 }
 
 TEST_CASE("kern-run rejects negative values of unsigned options instead of wrapping them", "[run][cli]") {

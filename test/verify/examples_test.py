@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Every checked-in example manifest (examples/*.json, not *.config.json)
 verifies with no errors and lowers to a plan; the Qwen3-4B plan dump shows the
-buffer count of its manifest and the dispatch counts of docs/qwen3-manifest.md
+buffer count of its manifest and the dispatch counts of docs/causal-lm-manifest.md
 (prefill 433, fused decode 220 with the sampling dispatch and the step advance).
 
 usage: examples_test.py KERN_VERIFY EXAMPLES_DIR
@@ -49,7 +49,7 @@ with tempfile.TemporaryDirectory() as tmp:
         s = summary[0] if summary else ""
         check(f"the 4B dump shows its {n_buffers} buffers", s.startswith(f"summary: {n_buffers} buffers;"), s)
         check("the 4B dump shows prefill's 433 dispatches", "prefill: 433 dispatches" in s, s)
-        # The fused decode (docs/qwen3-manifest.md): 5 launches per layer + 2, + sample + the step advance.
+        # The fused decode (docs/causal-lm-manifest.md): 5 launches per layer + 2, + sample + the step advance.
         check("the 4B dump shows decode's 184 dispatches and 184 launches", "decode: 184 dispatches, 184 launches" in s, s)
         check("the 4B dump lists the programs", "program prefill: 433 dispatches" in p.stdout
               and "program decode: 184 dispatches, 184 launches" in p.stdout)

@@ -1,4 +1,4 @@
-// The Qwen3 caller contract of a plan (SPEC §7, docs/qwen3-manifest.md):
+// The causal-LM caller contract of a plan (SPEC §7, docs/causal-lm-manifest.md):
 // which programs, buffers and symbol the engine drives, resolved to indices
 // once, with their dtypes and shapes checked, so the generation loop never
 // looks up a name.
@@ -16,7 +16,7 @@ namespace kern::engine {
 inline constexpr uint64_t kKvBlockTokens = 16;
 
 /// Indices into the plan and the sizes the engine needs.
-struct Qwen3Contract {
+struct CausalLmContract {
   uint32_t prefill = 0;  ///< Plan.programs index of `prefill`
   uint32_t decode = 0;   ///< Plan.programs index of `decode`
   uint32_t tokens_symbol = 0;  ///< Plan.symbols index of `tokens`
@@ -38,7 +38,7 @@ struct Qwen3Contract {
   uint32_t logits = 0;        ///< [tokens or R, vocab] workspace
   uint64_t block_table_pages = 0;  ///< max_pages (block_table's constant length)
   uint64_t vocab = 0;  ///< logits' last dimension = model.embed_tokens.weight's rows: valid ids are [0, vocab)
-  /// The per-row sampling inputs (docs/qwen3-manifest.md "Sampling"):
+  /// The per-row sampling inputs (docs/causal-lm-manifest.md "Sampling"):
   /// f32 / i32 / f32 / f32 / i64 [sampling_rows] inputs read by `decode`'s
   /// sample dispatch. sampling_rows = 0: the plan has none (an older
   /// manifest; only greedy decoding runs).
@@ -69,6 +69,6 @@ struct Qwen3Contract {
 /// a `rope.cos_sin_cache` that is not f32 [N, D]; some but not all of the
 /// sampling inputs, or one of the wrong dtype, shape ([N], N the same for
 /// all) or class (input).
-Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan);
+Result<CausalLmContract> resolve_causal_lm_contract(const load::PlanFile& plan);
 
 }  // namespace kern::engine

@@ -1,5 +1,5 @@
-// The Qwen3 caller contract of a plan, resolved to indices (qwen3_contract.h).
-#include "kern-engine/qwen3_contract.h"
+// The causal-LM caller contract of a plan, resolved to indices (causal_lm_contract.h).
+#include "kern-engine/causal_lm_contract.h"
 
 #include <cstdint>
 #include <string>
@@ -12,7 +12,7 @@ namespace {
 
 Error contract_error(const load::PlanFile& plan, const std::string& what) {
   return make_error(ErrorKind::kManifest,
-                    plan.path() + ": " + what + " (the qwen3 caller contract, docs/qwen3-manifest.md)");
+                    plan.path() + ": " + what + " (the causal-LM caller contract, docs/causal-lm-manifest.md)");
 }
 
 /// Shape pattern of a contract buffer: each dim is the `tokens` symbol, a
@@ -68,8 +68,8 @@ Result<uint32_t> find_buffer(const load::PlanFile& plan, const char* name, plan:
 
 }  // namespace
 
-Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
-  Qwen3Contract c;
+Result<CausalLmContract> resolve_causal_lm_contract(const load::PlanFile& plan) {
+  CausalLmContract c;
   const plan::Plan& p = plan.plan();
   int prefill = plan.find_program("prefill");
   int decode = plan.find_program("decode");
@@ -98,7 +98,7 @@ Result<Qwen3Contract> resolve_qwen3_contract(const load::PlanFile& plan) {
   const DimSpec t{DimRule::kTokens};
   const DimSpec any{DimRule::kAnyConst};
   // logits: [tokens, V], or [R, V] with the rows the programs need (decode
-  // computes one row, docs/qwen3-manifest.md); kern-run never reads it.
+  // computes one row, docs/causal-lm-manifest.md); kern-run never reads it.
   const DimSpec logit_rows{DimRule::kTokensOrAnyConst};
   using plan::DType;
   struct Want {
