@@ -19,7 +19,7 @@ A command reading .cache/ (scripts/setup.sh's npm packages) is skipped, with
 a note, when that path does not exist.
 
 Also checked: no documented command writes into the repository outside
-build/ or changes a checked-in file; every examples/ tool with a shebang is
+build/ or changes a checked-in file; every examples/ and provider/ tool with a shebang is
 executable; every shell block has only runnable lines (no `[--opt]`
 placeholders or `...`).
 """
@@ -181,14 +181,16 @@ class DocumentedCommands(unittest.TestCase):
             self.assertEqual(got, [(4, "run a \\\n  --flag   # [gpu] why", "gpu"), (7, "run b", None),
                                    (11, "regen c", "maintainer")])
 
-    def test_the_examples_tools_are_executable(self):
-        examples = os.path.join(ROOT, "examples")
-        for name in sorted(os.listdir(examples)):
-            path = os.path.join(examples, name)
-            with open(path, "rb") as f:
-                shebang = f.read(2) == b"#!"
-            if shebang:
-                self.assertTrue(os.access(path, os.X_OK), f"examples/{name} has a shebang but is not executable")
+    def test_the_provider_tools_and_their_examples_forwarders_are_executable(self):
+        for folder in ("examples", "provider"):
+            for name in sorted(os.listdir(os.path.join(ROOT, folder))):
+                path = os.path.join(ROOT, folder, name)
+                if not os.path.isfile(path):
+                    continue
+                with open(path, "rb") as f:
+                    shebang = f.read(2) == b"#!"
+                if shebang:
+                    self.assertTrue(os.access(path, os.X_OK), f"{folder}/{name} has a shebang but is not executable")
 
 
 if __name__ == "__main__":

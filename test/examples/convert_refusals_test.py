@@ -49,7 +49,7 @@ class ConvertRefusals(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         sys.path.insert(0, HERE)
-        sys.path.insert(0, os.path.join(ROOT, "examples"))
+        sys.path.insert(0, os.path.join(ROOT, "provider"))
         import safetensors_io
         import weights_test
         from qwen3_config import load_config
@@ -261,7 +261,7 @@ class ConvertRefusals(unittest.TestCase):
                 self.assertNotEqual([rounding(b) for b, _ in self.TIES_F32], [w for _, w in self.TIES_F32])
 
     def test_f16_and_f32_weights_round_to_bf16_with_exact_ties_to_even(self):
-        sys.path.insert(0, os.path.join(ROOT, "examples"))
+        sys.path.insert(0, os.path.join(ROOT, "provider"))
         import convert_hf
         E = self.cfg.hidden
         for dtype, table, fmt in (("F32", self.TIES_F32, "<I"), ("F16", self.TIES_F16, "<H")):

@@ -43,7 +43,7 @@ class Convert(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         sys.path.insert(0, HERE)
-        sys.path.insert(0, os.path.join(ROOT, "examples"))
+        sys.path.insert(0, os.path.join(ROOT, "provider"))
         import safetensors_io
         import weights_test
         from qwen3_config import load_config

@@ -178,7 +178,7 @@ class DraftConfigs(unittest.TestCase):
 
 class DraftWeights(unittest.TestCase):
     def test_random_weights_with_a_draft_hold_every_manifest_weight_and_the_same_target_values(self):
-        sys.path.insert(0, os.path.join(ROOT, "examples"))
+        sys.path.insert(0, os.path.join(ROOT, "provider"))
         import safetensors_io as st
         doc = load("tiny-qwen3-dspark")
         with tempfile.TemporaryDirectory() as tmp:
@@ -202,7 +202,7 @@ class DraftExport(unittest.TestCase):
     weights back into HF / DFlash names, exports to exactly those weights."""
 
     def test_a_dflash_checkpoint_and_markov_tensors_export_to_the_draft_layout(self):
-        sys.path.insert(0, os.path.join(ROOT, "examples"))
+        sys.path.insert(0, os.path.join(ROOT, "provider"))
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import safetensors_io as st
         from qwen3_config import load_config

@@ -324,16 +324,17 @@ class GeneratedManifests(unittest.TestCase):
             self.assertIn(symbols[0], proc.stderr)
 
     def test_without_kernels_dir_the_generators_pin_to_the_repositorys_build_kernels_or_say_where_they_looked(self):
-        # A copy of examples/ in a fresh "repository" (issue 25: a quiet happy
-        # path): with <repo>/build/kernels the default pins; without it, one
-        # note names the directory and no step is pinned.
+        # A copy of examples/ and provider/ in a fresh "repository" (issue 25: a
+        # quiet happy path): with <repo>/build/kernels the default pins; without
+        # it, one note names the directory and no step is pinned.
         symbols = sorted({s["symbol"] for model in ("tiny-qwen3", "tiny-qwen3-dspark")
                           for k in load(model)["kernels"].values() for s in k["impl"]["steps"]
                           if not s["symbol"].startswith("extern:")})
         with tempfile.TemporaryDirectory() as tmp:
             repo = os.path.join(tmp, "repo")
-            shutil.copytree(os.path.join(ROOT, "examples"), os.path.join(repo, "examples"),
-                            ignore=shutil.ignore_patterns("*.safetensors", "__pycache__"))
+            for folder in ("examples", "provider"):
+                shutil.copytree(os.path.join(ROOT, folder), os.path.join(repo, folder),
+                                ignore=shutil.ignore_patterns("*.safetensors", "__pycache__"))
             kdir = os.path.join(repo, "build", "kernels")
             os.makedirs(kdir)
             for sym in symbols:  # `<symbol>.fatbin` wins the symbol's lookup

@@ -3,7 +3,7 @@
 
 The examples/ tools that write weights (gen_random_weights.py,
 export_qwen3.py) show a progress line on a terminal and erase it at the end,
-and print nothing when stderr is a pipe (issue 25; examples/progress.py).
+and print nothing when stderr is a pipe (issue 25; provider/progress.py).
 The terminal is a pseudo-terminal (the pty module).
 """
 import os
@@ -45,7 +45,7 @@ def run_on_pty(args):
 def hf_checkpoint(tmp):
     """A HF-layout checkpoint of the tiny model (weights_test's split of the exported weights)."""
     sys.path.insert(0, HERE)
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    sys.path.insert(0, os.path.join(ROOT, "provider"))
     import safetensors_io as st
     import weights_test
     from qwen3_config import load_config

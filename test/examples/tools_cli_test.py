@@ -4,7 +4,7 @@
 The examples/ tools (gen_qwen3_manifest.py, gen_random_weights.py,
 export_qwen3.py) fail in one line, `tool: path: what is wrong`, never with a
 traceback, with exit 2 for usage and I/O errors and 1 for bad content
-(examples/tool_io.py); they write outputs atomically (an interrupted run
+(provider/tool_io.py); they write outputs atomically (an interrupted run
 leaves no partial file, a failed run leaves an old output as it was), write
 into devices in place, and refuse configs whose values overflow the
 manifest's i32 parameters; never write over their inputs; remove their

@@ -262,7 +262,7 @@ class Exporter(unittest.TestCase):
 
 if __name__ == "__main__":
     ROOT = sys.argv[1]
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    sys.path.insert(0, os.path.join(ROOT, "provider"))
     import safetensors_io as st  # noqa: E402
     from qwen3_config import load_config  # noqa: E402
     CFG = load_config(example("tiny-qwen3.config.json"))

@@ -27,7 +27,7 @@ class HfPeer(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
-        sys.path.insert(0, os.path.join(ROOT, "examples"))
+        sys.path.insert(0, os.path.join(ROOT, "provider"))
         global hf_peer, gen_random_weights
         import gen_random_weights  # noqa: E402
         import hf_peer  # noqa: E402

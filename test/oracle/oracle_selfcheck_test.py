@@ -16,7 +16,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "provider"))
 
 import oracle_lib as ol  # noqa: E402
 import qwen3_ref  # noqa: E402

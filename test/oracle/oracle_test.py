@@ -30,7 +30,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "provider"))
 
 import oracle_lib as ol  # noqa: E402
 from qwen3_config import load_config  # noqa: E402

@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "provider"))
 
 import safetensors_io as st  # noqa: E402
 

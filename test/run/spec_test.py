@@ -31,7 +31,7 @@ V, BLOCK, MARKOV = 256, 4, 256  # examples/tiny-qwen3-dspark.config.json, tiny-q
 
 
 def examples():
-    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    sys.path.insert(0, os.path.join(ROOT, "provider"))
     import safetensors_io  # noqa: E402
     return safetensors_io
 

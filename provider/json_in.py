@@ -1,7 +1,7 @@
 """Reads the JSON files the provider tools take (config.json, the draft
 config, model.safetensors.index.json, safetensors headers) with the limits
 of kern's C++ readers (docs/runtime.md, "Hostile inputs"), so that every
-malformed file is one line naming it (examples/tool_io.py), never a
+malformed file is one line naming it (provider/tool_io.py), never a
 traceback (standard library only):
 
 - UTF-8 only: "PATH: not UTF-8 text: byte 0xff at offset 16";

@@ -66,7 +66,7 @@ def write(path, specs, metadata=None, progress=None):
     """Streams `specs` into `path` atomically (tool_io.write_atomic: an
     interrupted or failed write leaves no partial file). `progress`, when
     given, is called with the tensor bytes written so far after each chunk
-    (of sum(s.size_bytes) in all; examples/progress.py). Raises
+    (of sum(s.size_bytes) in all; provider/progress.py). Raises
     SafetensorsError when a tensor's chunks do not add up to its declared
     size, OSError when `path` cannot be written."""
     def write_to(f):
