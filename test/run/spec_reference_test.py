@@ -36,7 +36,7 @@ def main(argv):
     except ImportError:
         print("spec_reference_test: numpy is not installed (apt install python3-numpy): skipped")
         return 77
-    sys.path.insert(0, os.path.join(root, "examples"))
+    sys.path.insert(0, os.path.join(root, "provider"))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import safetensors_io as st
     from dspark_config import load_draft_config
