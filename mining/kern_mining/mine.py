@@ -23,16 +23,21 @@ def _quantities(launch):
 
 
 def reference_candidates(sites, n_passes):
-    """(site, axis) pairs that launch once in every pass and whose grid
-    along that axis changes between passes: each could be the per-pass
-    size (tokens) the other quantities are functions of."""
+    """(site, quantity) pairs of launches made once in every pass whose value
+    changes between passes: a grid axis, else a scalar argument (a length
+    passed to the kernel). Each could be the per-pass size (tokens) the
+    other quantities are functions of."""
     out = []
     for s in sites:
         if len(s.samples) != n_passes:
             continue
-        for i, a in enumerate(AXES):
-            if len({l.grid[i] for _, l in s.samples}) > 1:
-                out.append((s, i))
+        values = {}
+        for _, l in s.samples:
+            for name, v in _quantities(l).items():
+                values.setdefault(name, set()).add(v)
+        names = [f'grid.{a}' for a in AXES] + sorted((k for k in values if k.startswith('param[')),
+                                                     key=lambda k: int(k[6:-1]))
+        out += [(s, name) for name in names if len(values.get(name, ())) > 1]
     return out
 
 
@@ -59,20 +64,20 @@ def mine(procs, gap_ms=5.0):
     # The reference value: the candidate whose choice leaves the fewest
     # quantities unfitted or underdetermined (ties: the first seen).
     best = None
-    for site, axis in reference_candidates(sites, len(passes)):
-        ref = {p.index: l.grid[axis] for p, l in site.samples}
+    for site, quantity in reference_candidates(sites, len(passes)):
+        ref = {p.index: _quantities(l)[quantity] for p, l in site.samples}
         fits = [fit_site(s, ref) for s in sites]
         score = _score(fits)
         if best is None or score < best[0]:
-            best = (score, site, axis, ref, fits)
+            best = (score, site, quantity, ref, fits)
     if best is None:  # no per-pass size: every quantity against a constant reference
         ref = {p.index: 1 for p in passes}
         reference = None
         fits = [fit_site(s, ref) for s in sites]
     else:
-        _, rsite, axis, ref, fits = best
+        _, rsite, quantity, ref, fits = best
         reference = {'site': rsite.key, 'symbol': rsite.symbol, 'occurrence': rsite.occurrence,
-                     'axis': AXES[axis], 'name': 'n'}
+                     'quantity': quantity, 'name': 'n'}
 
     out_sites = []
     for s, f in zip(sites, fits):

@@ -27,7 +27,7 @@ def render(result):
     ref = result['reference']
     if ref:
         ns = [str(p['n']) for p in ps['list']]
-        lines.append(f'reference n = grid.{ref["axis"]} of {ref["site"]}; per pass: {" ".join(ns)}')
+        lines.append(f'reference n = {ref["quantity"]} of {ref["site"]}; per pass: {" ".join(ns)}')
     else:
         lines.append('reference: none (no launch in every pass changes its grid)')
     lines.append('')

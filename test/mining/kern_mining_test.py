@@ -268,7 +268,7 @@ class MineTest(Folder):
         write_fixture(self.dir)
         r = mine.mine(capture_file.read_capture(self.dir))
         self.assertEqual(r['reference']['site'], 'kern_embedding_bf16#0')
-        self.assertEqual(r['reference']['axis'], 'x')
+        self.assertEqual(r['reference']['quantity'], 'grid.x')
         sites = {s['site']: s for s in r['sites']}
         self.assertEqual(sites['kern_head_rmsnorm_bf16#1']['fits']['grid.x']['expr'], 'ceil_div(n, 2)')
         self.assertEqual(sites['kern_paged_attention_prefill_bf16#0']['fits']['grid.x']['expr'], '4')
