@@ -52,7 +52,9 @@ def fit_site(site, ref_of_pass, sym='n'):
 
 def _score(fits):
     c = Counter(f['verdict'] for site in fits for f in site.values())
-    return (c['unfitted'] + c['underdetermined'], c['unfitted'])
+    # Then the fewest `runtime` values: a reference that turns a per-pass
+    # argument into an expression of n explains more.
+    return (c['unfitted'] + c['underdetermined'], c['unfitted'], c['runtime'])
 
 
 def mine(procs, gap_ms=5.0):
@@ -62,7 +64,8 @@ def mine(procs, gap_ms=5.0):
     sites = align.align_sites(passes)
 
     # The reference value: the candidate whose choice leaves the fewest
-    # quantities unfitted or underdetermined (ties: the first seen).
+    # quantities unfitted or underdetermined (then: fewest unfitted, fewest
+    # runtime; ties: the first seen).
     best = None
     for site, quantity in reference_candidates(sites, len(passes)):
         ref = {p.index: _quantities(l)[quantity] for p, l in site.samples}
