@@ -8,8 +8,9 @@ every pass, and what the host copied where:
 - output: the bytes it points at are read back by a device-to-host copy
   after the first launch (and never written by the host then);
 - weight: the same address in every pass, written by host-to-device copies
-  only before the first launch (or a --snapshot-weights snapshot of its
-  allocation was kept: read, never changed);
+  only before the first launch. (A kept --snapshot-weights snapshot does
+  not decide it: kernels may write and restore bytes, as kern's decode
+  counters and sampling histogram do, and those would look read-only.)
 - persistent: the same address in every pass, never written by the host
   (a KV cache, a carried value, or workspace the program placed at a fixed
   address: the launch stream does not say whether its bytes live on);
@@ -52,7 +53,7 @@ def classify_pointer(samples, procs):
                 written_per_pass = True
             if _covered(proc.dtohs, alloc, offset, after=start):
                 read_back = True
-            if alloc in proc.snapshots or _covered(proc.htods, alloc, offset, before=start):
+            if _covered(proc.htods, alloc, offset, before=start):
                 weight_like = True
     where = sorted({(a, o) for v in by_proc.values() for a, o in v})
     detail = {'allocs': sorted({a for a, _ in where}), 'offsets': sorted({o for _, o in where})[:8]}

@@ -14,6 +14,8 @@ chunks of several sizes and decode steps:
   tokens value; an underdetermined one lists it), every literal argument
   is fitted to its value, every `expr` argument agrees like a grid;
 - every pointer argument's class fits the plan buffer's class;
+- --snapshot-weights kept every weight's allocation (the file of its size
+  and sha256) and neither an input's nor the KV cache's;
 - nothing is unexplained.
 
 usage: capture_kern_run_test.py KERN_CAPTURE KERN_MINE KERN_RUN KERN_VERIFY PLAN SOURCE_ROOT BUILD_ROOT KERNELS_DIR
@@ -70,7 +72,7 @@ def main(argv):
             for n in PROMPTS:
                 f.write(json.dumps({'prompt_ids': list(range(1, n + 1)), 'max_tokens': STEPS}) + '\n')
         out = os.path.join(tmp, 'capture')
-        r = subprocess.run([kern_capture, '-o', out, '--', sim, kern_run, plan, '--weights', weights,
+        r = subprocess.run([kern_capture, '--snapshot-weights', '-o', out, '--', sim, kern_run, plan, '--weights', weights,
                             '--requests', requests, '--max-batch', '1', '--chunk', str(CHUNK), '--device', 'cuda',
                             '--kernels', kernels, '--eager'], env=env, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
@@ -79,6 +81,7 @@ def main(argv):
         if m.returncode != 0:
             return fail(f'kern-mine exit {m.returncode}: {m.stderr[-2000:]}')
         result = json.loads(m.stdout)
+        snapshots = read_snapshots(out)
         human = subprocess.run([kern_mine, out], capture_output=True, text=True, timeout=300)
         if human.returncode != 0 or 'unexplained: none' not in human.stdout:
             return fail('the human report does not say "unexplained: none":\n' + human.stdout[-3000:])
@@ -87,6 +90,7 @@ def main(argv):
         return fail(f'kern-verify --dump: {d.stderr}')
     p = json.loads(d.stdout)
     errors = check(result, p)
+    errors += check_snapshots(result, p, snapshots)
     for e in errors[:40]:
         print('FAIL: ' + e)
     if errors:
@@ -94,6 +98,59 @@ def main(argv):
     print(f'ok: {result["passes"]["count"]} passes, {len(result["sites"])} call sites, '
           f'{result["summary"]["verdicts"]}, pointers {result["summary"]["pointer_classes"]}')
     return 0
+
+
+def read_snapshots(folder):
+    """{alloc id: (kept, bytes)} from the capture's snapshot records, each
+    kept file checked against its recorded size and sha256."""
+    import hashlib
+    out, sizes = {}, {}
+    with open(os.path.join(folder, 'launches.jsonl')) as f:
+        for line in f:
+            r = json.loads(line)
+            if r['event'] == 'alloc':
+                sizes[r['id']] = r['bytes']
+            if r['event'] != 'snapshot':
+                continue
+            if r['kept']:
+                with open(os.path.join(folder, r['file']), 'rb') as g:
+                    data = g.read()
+                ok = len(data) == r['bytes'] == sizes[r['alloc']] and hashlib.sha256(data).hexdigest() == r['sha256']
+                out[r['alloc']] = (True, ok)
+            else:
+                out[r['alloc']] = (False, True)
+    return out
+
+
+def check_snapshots(result, p, snapshots):
+    """--snapshot-weights: every weight's allocation kept (its file the
+    recorded size and sha256), no input's and not the KV cache's."""
+    errors = []
+    kv_allocs = set()
+    for s in result['sites']:
+        for ptr in s['pointers']:
+            for a in ptr.get('allocs', []):
+                kept, ok = snapshots.get(a, (False, True))
+                if not ok:
+                    errors.append(f'snapshot of allocation {a}: its file does not match its record')
+                if ptr['class'] == 'weight' and not kept:
+                    errors.append(f'{s["site"]} param[{ptr["index"]}]: weight allocation {a} has no kept snapshot')
+                if ptr['class'] == 'input' and kept:
+                    errors.append(f'{s["site"]} param[{ptr["index"]}]: input allocation {a} was kept as a weight')
+    prefill = program_kernels(p, 'prefill')
+    for s in result['sites']:
+        launches = [l for l in prefill if l['symbol'] == s['symbol']]
+        if s['occurrence'] >= len(launches):
+            continue
+        for i, arg in enumerate(launches[s['occurrence']]['args']):
+            if arg['kind'] == 'state' and arg['name'] == 'kv_cache':
+                kv_allocs |= {a for ptr in s['pointers'] if ptr['index'] == i for a in ptr.get('allocs', [])}
+    if not kv_allocs:
+        errors.append('no call site passes the KV cache')
+    for a in kv_allocs:
+        if snapshots.get(a, (False, True))[0]:
+            errors.append(f'the KV cache (allocation {a}) was kept as a weight: it changes every pass')
+    return errors
 
 
 def program_kernels(p, name):

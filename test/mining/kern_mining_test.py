@@ -226,10 +226,10 @@ class ClassifyTest(unittest.TestCase):
         self.assertEqual(self.cls([('device', 4, 0), None]), 'mixed')
         self.assertIsNone(classify.classify_pointer([(0, None)] * 2, [self.proc()]))
 
-    def test_a_kept_snapshot_is_a_weight(self):
+    def test_a_kept_snapshot_alone_is_not_a_weight(self):
         p = self.proc()
-        p.snapshots = {5: 'alloc_5.bin'}
-        self.assertEqual(classify.classify_pointer([(0, ('device', 5, 0))] * 2, [p])['class'], 'weight')
+        p.snapshots = {5: 'alloc_5.bin'}  # bytes unchanged, but never loaded by the host: kernel-restored state
+        self.assertEqual(classify.classify_pointer([(0, ('device', 5, 0))] * 2, [p])['class'], 'persistent')
 
 
 class FitTest(unittest.TestCase):
