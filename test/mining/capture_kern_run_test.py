@@ -14,9 +14,12 @@ chunks of several sizes and decode steps:
   tokens value; an underdetermined one lists it), every literal argument
   is fitted to its value, every `expr` argument agrees like a grid;
 - every pointer argument's class fits the plan buffer's class;
+- every module image is byte for byte a fatbin kern-run loaded;
 - --snapshot-weights kept every weight's allocation (the file of its size
   and sha256) and neither an input's nor the KV cache's;
-- nothing is unexplained.
+- nothing is unexplained;
+- with CUDA graphs (no --eager) both commands say to run eager, and the
+  launches made into the graph being captured are left out.
 
 usage: capture_kern_run_test.py KERN_CAPTURE KERN_MINE KERN_RUN KERN_VERIFY PLAN SOURCE_ROOT BUILD_ROOT KERNELS_DIR
 Exit 77 (skipped) when the simulated driver is not built.
@@ -82,6 +85,11 @@ def main(argv):
             return fail(f'kern-mine exit {m.returncode}: {m.stderr[-2000:]}')
         result = json.loads(m.stdout)
         snapshots = read_snapshots(out)
+        module_errors = check_modules(out, kernels)
+        graph_errors = check_graph_run(kern_capture, kern_mine, [sim, kern_run, plan, '--weights', weights,
+                                                                 '--prompt-ids', '1,2,3,4,5', '--steps', '4',
+                                                                 '--chunk', '4', '--device', 'cuda',
+                                                                 '--kernels', kernels], env, tmp)
         human = subprocess.run([kern_mine, out], capture_output=True, text=True, timeout=300)
         if human.returncode != 0 or 'unexplained: none' not in human.stdout:
             return fail('the human report does not say "unexplained: none":\n' + human.stdout[-3000:])
@@ -90,7 +98,7 @@ def main(argv):
         return fail(f'kern-verify --dump: {d.stderr}')
     p = json.loads(d.stdout)
     errors = check(result, p)
-    errors += check_snapshots(result, p, snapshots)
+    errors += check_snapshots(result, p, snapshots) + module_errors + graph_errors
     for e in errors[:40]:
         print('FAIL: ' + e)
     if errors:
@@ -98,6 +106,49 @@ def main(argv):
     print(f'ok: {result["passes"]["count"]} passes, {len(result["sites"])} call sites, '
           f'{result["summary"]["verdicts"]}, pointers {result["summary"]["pointer_classes"]}')
     return 0
+
+
+def check_graph_run(kern_capture, kern_mine, command, env, tmp):
+    """kern-run with CUDA graphs (no --eager): kern-capture and kern-mine
+    both say the graphs' kernels are not recorded and to run eager, and the
+    launches made into the graph being captured are left out of the passes."""
+    out = os.path.join(tmp, 'graphs')
+    r = subprocess.run([kern_capture, '-o', out, '--', *command], env=env, capture_output=True, text=True,
+                       timeout=300)
+    errors = []
+    if r.returncode != 0 or 'CUDA graph launches' not in r.stderr or 'kern-run --eager' not in r.stderr:
+        errors.append(f'kern-capture on a graph run: exit {r.returncode}, stderr {r.stderr[-600:]}')
+    m = subprocess.run([kern_mine, out, '--json'], capture_output=True, text=True, timeout=300)
+    if m.returncode != 0:
+        return errors + [f'kern-mine on a graph run: exit {m.returncode}: {m.stderr}']
+    res = json.loads(m.stdout)
+    proc = res['processes'][0]
+    if not proc['graph_launches'] or not proc['captured_launches']:
+        errors.append(f'graph run: {proc}')
+    if not any('run the program eager' in w for w in res['warnings']):
+        errors.append(f'graph run: no warning to run eager in {res["warnings"]}')
+    if res['passes']['count'] != 2:  # the prefill chunk and the eager first decode; the graph's steps unseen
+        errors.append(f'graph run: {res["passes"]["count"]} passes, expected the 2 launched eagerly')
+    return errors
+
+
+def check_modules(folder, kernels):
+    """Every module image the capture wrote is byte for byte one of the
+    fatbins kern-run loaded (its size read from the fatbin header)."""
+    import hashlib
+    loaded = {}
+    for name in os.listdir(kernels):
+        if name.endswith('.fatbin'):
+            with open(os.path.join(kernels, name), 'rb') as f:
+                loaded[hashlib.sha256(f.read()).hexdigest()] = name
+    images = sorted(n for n in os.listdir(folder) if n.startswith('module_'))
+    errors = [] if images else ['the capture wrote no module image']
+    for n in images:
+        with open(os.path.join(folder, n), 'rb') as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        if not n.endswith('.fatbin') or digest not in loaded:
+            errors.append(f'{n} is none of the fatbins in {kernels}')
+    return errors
 
 
 def read_snapshots(folder):

@@ -51,6 +51,9 @@ def main(argv):
             print(f'FAIL: kern-mine exit {m.returncode}: {m.stderr}')
             return 1
         res = json.loads(m.stdout)
+        with open(os.path.join(out, 'module_0.fatbin'), 'rb') as f, open(fatbin, 'rb') as g:
+            if f.read() != g.read():
+                errors.append('module_0.fatbin is not byte for byte the fatbin the program loaded')
     ps = res['passes']
     if ps['count'] != 5 or ps['anchor'] != 'foreign_scale':
         errors.append(f'passes: {ps["count"]} opened by {ps["anchor"]}, expected 5 opened by foreign_scale')
