@@ -2,8 +2,9 @@
 // (Driver::load of the built libcuda.so.1): cuGetProcAddress versions,
 // modules from the real fatbins (parameter records, static shared memory),
 // stream order and synchronisation, the pinned-source race check, events,
-// the rules of stream capture, parameters copied at capture, and the
-// current context per thread (a launch from a thread without one fails).
+// the rules of stream capture, parameters copied at capture, parameters
+// packed in `extra`, and the current context per thread (a launch from a
+// thread without one fails).
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
 
@@ -288,29 +289,6 @@ TEST_CASE("sim driver: stream capture records, copies parameters at capture, and
 }
 
 // Last: its second section leaves the context faulted (sticky), as a GPU fault would.
-TEST_CASE("sim driver: a host write into a pinned buffer before the copy that reads it completed is reported") {
-  const DriverApi& a = sim().api();
-  CUstream s = sim().stream;
-  CUdeviceptr d = alloc(4096);
-  void* pinned = nullptr;
-  REQUIRE(a.cuMemHostAlloc(&pinned, 4096, 0) == CUDA_SUCCESS);
-  std::memset(pinned, 1, 4096);
-  SECTION("the host waits before reusing the buffer: no report") {
-    REQUIRE(a.cuMemcpyHtoDAsync(d, pinned, 4096, s) == CUDA_SUCCESS);
-    REQUIRE(a.cuStreamSynchronize(s) == CUDA_SUCCESS);
-    std::memset(pinned, 2, 4096);
-    CHECK(take_report().empty());
-  }
-  SECTION("the host overwrites it while the copy is queued: reported, and the stream fails") {
-    take_report();
-    REQUIRE(a.cuMemcpyHtoDAsync(d, pinned, 4096, s) == CUDA_SUCCESS);
-    static_cast<uint8_t*>(pinned)[100] = 2;
-    // The context is faulted from here on, as after a GPU fault; this is the last case using it.
-    CHECK(a.cuStreamSynchronize(s) == CUDA_ERROR_LAUNCH_FAILED);
-    CHECK(take_report().find("the host wrote the pinned source") != std::string::npos);
-  }
-}
-
 TEST_CASE("sim driver: parameters packed in `extra` launch like kernelParams; a short or doubled parameter source is refused") {
   const DriverApi& a = sim().api();
   CUstream s = sim().stream;
@@ -350,4 +328,27 @@ TEST_CASE("sim driver: parameters packed in `extra` launch like kernelParams; a 
   CHECK(a.cuMemFree(out) == CUDA_SUCCESS);
   CHECK(a.cuModuleUnload(m) == CUDA_SUCCESS);
   CHECK(take_report().empty());
+}
+
+TEST_CASE("sim driver: a host write into a pinned buffer before the copy that reads it completed is reported") {
+  const DriverApi& a = sim().api();
+  CUstream s = sim().stream;
+  CUdeviceptr d = alloc(4096);
+  void* pinned = nullptr;
+  REQUIRE(a.cuMemHostAlloc(&pinned, 4096, 0) == CUDA_SUCCESS);
+  std::memset(pinned, 1, 4096);
+  SECTION("the host waits before reusing the buffer: no report") {
+    REQUIRE(a.cuMemcpyHtoDAsync(d, pinned, 4096, s) == CUDA_SUCCESS);
+    REQUIRE(a.cuStreamSynchronize(s) == CUDA_SUCCESS);
+    std::memset(pinned, 2, 4096);
+    CHECK(take_report().empty());
+  }
+  SECTION("the host overwrites it while the copy is queued: reported, and the stream fails") {
+    take_report();
+    REQUIRE(a.cuMemcpyHtoDAsync(d, pinned, 4096, s) == CUDA_SUCCESS);
+    static_cast<uint8_t*>(pinned)[100] = 2;
+    // The context is faulted from here on, as after a GPU fault; this is the last case using it.
+    CHECK(a.cuStreamSynchronize(s) == CUDA_ERROR_LAUNCH_FAILED);
+    CHECK(take_report().find("the host wrote the pinned source") != std::string::npos);
+  }
 }
