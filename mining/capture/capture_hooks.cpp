@@ -20,8 +20,8 @@ namespace {
 
 enum Hook : int {
   kGetProcAddressV2, kGetProcAddressV1,
-  kModuleLoadData, kModuleLoadDataEx, kModuleLoadFatBinary, kModuleGetFunction,
-  kLibraryLoadData, kLibraryGetKernel, kKernelGetFunction,
+  kModuleLoadData, kModuleLoadDataEx, kModuleLoadFatBinary, kModuleLoad, kModuleGetFunction,
+  kLibraryLoadData, kLibraryLoadFromFile, kLibraryGetKernel, kKernelGetFunction,
   kLaunchKernel, kLaunchKernelEx,
   kMemAlloc, kMemAllocAsync, kMemAllocManaged, kMemAllocPitch, kMemFree, kMemFreeAsync,
   kMemHostAlloc, kMemAllocHost, kMemFreeHost,
@@ -63,6 +63,12 @@ CUresult w_cuModuleLoadFatBinary(CUmodule* m, const void* image) {
   return r;
 }
 template <int S>
+CUresult w_cuModuleLoad(CUmodule* m, const char* fname) {
+  const CUresult r = real<decltype(&w_cuModuleLoad<S>)>(kModuleLoad, S)(m, fname);
+  if (r == CUDA_SUCCESS) rec().on_module_file(*m, fname, "cuModuleLoad");
+  return r;
+}
+template <int S>
 CUresult w_cuModuleGetFunction(CUfunction* f, CUmodule m, const char* name) {
   const CUresult r = real<decltype(&w_cuModuleGetFunction<S>)>(kModuleGetFunction, S)(f, m, name);
   if (r == CUDA_SUCCESS) rec().on_function(*f, m, name);
@@ -73,6 +79,14 @@ CUresult w_cuLibraryLoadData(CUlibrary* lib, const void* code, CUjit_option* jo,
                              CUlibraryOption* lo, void** lv, unsigned ln) {
   const CUresult r = real<decltype(&w_cuLibraryLoadData<S>)>(kLibraryLoadData, S)(lib, code, jo, jv, jn, lo, lv, ln);
   if (r == CUDA_SUCCESS) rec().on_module(*lib, code, "cuLibraryLoadData");
+  return r;
+}
+template <int S>
+CUresult w_cuLibraryLoadFromFile(CUlibrary* lib, const char* fname, CUjit_option* jo, void** jv, unsigned jn,
+                                 CUlibraryOption* lo, void** lv, unsigned ln) {
+  const CUresult r =
+      real<decltype(&w_cuLibraryLoadFromFile<S>)>(kLibraryLoadFromFile, S)(lib, fname, jo, jv, jn, lo, lv, ln);
+  if (r == CUDA_SUCCESS) rec().on_module_file(*lib, fname, "cuLibraryLoadFromFile");
   return r;
 }
 template <int S>
@@ -248,14 +262,16 @@ struct HookInfo {
 };
 
 #define KERN_CAPTURE_W(f) {reinterpret_cast<void*>(&w_##f<0>), reinterpret_cast<void*>(&w_##f<1>)}
-const HookInfo kHooks[kHookCount] = {
+const HookInfo kHooks[] = {
     {"cuGetProcAddress", 12000, {"cuGetProcAddress_v2"}, {reinterpret_cast<void*>(&w_cuGetProcAddress_v2), nullptr}},
     {"", 0, {"cuGetProcAddress"}, {reinterpret_cast<void*>(&w_cuGetProcAddress_v1), nullptr}},
     {"cuModuleLoadData", 2000, {"cuModuleLoadData"}, KERN_CAPTURE_W(cuModuleLoadData)},
     {"cuModuleLoadDataEx", 2010, {"cuModuleLoadDataEx"}, KERN_CAPTURE_W(cuModuleLoadDataEx)},
     {"cuModuleLoadFatBinary", 2000, {"cuModuleLoadFatBinary"}, KERN_CAPTURE_W(cuModuleLoadFatBinary)},
+    {"cuModuleLoad", 2000, {"cuModuleLoad"}, KERN_CAPTURE_W(cuModuleLoad)},
     {"cuModuleGetFunction", 2000, {"cuModuleGetFunction"}, KERN_CAPTURE_W(cuModuleGetFunction)},
     {"cuLibraryLoadData", 12000, {"cuLibraryLoadData"}, KERN_CAPTURE_W(cuLibraryLoadData)},
+    {"cuLibraryLoadFromFile", 12000, {"cuLibraryLoadFromFile"}, KERN_CAPTURE_W(cuLibraryLoadFromFile)},
     {"cuLibraryGetKernel", 12000, {"cuLibraryGetKernel"}, KERN_CAPTURE_W(cuLibraryGetKernel)},
     {"cuKernelGetFunction", 12000, {"cuKernelGetFunction"}, KERN_CAPTURE_W(cuKernelGetFunction)},
     {"cuLaunchKernel", 4000, {"cuLaunchKernel", "cuLaunchKernel_ptsz"}, KERN_CAPTURE_W(cuLaunchKernel)},
@@ -283,6 +299,7 @@ const HookInfo kHooks[kHookCount] = {
     {"cuGraphLaunch", 10000, {"cuGraphLaunch", "cuGraphLaunch_ptsz"}, KERN_CAPTURE_W(cuGraphLaunch)},
 };
 #undef KERN_CAPTURE_W
+static_assert(sizeof(kHooks) / sizeof(kHooks[0]) == kHookCount, "one kHooks entry per Hook, in enum order");
 
 /// Keeps `fn` as the real entry point of hook `h` and returns the wrapper
 /// to hand out instead; the real one itself when both slots hold other
@@ -318,6 +335,7 @@ void resolve_recorder_calls(GetProcV2 v2, GetProcV1 v1) {
   c.func_get_param_info = reinterpret_cast<decltype(c.func_get_param_info)>(get("cuFuncGetParamInfo", 12040));
   c.memcpy_dtoh_async = reinterpret_cast<decltype(c.memcpy_dtoh_async)>(get("cuMemcpyDtoHAsync", 3020));
   c.stream_synchronize = reinterpret_cast<decltype(c.stream_synchronize)>(get("cuStreamSynchronize", 2000));
+  c.ctx_synchronize = reinterpret_cast<decltype(c.ctx_synchronize)>(get("cuCtxSynchronize", 2000));
   rec().set_driver_calls(c);
 }
 

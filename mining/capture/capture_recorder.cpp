@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 
 #include "mining/capture/capture_image.h"
 #include "mining/capture/capture_json.h"
@@ -129,6 +130,12 @@ void Recorder::set_driver_calls(const DriverCalls& calls) {
   if (calls.func_get_param_info) calls_.func_get_param_info = calls.func_get_param_info;
   if (calls.memcpy_dtoh_async) calls_.memcpy_dtoh_async = calls.memcpy_dtoh_async;
   if (calls.stream_synchronize) calls_.stream_synchronize = calls.stream_synchronize;
+  if (calls.ctx_synchronize) calls_.ctx_synchronize = calls.ctx_synchronize;
+}
+
+bool Recorder::synchronize_locked(CUstream stream) {
+  if (calls_.ctx_synchronize != nullptr) return calls_.ctx_synchronize() == CUDA_SUCCESS;
+  return calls_.stream_synchronize != nullptr && calls_.stream_synchronize(stream) == CUDA_SUCCESS;
 }
 
 bool Recorder::open_locked() {
@@ -203,7 +210,7 @@ void Recorder::on_module(const void* handle, const void* image, const char* via)
   if (!open_locked()) return;
   const int64_t id = int64_t(next_module_++);
   modules_[handle] = id;
-  const ImageExtent ext = image_extent(image);
+  const ImageExtent ext = image == nullptr ? ImageExtent{} : image_extent(image);
   std::string rec = "{\"event\":\"module\",\"id\":" + std::to_string(id) + ",\"via\":" + json_string(via) +
                     ",\"t_ns\":" + std::to_string(monotonic_ns());
   if (ext.kind.empty()) {
@@ -218,6 +225,19 @@ void Recorder::on_module(const void* handle, const void* image, const char* via)
            "}";
   }
   write_line_locked(rec);
+}
+
+void Recorder::on_module_file(const void* handle, const char* path, const char* via) {
+  if (!enabled() || path == nullptr) return;
+  std::vector<uint8_t> bytes;
+  if (const int fd = ::open(path, O_RDONLY | O_CLOEXEC); fd >= 0) {
+    uint8_t chunk[1 << 16];
+    ssize_t n;
+    while ((n = ::read(fd, chunk, sizeof chunk)) > 0) bytes.insert(bytes.end(), chunk, chunk + n);
+    ::close(fd);
+  }
+  bytes.push_back(0);  // a PTX file is text: the image must be NUL-terminated as in memory
+  on_module(handle, bytes.size() > 1 ? bytes.data() : nullptr, via);
 }
 
 void Recorder::on_function(const void* function, const void* owner, const char* symbol) {
@@ -344,7 +364,7 @@ void Recorder::on_graph_launch(CUstream stream) {
 void Recorder::snapshot_locked(Alloc& a, CUstream stream) {
   a.snapshot = 2;  // unless every step below succeeds
   if (calls_.memcpy_dtoh_async == nullptr || calls_.stream_synchronize == nullptr) return;
-  if (calls_.stream_synchronize(stream) != CUDA_SUCCESS) return;
+  if (!synchronize_locked(stream)) return;
   const std::string part = out_dir_ + "/alloc_" + std::to_string(a.id) + ".bin.part";
   const int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
@@ -371,6 +391,7 @@ void Recorder::verify_snapshot_locked(Alloc& a, const char* when) {
   std::string why;
   std::vector<uint8_t> buf(std::min<uint64_t>(a.bytes, kSnapshotChunk));
   Sha256 h;
+  if (!synchronize_locked(nullptr)) why = "could not wait for the device at " + std::string(when);
   for (uint64_t at = 0; why.empty() && at < a.bytes; at += buf.size()) {
     const size_t n = size_t(std::min<uint64_t>(buf.size(), a.bytes - at));
     const CUresult r = calls_.memcpy_dtoh_async(buf.data(), a.base + at, n, nullptr);

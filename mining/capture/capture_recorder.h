@@ -22,6 +22,7 @@ struct DriverCalls {
   CUresult (*func_get_param_info)(CUfunction, size_t, size_t*, size_t*) = nullptr;  // 12040
   CUresult (*memcpy_dtoh_async)(void*, CUdeviceptr, size_t, CUstream) = nullptr;   // _v2, 3020
   CUresult (*stream_synchronize)(CUstream) = nullptr;                               // 2000
+  CUresult (*ctx_synchronize)() = nullptr;                                          // 2000
 };
 
 /// One launch as the hooks saw it, before the driver got it.
@@ -50,6 +51,9 @@ class Recorder {
 
   /// A module or library loaded from `image` (returned handle `handle`).
   void on_module(const void* handle, const void* image, const char* via);
+  /// A module or library loaded from the file at `path` (cuModuleLoad,
+  /// cuLibraryLoadFromFile): the file's bytes are the image.
+  void on_module_file(const void* handle, const char* path, const char* via);
   /// `function` is `symbol` of the module/library `owner` (a CUmodule,
   /// CUlibrary or CUkernel handle recorded before).
   void on_function(const void* function, const void* owner, const char* symbol);
@@ -94,6 +98,9 @@ class Recorder {
   std::string pointer_json_locked(uint64_t value) const;
   std::string candidates_json_locked(const uint8_t* bytes, size_t size) const;
   void snapshot_locked(Alloc& a, CUstream stream);
+  /// Waits for the device work that may still write memory: the whole
+  /// context where the driver has cuCtxSynchronize, else `stream`.
+  bool synchronize_locked(CUstream stream);
   void verify_snapshot_locked(Alloc& a, const char* when);
 
   std::mutex mu_;
