@@ -428,6 +428,10 @@ void Recorder::before_launch(const LaunchView& l) {
   };
   if (l.params != nullptr && f.layout_known)
     for (size_t i = 0; i < f.layout.size(); ++i) scan(static_cast<const uint8_t*>(l.params[i]), f.layout[i].second);
+  for (size_t i = 0; l.params == nullptr && l.extra != nullptr && i < 64 && l.extra[i] != CU_LAUNCH_PARAM_END; i += 2)
+    if (l.extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER && l.extra[i + 2] == CU_LAUNCH_PARAM_BUFFER_SIZE &&
+        l.extra[i + 3] != nullptr)  // the packed buffer, in the order CUDA's documentation shows
+      scan(static_cast<const uint8_t*>(l.extra[i + 1]), *static_cast<const size_t*>(l.extra[i + 3]));
   for (uint64_t v : words) {
     auto it = allocs_.upper_bound(v);
     if (it == allocs_.begin()) continue;

@@ -49,6 +49,7 @@ class Launch:
     params_source: str
     extra: bool       # parameters travelled in `extra`
     attributes: list
+    layout_error: str = ''  # why the parameters could not be read (params None)
 
 
 @dataclass
@@ -269,7 +270,7 @@ def _read_launch(proc, rec, path, n):
         grid=grid, block=block, shared_bytes=_need(rec, 'shared_bytes', int, path, n),
         stream=_need(rec, 'stream', str, path, n), params=params,
         params_source=rec.get('params_source') or '', extra=rec.get('params_source') == 'extra',
-        attributes=rec.get('attributes') or []))
+        attributes=rec.get('attributes') or [], layout_error=rec.get('layout_error') or ''))
 
 
 def read_capture(folder):

@@ -93,6 +93,8 @@ def mine(procs, gap_ms=5.0):
                    if v['verdict'] in UNEXPLAINED]
     unexplained += [f'{s["site"]} param[{p["index"]}]: pointer classes differ between passes ({p.get("kinds")})'
                     for s in out_sites for p in s['pointers'] if p['class'] in UNEXPLAINED]
+    unexplained += [f'{s["site"]}: parameters not readable ({s["layout_error"] or "no layout"})'
+                    for s in out_sites if s['params'] is None]
     warnings = []
     for pr in procs:
         if pr.graph_launches:
@@ -150,5 +152,6 @@ def _site_json(site, fits, procs):
     return {'site': site.key, 'symbol': site.symbol, 'occurrence': site.occurrence, 'module': first.module,
             'passes': len(site.samples), 'first_line': first.line,
             'params': len(first.params) if first.params is not None else None,
+            'layout_error': first.layout_error or None,
             'params_source': first.params_source, 'extra': any(l.extra for _, l in site.samples),
             'fits': fits, 'pointers': pointers, 'structs': structs}

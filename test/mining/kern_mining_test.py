@@ -280,6 +280,20 @@ class MineTest(Folder):
         self.assertEqual(r['summary']['unexplained'], [])
         self.assertEqual(r['passes']['count'], 15)
 
+    def test_unreadable_parameters_are_unexplained(self):
+        def edit(ls):
+            out = []
+            for l in ls:
+                r = json.loads(l)
+                if r['event'] == 'launch' and r['symbol'] == 'kern_decode_advance':
+                    r['params'], r['layout'], r['layout_error'] = None, None, 'cuFuncGetParamInfo(0): CUresult 500'
+                out.append(json.dumps(r))
+            return out
+        write_fixture(self.dir, edit)
+        r = mine.mine(capture_file.read_capture(self.dir))
+        self.assertEqual(r['summary']['unexplained'],
+                         ['kern_decode_advance#0: parameters not readable (cuFuncGetParamInfo(0): CUresult 500)'])
+
     def test_the_command(self):
         write_fixture(self.dir)
         exe = os.path.join(MINING, 'kern-mine')
