@@ -116,12 +116,28 @@ def _dims(rec, key, path, line):
     return tuple(v)
 
 
+def _int(v):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 0
+
+
 def _pointer(p):
+    """A parameter's "pointer" value as a tuple; ValueError when malformed."""
     if p is None:
         return None
-    if p.get('class') == 'unknown':
+    if not isinstance(p, dict) or p.get('class') not in ('device', 'host', 'unknown'):
+        raise ValueError('"pointer" must be null or {"class": "device"|"host"|"unknown", ...}')
+    if p['class'] == 'unknown':
         return ('unknown',)
+    if not _int(p.get('alloc')) or not _int(p.get('offset')):
+        raise ValueError('"pointer" needs integer "alloc" and "offset"')
     return (p['class'], p['alloc'], p['offset'])
+
+
+def _candidate(c):
+    if not isinstance(c, dict) or not all(_int(c.get(k)) for k in ('at', 'alloc', 'offset')) or \
+            c.get('class') not in ('device', 'host'):
+        raise ValueError('a struct pointer candidate must be {"at", "class", "alloc", "offset"}')
+    return (c['at'], c['class'], c['alloc'], c['offset'])
 
 
 def _parse_params(rec, path, line):
@@ -132,21 +148,24 @@ def _parse_params(rec, path, line):
         raise CaptureError(path, line, 'launch record: "params" is not a list')
     out = []
     for i, p in enumerate(params):
-        if not isinstance(p, dict):
-            raise CaptureError(path, line, f'launch record: params[{i}] is not an object')
         try:
-            data = bytes.fromhex(p['bytes']) if p.get('bytes') is not None else b''
-            if p.get('bytes') is not None and len(data) != p['size']:
-                raise CaptureError(path, line, f'launch record: params[{i}] has {len(data)} bytes, '
-                                               f'its size says {p["size"]}')
+            if not isinstance(p, dict):
+                raise ValueError('not an object')
+            if not _int(p.get('offset')) or not _int(p.get('size')):
+                raise ValueError('"offset" and "size" must be non-negative integers')
+            raw = p.get('bytes')
+            if raw is not None and not isinstance(raw, str):
+                raise ValueError('"bytes" must be a hex string or null')
+            data = bytes.fromhex(raw) if raw is not None else b''
+            if raw is not None and len(data) != p['size']:
+                raise ValueError(f'{len(data)} bytes, its size says {p["size"]}')
+            candidates = p.get('candidates', [])
+            if not isinstance(candidates, list):
+                raise ValueError('"candidates" must be a list')
             out.append(Param(offset=p['offset'], size=p['size'], data=data, pointer=_pointer(p.get('pointer')),
-                             struct=bool(p.get('struct', False)),
-                             candidates=[(c['at'], c['class'], c['alloc'], c['offset'])
-                                         for c in p.get('candidates', [])]))
-        except (KeyError, TypeError, ValueError) as e:
-            if isinstance(e, CaptureError):
-                raise
-            raise CaptureError(path, line, f'launch record: params[{i}] is malformed ({type(e).__name__}: {e})')
+                             struct=p.get('struct', False) is True, candidates=[_candidate(c) for c in candidates]))
+        except ValueError as e:
+            raise CaptureError(path, line, f'launch record: params[{i}]: {e}')
     return out
 
 
@@ -184,69 +203,78 @@ def read_process(path):
         if not isinstance(rec, dict) or not isinstance(rec.get('event'), str):
             raise CaptureError(path, n, 'a record must be a JSON object with an "event" string')
         ev = rec['event']
-        if not saw_header and ev != 'capture':
-            raise CaptureError(path, n, f'the first record must be the "capture" header, not "{ev}"')
-        if ev == 'capture':
-            if saw_header:
-                raise CaptureError(path, n, 'a second "capture" header: two captures were written into one file')
-            saw_header = True
-            fmt = _need(rec, 'format', int, path, n)
-            if fmt != 1:
-                raise CaptureError(path, n, f'capture format {fmt}; this kern-mine reads format 1')
-            proc.pid = _need(rec, 'pid', int, path, n)
-            proc.exe = rec.get('exe') or ''
-        elif proc.ended:
-            raise CaptureError(path, n, f'a "{ev}" record after the "end" record')
-        elif ev == 'module':
-            mid = _need(rec, 'id', int, path, n)
-            fname = rec.get('file')
-            if fname is not None:
-                image = os.path.join(folder, fname)
-                if not os.path.isfile(image):
-                    raise CaptureError(path, n, f'module {mid}: its image {fname} is missing from the capture folder')
-                if _sha256_file(image) != _need(rec, 'sha256', str, path, n):
-                    raise CaptureError(path, n, f'module {mid}: {fname} does not match the recorded sha256 '
-                                                '(the image was changed or cut short after the capture)')
-            proc.modules[mid] = rec
-        elif ev == 'alloc':
-            aid = _need(rec, 'id', int, path, n)
-            base = _need(rec, 'base', str, path, n)
-            try:
-                base_v = int(base, 16)
-            except ValueError:
-                raise CaptureError(path, n, f'alloc record: "base" is {json.dumps(base)}, expected "0x..." hex')
-            proc.allocs[aid] = Alloc(aid, base_v, _need(rec, 'bytes', int, path, n), bool(rec.get('host')),
-                                     _need(rec, 't_ns', int, path, n))
-        elif ev == 'free':
-            aid = rec.get('alloc')
-            if aid is not None:
-                if aid not in proc.allocs:
-                    raise CaptureError(path, n, f'free record: allocation {aid} was never recorded')
-                proc.allocs[aid].free_t_ns = _need(rec, 't_ns', int, path, n)
-        elif ev == 'htod':
-            aid = rec.get('alloc')
-            if aid is not None:
-                proc.htods.append(HtoD(aid, _need(rec, 'offset', int, path, n), _need(rec, 'bytes', int, path, n),
-                                       _need(rec, 't_ns', int, path, n), n))
-        elif ev == 'dtoh':
-            aid = rec.get('alloc')
-            if aid is not None:
-                proc.dtohs.append(HtoD(aid, _need(rec, 'offset', int, path, n), _need(rec, 'bytes', int, path, n),
-                                       _need(rec, 't_ns', int, path, n), n))
-        elif ev == 'launch':
-            _read_launch(proc, rec, path, n)
-        elif ev == 'graph_launch':
-            proc.graph_launches += 1
-        elif ev == 'snapshot':
-            if rec.get('kept'):
-                proc.snapshots[_need(rec, 'alloc', int, path, n)] = _need(rec, 'file', str, path, n)
-        elif ev == 'end':
-            proc.ended = True
-        else:
-            raise CaptureError(path, n, f'unknown event "{ev}"')
+        try:
+            saw_header = _read_record(proc, rec, ev, saw_header, folder, path, n)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:  # a field of a shape not checked above
+            raise CaptureError(path, n, f'malformed "{ev}" record ({type(e).__name__}: {e})')
     if not saw_header:
         raise CaptureError(path, 0, 'empty: no "capture" header (the process recorded nothing)')
     return proc
+
+
+def _read_record(proc, rec, ev, saw_header, folder, path, n):
+    """Applies one record to `proc`; returns whether the header was seen."""
+    if not saw_header and ev != 'capture':
+        raise CaptureError(path, n, f'the first record must be the "capture" header, not "{ev}"')
+    if ev == 'capture':
+        if saw_header:
+            raise CaptureError(path, n, 'a second "capture" header: two captures were written into one file')
+        saw_header = True
+        fmt = _need(rec, 'format', int, path, n)
+        if fmt != 1:
+            raise CaptureError(path, n, f'capture format {fmt}; this kern-mine reads format 1')
+        proc.pid = _need(rec, 'pid', int, path, n)
+        proc.exe = rec.get('exe') or ''
+    elif proc.ended:
+        raise CaptureError(path, n, f'a "{ev}" record after the "end" record')
+    elif ev == 'module':
+        mid = _need(rec, 'id', int, path, n)
+        fname = _need(rec, 'file', (str, type(None)), path, n)
+        if fname is not None:
+            image = os.path.join(folder, fname)
+            if not os.path.isfile(image):
+                raise CaptureError(path, n, f'module {mid}: its image {fname} is missing from the capture folder')
+            if _sha256_file(image) != _need(rec, 'sha256', str, path, n):
+                raise CaptureError(path, n, f'module {mid}: {fname} does not match the recorded sha256 '
+                                            '(the image was changed or cut short after the capture)')
+        proc.modules[mid] = rec
+    elif ev == 'alloc':
+        aid = _need(rec, 'id', int, path, n)
+        base = _need(rec, 'base', str, path, n)
+        try:
+            base_v = int(base, 16)
+        except ValueError:
+            raise CaptureError(path, n, f'alloc record: "base" is {json.dumps(base)}, expected "0x..." hex')
+        proc.allocs[aid] = Alloc(aid, base_v, _need(rec, 'bytes', int, path, n), bool(rec.get('host')),
+                                 _need(rec, 't_ns', int, path, n))
+    elif ev == 'free':
+        aid = _need(rec, 'alloc', (int, type(None)), path, n)
+        if aid is not None:
+            if aid not in proc.allocs:
+                raise CaptureError(path, n, f'free record: allocation {aid} was never recorded')
+            proc.allocs[aid].free_t_ns = _need(rec, 't_ns', int, path, n)
+    elif ev == 'htod':
+        aid = _need(rec, 'alloc', (int, type(None)), path, n)
+        if aid is not None:
+            proc.htods.append(HtoD(aid, _need(rec, 'offset', int, path, n), _need(rec, 'bytes', int, path, n),
+                                   _need(rec, 't_ns', int, path, n), n))
+    elif ev == 'dtoh':
+        aid = _need(rec, 'alloc', (int, type(None)), path, n)
+        if aid is not None:
+            proc.dtohs.append(HtoD(aid, _need(rec, 'offset', int, path, n), _need(rec, 'bytes', int, path, n),
+                                   _need(rec, 't_ns', int, path, n), n))
+    elif ev == 'launch':
+        _read_launch(proc, rec, path, n)
+    elif ev == 'graph_launch':
+        proc.graph_launches += 1
+    elif ev == 'snapshot':
+        if rec.get('kept'):
+            proc.snapshots[_need(rec, 'alloc', int, path, n)] = _need(rec, 'file', str, path, n)
+    elif ev == 'end':
+        proc.ended = True
+    else:
+        raise CaptureError(path, n, f'unknown event "{ev}"')
+    return saw_header
 
 
 def _read_launch(proc, rec, path, n):

@@ -23,6 +23,7 @@ these or is deeper than kern's manifests write). The verdict:
 from math import gcd
 
 MAX_MUL_A = 64       # the largest multiplier tried inside ceil_div(mul(n, a), b)
+MAX_DIVISOR = 4096   # the largest divisor (a tile size) tried, so a huge value cannot make a fit slow
 MAX_CANDIDATES = 8   # candidates listed for an underdetermined quantity
 
 
@@ -59,6 +60,7 @@ def candidate_forms(points, sym):
     """Every non-constant form that fits all `points` [(r, o)] (r distinct)."""
     refs = [r for r, _ in points]
     max_r = max(refs)
+    top = min(max_r, MAX_DIVISOR)
     out = []
     if all(o == r for r, o in points):
         out.append(Form(sym, lambda r: r, 1))
@@ -69,9 +71,9 @@ def candidate_forms(points, sym):
     iv = _divisor_interval(points)
     if iv is not None:
         lo, hi = iv
-        for k in range(lo, min(hi if hi is not None else max_r, max_r) + 1):
+        for k in range(lo, min(hi if hi is not None else top, top) + 1):
             out.append(Form(f'ceil_div({sym}, {k})', lambda r, k=k: _ceil(r, k), 2))
-    for a in range(2, max_r + 1):
+    for a in range(2, top + 1):
         bs = {o // _ceil(r, a) if o % _ceil(r, a) == 0 else 0 for r, o in points}
         if len(bs) == 1 and (b := bs.pop()) >= 2:
             out.append(Form(f'mul(ceil_div({sym}, {a}), {b})', lambda r, a=a, b=b: _ceil(r, a) * b, 3))
@@ -80,7 +82,7 @@ def candidate_forms(points, sym):
         if iv is None:
             continue
         lo, hi = iv
-        for b in range(lo, min(hi if hi is not None else a * max_r, a * max_r) + 1):
+        for b in range(lo, min(hi if hi is not None else a * top, a * top, lo + MAX_DIVISOR) + 1):
             if gcd(a, b) == 1:
                 out.append(Form(f'ceil_div(mul({sym}, {a}), {b})', lambda r, a=a, b=b: _ceil(r * a, b), 3))
     return out

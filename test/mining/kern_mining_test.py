@@ -136,6 +136,33 @@ class CaptureFileTest(Folder):
         self.assertIn('no launches.jsonl', str(cm.exception))
 
 
+class MalformedRecordsTest(Folder):
+    def test_any_field_of_any_shape_is_an_error_with_a_line_never_a_crash(self):
+        """150 records of the recorded capture (a fixed seed), one field each
+        given a value of another JSON shape: reading and mining either
+        succeed or raise CaptureError naming the file and line."""
+        import random
+        lines = write_fixture(self.dir)
+        rng = random.Random(7)
+        shapes = [None, 1, -1, 'x', [], {}, True, 1.5, [1, 2, 3], {'a': 1}, '0xzz']
+        for _ in range(150):
+            ls = list(lines)
+            i = rng.randrange(len(ls))
+            r = json.loads(ls[i])
+            if isinstance(r.get('params'), list) and r['params'] and rng.random() < 0.7:
+                p = rng.choice(r['params'])
+                p[rng.choice(list(p))] = rng.choice(shapes)
+            else:
+                r[rng.choice(list(r))] = rng.choice(shapes)
+            ls[i] = json.dumps(r)
+            with open(os.path.join(self.dir, 'launches.jsonl'), 'w') as f:
+                f.write('\n'.join(ls) + '\n')
+            try:
+                self.assertIsInstance(mine.mine(capture_file.read_capture(self.dir)), dict)
+            except capture_file.CaptureError as e:
+                self.assertRegex(str(e), r'launches.jsonl(:\d+)?: ', ls[i][:200])
+
+
 class FakeLaunch:
     def __init__(self, symbol, t_ns, line=0, grid=(1, 1, 1)):
         self.symbol, self.t_ns, self.line, self.grid = symbol, t_ns, line, grid
