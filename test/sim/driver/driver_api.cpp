@@ -121,11 +121,30 @@ CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3], u
     return fail(CUDA_ERROR_INVALID_HANDLE);
   if (!dims_ok(grid, block)) return fail(CUDA_ERROR_INVALID_VALUE);
   if (int64_t(shared) > fn->max_dynamic_shared) return fail(CUDA_ERROR_INVALID_VALUE);
+  // `extra` (CUDA driver API, cuLaunchKernel): the parameters packed in one
+  // buffer, CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE pairs ended by
+  // CU_LAUNCH_PARAM_END; exclusive with kernelParams.
+  const void* packed = nullptr;
+  size_t packed_size = 0;
+  bool have_size = false;
   if (extra != nullptr) {
-    report(std::string(call) + ": the `extra` argument is not simulated");
-    return fail(CUDA_ERROR_NOT_SUPPORTED);
+    if (params != nullptr) return fail(CUDA_ERROR_INVALID_VALUE);
+    for (size_t i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (i >= 64) return fail(CUDA_ERROR_INVALID_VALUE);  // no END among the first pairs
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+        packed = extra[i + 1];
+      } else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+        if (extra[i + 1] == nullptr) return fail(CUDA_ERROR_INVALID_VALUE);
+        packed_size = *static_cast<const size_t*>(extra[i + 1]);
+        have_size = true;
+      } else {
+        return fail(CUDA_ERROR_INVALID_VALUE);
+      }
+    }
+    if (!fn->entry.params.empty() && (packed == nullptr || !have_size)) return fail(CUDA_ERROR_INVALID_VALUE);
+  } else if (params == nullptr && !fn->entry.params.empty()) {
+    return fail(CUDA_ERROR_INVALID_VALUE);
   }
-  if (params == nullptr && !fn->entry.params.empty()) return fail(CUDA_ERROR_INVALID_VALUE);
   if (inject("launch")) return fail(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
   if (s->capturing && !s->capture_invalid && inject("capture")) return fail(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
   auto w = std::make_shared<Work>();
@@ -139,8 +158,15 @@ CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3], u
   uint32_t block_bytes = fn->entry.param_block_bytes;
   for (const CubinParam& p : fn->entry.params) block_bytes = std::max(block_bytes, p.offset + p.size);
   w->param_bytes.assign(block_bytes, 0);
-  for (size_t i = 0; i < fn->entry.params.size(); ++i)  // the values are copied now (CUDA: at the call)
-    std::memcpy(w->param_bytes.data() + fn->entry.params[i].offset, params[i], fn->entry.params[i].size);
+  if (extra != nullptr) {
+    uint32_t needed = 0;  // the packed buffer must hold every parameter
+    for (const CubinParam& p : fn->entry.params) needed = std::max(needed, p.offset + p.size);
+    if (packed_size < needed) return fail(CUDA_ERROR_INVALID_VALUE);
+    if (needed > 0) std::memcpy(w->param_bytes.data(), packed, std::min<size_t>(packed_size, block_bytes));
+  } else {
+    for (size_t i = 0; i < fn->entry.params.size(); ++i)  // the values are copied now (CUDA: at the call)
+      std::memcpy(w->param_bytes.data() + fn->entry.params[i].offset, params[i], fn->entry.params[i].size);
+  }
   return enqueue(s, std::move(w));
 }
 

@@ -2,8 +2,9 @@
 // (Driver::load of the built libcuda.so.1): cuGetProcAddress versions,
 // modules from the real fatbins (parameter records, static shared memory),
 // stream order and synchronisation, the pinned-source race check, events,
-// the rules of stream capture, parameters copied at capture, and the
-// current context per thread (a launch from a thread without one fails).
+// the rules of stream capture, parameters copied at capture, parameters
+// packed in `extra`, and the current context per thread (a launch from a
+// thread without one fails).
 #include <catch2/catch.hpp>
 #include <dlfcn.h>
 
@@ -288,6 +289,47 @@ TEST_CASE("sim driver: stream capture records, copies parameters at capture, and
 }
 
 // Last: its second section leaves the context faulted (sticky), as a GPU fault would.
+TEST_CASE("sim driver: parameters packed in `extra` launch like kernelParams; a short or doubled parameter source is refused") {
+  const DriverApi& a = sim().api();
+  CUstream s = sim().stream;
+  CUmodule m = load_module("embedding");
+  CUfunction f = nullptr;
+  REQUIRE(a.cuModuleGetFunction(&f, m, "kern_embedding_bf16") == CUDA_SUCCESS);
+  // kern_embedding_bf16(token_ids, table, out, num_tokens, hidden, vocab): offsets 0, 8, 16, 24, 28, 32.
+  const int hidden = 8, vocab = 4;
+  std::vector<uint16_t> table(hidden * vocab);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = uint16_t(0x3f80 + i);  // distinct bf16 bit patterns
+  const int64_t id = 2;
+  CUdeviceptr ids = alloc(8), tab = alloc(table.size() * 2), out = alloc(hidden * 2);
+  REQUIRE(a.cuMemcpyHtoDAsync(ids, &id, 8, s) == CUDA_SUCCESS);
+  REQUIRE(a.cuMemcpyHtoDAsync(tab, table.data(), table.size() * 2, s) == CUDA_SUCCESS);
+  struct {
+    CUdeviceptr ids, table, out;
+    int num_tokens, hidden, vocab;
+  } packed{ids, tab, out, 1, hidden, vocab};
+  size_t size = 36;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  REQUIRE(a.cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, s, nullptr, extra) == CUDA_SUCCESS);
+  std::vector<uint16_t> got(hidden);
+  REQUIRE(a.cuMemcpyDtoHAsync(got.data(), out, hidden * 2, s) == CUDA_SUCCESS);
+  REQUIRE(a.cuStreamSynchronize(s) == CUDA_SUCCESS);
+  CHECK(got == std::vector<uint16_t>(table.begin() + id * hidden, table.begin() + (id + 1) * hidden));
+  // A buffer shorter than the parameter block, both sources at once, an unknown key.
+  size_t short_size = 32;
+  void* short_extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &short_size,
+                         CU_LAUNCH_PARAM_END};
+  CHECK(a.cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, s, nullptr, short_extra) == CUDA_ERROR_INVALID_VALUE);
+  void* params[] = {&packed.ids, &packed.table, &packed.out, &packed.num_tokens, &packed.hidden, &packed.vocab};
+  CHECK(a.cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, s, params, extra) == CUDA_ERROR_INVALID_VALUE);
+  void* bad_key[] = {reinterpret_cast<void*>(0x7), &packed, CU_LAUNCH_PARAM_END};
+  CHECK(a.cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, 0, s, nullptr, bad_key) == CUDA_ERROR_INVALID_VALUE);
+  CHECK(a.cuMemFree(ids) == CUDA_SUCCESS);
+  CHECK(a.cuMemFree(tab) == CUDA_SUCCESS);
+  CHECK(a.cuMemFree(out) == CUDA_SUCCESS);
+  CHECK(a.cuModuleUnload(m) == CUDA_SUCCESS);
+  CHECK(take_report().empty());
+}
+
 TEST_CASE("sim driver: a host write into a pinned buffer before the copy that reads it completed is reported") {
   const DriverApi& a = sim().api();
   CUstream s = sim().stream;

@@ -58,8 +58,15 @@ std::string hexaddr(const void* p) {
 TEST_CASE("every real kernel entry is emulated, with the parameter layout of its signature") {
   const auto& all = all_kernels();
   // 23 + the batched decode's attention and advance + kern_sample_bf16 + the two decode attentions
-  // that fold in q/k norm + RoPE + the KV write (kern_attention_decode_qkv_bf16, kern_attention_decode_batch_qkv_bf16).
-  CHECK(all.size() == 28);
+  // that fold in q/k norm + RoPE + the KV write (kern_attention_decode_qkv_bf16, kern_attention_decode_batch_qkv_bf16)
+  // + the three kernels of the mining test's foreign program (test/mining/foreign/).
+  CHECK(all.size() == 31);
+  // foreign_scale: one struct by value (two pointers, a float, an int: 24 bytes).
+  const KernelEntry* f = find_kernel("foreign_scale");
+  REQUIRE(f != nullptr);
+  CHECK(f->family == "mining_foreign");
+  REQUIRE(f->param_sizes.size() == 1);
+  CHECK(f->param_sizes[0] == 24);
   // kern_sample_bf16: 9 pointers, then rows, vocab, max_rows (i32).
   const KernelEntry* s = find_kernel("kern_sample_bf16");
   REQUIRE(s != nullptr);
