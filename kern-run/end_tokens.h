@@ -1,0 +1,31 @@
+// What kern-run knows of a model's text conventions from its tokenizer
+// alone (the plan names no model family): the tokens that end generation,
+// and whether the chat template kern renders (Qwen's ChatML,
+// chat_template.h) fits the tokenizer.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "common/result.h"
+#include "kern-run/tokenizer/tokenizer.h"
+
+namespace kern::run {
+
+/// The ids of the end-of-turn / end-of-text tokens this tokenizer has, of
+/// every family the provider tools convert (docs/running.md "Each family's
+/// two commands"): Qwen's `<|im_end|>`, `<|endoftext|>`; Llama 3's
+/// `<|eot_id|>`, `<|eom_id|>`, `<|end_of_text|>` (the three ids Llama 3
+/// Instruct's config.json lists in `eos_token_id`). In that order; absent
+/// tokens are skipped. For a Qwen tokenizer, exactly qwen3_end_token_ids.
+std::vector<int64_t> end_token_ids(const tok::Tokenizer& tokenizer);
+
+/// Ok when the tokenizer has the ChatML tokens (`<|im_start|>`,
+/// `<|im_end|>`) the chat template kern renders needs; else a usage error
+/// naming `what` (e.g. "--chat") that says chat needs them and that plain
+/// completions work: a Llama 3 tokenizer's chat format is not rendered, and
+/// ChatML text would be tokenized as plain text (never silently wrong).
+Status check_chat_tokens(const tok::Tokenizer& tokenizer, std::string_view what);
+
+}  // namespace kern::run

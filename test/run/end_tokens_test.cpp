@@ -1,0 +1,67 @@
+// kern-run's end tokens and the chat check, from the tokenizer alone
+// (kern-run/end_tokens.h): Qwen3's tokenizer gives exactly its two end
+// tokens and passes the ChatML check; a tokenizer with Llama 3's special
+// tokens gives its three end tokens and is refused --chat with a message.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "kern-run/chat_template.h"
+#include "kern-run/end_tokens.h"
+#include "test/engine/tiny_model.h"
+#include "test/load/test_files.h"
+
+using namespace kern;
+
+namespace {
+
+/// The flags fixture tokenizer with Llama 3's special tokens added as ids
+/// 300..303 (<|begin_of_text|>, <|end_of_text|>, <|eot_id|>, <|eom_id|>).
+std::string llama3_like_tokenizer(const test::TempDir& dir) {
+  std::ifstream in(std::string(KERN_SOURCE_ROOT) + "/test/tokenizer/fixtures/flags_tokenizer.json");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string json = ss.str();
+  const std::string key = "\"added_tokens\": [";
+  const size_t at = json.find(key);
+  REQUIRE(at != std::string::npos);
+  std::string added;
+  int id = 300;
+  for (const char* t : {"<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>", "<|eom_id|>"}) {
+    added += "{\"id\": " + std::to_string(id++) + ", \"content\": \"" + t +
+             "\", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, "
+             "\"special\": true}, ";
+  }
+  json.insert(at + key.size(), added);
+  const std::string path = dir.file("tokenizer.json");
+  std::ofstream(path) << json;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("a Qwen3 tokenizer's end tokens are exactly <|im_end|> and <|endoftext|>, and it passes the chat check",
+          "[run][chat]") {
+  auto tok = tok::Tokenizer::load(test::env_path("KERN_QWEN3_TOKENIZER_JSON"));
+  if (!tok.ok()) FAIL(tok.error().message);
+  CHECK(run::end_token_ids(*tok) == std::vector<int64_t>{151645, 151643});
+  CHECK(run::end_token_ids(*tok) == run::qwen3_end_token_ids(*tok));
+  CHECK(run::check_chat_tokens(*tok, "--chat").ok());
+}
+
+TEST_CASE("a tokenizer with Llama 3's special tokens ends at <|eot_id|>, <|eom_id|> and <|end_of_text|> and is "
+          "refused --chat",
+          "[run][chat]") {
+  test::TempDir dir;
+  auto tok = tok::Tokenizer::load(llama3_like_tokenizer(dir));
+  if (!tok.ok()) FAIL(tok.error().message);
+  CHECK(run::end_token_ids(*tok) == std::vector<int64_t>{302, 303, 301});
+  const Status chat = run::check_chat_tokens(*tok, "--chat");
+  REQUIRE_FALSE(chat.ok());
+  CHECK(chat.error().kind == ErrorKind::kUsage);
+  CHECK(chat.error().message ==
+        "--chat: kern renders the ChatML chat template (Qwen's), and this tokenizer has no <|im_start|> token: this "
+        "model's chat format is not supported; give the prompt as plain text (a completion) instead");
+}
