@@ -476,7 +476,9 @@ def gemm(label, a, w, out, n, k):
 
 
 def layer_dispatches(c, layer, attention, prefix="", state="kv_cache", state_layers=None):
-    """The 12 dispatches of one decoder layer (docs/causal-lm-manifest.md, Programs).
+    """The 12 dispatches of one decoder layer (docs/causal-lm-manifest.md, Programs);
+    9 for a family without q/k norm (one qk_norm_rope_cache launch, rope_flags
+    3, in place of the head norms, rope and the KV-cache write).
     `prefix` is put before the labels and weight names ("draft." for the
     speculative draft's layers, docs/speculative.md), `state` names the paged
     KV state and `state_layers` its layer count (default: the target's)."""

@@ -17,24 +17,27 @@ using namespace kern;
 
 namespace {
 
-/// The flags fixture tokenizer with Llama 3's special tokens added as ids
-/// 300..303 (<|begin_of_text|>, <|end_of_text|>, <|eot_id|>, <|eom_id|>).
+/// The flags fixture tokenizer with Llama 3's special tokens appended to its
+/// added tokens as ids 284..287 (<|begin_of_text|>, <|end_of_text|>,
+/// <|eot_id|>, <|eom_id|>; the fixture's last added token is id 283, and
+/// added ids must follow on).
 std::string llama3_like_tokenizer(const test::TempDir& dir) {
   std::ifstream in(std::string(KERN_SOURCE_ROOT) + "/test/tokenizer/fixtures/flags_tokenizer.json");
   std::stringstream ss;
   ss << in.rdbuf();
   std::string json = ss.str();
-  const std::string key = "\"added_tokens\": [";
-  const size_t at = json.find(key);
-  REQUIRE(at != std::string::npos);
+  const size_t last = json.find("\"id\": 283,");
+  REQUIRE(last != std::string::npos);
+  const size_t end = json.find('}', last);  // the closing brace of token 283's object
+  REQUIRE(end != std::string::npos);
   std::string added;
-  int id = 300;
+  int id = 284;
   for (const char* t : {"<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>", "<|eom_id|>"}) {
-    added += "{\"id\": " + std::to_string(id++) + ", \"content\": \"" + t +
+    added += ", {\"id\": " + std::to_string(id++) + ", \"content\": \"" + t +
              "\", \"single_word\": false, \"lstrip\": false, \"rstrip\": false, \"normalized\": false, "
-             "\"special\": true}, ";
+             "\"special\": true}";
   }
-  json.insert(at + key.size(), added);
+  json.insert(end + 1, added);
   const std::string path = dir.file("tokenizer.json");
   std::ofstream(path) << json;
   return path;
@@ -57,7 +60,7 @@ TEST_CASE("a tokenizer with Llama 3's special tokens ends at <|eot_id|>, <|eom_i
   test::TempDir dir;
   auto tok = tok::Tokenizer::load(llama3_like_tokenizer(dir));
   if (!tok.ok()) FAIL(tok.error().message);
-  CHECK(run::end_token_ids(*tok) == std::vector<int64_t>{302, 303, 301});
+  CHECK(run::end_token_ids(*tok) == std::vector<int64_t>{286, 287, 285});
   const Status chat = run::check_chat_tokens(*tok, "--chat");
   REQUIRE_FALSE(chat.ok());
   CHECK(chat.error().kind == ErrorKind::kUsage);
