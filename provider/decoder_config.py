@@ -38,7 +38,9 @@ class DecoderConfig:
     """Model geometry, in elements. E = hidden, H = query heads, KV = kv heads,
     D = head_dim, I = intermediate, V = vocab, L = layers. `family` names the
     reader (and the manifest's default label); `qk_norm`: a per-head RMSNorm
-    on q and k before RoPE (Qwen3), absent in Llama; `rope_llama3`: None for
+    on q and k before RoPE (Qwen3), absent in Llama; `qkv_bias`: a bias on the
+    q, k and v projections (Qwen2), merged as `self_attn.qkv_proj.bias`;
+    `rope_llama3`: None for
     plain RoPE; `eos_token_ids`: the config's eos_token_id (one or a list)."""
 
     hidden: int
@@ -54,6 +56,7 @@ class DecoderConfig:
     tie_word_embeddings: bool
     family: str = "qwen3"
     qk_norm: bool = True
+    qkv_bias: bool = False
     rope_llama3: RopeLlama3 = None
     eos_token_ids: tuple = ()
 
@@ -68,10 +71,12 @@ def families():
     every family the tools implement (imported here: the readers import this
     module)."""
     import llama_config
+    import qwen2_config
     import qwen3_config
     return {"Qwen3ForCausalLM": ("qwen3", qwen3_config.parse_config),
             "LlamaForCausalLM": ("llama", llama_config.parse_llama),
-            "MistralForCausalLM": ("mistral", llama_config.parse_mistral)}
+            "MistralForCausalLM": ("mistral", llama_config.parse_mistral),
+            "Qwen2ForCausalLM": ("qwen2", qwen2_config.parse_qwen2)}
 
 
 def load_config(path):
@@ -180,12 +185,14 @@ def exported_tensors(cfg):
 def layer_tensors(cfg, prefix):
     """(name, safetensors dtype, shape) of one decoder layer's tensors under
     `prefix` (e.g. "model.layers.3."), with qkv_proj and gate_up_proj merged;
-    q_norm / k_norm only for a family that has them."""
+    q_norm / k_norm and the qkv bias only for a family that has them."""
     E, D, I = cfg.hidden, cfg.head_dim, cfg.intermediate
     qk_norm = [(prefix + "self_attn.q_norm.weight", "BF16", [D]),
                (prefix + "self_attn.k_norm.weight", "BF16", [D])] if cfg.qk_norm else []
+    bias = [(prefix + "self_attn.qkv_proj.bias", "BF16", [cfg.qkv_rows])] if cfg.qkv_bias else []
     return [(prefix + "input_layernorm.weight", "BF16", [E]),
             (prefix + "self_attn.qkv_proj.weight", "BF16", [cfg.qkv_rows, E]),
+            *bias,
             *qk_norm,
             (prefix + "self_attn.o_proj.weight", "BF16", [E, cfg.heads * D]),
             (prefix + "post_attention_layernorm.weight", "BF16", [E]),

@@ -133,6 +133,11 @@ def specs(cfg, ckpt):
         sources[p + "mlp.gate_up_proj.weight"] = [
             (p + "mlp.gate_proj.weight", [I, E]),
             (p + "mlp.up_proj.weight", [I, E])]
+        if cfg.qkv_bias:
+            sources[p + "self_attn.qkv_proj.bias"] = [
+                (p + "self_attn.q_proj.bias", [H * D]),
+                (p + "self_attn.k_proj.bias", [KV * D]),
+                (p + "self_attn.v_proj.bias", [KV * D])]
     if not ckpt.has("lm_head.weight"):
         if not cfg.tie_word_embeddings:
             raise ConfigError("checkpoint: missing tensor lm_head.weight (config does not tie embeddings)")
@@ -150,7 +155,7 @@ def specs(cfg, ckpt):
                 used.add(part)
             out.append(st.TensorSpec(name, dtype, shape, merged(ckpt, parts)))
     # Every other tensor is refused, naming it (the family readers refuse attention_bias: true).
-    check_tensors(ckpt.where, cfg.layers, attention_bias=False, used=used, family=cfg.family)
+    check_tensors(ckpt.where, cfg.layers, attention_bias=cfg.qkv_bias, used=used, family=cfg.family)
     return out
 
 

@@ -133,11 +133,28 @@ def qk_norm_rope_cache_kernel(c, rows=TOK):
     return {"params": qk["params"], "impl": {"steps": [qk]}}
 
 
+def bias_add_kernel(rows=TOK):
+    """kern_bias_add_bf16 (docs/kernels.md §6a): x += bias in place, one block per row."""
+    return identity_kernel("kern_bias_add_bf16", [BF16_INOUT, BF16_IN, "i32", "i32", "i32"], [256, 1, 1],
+                           [rows, 1, 1])
+
+
+def bias_dispatch(c, p, w, rows, kernel="bias_add"):
+    """The qkv bias added to `qkv` after its projection (Qwen2), over `rows`
+    rows (an expression); [] for a family without it."""
+    if not c.qkv_bias:
+        return []
+    return [dispatch(p + "qkv_bias", kernel,
+                     [buf("qkv"), buf(w + "self_attn.qkv_proj.bias"), rows, i32(c.qkv_rows), i32(c.qkv_rows)])]
+
+
 def kernels(c):
     """The kernel table (docs/kernels.md), in that page's order. A family
     without q/k norm gets kern_qk_norm_rope_cache_bf16 (rope_flags: no norm)
     in place of the head norms, rope and the KV-cache write."""
     ks = base_kernels(c)
+    if c.qkv_bias:
+        ks["bias_add"] = bias_add_kernel()
     if not c.qk_norm:
         for name in ("head_rmsnorm_q", "head_rmsnorm_k", "rope", "kv_cache_write"):
             del ks[name]
@@ -452,6 +469,8 @@ def buffers(c, fused=True):
         p = f"model.layers.{layer}."
         weight(p + "input_layernorm.weight", [E])
         weight(p + "self_attn.qkv_proj.weight", [c.qkv_rows, E])
+        if c.qkv_bias:
+            weight(p + "self_attn.qkv_proj.bias", [c.qkv_rows])
         if c.qk_norm:
             weight(p + "self_attn.q_norm.weight", [D])
             weight(p + "self_attn.k_norm.weight", [D])
@@ -507,6 +526,7 @@ def layer_dispatches(c, layer, attention, prefix="", state="kv_cache", state_lay
     return [
         first,
         gemm(p + "qkv_proj", "normed", w + "self_attn.qkv_proj.weight", "qkv", qkv_width, E),
+        *bias_dispatch(c, p, w, TOK),
         *qk,
         dispatch(p + "attention", attention,
                  [buf("q_normed"), kv_base, buf("block_table"), buf("seq_lens"), buf("cu_seqlens_q"),
@@ -583,6 +603,7 @@ def fused_layer_dispatches(c, layer, rows=1, batch=None, fold_qk=True):
         dispatch(p + "input_layernorm+qkv_proj", norm_gemv_name("gemv_qkv", rows),
                  [buf("residual"), buf(w + "input_layernorm.weight"), buf(w + "self_attn.qkv_proj.weight"),
                   buf("qkv"), cnt, n, i32(c.qkv_rows), i32(E), i32(E), i32(c.qkv_rows), eps]),
+        *bias_dispatch(c, p, w, n, "bias_add_batch" if batch else "bias_add"),
         *attention,
         dispatch(p + "o_proj+residual", "gemv_o_proj",
                  [buf("attn_out"), buf(w + "self_attn.o_proj.weight"), buf("residual"), cnt, n, i32(E),
@@ -778,6 +799,7 @@ def batch_kernels(c, max_batch, fold_qk=True):
                                                                  ATTN_FUSED_SPLITS, max_batch, BATCH)}
     return {
         **norm_gemvs,
+        **({"bias_add_batch": bias_add_kernel(BATCH)} if c.qkv_bias else {}),
         "embedding_batch": embed,
         **(folded if fold_qk else separate),
         "lm_head_argmax_batch": head,

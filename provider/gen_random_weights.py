@@ -85,7 +85,9 @@ def tensor_rule(cfg, name, shape):
         return "model.embed_tokens.weight", 0.0, 1.0
     if name in ("model.embed_tokens.weight", "lm_head.weight"):
         return name, 0.0, 1.0
-    if len(shape) == 1:  # every 1-D bf16 tensor is a norm weight
+    if name.endswith(".bias"):  # Qwen2's q, k, v biases: uniform in (-1, 1)
+        return name, 0.0, 1.0
+    if len(shape) == 1:  # every other 1-D bf16 tensor is a norm weight
         return name, 1.0, NORM_NOISE
     return name, 0.0, GAIN / math.sqrt(shape[1])
 

@@ -20,7 +20,7 @@ for m in tiny-qwen3 qwen3-4b; do
   examples/gen_qwen3_dspark_manifest.py examples/$m.config.json examples/$m-dspark.config.json \
     -o examples/$m-dspark.json --kernels-dir "$build/kernels"
 done
-for m in tiny-llama llama-3.2-1b llama-3.1-8b; do
+for m in tiny-llama llama-3.2-1b llama-3.1-8b tiny-qwen2; do
   provider/gen_manifest.py examples/$m.config.json -o examples/$m.json --kernels-dir "$build/kernels"
 done
 for m in qwen3-4b llama-3.2-1b llama-3.1-8b; do

@@ -130,6 +130,45 @@ class Families(unittest.TestCase):
                 self.assertIn("prefill", doc["programs"])
                 self.assertEqual("decode_batch" in doc["programs"], kernels != "unfused")
 
+    def test_a_qwen2_manifest_adds_the_qkv_bias_after_the_projection_in_every_program(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "m.json")
+            for kernels in ("fused", "unfused"):
+                proc = tool("gen_qwen3_manifest.py", example("tiny-qwen2.config.json"), "-o", out, "--unpinned",
+                            "--kernels", kernels)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(out, encoding="utf-8") as f:
+                    doc = json.load(f)
+                self.assertEqual(doc["buffers"]["model.layers.1.self_attn.qkv_proj.bias"]["shape"], [128])
+                for name, prog in doc["programs"].items():
+                    labels = [d["label"] for d in prog["dispatches"]]
+                    for layer in range(2):
+                        i = labels.index(f"layers.{layer}.qkv_bias")
+                        self.assertIn("qkv_proj", labels[i - 1], (kernels, name))
+                        self.assertIn("rope+kv_cache_write", labels[i + 1], (kernels, name))
+                    flags = {a["u8"] for d in prog["dispatches"] for a in d["args"] if isinstance(a, dict) and "u8" in a}
+                    self.assertEqual(flags, {3})
+        import decoder_config as dc
+        c = dc.load_config(example("tiny-qwen2.config.json"))
+        self.assertEqual((c.family, c.qkv_bias, c.qk_norm), ("qwen2", True, False))
+        names = [n for n, _, _ in dc.exported_tensors(c)]
+        self.assertIn("model.layers.0.self_attn.qkv_proj.bias", names)
+
+    def test_qwen2_refuses_an_active_window_and_rope_scaling(self):
+        with open(example("tiny-qwen2.config.json"), encoding="utf-8") as f:
+            base = json.load(f)
+        with tempfile.TemporaryDirectory() as tmp:
+            config = os.path.join(tmp, "config.json")
+            for change, needle in (({"use_sliding_window": True}, "config.use_sliding_window: sliding-window "
+                                    "attention is not supported (found true; supported: false)"),
+                                   ({"rope_scaling": {"type": "yarn", "factor": 4.0}}, "config.rope_scaling: "),
+                                   ({"model_type": "qwen3"}, 'config.model_type: expected "qwen2", found "qwen3"')):
+                with open(config, "w", encoding="utf-8") as f:
+                    json.dump({**base, **change}, f)
+                proc = tool("gen_qwen3_manifest.py", config, "-o", os.path.join(tmp, "m.json"), "--unpinned")
+                self.assertEqual(proc.returncode, 1, (change, proc.stderr))
+                self.assertIn(config + ": " + needle, proc.stderr)
+
     def test_llama_weights_export_and_random_weights_have_no_q_k_norm(self):
         import decoder_config as dc
         names = [n for n, _, _ in dc.exported_tensors(dc.load_config(example("tiny-llama.config.json")))]
@@ -146,7 +185,7 @@ class Families(unittest.TestCase):
         cases = [
             ({"architectures": ["GemmaForCausalLM"]},
              "config.architectures: GemmaForCausalLM is not supported (supported: Qwen3ForCausalLM, "
-             "LlamaForCausalLM, MistralForCausalLM)"),
+             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)"),
             ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
              'config.rope_scaling.rope_type: "yarn" (a string) is not supported (supported: "default", "llama3", '
              'or no rope_scaling)'),
@@ -195,8 +234,8 @@ class Families(unittest.TestCase):
             dspark_config.parse_draft_config({}, dc.load_config(example("tiny-llama.config.json")))
 
 
-class LlamaRuns(unittest.TestCase):
-    """The tiny Llama end to end on the cpu device (needs the build)."""
+class TinyModelRuns(unittest.TestCase):
+    """The tiny Llama and Qwen2 end to end on the cpu device (needs the build)."""
 
     def setUp(self):
         if not KERN_RUN or not os.path.isfile(KERN_RUN) or not os.path.isfile(KERN_VERIFY):
@@ -211,17 +250,24 @@ class LlamaRuns(unittest.TestCase):
         return json.loads(proc.stdout)["generated_ids"]
 
     def test_a_hf_llama_checkpoint_converts_and_runs_as_the_checked_in_model_chunked_and_batched(self):
+        self.convert_and_run("tiny-llama")
+
+    def test_a_hf_qwen2_checkpoint_with_qkv_biases_converts_and_runs_as_the_checked_in_model_chunked_and_batched(self):
+        self.convert_and_run("tiny-qwen2")
+
+    def convert_and_run(self, model_name):
         import decoder_config as dc
         import safetensors_io as st
         import weights_test as wt
-        cfg = dc.load_config(example("tiny-llama.config.json"))
-        with st.SafetensorsFile(example("tiny-llama.safetensors")) as f:
-            tensors = wt.hf_tensors(st, f, cfg, with_lm_head=True)  # untied: lm_head is its own tensor
+        cfg = dc.load_config(example(model_name + ".config.json"))
+        with st.SafetensorsFile(example(model_name + ".safetensors")) as f:
+            tensors = wt.hf_tensors(st, f, cfg, with_lm_head=not cfg.tie_word_embeddings)
         self.assertFalse([n for n in tensors if "norm" in n and "self_attn" in n])
+        self.assertEqual(len([n for n in tensors if n.endswith("_proj.bias")]), 3 * cfg.layers if cfg.qkv_bias else 0)
         with tempfile.TemporaryDirectory() as tmp:
             ckpt = os.path.join(tmp, "ckpt")
             os.mkdir(ckpt)
-            with open(example("tiny-llama.config.json"), encoding="utf-8") as f:
+            with open(example(model_name + ".config.json"), encoding="utf-8") as f:
                 config = f.read()
             with open(os.path.join(ckpt, "config.json"), "w", encoding="utf-8") as f:
                 f.write(config)
@@ -231,16 +277,16 @@ class LlamaRuns(unittest.TestCase):
                                    model, "--kern-verify", KERN_VERIFY, "--unpinned"], capture_output=True, text=True)
             self.assertEqual(proc.returncode, 0, proc.stderr)
             with st.SafetensorsFile(os.path.join(model, "weights.safetensors")) as a, \
-                    st.SafetensorsFile(example("tiny-llama.safetensors")) as b:
+                    st.SafetensorsFile(example(model_name + ".safetensors")) as b:
                 self.assertEqual(list(a.tensors), list(b.tensors))
                 for name in b.tensors:
                     self.assertEqual(a.read(name), b.read(name), name)
-            plan = os.path.join(tmp, "tiny-llama.kplan")
-            proc = subprocess.run([KERN_VERIFY, example("tiny-llama.json"), "-o", plan, "--deny-warnings"],
+            plan = os.path.join(tmp, model_name + ".kplan")
+            proc = subprocess.run([KERN_VERIFY, example(model_name + ".json"), "-o", plan, "--deny-warnings"],
                                   capture_output=True, text=True)
             self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
             prompt = ",".join(map(str, PROMPT))
-            want = self.run_ids(plan, "--weights", example("tiny-llama.safetensors"), "--prompt-ids", prompt,
+            want = self.run_ids(plan, "--weights", example(model_name + ".safetensors"), "--prompt-ids", prompt,
                                 "--steps", "24")
             self.assertEqual(len(want), 24)
             self.assertGreater(len(set(want)), 3, want)  # not a constant echo

@@ -171,6 +171,17 @@ Case silu(Rng& r, int t, int d, bool bench) {
   return b.c;
 }
 
+/// Bias add in place (docs/kernels.md §6a): `rows` rows of stride `ld` >= n
+/// (the merged qkv rows of Qwen2), the padding left alone.
+Case bias_add(Rng& r, int rows, int n, int ld, bool bench) {
+  Builder b{{shape("bias_add", {{"rows", rows}, {"n", n}, {"ld", ld}}), {}, {}, 4.0 * rows * n + 2.0 * n, bench}};
+  const int x = b.buf("x", bf16_random(r, size_t(rows) * ld, -4, 4), Compare::kBf16);
+  const int bias = b.buf("bias", bf16_random(r, size_t(n), -2, 2));
+  b.launch("bias_add.fatbin", "kern_bias_add_bf16", {uint32_t(rows), 1, 1}, 256,
+           {arg_buf(x), arg_buf(bias), arg_i32(rows), arg_i32(n), arg_i32(ld)});
+  return b.c;
+}
+
 /// A 2-layer paged cache: [pages][2 layers][16][kv][2][d]; kernels get layer 1.
 struct Cache {
   int kv, d, pages;
@@ -686,6 +697,8 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(silu(r, 1, 9728, true));
   cs.push_back(silu(r, 512, 9728, true));
   cs.push_back(silu(r, 3, 128, false));
+  cs.push_back(bias_add(r, 1, 2560 + 2 * 512, 2560 + 2 * 512, false));  // Qwen2.5-3B's qkv row at decode
+  cs.push_back(bias_add(r, 5, 96, 100, false));                         // strided rows, the tiny Qwen2
   cs.push_back(silu(r, 2, 100, false));
   cs.push_back(reshape_and_cache(r, 1, 8, 128, 1.0f, true));
   cs.push_back(reshape_and_cache(r, 6, 2, 16, 0.7f, false));

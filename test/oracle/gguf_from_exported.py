@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """gguf_from_exported.py CONFIG.json EXPORTED.safetensors -o MODEL.gguf --gguf-py DIR
 
-Converts kern's exported weights (docs/causal-lm-manifest.md) of a Qwen3
-or a Llama / Mistral config into a llama.cpp `qwen3` or `llama` GGUF for the
+Converts kern's exported weights (docs/causal-lm-manifest.md) of a Qwen3,
+Qwen2 or Llama / Mistral config into a llama.cpp `qwen3`, `qwen2` (q, k, v
+biases as F32 `attn_{q,k,v}.bias`) or `llama` GGUF for the
 oracle (oracles.md): matrices BF16 (a byte copy), norms F32 (bf16 widened
 exactly), `tokenizer.ggml.model = none` with the vocab size in
 `ARCH.vocab_size`. For `llama`, as llama.cpp's own converter does: the q and
@@ -81,7 +82,7 @@ def convert(config_path, weights_path, out_path, gguf_py):
 
     c = load_config(config_path)
     H, KV, D, I = c.heads, c.kv_heads, c.head_dim, c.intermediate
-    arch = "qwen3" if c.qk_norm else "llama"
+    arch = "qwen3" if c.qk_norm else "qwen2" if c.qkv_bias else "llama"
     w = gguf.GGUFWriter(out_path, arch)
     w.add_name("kern-oracle")
     w.add_vocab_size(c.vocab)
@@ -118,6 +119,11 @@ def convert(config_path, weights_path, out_path, gguf_py):
             matrix(b + "attn_q.weight", q)
             matrix(b + "attn_k.weight", k)
             matrix(b + "attn_v.weight", qkv[(H + KV) * D:])
+            if c.qkv_bias:  # qwen2: f32 biases, split as the rows
+                bias = bf16_to_f32(f, p + "self_attn.qkv_proj.bias")
+                w.add_tensor(b + "attn_q.bias", np.ascontiguousarray(bias[:H * D]))
+                w.add_tensor(b + "attn_k.bias", np.ascontiguousarray(bias[H * D:(H + KV) * D]))
+                w.add_tensor(b + "attn_v.bias", np.ascontiguousarray(bias[(H + KV) * D:]))
             if c.qk_norm:
                 w.add_tensor(b + "attn_q_norm.weight", bf16_to_f32(f, p + "self_attn.q_norm.weight"))
                 w.add_tensor(b + "attn_k_norm.weight", bf16_to_f32(f, p + "self_attn.k_norm.weight"))

@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """oracle_families_test.py SOURCE_ROOT KERN_VERIFY KERN_RUN
 
-kern against llama.cpp (oracles.md) for the Llama family (issue 40):
-random-weight HF checkpoints of odd shapes (head_dim 16, 32, 64, 128; MHA
-and GQA; tied and untied; llama3 rope scaling with a small
+kern against llama.cpp (oracles.md) for the Llama and Qwen2 families
+(issue 40): random-weight HF checkpoints of odd shapes (head_dim 16, 32, 64,
+128; MHA and GQA; tied and untied; llama3 rope scaling with a small
 original_max_position_embeddings, so the scaling acts within the run; a
-Mistral config whose attention is a Llama one) go through convert_hf.py and
+Mistral config whose attention is a Llama one; Qwen2.5-style q, k, v
+biases) go through convert_hf.py and
 `kern-run MODEL_DIR` on the cpu device; the 24 greedy ids from a 17-token
 prompt, at prefill chunks 1, 5 and 17, must agree with llama.cpp on the same
-weights (a `llama` GGUF, gguf_from_exported.py) up to near-ties classified
+weights (a `llama` or `qwen2` GGUF, gguf_from_exported.py) up to near-ties classified
 from kern's own logits by oracle_lib.compare (teacher forcing). Exit 77 when
 kern-run is not built.
 """
@@ -50,6 +51,19 @@ def shapes(base):
         ("llama D128 GQA 2/1, tied, llama3 scaling (original 64)",
          cfg(hidden_size=256, num_attention_heads=2, num_key_value_heads=1, head_dim=None, intermediate_size=192,
              tie_word_embeddings=True)),
+    ]
+
+
+def qwen2_shapes(base):
+    """(name, config) of Qwen2.5-style shapes (q, k, v biases), from the tiny Qwen2's config."""
+    def cfg(**change):
+        out = dict(base)
+        out.update(change)
+        return {k: v for k, v in out.items() if v is not None}
+    return [
+        ("qwen2 D16 GQA 4/2, tied, qkv bias", cfg()),
+        ("qwen2 D32 MHA 3 heads, untied, qkv bias", cfg(hidden_size=96, num_attention_heads=3, num_key_value_heads=3,
+                                                         tie_word_embeddings=False)),
     ]
 
 
@@ -108,7 +122,31 @@ def run_shape(root, kern_verify, kern_run, oracle, name, config, work):
             failures.append(f"{name}, chunk {chunk}: sequence not discriminating: {ids}")
     if c.rope_llama3 is not None:
         failures += teeth(root, kern_verify, kern_run, oracle, name, config, ckpt, work, prompt, rows)
+    if c.qkv_bias:
+        failures += bias_teeth(kern_run, oracle, name, model, work, prompt)
     return failures
+
+
+def bias_teeth(kern_run, oracle, name, model, work, prompt):
+    """The converted weights with the qkv biases zeroed must disagree with
+    llama.cpp's run with them: the comparison sees the bias add."""
+    import safetensors_io as st
+    zeroed = os.path.join(work, "no-bias.safetensors")
+    with st.SafetensorsFile(os.path.join(model, "weights.safetensors")) as f:
+        specs = []
+        for t, (dtype, shape, _, _) in f.tensors.items():
+            raw = f.read(t)
+            if t.endswith("qkv_proj.bias"):
+                raw = bytes(len(raw))
+            specs.append(st.TensorSpec(t, dtype, shape, (lambda r=raw: [r])))
+        st.write(zeroed, specs)
+    runner = oracle_test.KernRun(kern_run, zeroed, oracle.vocab, work)
+    ids, last = runner.greedy(os.path.join(model, "model.kplan"), prompt, 17)
+    ok, report = ol.compare(prompt, ids, last, oracle.run(prompt, ol.STEPS, forced=ids)[1])
+    print(f"{name}, kern without the qkv biases: {'ACCEPTED' if ok else 'rejected, as it must be'}")
+    for line in report[-2:]:
+        print("  " + line)
+    return [f"{name}: kern without the qkv biases passes the comparison: no teeth"] if ok else []
 
 
 def teeth(root, kern_verify, kern_run, oracle, name, config, ckpt, work, prompt, rows):
@@ -146,6 +184,8 @@ def main(argv):
         return 77
     with open(os.path.join(root, "examples", "tiny-llama.config.json"), encoding="utf-8") as f:
         base = json.load(f)
+    with open(os.path.join(root, "examples", "tiny-qwen2.config.json"), encoding="utf-8") as f:
+        qwen2 = json.load(f)
     failures = []
     with tempfile.TemporaryDirectory() as top:
         try:
@@ -153,7 +193,7 @@ def main(argv):
         except ol.OracleSetupError as e:
             print(f"FAIL: {e}")
             return 1
-        for i, (name, config) in enumerate(shapes(base)):
+        for i, (name, config) in enumerate(shapes(base) + qwen2_shapes(qwen2)):
             work = os.path.join(top, f"shape{i}")
             os.makedirs(work)
             failures += run_shape(root, kern_verify, kern_run, oracle, name, config, work)

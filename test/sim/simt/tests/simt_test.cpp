@@ -59,7 +59,7 @@ TEST_CASE("every real kernel entry is emulated, with the parameter layout of its
   const auto& all = all_kernels();
   // 23 + the batched decode's attention and advance + kern_sample_bf16 + the two decode attentions
   // that fold in q/k norm + RoPE + the KV write (kern_attention_decode_qkv_bf16, kern_attention_decode_batch_qkv_bf16).
-  CHECK(all.size() == 28);
+  CHECK(all.size() == 29);  // + kern_bias_add_bf16 (Qwen2's qkv bias)
   // kern_sample_bf16: 9 pointers, then rows, vocab, max_rows (i32).
   const KernelEntry* s = find_kernel("kern_sample_bf16");
   REQUIRE(s != nullptr);
