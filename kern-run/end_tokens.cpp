@@ -12,12 +12,12 @@ std::vector<int64_t> end_token_ids(const tok::Tokenizer& tokenizer) {
 }
 
 Status check_chat_tokens(const tok::Tokenizer& tokenizer, std::string_view what) {
-  for (const char* token : {"<|im_start|>", "<|im_end|>"}) {
+  for (const char* token : {"<|im_start|>", "<|im_end|>", "<think>", "</think>"}) {
     if (!tokenizer.token_to_id(token)) {
       return make_error(ErrorKind::kUsage,
-                        std::string(what) + ": kern renders the ChatML chat template (Qwen's), and this tokenizer has "
-                                            "no " + token + " token: this model's chat format is not supported; "
-                                            "give the prompt as plain text (a completion) instead");
+                        std::string(what) + ": kern renders Qwen3's chat template (ChatML with <think> blocks), and "
+                                            "this tokenizer has no " + token + " token: this model's chat format is "
+                                            "not supported; give the prompt as plain text (a completion) instead");
     }
   }
   return Status::ok_status();

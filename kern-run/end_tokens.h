@@ -21,11 +21,13 @@ namespace kern::run {
 /// tokens are skipped. For a Qwen tokenizer, exactly qwen3_end_token_ids.
 std::vector<int64_t> end_token_ids(const tok::Tokenizer& tokenizer);
 
-/// Ok when the tokenizer has the ChatML tokens (`<|im_start|>`,
-/// `<|im_end|>`) the chat template kern renders needs; else a usage error
-/// naming `what` (e.g. "--chat") that says chat needs them and that plain
-/// completions work: a Llama 3 tokenizer's chat format is not rendered, and
-/// ChatML text would be tokenized as plain text (never silently wrong).
+/// Ok when the tokenizer has the tokens of the chat template kern renders
+/// (Qwen3's: ChatML `<|im_start|>`, `<|im_end|>` and the `<think>`,
+/// `</think>` of its reasoning blocks); else a usage error naming `what`
+/// (e.g. "--chat") and the first missing token, saying that plain
+/// completions work. So a Llama 3 tokenizer (no ChatML) and a Qwen2.5 one
+/// (ChatML, but its template differs: a default system prompt, no think
+/// blocks) are refused rather than rendered in another model's format.
 Status check_chat_tokens(const tok::Tokenizer& tokenizer, std::string_view what);
 
 }  // namespace kern::run

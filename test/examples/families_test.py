@@ -297,8 +297,8 @@ class TinyModelRuns(unittest.TestCase):
             proc = subprocess.run([KERN_RUN, model, "--device", "cpu", "--tokenizer", flags, "--chat", "--prompt",
                                    "ab ab", "--steps", "2"], capture_output=True, text=True, timeout=300)
             self.assertEqual(proc.returncode, 2, proc.stderr)
-            self.assertIn("--chat: kern renders the ChatML chat template (Qwen's), and this tokenizer has no "
-                          "<|im_start|> token", proc.stderr)
+            self.assertIn("--chat: kern renders Qwen3's chat template (ChatML with <think> blocks), and this "
+                          "tokenizer has no <|im_start|> token", proc.stderr)
             proc = subprocess.run([KERN_RUN, model, "--device", "cpu", "--tokenizer", flags, "--prompt", "ab ab",
                                    "--steps", "2"], capture_output=True, text=True, timeout=300)
             self.assertEqual(proc.returncode, 0, proc.stderr)
