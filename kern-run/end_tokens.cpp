@@ -1,3 +1,5 @@
+// The tokenizer-only text conventions of kern-run (end_tokens.h): end tokens by
+// name, and the check that a tokenizer fits the chat template kern renders.
 #include "kern-run/end_tokens.h"
 
 #include <string>
