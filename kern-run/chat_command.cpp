@@ -15,6 +15,7 @@
 #include "kern-run/chat_repl.h"
 #include "kern-run/chat_template.h"
 #include "kern-run/cli_errors.h"
+#include "kern-run/end_tokens.h"
 #include "kern-run/load_model.h"
 #include "kern-run/progress.h"
 #include "kern-run/sampling_options.h"
@@ -125,6 +126,7 @@ Status run_chat(const RunOptions& o, int& exit_code) {
   KERN_ASSIGN_OR_RETURN(auto opened, open_plan_for(o.plan_path, false));
   const engine::CausalLmContract c = opened.contract;
   KERN_ASSIGN_OR_RETURN(auto tokenizer, tok::Tokenizer::load(o.tokenizer_path), "--tokenizer");
+  KERN_RETURN_IF_ERROR(check_chat_tokens(tokenizer, "--chat"));
   const uint64_t capacity = o.capacity.value_or(engine::default_capacity(c));
   KERN_RETURN_IF_ERROR(engine::check_capacity(c, capacity), "--capacity");
   KERN_RETURN_IF_ERROR(engine::check_token_ids(o.stop_ids, c.vocab, "stop"), "--stop-ids");
@@ -149,7 +151,7 @@ Status run_chat(const RunOptions& o, int& exit_code) {
   settings.stop_ids = stop_ids_for(o, &tokenizer);
   // A tokenizer's end token beyond a smaller embedding can never be generated.
   std::erase_if(settings.stop_ids, [&c](int64_t id) { return id < 0 || static_cast<uint64_t>(id) >= c.vocab; });
-  settings.end_ids = qwen3_end_token_ids(tokenizer);
+  settings.end_ids = end_token_ids(tokenizer);
   settings.max_capacity = c.max_capacity();
 
   // The "> " prompt and the help line only in a terminal session (stdin and

@@ -8,6 +8,7 @@
 
 #include "common/file_util.h"
 #include "kern-run/chat_template.h"
+#include "kern-run/end_tokens.h"
 #include "kern-run/tokenizer/utf8.h"
 
 namespace kern::run {
@@ -37,6 +38,7 @@ Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer
   // With --chat the template wraps the text: check the user's own bytes
   // first, so an offset names a byte of their file, not of the template.
   if (o.chat) {
+    if (tokenizer != nullptr) KERN_RETURN_IF_ERROR(check_chat_tokens(*tokenizer, "--chat"));
     const std::string_view system = o.system ? std::string_view(*o.system) : std::string_view();
     for (const auto& [what, s] : {std::pair<const char*, std::string_view>{"the prompt", p.text},
                                   std::pair<const char*, std::string_view>{"the --system text", system}}) {
@@ -58,7 +60,7 @@ Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer
 std::vector<int64_t> stop_ids_for(const RunOptions& o, const tok::Tokenizer* tokenizer) {
   std::vector<int64_t> ids = o.stop_ids;
   if (tokenizer == nullptr || o.ignore_eos) return ids;
-  for (int64_t id : qwen3_end_token_ids(*tokenizer)) ids.push_back(id);
+  for (int64_t id : end_token_ids(*tokenizer)) ids.push_back(id);
   return ids;
 }
 

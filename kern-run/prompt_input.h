@@ -35,7 +35,7 @@ Result<std::string> read_prompt_text(const RunOptions& o);
 Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer);
 
 /// The ids that end generation: --stop-ids, then Qwen3's end tokens
-/// (qwen3_end_token_ids) when a tokenizer is given and not --ignore-eos
+/// (end_token_ids) when a tokenizer is given and not --ignore-eos
 /// (ids in, ids out without --stop-ids: generation runs for --steps).
 std::vector<int64_t> stop_ids_for(const RunOptions& o, const tok::Tokenizer* tokenizer);
 

@@ -13,6 +13,7 @@
 #include "kern-engine/request.h"
 #include "kern-run/chat_template.h"
 #include "kern-run/cli_errors.h"
+#include "kern-run/end_tokens.h"
 #include "kern-run/load_model.h"
 #include "kern-run/progress.h"
 #include "kern-run/prompt_input.h"
@@ -143,7 +144,7 @@ Result<std::vector<Job>> build_jobs(const RunOptions& o, const std::vector<Reque
     }
     r.stop_ids = l.stop_ids;
     if (tok != nullptr && !l.ignore_eos && !o.ignore_eos)
-      for (int64_t id : qwen3_end_token_ids(*tok))
+      for (int64_t id : end_token_ids(*tok))
         if (id >= 0 && static_cast<uint64_t>(id) < c.vocab) r.stop_ids.push_back(id);
     if (Status s = engine::check_request(c, capacity, r); !s.ok()) {
       bad(s.error().message);

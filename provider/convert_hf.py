@@ -1,12 +1,13 @@
 #!/usr/bin/python3
 """convert_hf.py CHECKPOINT_DIR -o MODEL_DIR [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kern-verify PATH]
 
-Converts a Hugging Face Qwen3 checkpoint directory (config.json, then
+Converts a Hugging Face checkpoint directory of a supported family
+(decoder_config.py: Qwen3, Llama 3.x, Mistral; config.json, then
 model.safetensors or the shards of model.safetensors.index.json, and
 tokenizer.json) into a kern model folder that `kern-run MODEL_DIR` runs
 as is (issue 25: a checkpoint in two commands):
 
-  MODEL_DIR/manifest.json        the manifest (gen_qwen3_manifest.py)
+  MODEL_DIR/manifest.json        the manifest (gen_manifest.py's default: fused, decode_batch up to 8)
   MODEL_DIR/model.kplan          the plan, compiled by kern-verify
   MODEL_DIR/weights.safetensors  the weights in kern's exported layout (export_qwen3.py)
   MODEL_DIR/tokenizer.json       the checkpoint's tokenizer, when it has one
@@ -16,14 +17,16 @@ Weights may be BF16, F16 or F32 (F16 and F32 are converted to BF16 with
 round-to-nearest-even, ties to even, numpy; a line on stderr says so).
 What it would otherwise get silently wrong is refused, in one line naming
 the file and the field or tensor (examples/README.md, "What convert_hf
-refuses"): config fields kern does not implement (rope scaling, sliding
-window attention, attention biases, another activation) and any field of
-the wrong JSON type, booleans included (qwen3_config.py, hf_config.py); a
+refuses"): an architecture kern does not know, config fields kern does not
+implement (rope scaling other than llama3, sliding window attention,
+attention biases, logit soft-capping, another activation) and any field of
+the wrong JSON type, booleans included (qwen3_config.py, llama_config.py,
+decoder_config.py, hf_config.py); a
 JSON file that is malformed or nested deeper than 128 levels (json_in.py);
 a checkpoint tensor the export would not use: a layer beyond
 num_hidden_layers, attention biases, anything else (hf_checkpoint.py).
 kern-verify is the repository's build/kern-verify/kern-verify unless
---kern-verify names another; pinning works as in gen_qwen3_manifest.py.
+--kern-verify names another; pinning works as in gen_manifest.py.
 
 The model folder is built in a temporary folder beside MODEL_DIR and swapped
 in whole at the end (tool_io.replace_directory): a failed or interrupted
@@ -45,11 +48,11 @@ import sys
 import tempfile
 
 import export_qwen3
-import gen_qwen3_manifest as gen
+import gen_manifest as gen
 import safetensors_io as st
 from json_out import dumps
 from progress import Progress
-from qwen3_config import ConfigError, load_config
+from decoder_config import ConfigError, load_config
 from tool_io import UsageError, replace_directory, run, write_atomic
 
 DEFAULT_KERN_VERIFY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build",
@@ -154,7 +157,8 @@ def convert(args):
     target = output_folder(out_dir)
     cfg = load_config(os.path.join(checkpoint, "config.json"))
     gen.check_i32_ranges(cfg, args.tokens_max, os.path.join(checkpoint, "config.json"))
-    doc = gen.manifest(cfg, args.tokens_max, gen.default_label(cfg), fused=True)
+    # The generator's default manifest: fused, with decode_batch (kern-run --requests, serve).
+    doc = gen.manifest(cfg, args.tokens_max, gen.default_label(cfg), fused=True, max_batch=gen.MAX_BATCH_DEFAULT)
     gen.check_i32_literals(doc, os.path.join(checkpoint, "config.json"))
     kernels_dir = gen.resolve_kernels_dir(args, "convert_hf")
     if kernels_dir:
@@ -205,7 +209,8 @@ def convert(args):
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("checkpoint", help="HF Qwen3 checkpoint directory (config.json, safetensors, tokenizer.json)")
+    ap.add_argument("checkpoint", help="HF checkpoint directory (config.json, safetensors, tokenizer.json) of a Qwen3, "
+                                           "Llama 3.x or Mistral model")
     ap.add_argument("-o", "--output", required=True, help="model folder to write (created if missing)")
     ap.add_argument("--tokens-max", type=int, default=512, help="upper bound of the `tokens` symbol (default 512)")
     gen.add_pin_options(ap)

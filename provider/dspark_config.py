@@ -18,7 +18,7 @@ Standard library only.
 from dataclasses import dataclass
 
 import json_in
-from qwen3_config import ConfigError, layer_tensors
+from decoder_config import ConfigError, layer_tensors
 
 MAX_BLOCK = 8  # verify's rows: the fused decode gemvs take at most 8 (docs/kernels.md §11)
 FIELDS = ("draft_layers", "target_layer_ids", "block_size", "mask_token_id", "markov_dim")
@@ -45,7 +45,11 @@ def _int(cfg, key, low, high):
 
 def parse_draft_config(cfg, target):
     """A DraftConfig from a parsed JSON value, checked against the target's
-    Qwen3Config. Raises ConfigError naming the field."""
+    DecoderConfig (a Qwen3 one: the DSpark programs are written for Qwen3's
+    layers). Raises ConfigError naming the field."""
+    if target.family != "qwen3":
+        raise ConfigError(f"a DSpark draft needs a Qwen3 target (Qwen3ForCausalLM); the target config is "
+                          f"{target.family}")
     if not isinstance(cfg, dict):
         raise ConfigError("expected a JSON object at the top level")
     unknown = sorted(set(cfg) - set(FIELDS))

@@ -1,12 +1,15 @@
 #!/usr/bin/python3
 """export_qwen3.py CHECKPOINT_DIR -o W.safetensors [--draft DRAFT_DIR --draft-config DRAFT.json [--markov M.safetensors]]
 
-Exports a Hugging Face Qwen3 checkpoint directory (config.json plus
-model.safetensors, or the shards listed in model.safetensors.index.json) to
-kern's exported layout (docs/causal-lm-manifest.md, SPEC §7):
+Exports a Hugging Face checkpoint directory of any family decoder_config.py
+reads (Qwen3, Llama 3.x, Mistral; config.json plus model.safetensors, or the
+shards listed in model.safetensors.index.json) to kern's exported layout
+(docs/causal-lm-manifest.md, SPEC §7):
 - q_proj/k_proj/v_proj merged by rows into self_attn.qkv_proj (q, k, v);
 - gate_proj/up_proj merged by rows into mlp.gate_up_proj (gate, up);
-- rope.cos_sin_cache computed from the config (f32, float64 math);
+- q_norm / k_norm copied for a family that has them (Qwen3);
+- rope.cos_sin_cache computed from the config (f32, float64 math; llama3
+  rope_scaling folded in);
 - k_scale = v_scale = 1.0 (the KV cache is bf16);
 - lm_head.weight materialised (a copy of embed_tokens when tied and absent).
 Every tensor of the checkpoint must be used: a layer beyond
@@ -45,7 +48,7 @@ import safetensors_io as st
 from hf_checkpoint import check_tensors
 from progress import Progress
 from dspark_config import draft_tensors, load_draft_config
-from qwen3_config import ConfigError, exported_tensors, load_config, rope_cache_bytes
+from decoder_config import ConfigError, exported_tensors, load_config, rope_cache_bytes
 from tool_io import ContentError, check_output_path, run
 
 FORMAT_METADATA = {"format": "kern-qwen3-exported"}
@@ -118,7 +121,7 @@ def merged(ckpt, parts):
 
 
 def specs(cfg, ckpt):
-    """TensorSpecs of the exported file (qwen3_config.exported_tensors order)."""
+    """TensorSpecs of the exported file (decoder_config.exported_tensors order)."""
     E, H, KV, D, I = cfg.hidden, cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.intermediate
     sources = {}
     for layer in range(cfg.layers):
@@ -130,6 +133,11 @@ def specs(cfg, ckpt):
         sources[p + "mlp.gate_up_proj.weight"] = [
             (p + "mlp.gate_proj.weight", [I, E]),
             (p + "mlp.up_proj.weight", [I, E])]
+        if cfg.qkv_bias:
+            sources[p + "self_attn.qkv_proj.bias"] = [
+                (p + "self_attn.q_proj.bias", [H * D]),
+                (p + "self_attn.k_proj.bias", [KV * D]),
+                (p + "self_attn.v_proj.bias", [KV * D])]
     if not ckpt.has("lm_head.weight"):
         if not cfg.tie_word_embeddings:
             raise ConfigError("checkpoint: missing tensor lm_head.weight (config does not tie embeddings)")
@@ -146,8 +154,8 @@ def specs(cfg, ckpt):
                 ckpt.bf16(part, part_shape)  # fail before writing anything
                 used.add(part)
             out.append(st.TensorSpec(name, dtype, shape, merged(ckpt, parts)))
-    # Every other tensor is refused, naming it (qwen3_config refuses attention_bias: true).
-    check_tensors(ckpt.where, cfg.layers, attention_bias=False, used=used, family="qwen3")
+    # Every other tensor is refused, naming it (the family readers refuse attention_bias: true).
+    check_tensors(ckpt.where, cfg.layers, attention_bias=cfg.qkv_bias, used=used, family=cfg.family)
     return out
 
 

@@ -35,9 +35,9 @@ cannot be read or written.
 import argparse
 import sys
 
-import gen_qwen3_manifest as g
+import gen_manifest as g
 from dspark_config import draft_tensors, load_draft_config
-from gen_qwen3_manifest import TOK, buf, dispatch, i32
+from gen_manifest import TOK, buf, dispatch, i32
 from json_out import F32, dumps
 from qwen3_config import load_config
 from tool_io import check_output_path, run, write_atomic

@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 """gen_random_weights.py CONFIG.json -o W.safetensors [--seed N] [--draft DRAFT.json]
 
-Writes deterministic random weights for a HF Qwen3 config.json in kern's
-exported layout (docs/causal-lm-manifest.md): merged qkv_proj and gate_up_proj,
-the rope cos/sin cache, k_scale = v_scale = 1.0, lm_head materialised (a copy
+Writes deterministic random weights for a HF config.json of any family
+decoder_config.py reads (Qwen3, Llama 3.x, Mistral) in kern's exported
+layout (docs/causal-lm-manifest.md): merged qkv_proj and gate_up_proj, the
+rope cos/sin cache, k_scale = v_scale = 1.0, lm_head materialised (a copy
 of embed_tokens when the config ties them).
 
 Determinism: the random bits come from SHAKE-256 (FIPS 202, hashlib) in
@@ -42,7 +43,7 @@ from array import array
 import safetensors_io as st
 from dspark_config import draft_tensors, load_draft_config
 from progress import Progress
-from qwen3_config import exported_tensors, load_config, rope_cache_bytes
+from decoder_config import exported_tensors, load_config, rope_cache_bytes
 from tool_io import check_output_path, run
 
 GAIN = 4.0
@@ -84,7 +85,9 @@ def tensor_rule(cfg, name, shape):
         return "model.embed_tokens.weight", 0.0, 1.0
     if name in ("model.embed_tokens.weight", "lm_head.weight"):
         return name, 0.0, 1.0
-    if len(shape) == 1:  # every 1-D bf16 tensor is a norm weight
+    if name.endswith(".bias"):  # Qwen2's q, k, v biases: uniform in (-1, 1)
+        return name, 0.0, 1.0
+    if len(shape) == 1:  # every other 1-D bf16 tensor is a norm weight
         return name, 1.0, NORM_NOISE
     return name, 0.0, GAIN / math.sqrt(shape[1])
 

@@ -13,6 +13,7 @@
 
 #include "common/terminal_text.h"
 #include "kern-run/chat_template.h"
+#include "kern-run/end_tokens.h"
 #include "kern-run/serve/api_error.h"
 #include "kern-run/serve/api_request.h"
 #include "kern-run/serve/api_response.h"
@@ -199,6 +200,8 @@ std::optional<ApiError> prompt_ids(const GenParams& p, const tok::Tokenizer& tok
   const char* param = p.endpoint == Endpoint::kChat ? "messages" : "prompt";
   std::string text;
   if (p.endpoint == Endpoint::kChat) {
+    if (Status chat = check_chat_tokens(tok, "/v1/chat/completions"); !chat.ok())
+      return bad_request(chat.error().message, param);
     auto rendered = render_qwen3_messages(p.messages, p.chat);
     if (!rendered.ok()) return bad_request(rendered.error().message, param);
     text = std::move(*rendered);

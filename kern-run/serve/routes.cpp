@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "kern-run/chat_template.h"
+#include "kern-run/end_tokens.h"
 #include "kern-run/serve/api_error.h"
 #include "kern-run/serve/api_request.h"
 #include "kern-run/serve/chat_page.h"
@@ -52,6 +53,8 @@ void tokenize(ServerContext& ctx, HttpExchange& res) {
   if (p.prompt) {
     text = *p.prompt;
   } else {
+    if (Status chat = check_chat_tokens(*ctx.tokenizer, "/tokenize messages"); !chat.ok())
+      return reply_error(res, bad_request(chat.error().message, "messages"));
     auto rendered = render_qwen3_messages(p.messages, p.chat);
     if (!rendered.ok()) return reply_error(res, bad_request(rendered.error().message, "messages"));
     text = std::move(*rendered);

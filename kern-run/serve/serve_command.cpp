@@ -14,6 +14,7 @@
 #include "kern-engine/request.h"
 #include "kern-run/chat_template.h"
 #include "kern-run/cli_errors.h"
+#include "kern-run/end_tokens.h"
 #include "kern-run/load_model.h"
 #include "kern-run/serve/engine_worker.h"
 #include "kern-run/serve/http_server.h"
@@ -93,7 +94,7 @@ int run_serve(int argc, char** argv) {
       [&]() -> Result<std::unique_ptr<engine::Model>> {
         auto tok = tok::Tokenizer::load(o.tokenizer_path);
         if (!tok.ok()) return tok.error().with_context("--tokenizer");
-        ctx.end_ids = qwen3_end_token_ids(*tok);
+        ctx.end_ids = end_token_ids(*tok);
         ctx.max_token_bytes = tok->max_token_bytes();
         ctx.tokenizer = std::make_shared<const tok::Tokenizer>(std::move(*tok));
         const uint64_t capacity = o.capacity.value_or(engine::default_capacity(plan->contract));

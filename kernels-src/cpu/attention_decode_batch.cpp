@@ -278,7 +278,12 @@ Status parse_qkv(const CpuLaunch& l, const QkvVariant& v, QkvLaunch& k) {
   KERN_RETURN_IF_ERROR(read_i32(l, name, 20, "num_splits", 1, a.splits));
   KERN_RETURN_IF_ERROR(read_i32(l, name, 21, "qkv_stride", 0, k.qkv_stride));
   KERN_RETURN_IF_ERROR(read_f32(l, name, 22, "eps", true, k.eps));
-  k.neox = l.arg<uint8_t>(23) != 0;
+  const uint8_t flags = l.arg<uint8_t>(23);
+  if ((flags & ~detail::kRopeFlagsKnown) != 0)
+    return launch_error(name, "param 23 (rope_flags) is " + std::to_string(flags) + "; must be 0 to 3 (bit 0 neox, "
+                                                                                      "bit 1 no q/k norm)");
+  k.neox = (flags & detail::kRopeNeox) != 0;
+  const bool norm = (flags & detail::kRopeNoQkNorm) == 0;
   if (a.rows > kMaxRows)
     return launch_error(name, "param 13 (num_seqs) is " + std::to_string(a.rows) + "; must be <= " +
                                   std::to_string(kMaxRows) + " (the scratch's rows)");
@@ -302,8 +307,10 @@ Status parse_qkv(const CpuLaunch& l, const QkvVariant& v, QkvLaunch& k) {
   const float* vs = nullptr;
   int32_t* counters = nullptr;
   KERN_RETURN_IF_ERROR(read_ptr(l, name, 0, "qkv", k.work, k.qkv));
-  KERN_RETURN_IF_ERROR(read_ptr(l, name, 1, "q_norm_weight", k.work, k.qw));
-  KERN_RETURN_IF_ERROR(read_ptr(l, name, 2, "k_norm_weight", k.work, k.kw));
+  if (norm) {  // without q/k norm the weights are not read (null: norm_rope_head skips the norm)
+    KERN_RETURN_IF_ERROR(read_ptr(l, name, 1, "q_norm_weight", k.work, k.qw));
+    KERN_RETURN_IF_ERROR(read_ptr(l, name, 2, "k_norm_weight", k.work, k.kw));
+  }
   KERN_RETURN_IF_ERROR(read_ptr(l, name, 3, "cos_sin_cache", k.work, k.cos_sin));
   KERN_RETURN_IF_ERROR(read_ptr(l, name, 4, "kv_cache", k.work, k.cache));
   KERN_RETURN_IF_ERROR(read_ptr(l, name, 5, "block_tables", k.work && a.pages > 0, a.tables));
@@ -394,8 +401,10 @@ Status qkv_attention_extents(const CpuLaunch& l, CpuExtents& e) {
   const uint64_t stride = size_i32(l, 21);
   if (rows == 0 || heads == 0 || head_dim == 0) return Status::ok_status();
   e.touch(0, "qkv", strided_bytes(rows, stride, sat_mul(heads + 2 * kv_heads, head_dim), 2));
-  e.touch(1, "q_norm_weight", sat_mul(head_dim, 2));
-  e.touch(2, "k_norm_weight", sat_mul(head_dim, 2));
+  if ((l.arg<uint8_t>(23) & detail::kRopeNoQkNorm) == 0) {  // else the norm weights are not read
+    e.touch(1, "q_norm_weight", sat_mul(head_dim, 2));
+    e.touch(2, "k_norm_weight", sat_mul(head_dim, 2));
+  }
   // cos_sin_cache (3) and kv_cache (4): rows / pages chosen by data, checked by the kernel.
   if (pages > 0) e.touch(5, "block_tables", sat_product({rows, pages, 4}));
   e.touch(6, "seq_lens", sat_mul(rows, 4));

@@ -44,6 +44,10 @@ Status rope_bf16(const CpuLaunch& launch);
 /// [gate | up] of [num_tokens, 2d]. Grid.x >= num_tokens.
 Status silu_and_mul_bf16(const CpuLaunch& launch);
 
+/// `kern_bias_add_bf16` (§6a): x[r, i] = bf16(x[r, i] + bias[i]) in place for
+/// rows r < rows (stride ld elements, ld >= n), i < n. Grid.x >= rows.
+Status bias_add_bf16(const CpuLaunch& launch);
+
 /// `kern_reshape_and_cache_bf16` (§7): writes bf16(k / k_scale) and
 /// bf16(v / v_scale) of each token into its paged KV-cache slot; a negative
 /// slot skips the token. Grid.x >= num_tokens.
@@ -159,6 +163,7 @@ Status add_rmsnorm_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status head_rmsnorm_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status rope_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status silu_and_mul_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status bias_add_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status reshape_and_cache_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status paged_attention_partial_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status paged_attention_reduce_bf16_extents(const CpuLaunch& launch, CpuExtents& out);

@@ -1,6 +1,7 @@
 // kern_qk_norm_rope_cache_bf16 (docs/kernels.md §12): per token, each q and
 // k head of the fused qkv row is RMS-normalised with its weight (rounded to
-// bf16), rotated by RoPE (neox or interleaved pairs; rounded to bf16); q goes to q_out, k to its
+// bf16; not with rope_flags bit 1: no q/k norm), rotated by RoPE (neox or
+// interleaved pairs; rounded to bf16); q goes to q_out, k to its
 // paged KV-cache slot as bf16(k / k_scale) and v as bf16(v / v_scale). The
 // values of head_rmsnorm + rope + reshape_and_cache, in one launch.
 #include <cmath>
@@ -32,7 +33,8 @@ void norm_rope_head(const uint16_t* x, const uint16_t* w, const float* cs, int64
     ss += n[i] * n[i];
   }
   const float inv = 1.0f / std::sqrt(ss / static_cast<float>(d) + eps);
-  for (int64_t i = 0; i < d; ++i) n[i] = round_to_bf16(n[i] * inv * bf16_to_f32(w[i]));
+  if (w != nullptr)
+    for (int64_t i = 0; i < d; ++i) n[i] = round_to_bf16(n[i] * inv * bf16_to_f32(w[i]));
   const int64_t half = d / 2;
   for (int64_t i = 0; i < half; ++i) {
     const int64_t i1 = neox ? i : 2 * i, i2 = neox ? i + half : 2 * i + 1;
@@ -121,7 +123,12 @@ Status qk_norm_rope_cache_bf16(const CpuLaunch& l) {
   KERN_RETURN_IF_ERROR(read_i32(l, kName, 14, "qkv_stride", 0, q.stride));
   KERN_RETURN_IF_ERROR(read_i64(l, kName, 15, "page_stride", 0, q.page_stride));
   KERN_RETURN_IF_ERROR(read_f32(l, kName, 16, "eps", true, q.eps));
-  q.neox = l.arg<uint8_t>(17) != 0;
+  const uint8_t flags = l.arg<uint8_t>(17);
+  if ((flags & ~kRopeFlagsKnown) != 0)
+    return launch_error(kName, "param 17 (rope_flags) is " + std::to_string(flags) + "; must be 0 to 3 (bit 0 neox, "
+                                                                                       "bit 1 no q/k norm)");
+  q.neox = (flags & kRopeNeox) != 0;
+  const bool norm = (flags & kRopeNoQkNorm) == 0;
   if (q.d % 2 != 0 || q.d > kMaxHeadDim) {
     return launch_error(kName, "param 13 (head_dim) is " + std::to_string(q.d) + "; must be even and <= " +
                                    std::to_string(kMaxHeadDim));
@@ -136,8 +143,10 @@ Status qk_norm_rope_cache_bf16(const CpuLaunch& l) {
                                         "16 * num_kv_heads * 2 * head_dim"));
   }
   KERN_RETURN_IF_ERROR(read_ptr(l, kName, 0, "qkv", q.work, q.qkv));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 1, "q_norm_weight", q.work && q.heads > 0, q.qw));
-  KERN_RETURN_IF_ERROR(read_ptr(l, kName, 2, "k_norm_weight", q.kv, q.kw));
+  if (norm) {  // without q/k norm the weights are not read (qw, kw null: norm_rope_head skips the norm)
+    KERN_RETURN_IF_ERROR(read_ptr(l, kName, 1, "q_norm_weight", q.work && q.heads > 0, q.qw));
+    KERN_RETURN_IF_ERROR(read_ptr(l, kName, 2, "k_norm_weight", q.kv, q.kw));
+  }
   KERN_RETURN_IF_ERROR(read_ptr(l, kName, 3, "positions", q.work, q.positions));
   KERN_RETURN_IF_ERROR(read_ptr(l, kName, 4, "cos_sin_cache", q.work, q.cos_sin));
   KERN_RETURN_IF_ERROR(read_ptr(l, kName, 5, "q_out", q.work && q.heads > 0, q.q_out));
@@ -162,13 +171,14 @@ Status qk_norm_rope_cache_bf16_extents(const CpuLaunch& l, CpuExtents& e) {
   const uint64_t tokens = size_i32(l, 10), heads = size_i32(l, 11), kv_heads = size_i32(l, 12);
   const uint64_t d = size_i32(l, 13), stride = size_i32(l, 14);
   if (tokens == 0 || d == 0 || heads + kv_heads == 0) return Status::ok_status();
+  const bool norm = (l.arg<uint8_t>(17) & kRopeNoQkNorm) == 0;  // else the norm weights are not read
   e.touch(0, "qkv", strided_bytes(tokens, stride, sat_mul(heads + 2 * kv_heads, d), 2));
   if (heads > 0) {
-    e.touch(1, "q_norm_weight", sat_mul(d, 2));
+    if (norm) e.touch(1, "q_norm_weight", sat_mul(d, 2));
     e.touch(5, "q_out", sat_product({tokens, heads, d, 2}));
   }
   if (kv_heads > 0) {
-    e.touch(2, "k_norm_weight", sat_mul(d, 2));
+    if (norm) e.touch(2, "k_norm_weight", sat_mul(d, 2));
     e.touch(8, "k_scale", 4);
     e.touch(9, "v_scale", 4);
   }

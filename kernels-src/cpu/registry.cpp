@@ -23,13 +23,14 @@ struct Entry {
 };
 
 // Each kernel is wrapped by guarded<> (kernel_args.h): no exception escapes.
-constexpr std::array<Entry, 30> kRegistry = {{
+constexpr std::array<Entry, 31> kRegistry = {{
     {"kern_embedding_bf16", {guarded<embedding_bf16>, embedding_bf16_extents}},
     {"kern_rmsnorm_bf16", {guarded<rmsnorm_bf16>, rmsnorm_bf16_extents}},
     {"kern_add_rmsnorm_bf16", {guarded<add_rmsnorm_bf16>, add_rmsnorm_bf16_extents}},
     {"kern_head_rmsnorm_bf16", {guarded<head_rmsnorm_bf16>, head_rmsnorm_bf16_extents}},
     {"kern_rope_bf16", {guarded<rope_bf16>, rope_bf16_extents}},
     {"kern_silu_and_mul_bf16", {guarded<silu_and_mul_bf16>, silu_and_mul_bf16_extents}},
+    {"kern_bias_add_bf16", {guarded<bias_add_bf16>, bias_add_bf16_extents}},
     {"kern_reshape_and_cache_bf16", {guarded<reshape_and_cache_bf16>, reshape_and_cache_bf16_extents}},
     {"kern_paged_attention_partial_bf16",
      {guarded<paged_attention_partial_bf16>, paged_attention_partial_bf16_extents}},

@@ -290,7 +290,7 @@ extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_batch_bf
 ///     out f32 partial_o[B, H*S*D], out f32 partial_ml[B, H*S*2], inout i32 counters[B * KV],
 ///     out bf16 out[B, H*D], i32 num_seqs, i32 num_heads, i32 num_kv_heads, i32 head_dim,
 ///     i64 page_stride, f32 scale, i32 pages_per_seq, i32 num_splits, i32 qkv_stride, f32 eps,
-///     u8 is_neox)
+///     u8 rope_flags)
 /// decode_batch's q/k norm + RoPE + KV write + attention in one launch
 /// (docs/kernels.md §15a): kern_qk_norm_rope_cache_bf16 (row r at position
 /// n_r - 1, its slot from row r's block table) followed by
@@ -311,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_batch_qk
     const float* __restrict__ k_scale, const float* __restrict__ v_scale, float* partial_o, float* partial_ml,
     int* counters, __nv_bfloat16* __restrict__ out, int num_seqs, int num_heads, int num_kv_heads, int head_dim,
     long long page_stride, float scale, int pages_per_seq, int num_splits, int qkv_stride, float eps,
-    unsigned char is_neox) {
+    unsigned char rope_flags) {
   using namespace kern_attention_decode_batch;
   __shared__ MergeSmem smem;
   __shared__ int pages[kMaxSplitPages];
@@ -336,9 +336,12 @@ extern "C" __global__ void __launch_bounds__(128) kern_attention_decode_batch_qk
     if (page >= 0)
       slot = kv_cache + page * page_stride + ((pos & 15) * static_cast<int64_t>(num_kv_heads) + kvh) * 2 * head_dim;
   }
-  kern_qk_norm_rope::qkv_prologue<kWarps>(qkv + static_cast<int64_t>(r) * qkv_stride, q_norm_weight, k_norm_weight,
+  kern_qk_norm_rope::qkv_prologue<kWarps>(qkv + static_cast<int64_t>(r) * qkv_stride,
+                                          kern_qk_norm_rope::norm_weight(q_norm_weight, rope_flags),
+                                          kern_qk_norm_rope::norm_weight(k_norm_weight, rope_flags),
                                           cos_sin_cache + static_cast<int64_t>(max(pos, 0)) * head_dim, num_heads,
-                                          num_kv_heads, kvh, group, head_dim, eps, is_neox != 0, *k_scale, *v_scale,
+                                          num_kv_heads, kvh, group, head_dim, eps,
+                                          (rope_flags & kern_qk_norm_rope::kRopeNeox) != 0, *k_scale, *v_scale,
                                           slot, q_smem, &smem.o[0][0]);
   const BatchArgs a{q_smem, kv_cache, scale * *k_scale, *v_scale, num_heads, num_kv_heads, head_dim, page_stride,
                     0, kvh * group};

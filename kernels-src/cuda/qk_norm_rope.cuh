@@ -8,10 +8,21 @@
 
 namespace kern_qk_norm_rope {
 
+/// The u8 rope_flags param of the q/k kernels (docs/kernels.md §12, §13a, §15a): bit 0 neox
+/// pairs (else interleaved), bit 1 no q/k RMSNorm (the norm weights are not read).
+constexpr unsigned kRopeNeox = 1, kRopeNoQkNorm = 2;
+
+/// The q (or k) norm weight a kernel hands norm_rope_head: `w`, or null when
+/// rope_flags says there is no q/k norm.
+__device__ __forceinline__ const __nv_bfloat16* norm_weight(const __nv_bfloat16* w, unsigned char rope_flags) {
+  return (rope_flags & kRopeNoQkNorm) != 0 ? nullptr : w;
+}
+
 /// One warp (every lane calls it): buf[0, D) = bf16(rotate(bf16(x * rsqrt(mean(x^2) + eps) * w)))
 /// as f32, x the D bf16 of `src`, the rotation by the cos/sin row `cs` (neox pairs (i, i + D/2),
 /// or interleaved (2i, 2i + 1) with !neox). The sum of squares is lane-strided (lane, lane + 32,
-/// ...) then the xor butterfly. D even; `buf` D floats of shared memory owned by this warp.
+/// ...) then the xor butterfly. With `w` null (the same for every lane) there is no norm:
+/// buf = bf16(rotate(x)). D even; `buf` D floats of shared memory owned by this warp.
 /// Every lane's writes to buf are visible to the warp on return (__syncwarp).
 __device__ __forceinline__ void norm_rope_head(const __nv_bfloat16* src, const __nv_bfloat16* w, const float* cs,
                                                int head_dim, float eps, bool neox, float* buf, int lane) {
@@ -21,9 +32,11 @@ __device__ __forceinline__ void norm_rope_head(const __nv_bfloat16* src, const _
     buf[i] = x;
     ss += x * x;
   }
-  const float inv = 1.0f / sqrtf(kern_cuda::warp_sum(ss) / static_cast<float>(head_dim) + eps);
-  for (int i = lane; i < head_dim; i += 32)
-    buf[i] = kern_cuda::bf16_to_f32(kern_cuda::f32_to_bf16(buf[i] * inv * kern_cuda::bf16_to_f32(w[i])));
+  if (w != nullptr) {  // warp-uniform: warp_sum needs every lane
+    const float inv = 1.0f / sqrtf(kern_cuda::warp_sum(ss) / static_cast<float>(head_dim) + eps);
+    for (int i = lane; i < head_dim; i += 32)
+      buf[i] = kern_cuda::bf16_to_f32(kern_cuda::f32_to_bf16(buf[i] * inv * kern_cuda::bf16_to_f32(w[i])));
+  }
   __syncwarp();
   const int half = head_dim / 2;
   for (int i = lane; i < half; i += 32) {  // each pair is read and written by one lane

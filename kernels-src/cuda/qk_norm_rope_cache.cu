@@ -1,7 +1,8 @@
 // Decode attention prologue in one launch (docs/kernels.md §12): Qwen3's
 // per-head q/k RMSNorm, neox RoPE and the paged KV-cache write, replacing
-// head_rmsnorm (x2) + rope + reshape_and_cache (neox pairs (i, i + D/2), or
-// interleaved (2i, 2i + 1) with is_neox = 0, as rope). Numerics are the unfused
+// head_rmsnorm (x2) + rope + reshape_and_cache (u8 rope_flags: bit 0 neox
+// pairs (i, i + D/2), else interleaved (2i, 2i + 1), as rope; bit 1 no q/k
+// norm, for families without one: RoPE + the cache write). Numerics are the unfused
 // chain's: the normalised head is rounded to bf16 (head_rmsnorm's store),
 // rotated in f32 and rounded (rope's store); k is then stored as
 // bf16(k' / k_scale) and v as bf16(v / v_scale) (reshape_and_cache).
@@ -28,14 +29,14 @@ constexpr int kMaxHeadDim = 512;
 ///   in bf16 k_norm_weight[D], in i64 positions[T], in f32 cos_sin_cache[max_pos, D],
 ///   out bf16 q_out[T, H*D], inout ptr kv_cache, in i64 slot_mapping[T], in f32 k_scale[1],
 ///   in f32 v_scale[1], i32 num_tokens, i32 num_heads, i32 num_kv_heads, i32 head_dim,
-///   i32 qkv_stride, i64 page_stride, f32 eps, u8 is_neox)
+///   i32 qkv_stride, i64 page_stride, f32 eps, u8 rope_flags)
 extern "C" __global__ void __launch_bounds__(128) kern_qk_norm_rope_cache_bf16(
     const __nv_bfloat16* __restrict__ qkv, const __nv_bfloat16* __restrict__ q_norm_weight,
     const __nv_bfloat16* __restrict__ k_norm_weight, const int64_t* __restrict__ positions,
     const float* __restrict__ cos_sin_cache, __nv_bfloat16* __restrict__ q_out, __nv_bfloat16* kv_cache,
     const int64_t* __restrict__ slot_mapping, const float* __restrict__ k_scale, const float* __restrict__ v_scale,
     int num_tokens, int num_heads, int num_kv_heads, int head_dim, int qkv_stride, int64_t page_stride,
-    float eps, unsigned char is_neox) {
+    float eps, unsigned char rope_flags) {
   __shared__ float head_buf[kWarps][kMaxHeadDim];
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -63,8 +64,9 @@ extern "C" __global__ void __launch_bounds__(128) kern_qk_norm_rope_cache_bf16(
   if (!is_q && slot < 0) return;
   const __nv_bfloat16* src = row + static_cast<int64_t>(item) * head_dim;  // k heads follow the q heads
   float* buf = head_buf[warp];
-  kern_qk_norm_rope::norm_rope_head(src, is_q ? q_norm_weight : k_norm_weight, cos_sin_cache + positions[t] * head_dim,
-                                    head_dim, eps, is_neox != 0, buf, lane);
+  kern_qk_norm_rope::norm_rope_head(src, kern_qk_norm_rope::norm_weight(is_q ? q_norm_weight : k_norm_weight, rope_flags),
+                                    cos_sin_cache + positions[t] * head_dim, head_dim, eps,
+                                    (rope_flags & kern_qk_norm_rope::kRopeNeox) != 0, buf, lane);
   if (is_q) {
     __nv_bfloat16* dst = q_out + (static_cast<int64_t>(t) * num_heads + h) * head_dim;
     for (int i = lane; i < head_dim; i += 32) dst[i] = f32_to_bf16(buf[i]);

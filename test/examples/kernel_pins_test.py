@@ -18,7 +18,8 @@ import json
 import os
 import sys
 
-MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b", "tiny-qwen3-unfused", "qwen3-4b-unfused")
+MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b", "tiny-qwen3-unfused", "qwen3-4b-unfused",
+          "tiny-llama", "llama-3.2-1b", "llama-3.1-8b", "tiny-qwen2")
 
 
 def main(root, kernels_dir):

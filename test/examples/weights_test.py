@@ -35,7 +35,8 @@ def bf16_values(raw):
 
 
 def hf_tensors(st, f, cfg, with_lm_head):
-    """The exported tiny weights split back into HF Qwen3 names: name -> (dtype, shape, bytes)."""
+    """The exported tiny weights split back into HF names (q/k/v and gate/up
+    projections, Qwen2's q/k/v biases): name -> (dtype, shape, bytes)."""
     H, KV, D, I, E = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.intermediate, cfg.hidden
     out = {}
     for name, (dtype, shape, _, _) in f.tensors.items():
@@ -50,6 +51,11 @@ def hf_tensors(st, f, cfg, with_lm_head):
             out[p + "q_proj.weight"] = ("BF16", [H * D, E], raw[: H * D * row])
             out[p + "k_proj.weight"] = ("BF16", [KV * D, E], raw[H * D * row:(H + KV) * D * row])
             out[p + "v_proj.weight"] = ("BF16", [KV * D, E], raw[(H + KV) * D * row:])
+        elif name.endswith("qkv_proj.bias"):  # Qwen2: q, k, v biases
+            p = name[: -len("qkv_proj.bias")]
+            out[p + "q_proj.bias"] = ("BF16", [H * D], raw[: H * D * 2])
+            out[p + "k_proj.bias"] = ("BF16", [KV * D], raw[H * D * 2:(H + KV) * D * 2])
+            out[p + "v_proj.bias"] = ("BF16", [KV * D], raw[(H + KV) * D * 2:])
         elif name.endswith("gate_up_proj.weight"):
             p = name[: -len("gate_up_proj.weight")]
             out[p + "gate_proj.weight"] = ("BF16", [I, E], raw[: I * row])

@@ -46,6 +46,7 @@ FAMILIES = {
     "qk_norm_rope_cache": ["kern_qk_norm_rope_cache_bf16"],
     "decode_advance": ["kern_decode_advance"],
     "sample": ["kern_sample_bf16"],
+    "bias_add": ["kern_bias_add_bf16"],
 }
 
 FATBIN_MAGIC = 0xBA55ED50

@@ -171,6 +171,17 @@ Case silu(Rng& r, int t, int d, bool bench) {
   return b.c;
 }
 
+/// Bias add in place (docs/kernels.md §6a): `rows` rows of stride `ld` >= n
+/// (the merged qkv rows of Qwen2), the padding left alone.
+Case bias_add(Rng& r, int rows, int n, int ld, bool bench) {
+  Builder b{{shape("bias_add", {{"rows", rows}, {"n", n}, {"ld", ld}}), {}, {}, 4.0 * rows * n + 2.0 * n, bench}};
+  const int x = b.buf("x", bf16_random(r, size_t(rows) * ld, -4, 4), Compare::kBf16);
+  const int bias = b.buf("bias", bf16_random(r, size_t(n), -2, 2));
+  b.launch("bias_add.fatbin", "kern_bias_add_bf16", {uint32_t(rows), 1, 1}, 256,
+           {arg_buf(x), arg_buf(bias), arg_i32(rows), arg_i32(n), arg_i32(ld)});
+  return b.c;
+}
+
 /// A 2-layer paged cache: [pages][2 layers][16][kv][2][d]; kernels get layer 1.
 struct Cache {
   int kv, d, pages;
@@ -380,9 +391,13 @@ Case gemv(Rng& r, Gemv v, int m, int n, int k, int splits, int pad, bool bench) 
   return b.c;
 }
 
-/// q/k norm + RoPE + KV write (docs/kernels.md §12) over fused qkv rows.
-Case qk_norm_rope_cache(Rng& r, int t, int h, int kv, int d, float k_scale, bool neox, bool bench) {
-  Builder b{{shape(neox ? "qk_norm_rope_cache neox" : "qk_norm_rope_cache gptj",
+/// q/k norm + RoPE + KV write (docs/kernels.md §12) over fused qkv rows;
+/// without `qk_norm`, rope_flags bit 1: RoPE + KV write of the raw heads (Llama).
+Case qk_norm_rope_cache(Rng& r, int t, int h, int kv, int d, float k_scale, bool neox, bool bench,
+                        bool qk_norm = true) {
+  const std::string name =
+      std::string(neox ? "qk_norm_rope_cache neox" : "qk_norm_rope_cache gptj") + (qk_norm ? "" : " no-qk-norm");
+  Builder b{{shape(name.c_str(),
                    {{"T", t}, {"H", h}, {"KV", kv}, {"D", d}}),
              {}, {},
              t * (2.0 * (h + 2 * kv) * d + 2.0 * h * d + 4.0 * kv * d + 4.0 * d) + 4.0 * d, bench}};
@@ -420,7 +435,7 @@ Case qk_norm_rope_cache(Rng& r, int t, int h, int kv, int d, float k_scale, bool
            {arg_buf(qkv), arg_buf(qw), arg_buf(kw), arg_buf(ps), arg_buf(cs), arg_buf(qo),
             arg_buf(cache, c.layer1_offset_bytes()), arg_buf(sm), arg_buf(ks), arg_buf(vs), arg_i32(t), arg_i32(h),
             arg_i32(kv), arg_i32(d), arg_i32(stride), arg_i64(c.page_stride()), arg_f32(1e-6f),
-            arg_u8(neox ? 1 : 0)});
+            arg_u8(uint8_t((neox ? 1 : 0) | (qk_norm ? 0 : 2)))});
   return b.c;
 }
 
@@ -541,9 +556,10 @@ Case attention_decode_batch(Rng& r, int h, int kv, int d, const std::vector<int3
 /// §15a kern_attention_decode_batch_qkv_bf16 in attention_decode_batch.fatbin;
 /// one ABI): raw qkv rows (padded stride), each row's shuffled pages of one
 /// cache (ctxs[r]; 0 and negative are free rows), the new k / v compared in
-/// the cache (rotated pairs), partials as f32, out as bf16.
+/// the cache (rotated pairs), partials as f32, out as bf16. Without
+/// `qk_norm`, rope_flags bit 1: the heads are rotated as read (Llama).
 Case attention_decode_qkv(Rng& r, bool batch, int h, int kv, int d, const std::vector<int32_t>& ctxs, int splits,
-                          bool neox, bool bench) {
+                          bool neox, bool bench, bool qk_norm = true) {
   const int rows = static_cast<int>(ctxs.size());
   int pages_per_seq = 1, total = 0, max_pos = 1;
   double ctx_sum = 0;
@@ -554,7 +570,9 @@ Case attention_decode_qkv(Rng& r, bool batch, int h, int kv, int d, const std::v
     max_pos = std::max(max_pos, int(n));
   }
   const int stride = (h + 2 * kv) * d + 8;
-  Builder b{{shape(batch ? "attention_decode_batch_qkv" : "attention_decode_qkv",
+  const std::string name =
+      std::string(batch ? "attention_decode_batch_qkv" : "attention_decode_qkv") + (qk_norm ? "" : " no-qk-norm");
+  Builder b{{shape(name.c_str(),
                    {{"B", rows}, {"H", h}, {"KV", kv}, {"D", d}, {"ctx0", ctxs[0]}, {"S", splits}, {"neox", neox}}),
              {}, {},
              4.0 * d * ctx_sum * kv + rows * (2.0 * stride + 4.0 * kv * d + 8.0 * d + 2.0 * h * d) +
@@ -596,7 +614,7 @@ Case attention_decode_qkv(Rng& r, bool batch, int h, int kv, int d, const std::v
             arg_buf(sl), arg_buf(ks), arg_buf(vs), arg_buf(po), arg_buf(pml), arg_buf(cnt), arg_buf(out),
             arg_i32(rows), arg_i32(h), arg_i32(kv), arg_i32(d), arg_i64(c.page_stride()),
             arg_f32(1.0f / std::sqrt(float(d))), arg_i32(pages_per_seq), arg_i32(splits), arg_i32(stride),
-            arg_f32(1e-6f), arg_u8(neox ? 1 : 0)});
+            arg_f32(1e-6f), arg_u8(uint8_t((neox ? 1 : 0) | (qk_norm ? 0 : 2)))});
   return b.c;
 }
 
@@ -679,6 +697,8 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(silu(r, 1, 9728, true));
   cs.push_back(silu(r, 512, 9728, true));
   cs.push_back(silu(r, 3, 128, false));
+  cs.push_back(bias_add(r, 1, 2560 + 2 * 512, 2560 + 2 * 512, false));  // Qwen2.5-3B's qkv row at decode
+  cs.push_back(bias_add(r, 5, 96, 100, false));                         // strided rows, the tiny Qwen2
   cs.push_back(silu(r, 2, 100, false));
   cs.push_back(reshape_and_cache(r, 1, 8, 128, 1.0f, true));
   cs.push_back(reshape_and_cache(r, 6, 2, 16, 0.7f, false));
@@ -711,6 +731,8 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(qk_norm_rope_cache(r, 8, 32, 8, 128, 1.0f, true, false));
   cs.push_back(qk_norm_rope_cache(r, 3, 4, 2, 64, 0.7f, false, false));
   cs.push_back(qk_norm_rope_cache(r, 2, 3, 1, 10, 1.0f, true, false));  // D/2 odd
+  cs.push_back(qk_norm_rope_cache(r, 8, 32, 8, 64, 1.0f, true, false, false));  // no q/k norm: Llama-3.2-1B prefill
+  cs.push_back(qk_norm_rope_cache(r, 3, 3, 3, 32, 0.7f, true, false, false));   // no q/k norm: the tiny Llama, MHA
   add_gemv_cases(r, cs);
   cs.push_back(decode_advance(r, 1, 15, 8));   // crosses a page: slot through the table
   cs.push_back(decode_advance(r, 3, 40, 8));   // the last of 3 rows feeds row 0
@@ -730,6 +752,10 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(attention_decode_qkv(r, true, 32, 8, 128, {512, 512, 512, 512}, 16, true, true));  // the 4B batch
   cs.push_back(attention_decode_qkv(r, true, 4, 2, 16, {37, 1, 0, 100, -2, 16}, 16, true, false));  // free rows
   cs.push_back(attention_decode_qkv(r, true, 8, 1, 64, {5, 300, 17}, 16, false, false));
+  // No q/k norm (rope_flags bit 1, Llama): Llama-3.2-1B's decode step and batch, the tiny Llama's 3 heads.
+  cs.push_back(attention_decode_qkv(r, false, 32, 8, 64, {300}, 32, true, false, false));
+  cs.push_back(attention_decode_qkv(r, true, 32, 8, 64, {37, 0, 100}, 32, true, false, false));
+  cs.push_back(attention_decode_qkv(r, false, 3, 3, 32, {17}, 32, true, false, false));
   cs.push_back(attention_decode_qkv(r, true, 2, 1, 96, {100, 33}, 16, true, false));  // strided lanes
   cs.push_back(attention_decode_qkv(r, true, 4, 4, 256, {300, 64}, 16, true, false));
   return cs;

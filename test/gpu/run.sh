@@ -145,7 +145,7 @@ s_bundle() {
   fi
   if ldd "$BIN"/* | grep -q "not found"; then bad=1; fi
   python3 test/gpu/fatbin_pins.py "$KERNELS" examples/tiny-qwen3.json examples/qwen3-0.6b.json examples/qwen3-4b.json \
-    examples/qwen3-4b-unfused.json || bad=1
+    examples/qwen3-4b-unfused.json examples/tiny-llama.json examples/tiny-qwen2.json || bad=1
   if [ $bad != 0 ]; then
     echo "the bundle is unusable (see logs)" > "$STOP"; detail "binaries or fatbins broken: see the log"; return 1
   fi
@@ -160,6 +160,7 @@ s_bundle() {
 # test checks the PTX on the build machine). Without cuobjdump, only the ABI.
 s_abi() {
   python3 test/gpu/check_kernel_abi.py --manifest examples/qwen3-4b.json --manifest examples/tiny-qwen3.json --manifest examples/qwen3-4b-dspark.json \
+    --manifest examples/tiny-llama.json --manifest examples/tiny-qwen2.json \
     --doc docs/kernels.md "$KERNELS"/*.fatbin || return 1
   local last; last=$(tail -1 "$WORK/logs/$LOGNAME_")
   if ! command -v cuobjdump >/dev/null; then detail "$last; no cuobjdump: SASS not checked"; return 0; fi

@@ -41,7 +41,7 @@ const std::vector<Param> kQkvAttentionParams = {{P::kPtr, "qkv", 0}, {P::kPtr, "
     {P::kI32, "num_seqs", 0}, {P::kI32, "num_heads", 0}, {P::kI32, "num_kv_heads", 1},
     {P::kI32, "head_dim", 0}, {P::kI64, "page_stride", 0}, {P::kF32, "scale", 1},
     {P::kI32, "pages_per_seq", 0}, {P::kI32, "num_splits", 16}, {P::kI32, "qkv_stride", 0},
-    {P::kF32, "eps", 1e-6}, {P::kU8, "is_neox", 1}};
+    {P::kF32, "eps", 1e-6}, {P::kU8, "rope_flags", 1}};
 
 const std::vector<Abi> kAbis = {
   {"kern_embedding_bf16", {{P::kPtr, "token_ids", 0}, {P::kPtr, "table", 0}, {P::kPtr, "out", 0},
@@ -117,7 +117,7 @@ const std::vector<Abi> kAbis = {
     {P::kPtr, "q_out", 0}, {P::kPtr, "kv_cache", 0}, {P::kPtr, "slot_mapping", 0}, {P::kPtr, "k_scale", 0},
     {P::kPtr, "v_scale", 0}, {P::kI32, "num_tokens", 0}, {P::kI32, "num_heads", 0}, {P::kI32, "num_kv_heads", 0},
     {P::kI32, "head_dim", 0}, {P::kI32, "qkv_stride", 0}, {P::kI64, "page_stride", 0}, {P::kF32, "eps", 1e-6},
-    {P::kU8, "is_neox", 1}}, {1, 1, 1}},
+    {P::kU8, "rope_flags", 1}}, {1, 1, 1}},
   {"kern_attention_decode_bf16", {{P::kPtr, "q", 0}, {P::kPtr, "kv_cache", 0},
     {P::kPtr, "block_table", 0}, {P::kPtr, "seq_lens", 0}, {P::kPtr, "cu_seqlens_q", 0},
     {P::kPtr, "k_scale", 0}, {P::kPtr, "v_scale", 0}, {P::kPtr, "partial_o", 0},
@@ -148,6 +148,8 @@ const std::vector<Abi> kAbis = {
     {P::kI32, "m", 0}, {P::kI32, "n", 0}, {P::kI32, "k", 0}}, {1, 1, 1}},
   {"extern:cublaslt_bf16_tn_acc", {{P::kPtr, "a", 0}, {P::kPtr, "w", 0}, {P::kPtr, "c", 0},
     {P::kI32, "m", 0}, {P::kI32, "n", 0}, {P::kI32, "k", 0}}, {1, 1, 1}},
+  {"kern_bias_add_bf16", {{P::kPtr, "x", 0}, {P::kPtr, "bias", 0}, {P::kI32, "rows", 0}, {P::kI32, "n", 0},
+    {P::kI32, "ld", 0}}, {1, 1, 1}},
 };
 // clang-format on
 

@@ -32,7 +32,7 @@ struct Step {
   std::vector<uint16_t> qkv, qw, kw, cache;
   std::vector<float> cos_sin, k_scale{0.75f}, v_scale{1.25f};
   int64_t page_stride = 0, layer_base = 0;
-  uint8_t neox = 1;
+  uint8_t neox = 1;  ///< the u8 rope_flags: bit 0 neox, bit 1 no q/k norm (the norm weights then passed as null)
   int rows() const { return static_cast<int>(ctx.size()); }
   float scale() const { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim))); }
 };
@@ -80,6 +80,9 @@ struct Result {
   std::vector<uint16_t> out, cache;
 };
 
+/// A norm weight param: null when rope_flags says there is no q/k norm (a read would fail the launch).
+const uint16_t* norm_w(const Step& s, const std::vector<uint16_t>& w) { return (s.neox & 2) != 0 ? nullptr : w.data(); }
+
 /// The fused launch (`symbol`) over all rows; counters must be back at zero.
 Result run_fused(const Step& s, const char* symbol) {
   Result res{std::vector<uint16_t>(static_cast<size_t>(s.rows()) * s.heads * s.dim, kPoison), s.cache};
@@ -87,8 +90,8 @@ Result run_fused(const Step& s, const char* symbol) {
   std::vector<float> pml(static_cast<size_t>(s.rows()) * s.heads * s.splits * 2, kNanF);
   std::vector<int32_t> counters(static_cast<size_t>(s.rows()) * s.kv_heads, 0);
   ArgPack a;
-  a.add(s.qkv.data()).add(s.qw.data()).add(s.kw.data()).add(s.cos_sin.data()).add(res.cache.data() + s.layer_base);
-  a.add(s.tables.data()).add(s.ctx.data()).add(s.k_scale.data()).add(s.v_scale.data());
+  a.add(s.qkv.data()).add(norm_w(s, s.qw)).add(norm_w(s, s.kw)).add(s.cos_sin.data());
+  a.add(res.cache.data() + s.layer_base).add(s.tables.data()).add(s.ctx.data()).add(s.k_scale.data()).add(s.v_scale.data());
   a.add(po.data()).add(pml.data()).add(counters.data()).add(res.out.data());
   a.add<int32_t>(s.rows()).add<int32_t>(s.heads).add<int32_t>(s.kv_heads).add<int32_t>(s.dim);
   a.add<int64_t>(s.page_stride).add(s.scale()).add<int32_t>(s.pages_per_seq).add<int32_t>(s.splits);
@@ -109,7 +112,7 @@ std::vector<uint16_t> run_qk(const Step& s, std::vector<uint16_t>& cache) {
   }
   std::vector<uint16_t> q(static_cast<size_t>(s.rows()) * s.heads * s.dim, kPoison);
   ArgPack a;
-  a.add(s.qkv.data()).add(s.qw.data()).add(s.kw.data()).add(pos.data()).add(s.cos_sin.data()).add(q.data());
+  a.add(s.qkv.data()).add(norm_w(s, s.qw)).add(norm_w(s, s.kw)).add(pos.data()).add(s.cos_sin.data()).add(q.data());
   a.add(cache.data() + s.layer_base).add(slots.data()).add(s.k_scale.data()).add(s.v_scale.data());
   a.add<int32_t>(s.rows()).add<int32_t>(s.heads).add<int32_t>(s.kv_heads).add<int32_t>(s.dim);
   a.add<int32_t>(s.stride).add(s.page_stride).add(kEps).add<uint8_t>(s.neox);
@@ -162,8 +165,9 @@ TEST_CASE("the batch-1 decode's qkv attention equals qk_norm_rope_cache + attent
   };
   for (const Geo g : {Geo{4, 2, 16, 37, 32}, Geo{32, 8, 128, 300, 32}, Geo{8, 1, 64, 5, 32}, Geo{4, 4, 96, 17, 16},
                       Geo{2, 1, 10, 1, 64}}) {
-    for (const uint8_t neox : {uint8_t{1}, uint8_t{0}}) {
-      INFO("H " << g.heads << " KV " << g.kv_heads << " D " << g.dim << " ctx " << g.ctx << " neox " << int(neox));
+    // rope_flags: neox, interleaved, and both without q/k norm (Llama).
+    for (const uint8_t neox : {uint8_t{1}, uint8_t{0}, uint8_t{3}, uint8_t{2}}) {
+      INFO("H " << g.heads << " KV " << g.kv_heads << " D " << g.dim << " ctx " << g.ctx << " rope_flags " << int(neox));
       Step s = make_step({g.ctx}, g.heads, g.kv_heads, g.dim, g.splits, rng);
       s.neox = neox;
       const Result fused = run_fused(s, "kern_attention_decode_qkv_bf16");
@@ -185,9 +189,12 @@ TEST_CASE("decode_batch's qkv attention equals qk_norm_rope_cache + attention_de
   };
   // Geo{16, 8, 128} (Qwen3-0.6B's heads) is enough work for the prologue's
   // rows to run on threads; the others stay on one.
-  for (const Geo g : {Geo{4, 2, 16}, Geo{8, 1, 64}, Geo{2, 2, 128}, Geo{4, 4, 96}, Geo{16, 8, 128}}) {
-    INFO("H " << g.heads << " KV " << g.kv_heads << " D " << g.dim);
-    const Step s = make_step({37, 1, 0, 100, 16, -3, 5}, g.heads, g.kv_heads, g.dim, 16, rng);
+  for (const auto& [g, flags] : std::vector<std::pair<Geo, uint8_t>>{
+           {Geo{4, 2, 16}, 1}, {Geo{8, 1, 64}, 1}, {Geo{2, 2, 128}, 1}, {Geo{4, 4, 96}, 1}, {Geo{16, 8, 128}, 1},
+           {Geo{3, 3, 32}, 3}, {Geo{32, 8, 64}, 3}}) {  // rope_flags 3: no q/k norm (Llama)
+    INFO("H " << g.heads << " KV " << g.kv_heads << " D " << g.dim << " rope_flags " << int(flags));
+    Step s = make_step({37, 1, 0, 100, 16, -3, 5}, g.heads, g.kv_heads, g.dim, 16, rng);
+    s.neox = flags;
     const Result fused = run_fused(s, "kern_attention_decode_batch_qkv_bf16");
     const Result pair = run_pair_batch(s);
     CHECK(fused.out == pair.out);

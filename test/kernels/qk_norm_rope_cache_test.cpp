@@ -21,6 +21,7 @@ struct Problem {
   std::vector<float> cos_sin, k_scale{0.75f}, v_scale{1.25f};
   std::vector<uint16_t> q_out, cache;
   uint8_t neox = 1;
+  bool norm = true;  ///< false: rope_flags bit 1, no q/k norm (the weights are passed as null: never read)
 
   Problem(int t_, int h_, int kv_, int d_, std::mt19937& rng)
       : t(t_), h(h_), kv(kv_), d(d_), stride((h_ + 2 * kv_) * d_ + 6), page_stride(int64_t{16} * kv_ * 2 * d_ * 2) {
@@ -47,25 +48,25 @@ struct Problem {
 
   void run_fused() {
     ArgPack a;
-    a.add(qkv.data()).add(qw.data()).add(kw.data()).add(pos.data()).add(cos_sin.data()).add(q_out.data());
+    a.add(qkv.data()).add(norm ? qw.data() : nullptr).add(norm ? kw.data() : nullptr).add(pos.data());
+    a.add(cos_sin.data()).add(q_out.data());
     a.add(cache.data()).add(slots.data()).add(k_scale.data()).add(v_scale.data());
     a.add<int32_t>(t).add<int32_t>(h).add<int32_t>(kv).add<int32_t>(d).add<int32_t>(stride).add(page_stride);
-    a.add(kEps).add<uint8_t>(neox);
+    a.add(kEps).add<uint8_t>(static_cast<uint8_t>(neox | (norm ? 0 : 2)));
     launch_ok("kern_qk_norm_rope_cache_bf16", a, static_cast<uint32_t>((h + 2 * kv + 3) / 4),
               static_cast<uint32_t>(t));
   }
 
-  /// head_rmsnorm (q, k) + rope + reshape_and_cache on copies of the inputs.
+  /// head_rmsnorm (q, k) + rope + reshape_and_cache on copies of the inputs
+  /// (without `norm`: the raw heads copied, then rope + reshape_and_cache).
   void run_unfused(std::vector<uint16_t>& q, std::vector<uint16_t>& c) {
     std::vector<uint16_t> qn(static_cast<size_t>(t) * h * d), kn(static_cast<size_t>(t) * kv * d);
-    ArgPack nq;
-    nq.add(qkv.data()).add(qw.data()).add(qn.data()).add<int32_t>(t * h).add<int32_t>(h).add<int32_t>(d);
-    nq.add<int32_t>(stride).add<int32_t>(h * d).add(kEps);
-    launch_ok("kern_head_rmsnorm_bf16", nq, static_cast<uint32_t>((t * h + 3) / 4));
-    ArgPack nk;
-    nk.add(qkv.data() + static_cast<size_t>(h) * d).add(kw.data()).add(kn.data()).add<int32_t>(t * kv);
-    nk.add<int32_t>(kv).add<int32_t>(d).add<int32_t>(stride).add<int32_t>(kv * d).add(kEps);
-    launch_ok("kern_head_rmsnorm_bf16", nk, static_cast<uint32_t>((t * kv + 3) / 4));
+    if (norm) norm_heads(qn, kn);
+    for (int i = 0; i < t && !norm; ++i) {
+      const uint16_t* row = qkv.data() + static_cast<size_t>(i) * stride;
+      std::copy(row, row + h * d, qn.begin() + static_cast<ptrdiff_t>(i) * h * d);
+      std::copy(row + h * d, row + (h + kv) * d, kn.begin() + static_cast<ptrdiff_t>(i) * kv * d);
+    }
     ArgPack r;
     r.add(pos.data()).add(qn.data()).add(kn.data()).add(cos_sin.data()).add<int32_t>(t).add<int32_t>(h);
     r.add<int32_t>(kv).add<int32_t>(d).add<int32_t>(h * d).add<int32_t>(kv * d).add<uint8_t>(neox);
@@ -76,6 +77,18 @@ struct Problem {
     w.add<int32_t>(kv * d).add<int32_t>(stride).add(page_stride);
     launch_ok("kern_reshape_and_cache_bf16", w, static_cast<uint32_t>(t));
     q = qn;
+  }
+
+  /// head_rmsnorm of the q and the k heads into qn, kn.
+  void norm_heads(std::vector<uint16_t>& qn, std::vector<uint16_t>& kn) {
+    ArgPack nq;
+    nq.add(qkv.data()).add(qw.data()).add(qn.data()).add<int32_t>(t * h).add<int32_t>(h).add<int32_t>(d);
+    nq.add<int32_t>(stride).add<int32_t>(h * d).add(kEps);
+    launch_ok("kern_head_rmsnorm_bf16", nq, static_cast<uint32_t>((t * h + 3) / 4));
+    ArgPack nk;
+    nk.add(qkv.data() + static_cast<size_t>(h) * d).add(kw.data()).add(kn.data()).add<int32_t>(t * kv);
+    nk.add<int32_t>(kv).add<int32_t>(d).add<int32_t>(stride).add<int32_t>(kv * d).add(kEps);
+    launch_ok("kern_head_rmsnorm_bf16", nk, static_cast<uint32_t>((t * kv + 3) / 4));
   }
 
   /// Element offset of kv head `head`'s k in slot `slot` (docs/kernels.md layout).
@@ -153,7 +166,32 @@ TEST_CASE("qk_norm_rope_cache gives exactly the values of head_rmsnorm + rope + 
   }
 }
 
-TEST_CASE("qk_norm_rope_cache rejects an odd head_dim, a short qkv_stride and a negative position",
+TEST_CASE("qk_norm_rope_cache with rope_flags bit 1 (no q/k norm) gives exactly rope + reshape_and_cache of the raw "
+          "heads and reads no norm weight",
+          "[kernels][qk_norm_rope_cache]") {
+  std::mt19937 rng(154);
+  for (const auto& [h, kv, d] : std::vector<std::tuple<int, int, int>>{{3, 3, 16}, {8, 2, 32}, {4, 1, 128}}) {
+    for (const uint8_t neox : {1, 0}) {
+      Problem p(3, h, kv, d, rng);
+      p.neox = neox;
+      p.norm = false;  // null norm weights: a read would fail the launch
+      p.run_fused();
+      std::vector<uint16_t> q, cache(p.cache.size(), kPoison);
+      p.run_unfused(q, cache);
+      INFO("h " << h << " kv " << kv << " d " << d << " neox " << int(neox));
+      CHECK(p.q_out == q);
+      CHECK(p.cache == cache);
+      // Differs from the normed values (the flag is honoured, not ignored).
+      Problem n = p;
+      n.norm = true;
+      n.q_out.assign(n.q_out.size(), kPoison);
+      n.run_fused();
+      CHECK(n.q_out != p.q_out);
+    }
+  }
+}
+
+TEST_CASE("qk_norm_rope_cache rejects an odd head_dim, a short qkv_stride, a negative position and unknown rope_flags",
           "[kernels][qk_norm_rope_cache]") {
   std::mt19937 rng(153);
   Problem p(1, 2, 1, 8, rng);
@@ -174,4 +212,10 @@ TEST_CASE("qk_norm_rope_cache rejects an odd head_dim, a short qkv_stride and a 
   expect(run(8, 31, 0), "param 14 (qkv_stride) is 31; must be >= 32");
   expect(run(8, p.stride, -2), "positions[0] is -2; must be >= 0");
   CHECK(run(8, p.stride, 5).ok());
+  ArgPack bad;  // rope_flags 4: an unknown bit
+  bad.add(p.qkv.data()).add(p.qw.data()).add(p.kw.data()).add(p.pos.data()).add(p.cos_sin.data()).add(p.q_out.data());
+  bad.add(p.cache.data()).add(p.slots.data()).add(p.k_scale.data()).add(p.v_scale.data());
+  bad.add<int32_t>(1).add<int32_t>(2).add<int32_t>(1).add<int32_t>(8).add<int32_t>(p.stride).add(p.page_stride);
+  bad.add(kEps).add<uint8_t>(4);
+  expect(launch("kern_qk_norm_rope_cache_bf16", bad, 1, 1), "param 17 (rope_flags) is 4; must be 0 to 3");
 }

@@ -1,10 +1,16 @@
 #!/usr/bin/python3
 """gguf_from_exported.py CONFIG.json EXPORTED.safetensors -o MODEL.gguf --gguf-py DIR
 
-Converts kern's exported Qwen3 weights (docs/causal-lm-manifest.md) into a
-llama.cpp `qwen3` GGUF for the oracle (oracles.md): matrices BF16 (a byte
-copy), norms F32 (bf16 widened exactly), `tokenizer.ggml.model = none` with
-the vocab size in `qwen3.vocab_size`. The merged tensors are split back by
+Converts kern's exported weights (docs/causal-lm-manifest.md) of a Qwen3,
+Qwen2 or Llama / Mistral config into a llama.cpp `qwen3`, `qwen2` (q, k, v
+biases as F32 `attn_{q,k,v}.bias`) or `llama` GGUF for the
+oracle (oracles.md): matrices BF16 (a byte copy), norms F32 (bf16 widened
+exactly), `tokenizer.ggml.model = none` with the vocab size in
+`ARCH.vocab_size`. For `llama`, as llama.cpp's own converter does: the q and
+k rows are permuted from HF's rotate_half layout to llama.cpp's interleaved
+RoPE pairs (LlamaModel.permute), and llama3 rope scaling becomes the
+`rope_freqs.weight` factors (LlamaModel.generate_extra_tensors), computed
+here from the config, not from kern's cache. The merged tensors are split back by
 rows: qkv_proj -> attn_q [H D], attn_k [KV D], attn_v [KV D]; gate_up_proj ->
 ffn_gate [I], ffn_up [I]; lm_head -> output. The rope cache and kv scales are
 not carried: llama.cpp computes rope itself from `rope.freq_base` (which is
@@ -14,6 +20,7 @@ Uses llama.cpp's own GGUF writer (gguf-py from the bundle, --gguf-py) and numpy.
 """
 
 import argparse
+import math
 import os
 import sys
 
@@ -23,7 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "provider"))
 
 import safetensors_io as st  # noqa: E402
-from qwen3_config import load_config  # noqa: E402
+from decoder_config import load_config  # noqa: E402
 
 
 def bf16_rows(f, name):
@@ -42,13 +49,41 @@ def bf16_to_f32(f, name):
     return bits.view(np.float32).reshape(shape)
 
 
+def permute(rows, heads):
+    """llama.cpp's LlamaModel.permute: each head's rows from HF's halves
+    (i, i + D/2) to interleaved pairs (2i, 2i + 1)."""
+    return rows.reshape(heads, 2, rows.shape[0] // heads // 2, rows.shape[1]).swapaxes(1, 2).reshape(rows.shape)
+
+
+def llama3_rope_factors(c):
+    """llama.cpp's LlamaModel rope_freqs: per frequency, the divisor of
+    theta^(-2i/D) (1, factor, or the interpolation's), f32 [D/2]."""
+    s = c.rope_llama3
+    low_wavelen = s.original_max_position / s.low_freq_factor
+    high_wavelen = s.original_max_position / s.high_freq_factor
+    out = []
+    for i in range(0, c.head_dim, 2):
+        freq = 1.0 / (c.rope_theta ** (i / c.head_dim))
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_wavelen:
+            out.append(1.0)
+        elif wavelen > low_wavelen:
+            out.append(s.factor)
+        else:
+            smooth = (s.original_max_position / wavelen - s.low_freq_factor) / (s.high_freq_factor -
+                                                                                s.low_freq_factor)
+            out.append(1 / ((1 - smooth) / s.factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def convert(config_path, weights_path, out_path, gguf_py):
     sys.path.insert(0, gguf_py)
     import gguf  # noqa: E402  (llama.cpp's writer, from the bundle)
 
     c = load_config(config_path)
     H, KV, D, I = c.heads, c.kv_heads, c.head_dim, c.intermediate
-    w = gguf.GGUFWriter(out_path, "qwen3")
+    arch = "qwen3" if c.qk_norm else "qwen2" if c.qkv_bias else "llama"
+    w = gguf.GGUFWriter(out_path, arch)
     w.add_name("kern-oracle")
     w.add_vocab_size(c.vocab)
     w.add_context_length(c.max_position)
@@ -60,6 +95,7 @@ def convert(config_path, weights_path, out_path, gguf_py):
     w.add_key_length(D)
     w.add_value_length(D)
     w.add_rope_freq_base(c.rope_theta)
+    w.add_rope_dimension_count(D)
     w.add_layer_norm_rms_eps(c.rms_norm_eps)
     w.add_file_type(gguf.LlamaFileType.MOSTLY_BF16)
     w.add_tokenizer_model("none")
@@ -77,17 +113,28 @@ def convert(config_path, weights_path, out_path, gguf_py):
             qkv = bf16_rows(f, p + "self_attn.qkv_proj.weight")
             gate_up = bf16_rows(f, p + "mlp.gate_up_proj.weight")
             w.add_tensor(b + "attn_norm.weight", bf16_to_f32(f, p + "input_layernorm.weight"))
-            matrix(b + "attn_q.weight", qkv[:H * D])
-            matrix(b + "attn_k.weight", qkv[H * D:(H + KV) * D])
+            q, k = qkv[:H * D], qkv[H * D:(H + KV) * D]
+            if arch == "llama":
+                q, k = permute(q, H), permute(k, KV)
+            matrix(b + "attn_q.weight", q)
+            matrix(b + "attn_k.weight", k)
             matrix(b + "attn_v.weight", qkv[(H + KV) * D:])
-            w.add_tensor(b + "attn_q_norm.weight", bf16_to_f32(f, p + "self_attn.q_norm.weight"))
-            w.add_tensor(b + "attn_k_norm.weight", bf16_to_f32(f, p + "self_attn.k_norm.weight"))
+            if c.qkv_bias:  # qwen2: f32 biases, split as the rows
+                bias = bf16_to_f32(f, p + "self_attn.qkv_proj.bias")
+                w.add_tensor(b + "attn_q.bias", np.ascontiguousarray(bias[:H * D]))
+                w.add_tensor(b + "attn_k.bias", np.ascontiguousarray(bias[H * D:(H + KV) * D]))
+                w.add_tensor(b + "attn_v.bias", np.ascontiguousarray(bias[(H + KV) * D:]))
+            if c.qk_norm:
+                w.add_tensor(b + "attn_q_norm.weight", bf16_to_f32(f, p + "self_attn.q_norm.weight"))
+                w.add_tensor(b + "attn_k_norm.weight", bf16_to_f32(f, p + "self_attn.k_norm.weight"))
             matrix(b + "attn_output.weight", bf16_rows(f, p + "self_attn.o_proj.weight"))
             w.add_tensor(b + "ffn_norm.weight", bf16_to_f32(f, p + "post_attention_layernorm.weight"))
             matrix(b + "ffn_gate.weight", gate_up[:I])
             matrix(b + "ffn_up.weight", gate_up[I:])
             matrix(b + "ffn_down.weight", bf16_rows(f, p + "mlp.down_proj.weight"))
         w.add_tensor("output_norm.weight", bf16_to_f32(f, "model.norm.weight"))
+        if c.rope_llama3 is not None:
+            w.add_tensor("rope_freqs.weight", llama3_rope_factors(c))
         matrix("output.weight", bf16_rows(f, "lm_head.weight"))
         w.write_header_to_file()
         w.write_kv_data_to_file()

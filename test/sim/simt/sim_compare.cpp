@@ -60,7 +60,7 @@ const std::set<std::string> kSimExact = {
     "kern_argmax_partial_bf16",
     "kern_argmax_reduce", "kern_silu_and_mul_bf16", "kern_rope_bf16", "kern_gemv_bf16", "kern_gemv_acc_bf16",
     "kern_gemv_residual_bf16", "kern_gemv_silu_mul_bf16", "kern_gemv_rmsnorm_bf16",
-    "kern_gemv_rmsnorm_silu_mul_bf16", "kern_gemv_rmsnorm_argmax_bf16", "kern_sample_bf16",
+    "kern_gemv_rmsnorm_silu_mul_bf16", "kern_gemv_rmsnorm_argmax_bf16", "kern_sample_bf16", "kern_bias_add_bf16",
 };
 
 bool sim_exact(const Case& c) {
