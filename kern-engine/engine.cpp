@@ -31,22 +31,25 @@ struct Engine::Sequence : SequenceOutput {
 Engine::Engine(Model& model, NowFn now)
     : model_(model), runner_(model.runner()), now_(clock_or_default(std::move(now))) {}
 
-Status Engine::set_max_batch(uint64_t max_batch) {
+Status Engine::set_max_batch(uint64_t max_batch, bool prefix_cache) {
   auto usage = [](const std::string& m) { return make_error(ErrorKind::kUsage, m); };
   if (!idle() || (batch_ && !batch_->idle())) return usage("max_batch can only change while the engine is idle");
   if (max_batch == 0) return usage("max_batch must be at least 1");
-  if (max_batch == 1) {
+  if (max_batch == 1 && !prefix_cache) {
     batch_.reset();
     return {};
   }
   const BatchContract* b = model_.batch();
+  if (b == nullptr && prefix_cache)
+    return usage("the prefix cache needs a plan with the batched decode program 'decode_batch' (its pages go "
+                 "through block tables; regenerate the manifest with examples/gen_qwen3_manifest.py --max-batch N)");
   if (b == nullptr)
     return usage("max_batch " + std::to_string(max_batch) + " needs a plan with the batched decode program "
                  "'decode_batch' (regenerate the manifest with examples/gen_qwen3_manifest.py --max-batch N)");
   if (max_batch > b->max_batch)
     return usage("max_batch " + std::to_string(max_batch) + " exceeds the plan's max_batch " +
                  std::to_string(b->max_batch) + " (its 'batch' symbol's bound)");
-  batch_ = std::make_unique<BatchEngine>(model_, max_batch, now_);
+  batch_ = std::make_unique<BatchEngine>(model_, max_batch, now_, prefix_cache);
   return {};
 }
 
@@ -96,7 +99,10 @@ Admission Engine::admission(const Request& r) const {
 }
 
 KvPages Engine::kv_pages() const {
-  if (batch_) return {batch_->pool_pages(), batch_->pool_pages() - batch_->free_pages()};
+  if (batch_) {
+    const PageAllocator& pool = batch_->pages();
+    return {pool.total_pages(), pool.total_pages() - pool.free_pages(), pool.cached_pages(), pool.evictions()};
+  }
   KvPages p;
   p.total = pages_for_tokens(model_.capacity());
   if (running_) {
