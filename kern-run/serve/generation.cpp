@@ -59,6 +59,7 @@ class GenerationReader {
       return st;
     }
     const auto now = Clock::now();
+    cached_tokens_ = std::max(cached_tokens_, ev->cached_tokens);
     if (!ev->ids.empty()) {
       for (size_t i = 0; i < ev->ids.size(); ++i) {
         ++completion_tokens_;
@@ -114,18 +115,18 @@ class GenerationReader {
   }
 
   const TextOutput& text() const { return text_; }
-  Usage usage() const { return {job_->request().prompt_ids.size(), completion_tokens_}; }
+  Usage usage() const { return {job_->request().prompt_ids.size(), completion_tokens_, cached_tokens_}; }
 
  private:
   Step& finish(Step& st, const std::string& reason) {
     st.done = true;
     st.finish_reason = reason;
     done_ = true;
-    ctx_.metrics.add_tokens(job_->request().prompt_ids.size(), completion_tokens_);
+    ctx_.metrics.add_tokens(job_->request().prompt_ids.size(), completion_tokens_, cached_tokens_);
     const double decode_s = completion_tokens_ > 1 ? seconds(t_last_ - t_first_) : 0.0;
     const double ttft_ms = completion_tokens_ > 0 ? seconds(t_first_ - arrival_) * 1e3 : 0.0;
-    spdlog::info("{}: prompt {} tokens, generated {} tokens, ttft {:.1f} ms, {:.1f} tok/s, finish {}", label_,
-                 job_->request().prompt_ids.size(), completion_tokens_, ttft_ms,
+    spdlog::info("{}: prompt {} tokens ({} cached), generated {} tokens, ttft {:.1f} ms, {:.1f} tok/s, finish {}",
+                 label_, job_->request().prompt_ids.size(), cached_tokens_, completion_tokens_, ttft_ms,
                  decode_s > 0 ? (completion_tokens_ - 1) / decode_s : 0.0, reason);
     return st;
   }
@@ -136,6 +137,7 @@ class GenerationReader {
   Clock::time_point arrival_, t_first_, t_last_;
   std::string label_;
   uint64_t completion_tokens_ = 0;
+  uint64_t cached_tokens_ = 0;  ///< prompt tokens the engine mapped from the prefix cache
   bool done_ = false;
 };
 
