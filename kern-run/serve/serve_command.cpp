@@ -66,7 +66,7 @@ int run_serve(int argc, char** argv) {
   Metrics metrics(max_batch);
   EngineWorker worker({max_batch, o.max_queue, &metrics, milliseconds(o.test_load_delay_ms),
                        milliseconds(o.test_step_delay_ms), static_cast<size_t>(o.test_gather), o.prefix_cache});
-  ServerContext ctx{o, worker, metrics, nullptr, {}, 0, {}, {}, false};
+  ServerContext ctx{o, worker, metrics, nullptr, {}, 0, {}, {}, false, {}};
 
   HttpLimits limits;
   limits.max_body_bytes = o.max_body_bytes;
