@@ -246,3 +246,12 @@ TEST_CASE("with the prefix cache off a repeated prompt maps nothing and nothing 
   CHECK(again[2].cached_tokens == 0);
   CHECK(e.kv_pages().cached == 0);
 }
+
+TEST_CASE("the prefix cache needs the batched program decode_batch", "[engine][prefix]") {
+  TinyModel m = load_tiny_model(0, nullptr, "KERN_TINY_DSPARK_PLAN", nullptr);  // a speculative plan: no decode_batch
+  engine::Engine e(*m.model);
+  Status s = e.set_max_batch(1, true);
+  REQUIRE_FALSE(s.ok());
+  CHECK(s.error().message.rfind("the prefix cache needs a plan with the batched decode program 'decode_batch'", 0) == 0);
+  CHECK(e.set_max_batch(1).ok());  // without the cache: the batch-1 engine
+}
