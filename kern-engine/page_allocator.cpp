@@ -31,7 +31,9 @@ uint32_t PageAllocator::holds(int32_t page) const {
 Result<std::vector<int32_t>> PageAllocator::allocate(uint32_t n) {
   if (n > free_pages())
     return make_error(ErrorKind::kUsage, std::to_string(n) + " pages wanted, " + std::to_string(free_pages()) +
-                                             " of " + std::to_string(refs_.size()) + " free");
+                                             " of " + std::to_string(refs_.size()) + " free" +
+                                             (lru_.empty() ? "" : " (" + std::to_string(lru_.size()) +
+                                                                      " of them cached)"));
   std::vector<int32_t> out;
   out.reserve(n);
   for (size_t p = 0; p < refs_.size() && out.size() < n && free_count_ > 0; ++p) {

@@ -45,7 +45,7 @@ class PageAllocator {
   /// then cached pages nobody holds (least recently released first; their
   /// keys are dropped: an eviction). Returns them in the order taken.
   /// Errors (kUsage): fewer than `n` pages free or evictable ("6 pages
-  /// wanted, 4 of 10 free"); nothing is taken then.
+  /// wanted, 4 of 10 free (2 of them cached)"); nothing is taken then.
   Result<std::vector<int32_t>> allocate(uint32_t n);
   /// Holds cached `pages` once more (a sequence maps them); a page nobody
   /// held leaves the eviction order.

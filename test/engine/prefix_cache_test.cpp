@@ -132,7 +132,7 @@ TEST_CASE("the page allocator keys full pages by their prefix, shares them and e
   CHECK(p.match(tokens, 8).pages == std::vector<int32_t>{(*a)[0]});  // b0 stays, b1 is gone
   auto over = p.allocate(2);
   REQUIRE_FALSE(over.ok());
-  CHECK(over.error().message == "2 pages wanted, 1 of 4 free");
+  CHECK(over.error().message == "2 pages wanted, 1 of 4 free (1 of them cached)");
 }
 
 TEST_CASE("with the prefix cache every request gets its ids alone without it; later requests map the shared pages",
