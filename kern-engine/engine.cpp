@@ -93,7 +93,7 @@ void Engine::abort(RequestId id) {
 
 Admission Engine::admission(const Request& r) const {
   if (batch_) return batch_->admission(r);
-  const uint64_t room = model_.capacity() > r.start_pos ? model_.capacity() - r.start_pos : 0;
+  const uint64_t room = model_.capacity();
   if (r.max_tokens > room || r.prompt_ids.size() > room - r.max_tokens) return Admission::kNever;
   return running_ || aborted_ || !waiting_.empty() ? Admission::kLater : Admission::kNow;
 }
@@ -107,7 +107,7 @@ KvPages Engine::kv_pages() const {
   p.total = pages_for_tokens(model_.capacity());
   if (running_) {
     const Request& r = running_->req;
-    p.used = std::min(p.total, pages_for_tokens(r.start_pos + r.prompt_ids.size() + r.max_tokens));
+    p.used = std::min(p.total, pages_for_tokens(r.prompt_ids.size() + r.max_tokens));
   }
   return p;
 }
@@ -205,7 +205,7 @@ Status Engine::step_prefill(Sequence& s, TokenEvent& ev) {
     return st;
   };
   KERN_ASSIGN_OR_RETURN(auto chunks, runner_.prefill(std::span(s.req.prompt_ids).subspan(s.prefilled, len),
-                                                     s.req.start_pos + s.prefilled,
+                                                     s.prefilled,
                                                      s.chunk, nullptr, s.req.speculative ? &precompute : nullptr));
   s.out.prefill_chunks += chunks;
   s.prefilled += len;
@@ -227,7 +227,7 @@ Status Engine::step_first(Sequence& s, TokenEvent& ev) {
   }
   // Decode: the last prompt token (the first generated id), then each generated id.
   s.token = last;
-  s.pos = s.req.start_pos + n - 1;
+  s.pos = n - 1;
   s.loop_steps = s.req.max_tokens;
   if (!s.req.sync) KERN_RETURN_IF_ERROR(runner_.start_decode(last, s.pos));
   s.phase = Sequence::Phase::kDecode;
