@@ -159,8 +159,16 @@ TEST_CASE("with the prefix cache a turn maps the earlier turns' full pages and p
   const uint64_t written = t1->ids.size() + r1.size() - 1;  // the first turn's KV positions
   CHECK(outcome->prompt_cached_tokens == std::vector<uint64_t>{0, written / 16 * 16});
   CHECK(written / 16 >= 1);
-  // Greedy: the replies of generations over the whole history.
-  CHECK(contents(script.out) == reply_text(r1, s.stop_ids) + reply_text(r2, s.stop_ids));
+  // The first reply is a fresh generation's. The second attends to the KV
+  // the first reply's decode wrote, not to what a prefill of those ids
+  // computes (the decode program's fused kernels round differently,
+  // docs/serving.md "Prefix caching"): with these random weights its greedy
+  // ids part from the fresh generation's after a few, so it is checked by
+  // its cached tokens above, not by its text.
+  const std::string out = contents(script.out);
+  const std::string first = reply_text(r1, s.stop_ids);
+  CHECK(out.rfind(first, 0) == 0);
+  CHECK(out.size() > first.size());
 }
 
 TEST_CASE("a sampled conversation: each turn's reply is its seeded generation over its whole history, not greedy",
