@@ -15,8 +15,10 @@ struct BatchEngine::Seq : SequenceOutput {
   uint64_t serial = 0;
   Request req;
   Phase phase = Phase::kWaiting;
-  std::vector<int32_t> pages;  ///< owned pages, position order
+  std::vector<int32_t> pages;  ///< held pages, position order (the cached prefix's first)
   uint32_t pages_needed = 0;
+  uint32_t published = 0;  ///< leading pages keyed in the prefix cache (mapped from it or published)
+  BlockKey key = 0;        ///< the prefix cache key of page published - 1 (0: none)
   uint64_t chunk = 0;
   uint64_t prefilled = 0;  ///< prompt tokens (of n - 1) prefilled
   int64_t row = -1;        ///< batch row while kDecode
@@ -30,11 +32,12 @@ uint64_t batch_bucket(uint64_t live, uint64_t max_batch) {
   return std::min(b, max_batch);
 }
 
-BatchEngine::BatchEngine(Model& model, uint64_t max_batch, NowFn now)
+BatchEngine::BatchEngine(Model& model, uint64_t max_batch, NowFn now, bool prefix_cache)
     : model_(model),
       runner_(model.runner()),
       batch_(*model.batch()),
       max_batch_(max_batch),
+      prefix_cache_(prefix_cache),
       now_(clock_or_default(std::move(now))),
       pages_(static_cast<uint32_t>(model.capacity() / kKvBlockTokens)),
       rows_(max_batch, nullptr) {}
@@ -76,8 +79,11 @@ Admission BatchEngine::admission(const Request& r) const {
   if (tokens < r.max_tokens || tokens > max_sequence_tokens()) return Admission::kNever;
   std::vector<WaitingEntry> entries;
   entries.reserve(waiting_.size() + 1);
-  for (const auto& s : waiting_) entries.push_back({s->serial, s->pages_needed});
-  entries.push_back({0, pages_for_tokens(tokens)});
+  for (const auto& s : waiting_) entries.push_back({s->serial, pages_to_take(*s).second});
+  Seq probe;
+  probe.req.prompt_ids = r.prompt_ids;
+  probe.pages_needed = pages_for_tokens(tokens);
+  entries.push_back({0, pages_to_take(probe).second});
   const SchedulerOutput plan =
       schedule({max_batch_, static_cast<uint64_t>(admitted_.size()), pages_.free_pages(), entries});
   return plan.admit.size() == entries.size() ? Admission::kNow : Admission::kLater;
@@ -114,31 +120,77 @@ uint64_t BatchEngine::live_rows() const {
   return static_cast<uint64_t>(std::count_if(rows_.begin(), rows_.end(), [](const Seq* s) { return s != nullptr; }));
 }
 
-TokenEvent& BatchEngine::event_for(std::vector<TokenEvent>& events, RequestId id) {
+TokenEvent& BatchEngine::event_for(std::vector<TokenEvent>& events, const Seq& s) {
   for (TokenEvent& ev : events)
-    if (ev.id == id && !ev.finished) return ev;
+    if (ev.id == s.req.id && !ev.finished) return ev;
   events.emplace_back();
-  events.back().id = id;
+  events.back().id = s.req.id;
+  events.back().cached_tokens = s.out.cached_tokens;
   return events.back();
 }
 
+std::pair<PrefixHit, uint32_t> BatchEngine::pages_to_take(const Seq& s) const {
+  PrefixHit hit;
+  // At most the pages before the last prompt token's: it is always computed
+  // (its decode gives the first id), and the page it is in is the sequence's own.
+  if (prefix_cache_)
+    hit = pages_.match(s.req.prompt_ids, static_cast<uint32_t>((s.req.prompt_ids.size() - 1) / kKvBlockTokens));
+  // Mapping a cached page nobody holds takes it out of the free count too.
+  uint32_t take = s.pages_needed - static_cast<uint32_t>(hit.pages.size());
+  for (const int32_t p : hit.pages)
+    if (pages_.holds(p) == 0) ++take;
+  return {std::move(hit), take};
+}
+
 Status BatchEngine::admit() {
-  std::vector<WaitingEntry> entries;
-  entries.reserve(waiting_.size());
-  for (const auto& s : waiting_) entries.push_back({s->serial, s->pages_needed});
-  const SchedulerOutput plan =
-      schedule({max_batch_, static_cast<uint64_t>(admitted_.size()), pages_.free_pages(), entries});
-  for (size_t i = 0; i < plan.admit.size(); ++i) {
+  // One at a time, in arrival order: admitting one may publish or evict
+  // what the next one would map.
+  while (!waiting_.empty()) {
+    Seq& head = *waiting_.front();
+    auto [hit, take] = pages_to_take(head);
+    const WaitingEntry entry{head.serial, take};
+    const SchedulerOutput plan =
+        schedule({max_batch_, static_cast<uint64_t>(admitted_.size()), pages_.free_pages(), std::span(&entry, 1)});
+    if (plan.admit.empty()) break;
     std::unique_ptr<Seq> s = std::move(waiting_.front());
     waiting_.pop_front();
-    KERN_ASSIGN_OR_RETURN(s->pages, pages_.allocate(s->pages_needed));  // fits: schedule() checked
+    pages_.retain(hit.pages);  // before allocate(), which could otherwise evict them
+    auto fresh = pages_.allocate(s->pages_needed - static_cast<uint32_t>(hit.pages.size()));  // fits: schedule()
+    if (!fresh.ok()) {
+      pages_.release(hit.pages);
+      return fresh.error();
+    }
+    s->pages = std::move(hit.pages);
+    s->pages.insert(s->pages.end(), fresh->begin(), fresh->end());
+    s->published = static_cast<uint32_t>(s->pages.size() - fresh->size());
+    s->key = hit.key;
+    s->prefilled = uint64_t{s->published} * kKvBlockTokens;
+    s->out.cached_tokens = s->prefilled;
     s->chunk = model_.contract().clamp_chunk(s->req.chunk);
     s->out.chunk = s->chunk;
     s->t0 = now_();
-    s->phase = s->req.prompt_ids.size() > 1 ? Seq::Phase::kPrefill : Seq::Phase::kJoin;
+    s->phase = s->req.prompt_ids.size() - 1 > s->prefilled ? Seq::Phase::kPrefill : Seq::Phase::kJoin;
     admitted_.push_back(std::move(s));
   }
   return {};
+}
+
+void BatchEngine::publish(Seq& s, uint64_t written) {
+  if (!prefix_cache_) return;
+  const uint64_t full = written / kKvBlockTokens;
+  for (uint64_t i = s.published; i < full && i < s.pages.size(); ++i) {
+    // The page's tokens: the prompt's, then the generated ids'.
+    std::array<int64_t, kKvBlockTokens> block{};
+    for (uint64_t j = 0; j < kKvBlockTokens; ++j) {
+      const uint64_t pos = i * kKvBlockTokens + j;
+      const uint64_t n = s.req.prompt_ids.size();
+      block[j] = pos < n ? s.req.prompt_ids[pos] : s.out.generated_ids[pos - n];
+    }
+    auto key = pages_.publish(s.key, block, s.pages[i]);
+    if (!key.ok()) return;  // not reached: the page is held and was never keyed
+    s.key = *key;
+    s.published = static_cast<uint32_t>(i + 1);
+  }
 }
 
 Status BatchEngine::prefill_one(std::vector<TokenEvent>& events) {
@@ -148,20 +200,23 @@ Status BatchEngine::prefill_one(std::vector<TokenEvent>& events) {
     // One chunk of the first n - 1 prompt tokens through `prefill`, its
     // slots through the sequence's own pages; the chunk starts at a multiple
     // of the chunk size from the sequence's start (batch invariance on cuda).
+    // After a cached prefix the first chunk ends at the next multiple of the
+    // chunk size, so the cuts stay where they are without the cache.
     const uint64_t total = s.req.prompt_ids.size() - 1;
-    const uint64_t len = std::min(s.chunk, total - s.prefilled);
+    const uint64_t len = std::min(s.chunk - s.prefilled % s.chunk, total - s.prefilled);
     Status st = runner_.use_pages(s.pages);
     if (st.ok()) {
       auto chunks = runner_.prefill(std::span(s.req.prompt_ids).subspan(s.prefilled, len), s.prefilled, s.chunk);
       if (chunks.ok()) s.out.prefill_chunks += *chunks;
       else st = chunks.error();
     }
-    TokenEvent& ev = event_for(events, s.req.id);
+    TokenEvent& ev = event_for(events, s);
     if (!st.ok()) {
       finish(s, ev, st);
       return {};
     }
     s.prefilled += len;
+    publish(s, s.prefilled);  // its KV is written by work enqueued before any later reader's
     ev.prefilled = s.prefilled;
     ev.prefill_total = total;
     if (s.prefilled == total) s.phase = Seq::Phase::kJoin;
@@ -201,8 +256,17 @@ void BatchEngine::finish(Seq& s, TokenEvent& ev, Status failure) {
     rows_[static_cast<size_t>(s.row)] = nullptr;
     s.row = -1;
   }
+  // The full pages whose KV is written stay cached: the prompt and every
+  // generated id but the last (written by the step after it, if any).
+  // Not after a failure: the device's work may not have run.
+  if (failure.ok()) {
+    const uint64_t g = s.out.generated_ids.size();
+    publish(s, g > 0 ? s.req.prompt_ids.size() + g - 1 : s.prefilled);
+  }
   // Every step using these pages is already enqueued: a later owner's work
-  // comes after them on the stream.
+  // comes after them on the stream. Last page first: a prefix outlives its
+  // continuations in the eviction order.
+  std::reverse(s.pages.begin(), s.pages.end());
   pages_.release(s.pages);
   if (!failure.ok()) {
     ev.finished = FinishReason::kError;
@@ -225,7 +289,7 @@ void BatchEngine::fail_all(std::vector<TokenEvent>& events, const Error& failure
   queued_.clear();
   while (!admitted_.empty()) {
     Seq& s = *admitted_.front();
-    finish(s, event_for(events, s.req.id), join(Status(failure), drained));
+    finish(s, event_for(events, s), join(Status(failure), drained));
   }
 }
 
@@ -257,7 +321,7 @@ Status BatchEngine::decode_step(std::vector<TokenEvent>& events) {
   for (size_t r = 0; r < serials.size() && r < ids.size(); ++r) {
     Seq* s = rows_[r];
     if (serials[r] == 0 || s == nullptr || s->serial != serials[r] || s->done) continue;  // left since: surplus
-    TokenEvent& ev = event_for(events, s->req.id);
+    TokenEvent& ev = event_for(events, *s);
     Status ok = runner_.check_batch_id(ids[r]);
     if (!ok.ok()) {
       finish(*s, ev, ok);
@@ -275,7 +339,7 @@ Result<std::vector<TokenEvent>> BatchEngine::step() {
   // Aborted admitted sequences leave now (their queued steps' ids are dropped).
   for (size_t i = 0; i < admitted_.size();) {
     if (admitted_[i]->aborted) {
-      finish(*admitted_[i], event_for(events, admitted_[i]->req.id), Status{});
+      finish(*admitted_[i], event_for(events, *admitted_[i]), Status{});
       continue;
     }
     ++i;

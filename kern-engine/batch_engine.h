@@ -18,7 +18,11 @@
 // own position, so a seeded request gets the ids it gets alone; greedy rows
 // are the argmax. A leaving row keeps its sampling inputs (its ids are
 // dropped; the next occupant's join rewrites them only if they differ).
-// Speculative and --sync requests run at max_batch 1.
+// Speculative and --sync requests run at max_batch 1. With the prefix cache
+// (docs/serving.md, "Prefix caching") admission maps the cached full pages a
+// prompt starts with (shared: never written by the sequence) and prefill
+// starts after them; a sequence's full pages are keyed once their KV is
+// written, and stay cached after it ends until allocate() evicts them.
 #pragma once
 
 #include <cstdint>
@@ -41,8 +45,10 @@ uint64_t batch_bucket(uint64_t live, uint64_t max_batch);
 
 class BatchEngine {
  public:
-  /// `max_batch` in [1, the plan's max_batch] (the Engine checks it).
-  BatchEngine(Model& model, uint64_t max_batch, NowFn now);
+  /// `max_batch` in [1, the plan's max_batch] (the Engine checks it);
+  /// `prefix_cache`: map cached prompt prefixes and keep full pages cached
+  /// (page_allocator.h, docs/serving.md "Prefix caching").
+  BatchEngine(Model& model, uint64_t max_batch, NowFn now, bool prefix_cache = false);
   ~BatchEngine();
 
   Status add_request(Request r);
@@ -60,18 +66,26 @@ class BatchEngine {
   /// Pages of the KV pool, and free now.
   uint32_t pool_pages() const { return pages_.total_pages(); }
   uint32_t free_pages() const { return pages_.free_pages(); }
+  /// The pool and its prefix cache (cached pages, evictions).
+  const PageAllocator& pages() const { return pages_; }
+  bool prefix_cache() const { return prefix_cache_; }
   /// Sequences in batch rows now.
   uint64_t live_rows() const;
 
  private:
   struct Seq;
   Status admit();
+  /// The cached pages `s` would map and the pages its admission takes from
+  /// the free count (new ones, and mapped ones nobody holds).
+  std::pair<PrefixHit, uint32_t> pages_to_take(const Seq& s) const;
+  /// Keys `s`'s full pages holding positions [0, written) not keyed yet.
+  void publish(Seq& s, uint64_t written);
   Status prefill_one(std::vector<TokenEvent>& events);
   Status join_ready();
   Status decode_step(std::vector<TokenEvent>& events);
   /// Removes `s` (done, aborted or failed): leaves its row, frees its pages, fills `ev`.
   void finish(Seq& s, TokenEvent& ev, Status failure);
-  TokenEvent& event_for(std::vector<TokenEvent>& events, RequestId id);
+  TokenEvent& event_for(std::vector<TokenEvent>& events, const Seq& s);
   /// Ends every admitted sequence with `failure` after a device error.
   void fail_all(std::vector<TokenEvent>& events, const Error& failure);
 
@@ -79,6 +93,7 @@ class BatchEngine {
   ModelRunner& runner_;
   const BatchContract& batch_;
   uint64_t max_batch_;
+  bool prefix_cache_ = false;
   NowFn now_;
   PageAllocator pages_;
   uint64_t next_serial_ = 1;

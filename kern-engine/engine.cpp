@@ -31,22 +31,25 @@ struct Engine::Sequence : SequenceOutput {
 Engine::Engine(Model& model, NowFn now)
     : model_(model), runner_(model.runner()), now_(clock_or_default(std::move(now))) {}
 
-Status Engine::set_max_batch(uint64_t max_batch) {
+Status Engine::set_max_batch(uint64_t max_batch, bool prefix_cache) {
   auto usage = [](const std::string& m) { return make_error(ErrorKind::kUsage, m); };
   if (!idle() || (batch_ && !batch_->idle())) return usage("max_batch can only change while the engine is idle");
   if (max_batch == 0) return usage("max_batch must be at least 1");
-  if (max_batch == 1) {
+  if (max_batch == 1 && !prefix_cache) {
     batch_.reset();
     return {};
   }
   const BatchContract* b = model_.batch();
+  if (b == nullptr && prefix_cache)
+    return usage("the prefix cache needs a plan with the batched decode program 'decode_batch' (its pages go "
+                 "through block tables; regenerate the manifest with examples/gen_qwen3_manifest.py --max-batch N)");
   if (b == nullptr)
     return usage("max_batch " + std::to_string(max_batch) + " needs a plan with the batched decode program "
                  "'decode_batch' (regenerate the manifest with examples/gen_qwen3_manifest.py --max-batch N)");
   if (max_batch > b->max_batch)
     return usage("max_batch " + std::to_string(max_batch) + " exceeds the plan's max_batch " +
                  std::to_string(b->max_batch) + " (its 'batch' symbol's bound)");
-  batch_ = std::make_unique<BatchEngine>(model_, max_batch, now_);
+  batch_ = std::make_unique<BatchEngine>(model_, max_batch, now_, prefix_cache);
   return {};
 }
 
@@ -90,18 +93,21 @@ void Engine::abort(RequestId id) {
 
 Admission Engine::admission(const Request& r) const {
   if (batch_) return batch_->admission(r);
-  const uint64_t room = model_.capacity() > r.start_pos ? model_.capacity() - r.start_pos : 0;
+  const uint64_t room = model_.capacity();
   if (r.max_tokens > room || r.prompt_ids.size() > room - r.max_tokens) return Admission::kNever;
   return running_ || aborted_ || !waiting_.empty() ? Admission::kLater : Admission::kNow;
 }
 
 KvPages Engine::kv_pages() const {
-  if (batch_) return {batch_->pool_pages(), batch_->pool_pages() - batch_->free_pages()};
+  if (batch_) {
+    const PageAllocator& pool = batch_->pages();
+    return {pool.total_pages(), pool.total_pages() - pool.free_pages(), pool.cached_pages(), pool.evictions()};
+  }
   KvPages p;
   p.total = pages_for_tokens(model_.capacity());
   if (running_) {
     const Request& r = running_->req;
-    p.used = std::min(p.total, pages_for_tokens(r.start_pos + r.prompt_ids.size() + r.max_tokens));
+    p.used = std::min(p.total, pages_for_tokens(r.prompt_ids.size() + r.max_tokens));
   }
   return p;
 }
@@ -199,7 +205,7 @@ Status Engine::step_prefill(Sequence& s, TokenEvent& ev) {
     return st;
   };
   KERN_ASSIGN_OR_RETURN(auto chunks, runner_.prefill(std::span(s.req.prompt_ids).subspan(s.prefilled, len),
-                                                     s.req.start_pos + s.prefilled,
+                                                     s.prefilled,
                                                      s.chunk, nullptr, s.req.speculative ? &precompute : nullptr));
   s.out.prefill_chunks += chunks;
   s.prefilled += len;
@@ -221,7 +227,7 @@ Status Engine::step_first(Sequence& s, TokenEvent& ev) {
   }
   // Decode: the last prompt token (the first generated id), then each generated id.
   s.token = last;
-  s.pos = s.req.start_pos + n - 1;
+  s.pos = n - 1;
   s.loop_steps = s.req.max_tokens;
   if (!s.req.sync) KERN_RETURN_IF_ERROR(runner_.start_decode(last, s.pos));
   s.phase = Sequence::Phase::kDecode;

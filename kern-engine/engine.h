@@ -54,6 +54,10 @@ struct SequenceResult {
   bool stopped = false;        ///< ended on a stop id (else after max_tokens ids)
   uint64_t chunk = 0;          ///< prefill chunk actually used
   uint64_t prefill_chunks = 0; ///< prefill program runs
+  /// Prompt tokens whose KV came from the prefix cache (full 16-token pages
+  /// from position 0, mapped instead of prefilled); 0 on a miss or with the
+  /// cache off (docs/serving.md, "Prefix caching").
+  uint64_t cached_tokens = 0;
   double prefill_ms = 0;
   double decode_ms = 0;        ///< wall time from the first id taken to the last (covers decode_steps_timed)
   uint64_t decode_steps = 0;   ///< generated ids - 1
@@ -86,7 +90,9 @@ enum class Admission {
 /// KV cache pages (kKvBlockTokens tokens each) at one moment.
 struct KvPages {
   uint32_t total = 0;  ///< the pool: capacity / 16 (batched), ceil(capacity / 16) (one sequence)
-  uint32_t used = 0;   ///< reserved by unfinished sequences (prompt + max_tokens each)
+  uint32_t used = 0;   ///< reserved by unfinished sequences (prompt + max_tokens each; a shared page once)
+  uint32_t cached = 0; ///< holding a prefix cache key (held by a sequence or not; the rest of them count as free)
+  uint64_t evictions = 0;  ///< cached pages reused for other tokens since the engine started
 };
 
 /// What a step produced for one request.
@@ -97,6 +103,9 @@ struct TokenEvent {
   /// prefilled so far, of prefill_total (the prompt's n - 1 tokens).
   std::optional<uint64_t> prefilled;
   uint64_t prefill_total = 0;
+  /// Prompt tokens the request mapped from the prefix cache (the same in
+  /// each of its events once admitted; 0: a miss, or the cache off).
+  uint64_t cached_tokens = 0;
   std::optional<FinishReason> finished;  ///< set in the request's last event
   std::optional<Error> error;            ///< with FinishReason::kError
   /// With `finished` (not kAborted): the whole sequence's result.
@@ -155,10 +164,13 @@ class Engine {
 
   /// Runs up to `max_batch` sequences at once through the plan's
   /// decode_batch (continuous batching, batch_engine.h, docs/batching.md);
-  /// 1 (the default) runs one sequence at a time through decode. Call while
-  /// idle, before adding requests. Errors (kUsage): 0; above the plan's
-  /// max_batch; > 1 on a plan without decode_batch; not idle.
-  Status set_max_batch(uint64_t max_batch);
+  /// 1 (the default) runs one sequence at a time through decode.
+  /// `prefix_cache`: the batched mode (even at max_batch 1) with the prefix
+  /// cache on (docs/serving.md, "Prefix caching": a prompt's cached full
+  /// pages are mapped, not prefilled). Call while idle, before adding
+  /// requests. Errors (kUsage): 0; above the plan's max_batch; > 1 or the
+  /// prefix cache on a plan without decode_batch; not idle.
+  Status set_max_batch(uint64_t max_batch, bool prefix_cache = false);
   /// The batched mode, or null at max_batch 1 (tests read its pool and rows).
   const BatchEngine* batch_engine() const { return batch_.get(); }
 

@@ -69,17 +69,12 @@ Status check_request(const CausalLmContract& c, uint64_t capacity, const Request
     return usage("sampling (temperature " + num(r.sampling.temperature) +
                  ") needs a plan whose decode program samples; this one has no sampling inputs "
                  "(sample_temperature ...): regenerate its manifest with examples/gen_qwen3_manifest.py");
-  if (r.start_pos > 0 && r.speculative)
-    return usage("a continued sequence (start position " + std::to_string(r.start_pos) +
-                 ") cannot be speculative: the draft's context is not continued");
-  // [start_pos +] prompt + steps > capacity, without overflowing u64 (--steps 18446744073709551612).
+  // prompt + steps > capacity, without overflowing u64 (--steps 18446744073709551612).
   const uint64_t n = r.prompt_ids.size();
-  const uint64_t room = capacity > r.start_pos ? capacity - r.start_pos : 0;
-  if (r.max_tokens > room || n > room - r.max_tokens) {
-    const bool sum_fits = n <= UINT64_MAX - r.max_tokens && n + r.max_tokens <= UINT64_MAX - r.start_pos;
-    const std::string earlier = r.start_pos > 0 ? "earlier tokens (" + std::to_string(r.start_pos) + ") + " : "";
-    return usage(earlier + "prompt (" + std::to_string(n) + " tokens) + steps (" + std::to_string(r.max_tokens) + ")" +
-                 (sum_fits ? " = " + std::to_string(r.start_pos + n + r.max_tokens) + " tokens" : "") +
+  if (r.max_tokens > capacity || n > capacity - r.max_tokens) {
+    const bool sum_fits = n <= UINT64_MAX - r.max_tokens;
+    return usage("prompt (" + std::to_string(n) + " tokens) + steps (" + std::to_string(r.max_tokens) + ")" +
+                 (sum_fits ? " = " + std::to_string(n + r.max_tokens) + " tokens" : "") +
                  " exceeds the capacity " + std::to_string(capacity) + " tokens");
   }
   return {};

@@ -58,14 +58,6 @@ struct Request {
   bool speculative = false;
   /// How ids are picked (greedy by default).
   SamplingParams sampling{};
-  /// A continued sequence (a conversation's next turn, llama-cli's
-  /// behaviour): positions [0, start_pos) of the KV cache already hold this
-  /// sequence's earlier tokens, written by the previous request on the same
-  /// Model (its prompt and all but its last generated id), and prompt_ids
-  /// are fed from position start_pos, attending to them. 0: a new sequence.
-  /// Only the next request on the Model may continue one (the engine runs
-  /// one sequence at a time and does not keep pages apart for it).
-  uint64_t start_pos = 0;
 };
 
 /// Whether `id` is one of `stop_ids` (generation ends after producing it).
@@ -100,9 +92,8 @@ Status check_sampling(const SamplingParams& p);
 /// stop id outside [0, vocab) ("stop id 256 at index 0 is outside the
 /// vocabulary [0, 256)"); check_sampling's; sampling (temperature > 0) with
 /// a plan whose decode program does not sample (no sampling inputs), or
-/// with speculative decoding (which stays greedy); start_pos + prompt +
-/// max_tokens > capacity (names them, without wrapping u64); start_pos > 0
-/// with speculative (the draft's context is not continued).
+/// with speculative decoding (which stays greedy); prompt + max_tokens >
+/// capacity (names them, without wrapping u64).
 Status check_request(const CausalLmContract& c, uint64_t capacity, const Request& r);
 
 }  // namespace kern::engine

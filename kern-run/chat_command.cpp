@@ -116,8 +116,8 @@ Status check_options(const RunOptions& o) {
     return usage("--interactive reads its messages from stdin: give no --prompt, --prompt-file or --prompt-ids");
   if (o.json) return usage("--interactive streams text: --json is for single runs");
   if (!o.dumps.empty()) return usage("--interactive does not take --dump-buffer");
-  if (o.spec) return usage("--interactive does not run speculative decoding (--spec): a continued turn's draft "
-                           "context is not kept");
+  if (o.spec) return usage("--interactive does not run speculative decoding (--spec): the draft's context is not "
+                           "kept in the prefix cache");
   return {};
 }
 
@@ -140,6 +140,13 @@ Status run_chat(const RunOptions& o, int& exit_code) {
   if (!loaded.ok()) return with_weights_next_step(loaded.error(), o.plan_path, o.load.weights_path);
   auto model = std::move(loaded.value());
   engine::Engine engine(*model);
+  // The prefix cache keeps the conversation's pages between turns; it needs
+  // decode_batch and the asynchronous loop (the batched engine).
+  const bool prefix_cache = o.prefix_cache && !o.sync && model->batch() != nullptr;
+  KERN_RETURN_IF_ERROR(engine.set_max_batch(1, prefix_cache));
+  if (o.prefix_cache && !prefix_cache)
+    spdlog::info("chat: prefix cache off ({}): each turn prefills the whole conversation",
+                 o.sync ? "--sync runs one sequence without the batched engine" : "the plan has no decode_batch");
 
   ChatReplSettings settings;
   settings.system = o.system;

@@ -25,7 +25,8 @@ Result<ChatReplOutcome> run_chat_repl(engine::Engine& engine, const tok::Tokeniz
                                       const ChatReplSettings& settings, ChatReplIo& io) {
   ChatSession session(tokenizer, settings.system, settings.no_think, settings.end_ids);
   ChatReplOutcome outcome;
-  const uint64_t capacity = engine.model().capacity();
+  // The batched engine (the prefix cache) holds whole pages of the pool.
+  const uint64_t capacity = engine.max_sequence_tokens();
   auto note = [&io](const std::string& m) {
     if (io.note) io.note(m);
   };
@@ -50,8 +51,9 @@ Result<ChatReplOutcome> run_chat_repl(engine::Engine& engine, const tok::Tokeniz
     }
     engine::Request r;
     r.id = next_id++;
-    r.prompt_ids = turn->ids;
-    r.start_pos = turn->start_pos;
+    // The whole conversation: the engine's prefix cache (when on) maps the
+    // full pages of what earlier turns left, and prefills the rest.
+    r.prompt_ids = turn->conversation;
     r.max_tokens = std::min<uint64_t>(settings.steps, room - turn->ids.size());
     r.stop_ids = settings.stop_ids;
     r.chunk = settings.chunk;
@@ -61,12 +63,14 @@ Result<ChatReplOutcome> run_chat_repl(engine::Engine& engine, const tok::Tokeniz
     StreamPrinter printer(&tokenizer, settings.stop_ids, io.out, nullptr,
                           [&note](const std::string& w) { note("warning: " + w); });
     std::vector<int64_t> reply;
+    uint64_t cached = 0;
     bool aborted = false, finished = false, stopped = false;
     Status failure;
     while (!finished) {
       KERN_ASSIGN_OR_RETURN(auto events, engine.step());
       for (const engine::TokenEvent& ev : events) {
         if (ev.id != r.id) continue;
+        cached = ev.cached_tokens;
         for (int64_t id : ev.ids) {
           reply.push_back(id);
           printer.on_token(id);
@@ -93,6 +97,7 @@ Result<ChatReplOutcome> run_chat_repl(engine::Engine& engine, const tok::Tokeniz
     KERN_RETURN_IF_ERROR(printer.status());
     ++outcome.replies;
     outcome.reply_tokens.push_back(reply.size());
+    outcome.prompt_cached_tokens.push_back(cached);
     session.add_reply(*turn, reply);
     if (aborted) {
       ++outcome.interrupted;

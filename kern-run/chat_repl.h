@@ -1,7 +1,9 @@
 // The conversation loop of kern-run --chat --interactive (llama-cli's
 // conversation mode) on the engine: read a user message, stream the reply,
-// keep the conversation in the KV cache (chat_session.h), until the input
-// ends or "/exit". Terminal handling (the prompt, stdin, Ctrl-C) is the
+// keep the conversation (chat_session.h), until the input ends or "/exit".
+// Each turn's request is the whole conversation; an engine with the prefix
+// cache on (Engine::set_max_batch(1, true), kern-run's default) maps what
+// earlier turns left in the KV pool and prefills only the rest. Terminal handling (the prompt, stdin, Ctrl-C) is the
 // caller's, behind ChatReplIo, so the loop runs in tests on a model without
 // a terminal.
 //
@@ -65,6 +67,8 @@ struct ChatReplOutcome {
   uint64_t interrupted = 0;  ///< replies stopped by an interrupt
   uint64_t cached_tokens = 0;  ///< tokens in the conversation at the end
   std::vector<uint64_t> reply_tokens;  ///< ids generated per reply, in order (an end id included)
+  /// Per reply: the conversation's tokens the engine's prefix cache mapped (0 with the cache off).
+  std::vector<uint64_t> prompt_cached_tokens;
 };
 
 /// Runs the conversation on `engine` (idle; its Model's capacity bounds

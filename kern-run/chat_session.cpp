@@ -26,6 +26,8 @@ Result<ChatTurn> ChatSession::next_turn(const std::string& text) const {
   turn.start_pos = cached_;
   if (pending_) turn.ids.push_back(*pending_);
   turn.ids.insert(turn.ids.end(), encoded.begin(), encoded.end());
+  turn.conversation = history_;
+  turn.conversation.insert(turn.conversation.end(), turn.ids.begin(), turn.ids.end());
   return turn;
 }
 
@@ -38,6 +40,8 @@ void ChatSession::add_reply(const ChatTurn& turn, const std::vector<int64_t>& re
   // The turn's ids are in the KV cache (the last one through decode); so
   // are the reply's ids but the last one.
   cached_ = turn.start_pos + turn.ids.size() + reply.size() - 1;
+  history_ = turn.conversation;
+  history_.insert(history_.end(), reply.begin(), reply.end() - 1);
   pending_.reset();
   if (!engine::is_stop_id(end_ids_, reply.back())) pending_ = reply.back();
 }

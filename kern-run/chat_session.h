@@ -28,8 +28,12 @@ namespace kern::run {
 
 /// The ids one user turn adds, and where they go.
 struct ChatTurn {
-  std::vector<int64_t> ids;  ///< fed from start_pos (the engine's prompt_ids)
-  uint64_t start_pos = 0;    ///< tokens already in the KV cache (Request::start_pos)
+  std::vector<int64_t> ids;  ///< the turn's new ids, after start_pos tokens of the conversation
+  uint64_t start_pos = 0;    ///< tokens of the conversation before them
+  /// The whole conversation's ids for this turn's request (the engine's
+  /// prompt_ids from position 0): start_pos earlier ones, then `ids`. The
+  /// engine's prefix cache maps the earlier ones' full pages.
+  std::vector<int64_t> conversation;
 };
 
 class ChatSession {
@@ -54,7 +58,7 @@ class ChatSession {
   /// conversation as it was: that turn is forgotten.
   void add_reply(const ChatTurn& turn, const std::vector<int64_t>& reply);
 
-  /// Tokens in the KV cache (the next turn's start_pos).
+  /// Tokens of the conversation before the next turn's new ids (its start_pos).
   uint64_t cached_tokens() const { return cached_; }
   /// User turns recorded so far.
   uint64_t turns() const { return turns_; }
@@ -66,6 +70,7 @@ class ChatSession {
   std::vector<int64_t> end_ids_;
   uint64_t cached_ = 0;
   uint64_t turns_ = 0;
+  std::vector<int64_t> history_;    ///< the conversation's ids up to cached_ (fed and generated)
   std::optional<int64_t> pending_;  ///< the last reply id, not yet in the KV cache (none after an end id)
   bool open_reply_ = false;         ///< a reply was generated and needs closing
 };

@@ -79,7 +79,7 @@ Result<std::string> render_qwen3_messages(const std::vector<ChatMessage>& messag
       out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
     } else if (m.role == "assistant") {
       Split s = split_think(m);
-      if (i > last_query && (last || !s.reasoning.empty()))
+      if (options.stable_history || (i > last_query && (last || !s.reasoning.empty())))
         out += "<|im_start|>assistant\n<think>\n" + strip_nl(s.reasoning) + "\n</think>\n\n" + lstrip_nl(s.content);
       else
         out += "<|im_start|>assistant\n" + s.content;

@@ -33,6 +33,14 @@ struct ChatTemplateOptions {
   /// false: after the generation prompt, the empty think block
   /// "<think>\n\n</think>\n\n" (the template's enable_thinking=False).
   bool enable_thinking = true;
+  /// true: every assistant turn keeps its think block (empty when it has no
+  /// reasoning), as the template renders the turns after the last query, so
+  /// a resent conversation renders each earlier reply as its generation
+  /// prompt and reply were: the history is a prefix of the next prompt and
+  /// hits the prefix cache (kern-run serve; docs/serving.md "Prefix
+  /// caching"). false: the template's own rule (earlier assistant turns
+  /// lose their reasoning and think block).
+  bool stable_history = false;
 };
 
 /// The templated text of `messages`, as apply_chat_template(messages,

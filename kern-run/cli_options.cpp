@@ -174,6 +174,10 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
                                   "with --requests: sequences decoded at once (default: the plan's max_batch)",
                                   {.min = 1});
   batch->needs(requests);
+  bool no_prefix_cache = false;
+  auto* no_cache = app.add_flag("--no-prefix-cache", no_prefix_cache,
+                                "with --requests or --chat -i: prefill every prompt whole instead of mapping the "
+                                "KV pages cached for its prefix (docs/serving.md, \"Prefix caching\")");
   requests->excludes(ids)->excludes(text)->excludes(file)->excludes(chat);
   for (const char* name : {"--spec", "--sync", "--json", "--dump-buffer", "--stop-ids", "--temperature", "--top-k",
                            "--top-p", "--min-p", "--seed"})
@@ -184,10 +188,13 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
     return {std::nullopt, parse_error_exit(app, e)};
   }
   if (batch->count() > 0) o.max_batch = max_batch;
+  o.prefix_cache = !no_prefix_cache;
   auto usage = [](const std::string& message) {
     print_error(message);
     return ParsedCommandLine{std::nullopt, 2};
   };
+  if (no_cache->count() > 0 && requests->count() == 0 && !o.interactive)
+    return usage("--no-prefix-cache applies to --requests and --chat -i (a single prompt never hits the cache)");
   if (Status s = load.finish(o.plan_path, &o.tokenizer_path); !s.ok()) return usage(s.error().message);
   if (requests->count() > 0) {
     if (cap->count() > 0) o.capacity = capacity;

@@ -53,6 +53,9 @@ struct RunOptions {
   bool interactive = false;  ///< -i/--interactive with --chat: a conversation on stdin (chat_command.h)
   std::string requests_path;  ///< --requests FILE.jsonl ("-": stdin): many requests, batched (run_requests.h)
   std::optional<uint64_t> max_batch;  ///< --max-batch: sequences at once (default: the plan's max_batch)
+  /// false (--no-prefix-cache): with --requests and --chat -i, prefill every
+  /// prompt whole instead of mapping its cached prefix (docs/serving.md).
+  bool prefix_cache = true;
 };
 
 /// The files of a model folder written by examples/convert_hf.py.

@@ -225,6 +225,9 @@ std::string render_json(const engine::SequenceResult& r, const ReportContext& ct
   w.StartArray();
   for (int64_t id : *ctx.prompt_ids) w.Int64(id);
   w.EndArray();
+  // Prompt tokens mapped from the prefix cache (0 for a single prompt: the
+  // cache lives in one process; docs/serving.md "Prefix caching").
+  write_u64(w, "cached_tokens", r.cached_tokens);
   if (ctx.text != nullptr) {
     w.Key("text");
     w.String(ctx.text->data(), static_cast<rapidjson::SizeType>(ctx.text->size()));

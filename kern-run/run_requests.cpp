@@ -34,6 +34,7 @@ struct Job {
   RequestLine line;
   engine::Request req;
   std::vector<int64_t> ids;
+  uint64_t cached_tokens = 0;  ///< prompt tokens mapped from the prefix cache
   std::string text;
   std::optional<engine::FinishReason> finished;
   std::string error;
@@ -61,6 +62,8 @@ std::string render_result(const Job& j, size_t index, engine::Clock::time_point 
   w.Uint(j.line.line);
   w.Key("prompt_tokens");
   w.Uint64(j.req.prompt_ids.size());
+  w.Key("cached_tokens");
+  w.Uint64(j.cached_tokens);
   w.Key("ids");
   w.StartArray();
   for (int64_t id : j.ids) w.Int64(id);
@@ -197,15 +200,18 @@ Status run(const RunOptions& o, bool& any_failed) {
   if (!loaded.ok()) return with_weights_next_step(loaded.error(), o.plan_path, o.load.weights_path);
   auto model = std::move(loaded.value());
   engine::Engine engine(*model);
-  KERN_RETURN_IF_ERROR(engine.set_max_batch(max_batch), "--max-batch");
+  // The prefix cache needs the batched program (its pages go through block tables).
+  const bool prefix_cache = o.prefix_cache && model->batch() != nullptr;
+  KERN_RETURN_IF_ERROR(engine.set_max_batch(max_batch, prefix_cache), "--max-batch");
   // The memory report's line for the KV pool (docs/batching.md).
   const uint64_t pool_pages = model->capacity() / engine::kKvBlockTokens;
   const auto& mem = model->executable().memory().bytes;
+  const char* cache_note = prefix_cache ? "on" : o.prefix_cache ? "off (the plan has no decode_batch)" : "off";
   std::fprintf(stderr, "kv pool: %llu pages of %llu tokens (capacity %llu tokens, states %.1f MB) for up to %llu "
-               "sequences at once; %zu requests\n",
+               "sequences at once, prefix cache %s; %zu requests\n",
                static_cast<unsigned long long>(pool_pages), static_cast<unsigned long long>(engine::kKvBlockTokens),
                static_cast<unsigned long long>(model->capacity()), static_cast<double>(mem.states.value_or(0)) / 1e6,
-               static_cast<unsigned long long>(max_batch), jobs.size());
+               static_cast<unsigned long long>(max_batch), cache_note, jobs.size());
   for (Job& j : jobs) KERN_RETURN_IF_ERROR(engine.add_request(j.req), "request at line " + std::to_string(j.line.line));
 
   const auto t0 = engine::Clock::now();
@@ -217,6 +223,7 @@ Status run(const RunOptions& o, bool& any_failed) {
     for (const engine::TokenEvent& ev : events) {
       Job& j = jobs[ev.id];
       if (j.finished) continue;  // ended by a stop string: its abort event
+      j.cached_tokens = ev.cached_tokens;
       if (!ev.ids.empty()) {
         if (j.ids.empty()) j.t_first = now;
         j.t_last = now;

@@ -35,6 +35,11 @@ void usage(Writer& w, const Usage& u) {
   w.Uint64(u.completion_tokens);
   w.Key("total_tokens");
   w.Uint64(u.prompt_tokens + u.completion_tokens);
+  w.Key("prompt_tokens_details");
+  w.StartObject();
+  w.Key("cached_tokens");
+  w.Uint64(u.cached_tokens);
+  w.EndObject();
   w.EndObject();
 }
 

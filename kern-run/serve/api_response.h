@@ -16,6 +16,9 @@ namespace kern::run::serve {
 struct Usage {
   uint64_t prompt_tokens = 0;
   uint64_t completion_tokens = 0;
+  /// Prompt tokens mapped from the prefix cache (OpenAI's
+  /// usage.prompt_tokens_details.cached_tokens; 0 on a miss).
+  uint64_t cached_tokens = 0;
 };
 
 /// What every object of one response shares.

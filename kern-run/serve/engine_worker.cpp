@@ -66,7 +66,9 @@ void EngineWorker::run(Loader loader, std::function<void(const Error&)> on_failu
   }
   {
     engine::Engine engine(**model);
-    if (Status s = engine.set_max_batch(config_.max_batch); !s.ok()) {
+    // The prefix cache needs decode_batch (its pages go through block tables).
+    const bool prefix_cache = config_.prefix_cache && (*model)->batch() != nullptr;
+    if (Status s = engine.set_max_batch(config_.max_batch, prefix_cache); !s.ok()) {
       state_ = State::kFailed;
       if (on_failure) on_failure(s.error().with_context("--max-batch"));
       return;
@@ -75,6 +77,7 @@ void EngineWorker::run(Loader loader, std::function<void(const Error&)> on_failu
     limits_.vocab = (*model)->contract().vocab;
     limits_.device = (*model)->device_name();
     limits_.max_batch = config_.max_batch;
+    limits_.prefix_cache = prefix_cache;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       kv_ = engine.kv_pages();
@@ -133,6 +136,8 @@ EngineGauges EngineWorker::gauges() const {
   g.batch_size = batch_size_;
   g.kv_pages_total = kv_.total;
   g.kv_pages_used = kv_.used;
+  g.kv_pages_cached = kv_.cached;
+  g.prefix_cache_evictions = kv_.evictions;
   return g;
 }
 

@@ -58,6 +58,7 @@ struct ModelLimits {
   uint64_t vocab = 0;     ///< valid ids are [0, vocab)
   std::string device;
   uint64_t max_batch = 1; ///< sequences decoded at once
+  bool prefix_cache = false;  ///< the prefix cache is on
 };
 
 class EngineWorker {
@@ -71,6 +72,9 @@ class EngineWorker {
     /// Test hook: the first admission waits until this many requests are
     /// queued (0: none), so a test knows they overlap.
     size_t gather{0};
+    /// Map cached prompt prefixes (docs/serving.md "Prefix caching"); off
+    /// where the plan has no decode_batch.
+    bool prefix_cache = true;
   };
   using Loader = std::function<Result<std::unique_ptr<engine::Model>>()>;
   enum class State { kLoading, kReady, kFailed, kStopped };

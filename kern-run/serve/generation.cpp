@@ -60,9 +60,11 @@ class GenerationReader {
       return st;
     }
     const auto now = Clock::now();
+    cached_tokens_ = std::max(cached_tokens_, ev->cached_tokens);
     if (!ev->ids.empty()) {
       for (size_t i = 0; i < ev->ids.size(); ++i) {
         ++completion_tokens_;
+        reply_ids_.push_back(ev->ids[i]);
         if (completion_tokens_ == 1) {
           t_first_ = now;
           ctx_.metrics.observe_ttft(seconds(now - arrival_));
@@ -115,18 +117,22 @@ class GenerationReader {
   }
 
   const TextOutput& text() const { return text_; }
-  Usage usage() const { return {job_->request().prompt_ids.size(), completion_tokens_}; }
+  Usage usage() const { return {job_->request().prompt_ids.size(), completion_tokens_, cached_tokens_}; }
+  /// Called once when the reply ends with finish reason stop or length, with
+  /// its text and ids (the chat endpoint remembers the turn: PromptMemo).
+  void on_complete(std::function<void(const TextOutput&, const std::vector<int64_t>&)> f) { on_complete_ = std::move(f); }
 
  private:
   Step& finish(Step& st, const std::string& reason) {
     st.done = true;
     st.finish_reason = reason;
     done_ = true;
-    ctx_.metrics.add_tokens(job_->request().prompt_ids.size(), completion_tokens_);
+    if (on_complete_ && (reason == "stop" || reason == "length") && !st.error) on_complete_(text_, reply_ids_);
+    ctx_.metrics.add_tokens(job_->request().prompt_ids.size(), completion_tokens_, cached_tokens_);
     const double decode_s = completion_tokens_ > 1 ? seconds(t_last_ - t_first_) : 0.0;
     const double ttft_ms = completion_tokens_ > 0 ? seconds(t_first_ - arrival_) * 1e3 : 0.0;
-    spdlog::info("{}: prompt {} tokens, generated {} tokens, ttft {:.1f} ms, {:.1f} tok/s, finish {}", label_,
-                 job_->request().prompt_ids.size(), completion_tokens_, ttft_ms,
+    spdlog::info("{}: prompt {} tokens ({} cached), generated {} tokens, ttft {:.1f} ms, {:.1f} tok/s, finish {}",
+                 label_, job_->request().prompt_ids.size(), cached_tokens_, completion_tokens_, ttft_ms,
                  decode_s > 0 ? (completion_tokens_ - 1) / decode_s : 0.0, reason);
     return st;
   }
@@ -137,6 +143,9 @@ class GenerationReader {
   Clock::time_point arrival_, t_first_, t_last_;
   std::string label_;
   uint64_t completion_tokens_ = 0;
+  uint64_t cached_tokens_ = 0;  ///< prompt tokens the engine mapped from the prefix cache
+  std::vector<int64_t> reply_ids_;
+  std::function<void(const TextOutput&, const std::vector<int64_t>&)> on_complete_;
   bool done_ = false;
 };
 
@@ -192,17 +201,27 @@ ApiError context_exceeded(uint64_t capacity, uint64_t prompt, std::optional<uint
   return bad_request(m, max_tokens ? "max_tokens" : "messages", "context_length_exceeded");
 }
 
-/// The prompt's ids: the templated chat, the text prompt, or the given ids.
-/// A text that cannot fit `capacity` tokens by its length alone is refused
-/// before it is tokenized.
-std::optional<ApiError> prompt_ids(const GenParams& p, const tok::Tokenizer& tok, uint64_t vocab, uint64_t capacity,
-                                   size_t max_token_bytes, std::vector<int64_t>& ids) {
+/// The template's options for a chat request: earlier replies keep their
+/// think block (stable_history), so a resent conversation renders its
+/// history as it was generated (docs/serving.md "Prefix caching").
+ChatTemplateOptions chat_options(const GenParams& p) {
+  ChatTemplateOptions o = p.chat;
+  o.stable_history = true;
+  return o;
+}
+
+/// The prompt's ids: the templated chat (`text`: its rendering; the ids of
+/// the longest conversation prefix `memo` remembers, then the encoding of
+/// the rest), the text prompt, or the given ids. A text that cannot fit
+/// `capacity` tokens by its length alone is refused before it is tokenized.
+std::optional<ApiError> prompt_ids(const GenParams& p, const tok::Tokenizer& tok, const PromptMemo& memo,
+                                   uint64_t vocab, uint64_t capacity, size_t max_token_bytes,
+                                   std::vector<int64_t>& ids, std::string& text) {
   const char* param = p.endpoint == Endpoint::kChat ? "messages" : "prompt";
-  std::string text;
   if (p.endpoint == Endpoint::kChat) {
     if (Status chat = check_chat_tokens(tok, "/v1/chat/completions"); !chat.ok())
       return bad_request(chat.error().message, param);
-    auto rendered = render_qwen3_messages(p.messages, p.chat);
+    auto rendered = render_qwen3_messages(p.messages, chat_options(p));
     if (!rendered.ok()) return bad_request(rendered.error().message, param);
     text = std::move(*rendered);
   } else if (p.prompt_text) {
@@ -222,9 +241,12 @@ std::optional<ApiError> prompt_ids(const GenParams& p, const tok::Tokenizer& tok
     e.message += " (its " + std::to_string(text.size()) + " bytes cannot be fewer tokens; refused before tokenizing)";
     return e;
   }
-  auto enc = tok.encode(text);
+  std::optional<PromptMemo::Hit> hit;
+  if (p.endpoint == Endpoint::kChat) hit = memo.longest_prefix(text);
+  auto enc = tok.encode(hit ? std::string_view(text).substr(hit->bytes) : std::string_view(text));
   if (!enc.ok()) return bad_request(enc.error().message, param);
-  ids.assign(enc->begin(), enc->end());
+  if (hit) ids = std::move(hit->ids);
+  ids.insert(ids.end(), enc->begin(), enc->end());
   if (ids.empty()) return bad_request("the prompt is empty", param);
   return std::nullopt;
 }
@@ -303,6 +325,38 @@ HttpResponse error_response(const ApiError& e) {
 
 void reply_error(HttpExchange& ex, const ApiError& e) { ex.respond(error_response(e)); }
 
+namespace {
+
+/// Remembers a finished chat turn in ctx.memo: the conversation with the
+/// reply rendered as the next request will render it, when that text is the
+/// prompt's text `rendered` plus the reply's ids' text and the template's
+/// "<|im_end|>\n" (a stop string cut the text, or a reasoning block the
+/// template formats otherwise: nothing is remembered).
+void remember_turn(ServerContext& ctx, const tok::Tokenizer& tok, const GenParams& p, const std::string& rendered,
+                   const std::vector<int64_t>& prompt, const TextOutput& out, const std::vector<int64_t>& reply) {
+  std::vector<int64_t> gen = reply;
+  if (!gen.empty() && engine::is_stop_id(ctx.end_ids, gen.back())) gen.pop_back();
+  std::vector<ChatMessage> messages = p.messages;
+  std::optional<std::string> reasoning;
+  if (p.chat.enable_thinking) reasoning = out.reasoning();
+  messages.push_back({"assistant", out.content(), reasoning});
+  ChatTemplateOptions o = chat_options(p);
+  o.add_generation_prompt = false;
+  auto full = render_qwen3_messages(messages, o);
+  if (!full.ok() || full->compare(0, rendered.size(), rendered) != 0) return;
+  const std::string close = "<|im_end|>\n";
+  const std::vector<int32_t> gen32(gen.begin(), gen.end());
+  if (full->compare(rendered.size(), std::string::npos, tok.decode(gen32) + close) != 0) return;
+  auto closing = tok.encode(close);
+  if (!closing.ok()) return;
+  std::vector<int64_t> ids = prompt;
+  ids.insert(ids.end(), gen.begin(), gen.end());
+  ids.insert(ids.end(), closing->begin(), closing->end());
+  ctx.memo.remember(std::move(*full), std::move(ids));
+}
+
+}  // namespace
+
 void handle_generation(ServerContext& ctx, HttpExchange& ex, bool chat) {
   const auto arrival = Clock::now();
   auto fail = [&](const ApiError& e) {
@@ -325,7 +379,9 @@ void handle_generation(ServerContext& ctx, HttpExchange& ex, bool chat) {
   const tok::Tokenizer& tok = *ctx.tokenizer;
   const ModelLimits& lim = ctx.worker.limits();
   std::vector<int64_t> ids;
-  if (auto e = prompt_ids(p, tok, lim.vocab, lim.capacity, ctx.max_token_bytes, ids)) return fail(*e);
+  std::string rendered;
+  if (auto e = prompt_ids(p, tok, ctx.memo, lim.vocab, lim.capacity, ctx.max_token_bytes, ids, rendered))
+    return fail(*e);
   for (size_t i = 0; i < p.stop_token_ids.size(); ++i)
     if (p.stop_token_ids[i] < 0 || static_cast<uint64_t>(p.stop_token_ids[i]) >= lim.vocab)
       return fail(bad_request("'stop_token_ids[" + std::to_string(i) + "]' is " +
@@ -364,6 +420,9 @@ void handle_generation(ServerContext& ctx, HttpExchange& ex, bool chat) {
                     static_cast<int64_t>(std::time(nullptr)), ctx.options.served_model_name};
   GenerationReader reader(ctx, job, std::move(text), arrival,
                           meta.id + " (request " + std::to_string(job->request().id) + ")");
+  if (chat) reader.on_complete([&ctx, &tok, &p, &rendered, job](const TextOutput& out, const std::vector<int64_t>& reply) {
+    remember_turn(ctx, tok, p, rendered, job->request().prompt_ids, out, reply);
+  });
   const auto deadline = arrival + std::chrono::duration_cast<Clock::duration>(
                                       std::chrono::duration<double>(ctx.options.request_timeout_s));
   auto timed_out = [&] {

@@ -1,6 +1,7 @@
 // Prometheus text for kern-run serve (metrics.h).
 #include "kern-run/serve/metrics.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace kern::run::serve {
@@ -64,9 +65,10 @@ void Metrics::count_request(int status) {
   ++requests_[status];
 }
 
-void Metrics::add_tokens(uint64_t prompt, uint64_t generated) {
+void Metrics::add_tokens(uint64_t prompt, uint64_t generated, uint64_t cached) {
   std::lock_guard<std::mutex> lock(mutex_);
   prompt_tokens_ += prompt;
+  cached_prompt_tokens_ += std::min(cached, prompt);
   generated_tokens_ += generated;
 }
 
@@ -93,6 +95,12 @@ std::string Metrics::render(const EngineGauges& g) const {
     out += "kern_requests_total{status=\"" + std::to_string(status) + "\"} " + std::to_string(n) + "\n";
   header(out, "kern_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.");
   out += "kern_prompt_tokens_total " + std::to_string(prompt_tokens_) + "\n";
+  header(out, "kern_prompt_tokens_cached_total", "counter",
+         "Prompt tokens mapped from the prefix cache (hits): not prefilled.");
+  out += "kern_prompt_tokens_cached_total " + std::to_string(cached_prompt_tokens_) + "\n";
+  header(out, "kern_prompt_tokens_computed_total", "counter",
+         "Prompt tokens computed (misses): prefilled, or the last one through decode.");
+  out += "kern_prompt_tokens_computed_total " + std::to_string(prompt_tokens_ - cached_prompt_tokens_) + "\n";
   header(out, "kern_generation_tokens_total", "counter", "Tokens generated.");
   out += "kern_generation_tokens_total " + std::to_string(generated_tokens_) + "\n";
   header(out, "kern_time_to_first_token_seconds", "histogram", "Time from arrival to the first generated token.");
@@ -101,8 +109,17 @@ std::string Metrics::render(const EngineGauges& g) const {
   itl_.render("kern_inter_token_latency_seconds", out);
   gauge(out, "kern_requests_running", "Requests admitted by the engine at its last step, not finished.", g.running);
   gauge(out, "kern_requests_waiting", "Requests queued before the engine or handed to it for its next step.", g.waiting);
-  gauge(out, "kern_kv_pages_used", "KV cache pages reserved by unfinished sequences (prompt + max_tokens each).", g.kv_pages_used);
-  gauge(out, "kern_kv_pages_free", "KV cache pages free.", g.kv_pages_total - g.kv_pages_used);
+  gauge(out, "kern_kv_pages_used",
+        "KV cache pages reserved by unfinished sequences (prompt + max_tokens each; a shared page once).",
+        g.kv_pages_used);
+  gauge(out, "kern_kv_pages_free", "KV cache pages free, cached pages no sequence holds included.",
+        g.kv_pages_total - g.kv_pages_used);
+  gauge(out, "kern_kv_pages_cached",
+        "KV cache pages holding a prefix cache entry (held by a sequence or not: the unheld ones count as free).",
+        g.kv_pages_cached);
+  header(out, "kern_prefix_cache_evictions_total", "counter",
+         "Cached KV pages taken for other tokens when the pool needed them (least recently used first).");
+  out += "kern_prefix_cache_evictions_total " + std::to_string(g.prefix_cache_evictions) + "\n";
   header(out, "kern_decode_batch_rows", "histogram",
          "Sequences per decode step (batch occupancy: _sum / _count is the mean rows per step).");
   decode_rows_.render("kern_decode_batch_rows", out);

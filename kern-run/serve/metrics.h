@@ -39,6 +39,8 @@ struct EngineGauges {
   uint64_t waiting = 0;
   uint64_t kv_pages_used = 0;  ///< KV cache pages holding tokens of unfinished sequences
   uint64_t kv_pages_total = 0; ///< the pages of the loaded capacity
+  uint64_t kv_pages_cached = 0;  ///< pages keyed in the prefix cache (held or not; unheld ones count as free)
+  uint64_t prefix_cache_evictions = 0;  ///< cached pages reused for other tokens since the start
   uint64_t batch_size = 0;     ///< rows of the last decode step (0 when nothing runs)
   uint64_t max_batch = 0;
 };
@@ -54,7 +56,9 @@ class Metrics {
   explicit Metrics(uint64_t max_batch = 1);
   /// One finished HTTP request on a generation endpoint with `status`.
   void count_request(int status);
-  void add_tokens(uint64_t prompt, uint64_t generated);
+  /// A finished request's prompt tokens (`cached` of them mapped from the
+  /// prefix cache, the rest computed) and generated tokens.
+  void add_tokens(uint64_t prompt, uint64_t generated, uint64_t cached = 0);
   void observe_ttft(double seconds);
   void observe_itl(double seconds);
   /// One decode step that gave ids to `rows` sequences (the engine worker).
@@ -65,7 +69,7 @@ class Metrics {
  private:
   mutable std::mutex mutex_;
   std::map<int, uint64_t> requests_;  ///< by HTTP status
-  uint64_t prompt_tokens_ = 0, generated_tokens_ = 0;
+  uint64_t prompt_tokens_ = 0, generated_tokens_ = 0, cached_prompt_tokens_ = 0;
   Histogram ttft_, itl_, decode_rows_;
 };
 

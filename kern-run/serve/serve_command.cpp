@@ -66,8 +66,8 @@ int run_serve(int argc, char** argv) {
 
   Metrics metrics(max_batch);
   EngineWorker worker({max_batch, o.max_queue, &metrics, milliseconds(o.test_load_delay_ms),
-                       milliseconds(o.test_step_delay_ms), static_cast<size_t>(o.test_gather)});
-  ServerContext ctx{o, worker, metrics, nullptr, {}, 0, {}, {}, false};
+                       milliseconds(o.test_step_delay_ms), static_cast<size_t>(o.test_gather), o.prefix_cache});
+  ServerContext ctx{o, worker, metrics, nullptr, {}, 0, {}, {}, false, {}};
 
   HttpLimits limits;
   limits.max_body_bytes = o.max_body_bytes;
@@ -99,8 +99,9 @@ int run_serve(int argc, char** argv) {
         ctx.tokenizer = std::make_shared<const tok::Tokenizer>(std::move(*tok));
         const uint64_t capacity = o.capacity.value_or(engine::default_capacity(plan->contract));
         KERN_ASSIGN_OR_RETURN(auto model, load_model(std::move(*plan), o.load, capacity, nullptr));
-        spdlog::info("ready: model '{}' on {}, capacity {} tokens, max batch {}, max queue {}", o.served_model_name,
-                     model->device_name(), model->capacity(), max_batch, o.max_queue);
+        spdlog::info("ready: model '{}' on {}, capacity {} tokens, max batch {}, max queue {}, prefix cache {}",
+                     o.served_model_name, model->device_name(), model->capacity(), max_batch, o.max_queue,
+                     !o.prefix_cache ? "off" : model->batch() != nullptr ? "on" : "off (the plan has no decode_batch)");
         return model;
       },
       [&](const Error& e) {

@@ -42,6 +42,10 @@ ParsedServe parse_serve_command_line(int argc, char** argv) {
                     "sequences decoded at once: requests join and leave the running batch (default: the plan's "
                     "max_batch; 1 for a plan without the batched program decode_batch, e.g. a speculative plan)",
                     {.min = 1, .max = 4096});
+  bool no_prefix_cache = false;
+  app.add_flag("--no-prefix-cache", no_prefix_cache,
+               "prefill every prompt whole instead of mapping the KV pages cached for its prefix (docs/serving.md, "
+               "\"Prefix caching\")");
   add_number_option(app, "--max-queue", o.max_queue, "requests that may wait for the engine; more get 429",
                     {.min = 1, .max = 65536})
       ->capture_default_str();
@@ -90,6 +94,7 @@ ParsedServe parse_serve_command_line(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return {std::nullopt, parse_error_exit(app, e)};
   }
+  o.prefix_cache = !no_prefix_cache;
   if (Status s = load.finish(o.plan_path, &o.tokenizer_path); !s.ok()) return {std::nullopt, fail(s.error())};
   if (o.tokenizer_path.empty())
     return {std::nullopt, fail(make_error(ErrorKind::kUsage, "serve needs --tokenizer (or a model folder with "

@@ -50,6 +50,7 @@ struct ServeOptions {
   // first batch gathered before it starts.
   uint64_t test_load_delay_ms = 0;  ///< $KERN_SERVE_TEST_LOAD_DELAY_MS
   uint64_t test_step_delay_ms = 0;  ///< $KERN_SERVE_TEST_STEP_DELAY_MS
+  bool prefix_cache = true;         ///< false: --no-prefix-cache (docs/serving.md "Prefix caching")
   uint64_t test_gather = 0;         ///< $KERN_SERVE_TEST_GATHER (requests)
 };
 

@@ -13,6 +13,7 @@
 #include "kern-run/serve/engine_worker.h"
 #include "kern-run/serve/http_server.h"
 #include "kern-run/serve/metrics.h"
+#include "kern-run/serve/prompt_memo.h"
 #include "kern-run/serve/serve_options.h"
 #include "kern-run/tokenizer/tokenizer.h"
 
@@ -35,6 +36,8 @@ struct ServerContext {
   std::mutex logged_mutex;
   std::set<std::string> logged_fields;
   bool logged_fields_full = false;
+  /// Finished chat turns' ids by their rendered text (prompt_memo.h).
+  PromptMemo memo;
 };
 
 /// POST /v1/chat/completions (`chat`) or /v1/completions: parse, template,

@@ -103,8 +103,8 @@ TEST_CASE("kern-run --chat -i refuses what a conversation cannot take", "[run][c
        "--prompt-ids\n"},
       {chat_args("-i --json"), "kern-run: error: --interactive streams text: --json is for single runs\n"},
       {chat_args("-i --spec"),
-       "kern-run: error: --interactive does not run speculative decoding (--spec): a continued turn's draft context "
-       "is not kept\n"},
+       "kern-run: error: --interactive does not run speculative decoding (--spec): the draft's context is not kept "
+       "in the prefix cache\n"},
       {env_path("KERN_TEXTVOCAB_PLAN") + " --weights " + env_path("KERN_TEXTVOCAB_WEIGHTS") + " --chat -i",
        "kern-run: error: --interactive needs --tokenizer tokenizer.json (messages are text)\n"},
   };

@@ -38,6 +38,34 @@ TEST_CASE("the multi-turn template drops an earlier assistant turn's think conte
         "<|im_start|>user\nc<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// Issue 39: with stable_history every earlier reply renders as its
+// generation prompt and reply were, so the conversation resent with one more
+// turn starts with the text the model generated from.
+TEST_CASE("stable_history keeps each earlier reply's think block: the history is a prefix of the next prompt",
+          "[run][chat][prefix]") {
+  for (const bool thinking : {false, true}) {
+    INFO("enable_thinking " << thinking);
+    run::ChatTemplateOptions o;
+    o.enable_thinking = thinking;
+    o.stable_history = true;
+    std::vector<run::ChatMessage> m = {{"user", "Hi", std::nullopt}};
+    auto first = run::render_qwen3_messages(m, o);
+    REQUIRE(first.ok());
+    // What the model generated after the generation prompt, and what a client sends back.
+    const std::string generated = thinking ? "<think>\nSay hello.\n</think>\n\nHello!" : "Hello!";
+    m.push_back({"assistant", "Hello!", thinking ? std::optional<std::string>("Say hello.") : std::nullopt});
+    m.push_back({"user", "Again", std::nullopt});
+    auto second = run::render_qwen3_messages(m, o);
+    REQUIRE(second.ok());
+    CHECK(second->rfind(*first + generated + "<|im_end|>\n<|im_start|>user\nAgain<|im_end|>\n", 0) == 0);
+    // The template's own rule drops the earlier reply's think block: not a prefix.
+    o.stable_history = false;
+    auto own = run::render_qwen3_messages(m, o);
+    REQUIRE(own.ok());
+    CHECK(own->rfind(*first + generated, 0) != 0);
+  }
+}
+
 TEST_CASE("the multi-turn template refuses an empty history and unknown roles", "[run][chat]") {
   auto empty = run::render_qwen3_messages({}, {});
   REQUIRE_FALSE(empty.ok());

@@ -122,6 +122,53 @@ TEST_CASE("kern-run --requests prints one result per line in request order with 
   }
 }
 
+// Issue 39: requests sharing a long prefix, one after another, map its full
+// pages from the second on (cached_tokens), with each request's solo ids;
+// --no-prefix-cache reports 0 for every one, with the same ids.
+TEST_CASE("kern-run --requests --max-batch 1: a shared prefix's full pages are cached_tokens from the second request on",
+          "[run][cli][batch][prefix]") {
+  std::string shared;  // 50 ids: 3 full pages and 2 ids of a 4th
+  for (int i = 0; i < 50; ++i) shared += (i ? "," : "") + std::to_string((i * 37 + 11) % 200);
+  const std::vector<std::string> tails = {"1,2,3", "4,5,6,7,8,9,10,11,12,13,14,15,16,17", "200,3", "9"};
+  std::vector<std::vector<int64_t>> solos;
+  for (const auto& t : tails) solos.push_back(solo(shared + "," + t, 5));
+  TempDir dir;
+  const std::string file = dir.file("shared.jsonl");
+  {
+    std::ofstream f(file);
+    for (const auto& t : tails) f << "{\"prompt_ids\": [" << shared << "," << t << "], \"max_tokens\": 5}\n";
+  }
+  for (const bool cache : {true, false}) {
+    INFO((cache ? "cache on" : "--no-prefix-cache"));
+    CliResult r = kern_run(tiny_args("--requests " + file + " --max-batch 1" + (cache ? "" : " --no-prefix-cache")));
+    INFO(r.err);
+    REQUIRE(r.rc == 0);
+    CHECK(r.err.find(cache ? "prefix cache on" : "prefix cache off") != std::string::npos);
+    const auto lines = lines_of(r.out);
+    REQUIRE(lines.size() == tails.size());
+    for (size_t i = 0; i < lines.size(); ++i) {
+      INFO("result " << i);
+      rapidjson::Document doc;
+      doc.Parse(lines[i].c_str());
+      REQUIRE_FALSE(doc.HasParseError());
+      std::vector<int64_t> ids;
+      for (const auto& v : doc["ids"].GetArray()) ids.push_back(v.GetInt64());
+      CHECK(ids == solos[i]);
+      REQUIRE(doc.HasMember("cached_tokens"));
+      CHECK(doc["cached_tokens"].GetUint64() == (cache && i > 0 ? 48u : 0u));
+    }
+  }
+  // A single run reports it too: 0 (the cache lives in one process).
+  CliResult one = kern_run(tiny_args("--prompt-ids 1,2,3 --steps 2 --json"));
+  REQUIRE(one.rc == 0);
+  CHECK(one.out.find("\"cached_tokens\":0") != std::string::npos);
+  // Only where a cache can hit.
+  CliResult bad = kern_run(tiny_args("--prompt-ids 1,2,3 --no-prefix-cache"));
+  CHECK(bad.rc == 2);
+  CHECK(bad.err == "kern-run: error: --no-prefix-cache applies to --requests and --chat -i (a single prompt never "
+                   "hits the cache)\n");
+}
+
 TEST_CASE("kern-run --requests reports every bad line as FILE:LINE:COLUMN and prints nothing on stdout",
           "[run][cli][batch]") {
   TempDir dir;

@@ -25,18 +25,26 @@ TEST_CASE("the metrics text has requests by status, tokens and the engine gauges
   m.count_request(200);
   m.count_request(429);
   m.add_tokens(10, 4);
+  m.add_tokens(40, 2, 32);  // 32 of its 40 prompt tokens from the prefix cache
   EngineGauges g;
   g.running = 1;
   g.waiting = 2;
   g.kv_pages_used = 3;
   g.kv_pages_total = 64;
+  g.kv_pages_cached = 5;
+  g.prefix_cache_evictions = 7;
   g.batch_size = 1;
   g.max_batch = 8;
   std::string t = m.render(g);
   CHECK(t.find("kern_requests_total{status=\"200\"} 2\n") != std::string::npos);
   CHECK(t.find("kern_requests_total{status=\"429\"} 1\n") != std::string::npos);
-  CHECK(t.find("kern_prompt_tokens_total 10\n") != std::string::npos);
-  CHECK(t.find("kern_generation_tokens_total 4\n") != std::string::npos);
+  CHECK(t.find("kern_prompt_tokens_total 50\n") != std::string::npos);
+  CHECK(t.find("kern_prompt_tokens_cached_total 32\n") != std::string::npos);
+  CHECK(t.find("kern_prompt_tokens_computed_total 18\n") != std::string::npos);
+  CHECK(t.find("kern_generation_tokens_total 6\n") != std::string::npos);
+  CHECK(t.find("kern_kv_pages_cached 5\n") != std::string::npos);
+  CHECK(t.find("# TYPE kern_prefix_cache_evictions_total counter\nkern_prefix_cache_evictions_total 7\n") !=
+        std::string::npos);
   CHECK(t.find("kern_kv_pages_used 3\n") != std::string::npos);
   CHECK(t.find("kern_kv_pages_free 61\n") != std::string::npos);
   CHECK(t.find("kern_requests_waiting 2\n") != std::string::npos);

@@ -147,6 +147,62 @@ await test("a streamed chat carries one id, the role first, the finish reason la
   assertEq(chatText(chunks), solo, "streamed text = the non-streamed answer");
 });
 
+// Issue 39: a client resending the whole conversation every turn, as chat
+// clients do, has each turn's history mapped from the prefix cache: the
+// earlier turns' full pages (their prompts and replies, the last reply id
+// aside) are cached_tokens, and only the new tokens plus at most one page
+// are prefilled. Counted through usage and /metrics, not timed.
+await test("a 4-turn chat resending its history prefills only each turn's new tokens (plus at most one page)", async () => {
+  const before = parseMetrics(await (await fetch(a.url + "/metrics")).text());
+  const history = [{ role: "system", content: "You are kern, a runtime that remembers conversations." }];
+  let prev = null;  // the previous turn's prompt + completion tokens
+  let cachedSum = 0, promptSum = 0;
+  for (let turn = 1; turn <= 4; turn++) {
+    history.push({ role: "user", content: `Turn ${turn}: tell me one more thing about paged attention and block tables.` });
+    const params = { model: "tiny", messages: history, max_tokens: 24, temperature: 0, ignore_eos: true,
+                     chat_template_kwargs: { enable_thinking: false } };
+    let reply, usage;
+    if (turn % 2 === 0) {  // streamed turns carry usage in their last chunk
+      const chunks = await collectChat(client, { ...params, stream_options: { include_usage: true } });
+      reply = chatText(chunks);
+      usage = chunks[chunks.length - 1].usage;
+    } else {
+      const r = await client.chat.completions.create(params);
+      reply = r.choices[0].message.content;
+      usage = r.usage;
+    }
+    assert(usage.prompt_tokens_details !== undefined, `turn ${turn}: usage.prompt_tokens_details is missing`);
+    const cached = usage.prompt_tokens_details.cached_tokens;
+    if (turn === 1) {
+      assertEq(cached, 0, "turn 1's cached_tokens");
+    } else {
+      // The KV the previous turn wrote: its prompt and all its ids but the last; whole pages of it, and never
+      // the page of this prompt's last token.
+      const written = prev.prompt + prev.completion - 1;
+      const want = 16 * Math.floor(Math.min(written, usage.prompt_tokens - 1) / 16);
+      assertEq(cached, want, `turn ${turn}'s cached_tokens (previous turn ${prev.prompt} + ${prev.completion} tokens)`);
+      // The new tokens: the template's closing of the reply, the new message, the generation prompt.
+      const fresh = usage.prompt_tokens - (prev.prompt + prev.completion);
+      assert(usage.prompt_tokens - cached <= fresh + 16,
+             `turn ${turn} computed ${usage.prompt_tokens - cached} prompt tokens for ${fresh} new ones`);
+    }
+    cachedSum += cached;
+    promptSum += usage.prompt_tokens;
+    prev = { prompt: usage.prompt_tokens, completion: usage.completion_tokens };
+    history.push({ role: "assistant", content: reply });
+  }
+  assert(cachedSum > 0, "no turn hit the cache");
+  const m = await until(async () => parseMetrics(await (await fetch(a.url + "/metrics")).text()),
+                        (m) => metric(m, "kern_prompt_tokens_total") - metric(before, "kern_prompt_tokens_total") >= promptSum);
+  assertEq(metric(m, "kern_prompt_tokens_cached_total") - metric(before, "kern_prompt_tokens_cached_total"), cachedSum,
+           "kern_prompt_tokens_cached_total");
+  assertEq(metric(m, "kern_prompt_tokens_computed_total") - metric(before, "kern_prompt_tokens_computed_total"),
+           promptSum - cachedSum, "kern_prompt_tokens_computed_total");
+  assert(metric(m, "kern_kv_pages_cached") > 0, "kern_kv_pages_cached");
+  assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used when idle (cached pages count as free)");
+  assert(metric(m, "kern_prefix_cache_evictions_total") >= 0, "kern_prefix_cache_evictions_total");
+});
+
 await test("completions, streaming and not, agree; token-id prompts work", async () => {
   const r = await client.completions.create({ model: "tiny", prompt: "Once upon a time", max_tokens: 10, temperature: 0, ignore_eos: true });
   assertEq(r.object, "text_completion", "object");

@@ -5,7 +5,8 @@ kern-run --device cuda on the simulated GPU (test/sim/with-sim-gpu) against
 the cpu device, on the tiny example models: fused (pinned) and unfused
 kernels, the same fused plan unpinned, DSpark --spec, each with graphs and
 --eager, async and --sync; and kern-run --requests, whose ids must not
-depend on --max-batch (batch invariance, greedy and seeded sampling). The generated ids must equal the cpu device's; a
+depend on --max-batch (batch invariance, greedy and seeded sampling), nor on the
+prefix cache (shared pages in the block tables, graphs on). The generated ids must equal the cpu device's; a
 divergence is accepted only at a near-tie shown from both sides' logits
 (the two candidate ids within 2 bf16 ulps of the largest logit on each
 side). Every run is also clean for the simulation (no violation reported,
@@ -204,6 +205,54 @@ def batch_invariance(ctx, plan, weights):
     ctx.say(f"--requests: the same ids at --max-batch 4 and 1 ({got['4']})")
 
 
+def prefix_cache(ctx, plan, weights):
+    """kern-run --requests with the prefix cache (docs/serving.md "Prefix
+    caching") on the simulated GPU, graphs on: requests sharing a 40-token
+    prefix map its cached pages through their block table rows (shared
+    pages in the rows of decode_batch, the tables graph inputs) and get the
+    ids they get with --no-prefix-cache and on the cpu device; the later
+    requests report the shared pages as cached_tokens; the simulation stays
+    clean."""
+    reqs = ctx.scratch("prefix-")
+    shared = [(i * 37 + 11) % 200 for i in range(40)]
+    lines = ((shared + [1, 2], 6), (shared + [5], 9), (shared[:33] + [7, 7], 5), (shared + [1, 2], 6),
+             (shared + [9, 9, 9, 9, 9, 9, 9, 9], 4))
+    with open(reqs, "w") as f:
+        for ids, n in lines:
+            f.write(json.dumps({"prompt_ids": ids, "max_tokens": n}) + "\n")
+    got, cached = {}, {}
+    for label, device, extra in (("cpu, cache off", "cpu", ["--no-prefix-cache", "--max-batch", "1"]),
+                                 ("sim, cache off", "cuda", ["--no-prefix-cache", "--max-batch", "1"]),
+                                 ("sim, cache on, --max-batch 1", "cuda", ["--max-batch", "1"]),
+                                 ("sim, cache on, --max-batch 4", "cuda", ["--max-batch", "4"])):
+        report = ctx.scratch("report-")
+        env = dict(os.environ, KERN_BUILD_DIR=ctx.build, KERN_SIM_REPORT=report, KERN_SIM_LEAKS="report")
+        cmd = [ctx.wrapper, ctx.run, plan] + weights + ["--requests", reqs, "--chunk", str(CHUNK), "--device", device,
+                                                        "--kernels", ctx.kernels] + extra
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
+        ctx.check(p.returncode == 0, f"prefix cache, {label}: exit {p.returncode}: {p.stderr.strip()[-600:]}")
+        rep = open(report).read() if os.path.exists(report) else ""
+        ctx.check(rep == "", f"prefix cache, {label}: the simulation reported: {rep.strip()[:600]}")
+        try:
+            results = [json.loads(line) for line in p.stdout.splitlines()]
+            got[label] = [r["ids"] for r in results]
+            cached[label] = [r["cached_tokens"] for r in results]
+        except (ValueError, KeyError):
+            got[label], cached[label] = None, None
+    want = got["cpu, cache off"]
+    ctx.check(want is not None and len(want) == len(lines), f"prefix cache: cpu results {want}")
+    for label in got:
+        ctx.check(got[label] == want, f"prefix cache, {label}: ids {got[label]}, cpu {want}")
+    ctx.check(cached["sim, cache off"] == [0] * len(lines), f"prefix cache off: cached_tokens {cached['sim, cache off']}")
+    # One sequence at a time: the first request's prompt pages (and its reply's) are cached for the others.
+    ctx.check(cached["sim, cache on, --max-batch 1"] == [0, 32, 32, 32, 32],
+              f"prefix cache on, --max-batch 1: cached_tokens {cached['sim, cache on, --max-batch 1']}")
+    ctx.check(cached["sim, cache on, --max-batch 4"] is not None and sum(cached["sim, cache on, --max-batch 4"]) > 0,
+              f"prefix cache on, --max-batch 4: cached_tokens {cached['sim, cache on, --max-batch 4']}")
+    ctx.say(f"prefix cache: the cpu ids with and without the cache, batched or not ({want}); cached_tokens "
+            f"{cached['sim, cache on, --max-batch 1']} at --max-batch 1, {cached['sim, cache on, --max-batch 4']} at 4")
+
+
 def failure(ctx, label, plan, weights, spec, want_rc, needles):
     rc, doc, err, _ = ctx.kern_run(plan, weights, "cuda", env_extra={"KERN_SIM_FAIL": spec})
     ctx.check(rc == want_rc, f"{label}: exit {rc}, expected {want_rc}: {err.strip()[-500:]}")
@@ -247,6 +296,7 @@ def main(argv):
     cases.append(lambda: compare(ctx, "dspark --spec (graphs)", dspark, ["--random-weights", "3"], ["--spec"]))
     cases.append(lambda: compare(ctx, "dspark --spec --eager", dspark, ["--random-weights", "3"], ["--spec", "--eager"]))
     cases.append(lambda: batch_invariance(ctx, fused, random_w))
+    cases.append(lambda: prefix_cache(ctx, fused, random_w))
 
     def sampled():
         # Seeded sampling (docs/kernels.md §15): sample.cu on the emulator inside the graphed decode draws the cpu
