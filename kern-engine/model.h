@@ -1,5 +1,5 @@
 // A Qwen3 model ready to generate: the loaded Executable, its caller
-// contracts (Qwen3, and the speculative one when asked), the capacity every
+// contracts (causal-LM, and the speculative one when asked), the capacity every
 // request is checked against (the one truth: the KV state was sized from
 // it), and the model runner that alone touches the contract buffers.
 // Loading is timed by phase: open the plan (mmap, format check,

@@ -14,6 +14,7 @@
 #include "kern-engine/request.h"
 #include "kern-run/chat_repl.h"
 #include "kern-run/chat_template.h"
+#include "kern-run/generation_config.h"
 #include "kern-run/cli_errors.h"
 #include "kern-run/end_tokens.h"
 #include "kern-run/load_model.h"
@@ -129,6 +130,7 @@ Status run_chat(const RunOptions& o, int& exit_code) {
   KERN_RETURN_IF_ERROR(check_chat_tokens(tokenizer, "--chat"));
   const uint64_t capacity = o.capacity.value_or(engine::default_capacity(c));
   KERN_RETURN_IF_ERROR(engine::check_capacity(c, capacity), "--capacity");
+  KERN_RETURN_IF_ERROR(engine::check_token_ids(o.load.end_ids, c.vocab, "end"), kGenerationEndIdsContext);
   KERN_RETURN_IF_ERROR(engine::check_token_ids(o.stop_ids, c.vocab, "stop"), "--stop-ids");
   KERN_ASSIGN_OR_RETURN(auto sampling, sampling_from_options(o));
   if (!sampling.greedy() && c.sampling_rows == 0)

@@ -8,6 +8,7 @@
 #include "common/version.h"
 #include "kern-run/cli_checks.h"
 #include "kern-run/cli_errors.h"
+#include "kern-run/generation_config.h"
 
 namespace kern::run {
 
@@ -93,6 +94,9 @@ Status LoadOptionsParser::finish(std::string& plan_path, std::string* tokenizer_
     if (tokenizer_path != nullptr && tokenizer_path->empty() &&
         std::filesystem::is_regular_file(dir / kModelTokenizerFile, ec))
       *tokenizer_path = (dir / kModelTokenizerFile).string();
+    if (std::filesystem::is_regular_file(dir / kModelGenerationConfigFile, ec)) {
+      KERN_ASSIGN_OR_RETURN(settings_.end_ids, read_generation_end_ids((dir / kModelGenerationConfigFile).string()));
+    }
   }
   if (settings_.weights_path.empty() && random_->count() == 0)
     return make_error(ErrorKind::kUsage, "--weights is required (or --random-weights SEED)");
@@ -195,7 +199,7 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   };
   if (no_cache->count() > 0 && requests->count() == 0 && !o.interactive)
     return usage("--no-prefix-cache applies to --requests and --chat -i (a single prompt never hits the cache)");
-  if (Status s = load.finish(o.plan_path, &o.tokenizer_path); !s.ok()) return usage(s.error().message);
+  if (Status s = load.finish(o.plan_path, &o.tokenizer_path); !s.ok()) return {std::nullopt, fail(s.error())};
   if (requests->count() > 0) {
     if (cap->count() > 0) o.capacity = capacity;
     return {std::move(o), 0};  // the requests carry their prompts (run_requests.h)

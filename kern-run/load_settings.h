@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace kern::run {
 
@@ -22,6 +23,10 @@ struct LoadSettings {
   std::optional<uint64_t> random_weights_seed{};
   /// --poison-workspace: NaN-fill the workspace arena before every program (cpu only).
   bool poison_workspace = false;
+  /// The model folder's generation_config.json `eos_token_id` (generation_config.h):
+  /// ids that end generation beside the tokenizer's named end tokens (end_tokens.h),
+  /// with or without a tokenizer; --ignore-eos turns both off. Empty for a plain .kplan.
+  std::vector<int64_t> end_ids;
 };
 
 }  // namespace kern::run

@@ -14,6 +14,7 @@
 #include "kern-load/executable.h"
 #include "kern-run/capacity_hint.h"
 #include "kern-run/dump_paths.h"
+#include "kern-run/generation_config.h"
 #include "kern-run/load_model.h"
 #include "kern-run/progress.h"
 #include "kern-run/prompt_input.h"
@@ -70,6 +71,7 @@ Status run(const RunOptions& o) {
   const uint64_t capacity = o.capacity.value_or(engine::default_capacity(c));
   KERN_RETURN_IF_ERROR(engine::check_capacity(c, capacity), "--capacity");
   KERN_RETURN_IF_ERROR(engine::check_token_ids(o.stop_ids, c.vocab, "stop"), "--stop-ids");
+  KERN_RETURN_IF_ERROR(engine::check_token_ids(o.load.end_ids, c.vocab, "end"), kGenerationEndIdsContext);
   engine::Request req{0, prompt.ids, o.steps, stop_ids_for(o, tokenizer ? &*tokenizer : nullptr), o.chunk};
   // A tokenizer's end token beyond a smaller embedding can never be generated.
   std::erase_if(req.stop_ids, [&c](int64_t id) { return id < 0 || static_cast<uint64_t>(id) >= c.vocab; });

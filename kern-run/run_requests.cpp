@@ -14,6 +14,7 @@
 #include "kern-run/chat_template.h"
 #include "kern-run/cli_errors.h"
 #include "kern-run/end_tokens.h"
+#include "kern-run/generation_config.h"
 #include "kern-run/load_model.h"
 #include "kern-run/progress.h"
 #include "kern-run/prompt_input.h"
@@ -149,6 +150,9 @@ Result<std::vector<Job>> build_jobs(const RunOptions& o, const std::vector<Reque
     if (tok != nullptr && !l.ignore_eos && !o.ignore_eos)
       for (int64_t id : end_token_ids(*tok))
         if (id >= 0 && static_cast<uint64_t>(id) < c.vocab) r.stop_ids.push_back(id);
+    if (!l.ignore_eos && !o.ignore_eos)  // checked against the vocabulary before the first request
+      for (int64_t id : o.load.end_ids)
+        if (std::find(r.stop_ids.begin(), r.stop_ids.end(), id) == r.stop_ids.end()) r.stop_ids.push_back(id);
     if (Status s = engine::check_request(c, capacity, r); !s.ok()) {
       bad(s.error().message);
       continue;
@@ -183,6 +187,7 @@ Status run(const RunOptions& o, bool& any_failed) {
   const tok::Tokenizer* tok = tokenizer ? &*tokenizer : nullptr;
   const uint64_t capacity = o.capacity.value_or(engine::default_capacity(c));
   KERN_RETURN_IF_ERROR(engine::check_capacity(c, capacity), "--capacity");
+  KERN_RETURN_IF_ERROR(engine::check_token_ids(o.load.end_ids, c.vocab, "end"), kGenerationEndIdsContext);
   const uint64_t plan_batch = opened.batch ? opened.batch->max_batch : 1;
   const uint64_t max_batch = o.max_batch.value_or(plan_batch);
   if (max_batch > plan_batch)

@@ -52,13 +52,14 @@ import gen_manifest as gen
 import safetensors_io as st
 from json_out import dumps
 from progress import Progress
-from decoder_config import ConfigError, load_config
+import hf_config
+from decoder_config import ConfigError, eos_token_ids, load_config
 from tool_io import UsageError, replace_directory, run, write_atomic
 
 DEFAULT_KERN_VERIFY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "build",
                                    "kern-verify", "kern-verify")
 CONVERTIBLE = ("F16", "F32")  # converted to BF16; BF16 is copied
-OWNED = ("manifest.json", "model.kplan", "weights.safetensors", "tokenizer.json")  # and the *.fatbin, *.cubin
+OWNED = ("manifest.json", "model.kplan", "weights.safetensors", "tokenizer.json", "generation_config.json")  # and the *.fatbin, *.cubin
 
 
 def bf16_from(raw, dtype):
@@ -189,6 +190,10 @@ def convert(args):
             sys.stderr.write(proc.stderr)  # W0001 alone is the unpinned manifest resolve_kernels_dir noted
         if proc.returncode != 0:
             raise ConfigError(f"{kern_verify} rejected the generated manifest (exit {proc.returncode})")
+        end_ids = generation_end_ids(checkpoint, cfg)
+        if end_ids:
+            text = dumps({"eos_token_id": list(end_ids)})
+            write_atomic(os.path.join(tmp, "generation_config.json"), lambda f: f.write(text), binary=False)
         tokenizer = os.path.join(checkpoint, "tokenizer.json")
         notes = []
         if os.path.isfile(tokenizer):
@@ -204,6 +209,25 @@ def convert(args):
         shutil.rmtree(tmp, ignore_errors=True)
     prompt = "--prompt TEXT" if os.path.isfile(tokenizer) else "--prompt-ids 1,2,3"
     return notes + [f"convert_hf: wrote {out_dir}: run it with kern-run {out_dir} {prompt}"]
+
+
+def generation_end_ids(checkpoint, cfg):
+    """The ids that end generation, for the model folder's
+    generation_config.json (kern-run stops at them, tokenizer or not):
+    the checkpoint's generation_config.json `eos_token_id` when that file
+    gives one (transformers' generate reads it first), else config.json's.
+    ConfigError naming the file and field: a malformed file or value, or an
+    id outside [0, vocab_size)."""
+    path = os.path.join(checkpoint, "generation_config.json")
+    ids, source = cfg.eos_token_ids, os.path.join(checkpoint, "config.json")
+    if os.path.isfile(path):
+        given = hf_config.load(path, lambda g: eos_token_ids(g) if g.get("eos_token_id") is not None else None)
+        if given is not None:
+            ids, source = given, path
+    for i in ids:
+        if i >= cfg.vocab:
+            raise ConfigError(f"{source}: eos_token_id: {i} is outside the vocabulary [0, {cfg.vocab})")
+    return ids
 
 
 def main(argv):

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -15,6 +16,7 @@
 #include "kern-run/chat_template.h"
 #include "kern-run/cli_errors.h"
 #include "kern-run/end_tokens.h"
+#include "kern-run/generation_config.h"
 #include "kern-run/load_model.h"
 #include "kern-run/serve/engine_worker.h"
 #include "kern-run/serve/http_server.h"
@@ -52,6 +54,8 @@ int run_serve(int argc, char** argv) {
   // worker's thread): its batch bound sizes the batch and the HTTP pool.
   auto opened = open_plan_for(o.plan_path, false);
   if (!opened.ok()) return fail(opened.error());
+  if (Status s = engine::check_token_ids(o.load.end_ids, opened->contract.vocab, "end"); !s.ok())
+    return fail(s.error().with_context(kGenerationEndIdsContext));
   const size_t plan_batch = opened->batch ? opened->batch->max_batch : 1;
   const size_t max_batch = o.max_batch.value_or(plan_batch);
   if (max_batch > plan_batch)
@@ -95,6 +99,8 @@ int run_serve(int argc, char** argv) {
         auto tok = tok::Tokenizer::load(o.tokenizer_path);
         if (!tok.ok()) return tok.error().with_context("--tokenizer");
         ctx.end_ids = end_token_ids(*tok);
+        for (int64_t id : o.load.end_ids)  // the model folder's generation_config.json
+          if (std::find(ctx.end_ids.begin(), ctx.end_ids.end(), id) == ctx.end_ids.end()) ctx.end_ids.push_back(id);
         ctx.max_token_bytes = tok->max_token_bytes();
         ctx.tokenizer = std::make_shared<const tok::Tokenizer>(std::move(*tok));
         const uint64_t capacity = o.capacity.value_or(engine::default_capacity(plan->contract));

@@ -186,7 +186,8 @@ class ConvertRefusals(unittest.TestCase):
         self.assertEqual(proc.stderr, f"convert_hf: note: {ckpt} has no tokenizer.json: give kern-run --prompt-ids, "
                                       f"or --tokenizer FILE\nconvert_hf: wrote {out}: run it with kern-run {out} "
                                       "--prompt-ids 1,2,3\n")
-        self.assertEqual(sorted(os.listdir(out)), ["manifest.json", "model.kplan", "weights.safetensors"])
+        self.assertEqual(sorted(os.listdir(out)), ["generation_config.json", "manifest.json", "model.kplan",
+                                                   "weights.safetensors"])
         self.assertEqual(snapshot(out)["model.kplan"], STUB_PLAN)
         self.assertEqual(os.stat(out).st_mode & 0o777, 0o750)  # the folder keeps its mode
         self.assertEqual(sorted(os.listdir(self.tmp)), ["ckpt", "earlier", "kern-verify"])  # nothing left aside

@@ -98,8 +98,10 @@ class Convert(unittest.TestCase):
             proc = convert(ckpt, out)
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertEqual(proc.stderr, f"convert_hf: wrote {out}: run it with kern-run {out} --prompt TEXT\n")
-            self.assertEqual(sorted(os.listdir(out)), ["manifest.json", "model.kplan", "tokenizer.json",
-                                                       "weights.safetensors"])
+            self.assertEqual(sorted(os.listdir(out)), ["generation_config.json", "manifest.json", "model.kplan",
+                                                       "tokenizer.json", "weights.safetensors"])
+            with open(os.path.join(out, "generation_config.json"), encoding="utf-8") as f:
+                self.assertEqual(set(json.load(f)), {"eos_token_id"})
             with self.st.SafetensorsFile(os.path.join(out, "weights.safetensors")) as a, \
                     self.st.SafetensorsFile(example("tiny-qwen3.safetensors")) as b:
                 self.assertEqual(list(a.tensors), list(b.tensors))

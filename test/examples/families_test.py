@@ -249,6 +249,35 @@ class TinyModelRuns(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         return json.loads(proc.stdout)["generated_ids"]
 
+    def generation_config_wins_and_is_checked(self, ckpt, tmp):
+        """A checkpoint's generation_config.json eos_token_id wins over
+        config.json's (transformers' generate reads it first); one outside
+        the vocabulary, or malformed, is refused by name with exit 1."""
+        model = os.path.join(tmp, "model-gc")
+        convert = ["/usr/bin/python3", os.path.join(ROOT, "examples", "convert_hf.py"), ckpt, "-o", model,
+                   "--kern-verify", KERN_VERIFY, "--unpinned"]
+        gc = os.path.join(ckpt, "generation_config.json")
+        try:
+            for given, written in (({"eos_token_id": [7, 9], "temperature": 0.6}, [7, 9]),
+                                   ({"eos_token_id": 8}, [8]), ({"eos_token_id": None}, [2, 3, 4])):
+                with open(gc, "w", encoding="utf-8") as f:
+                    json.dump(given, f)
+                proc = subprocess.run(convert, capture_output=True, text=True)
+                self.assertEqual(proc.returncode, 0, proc.stderr)
+                with open(os.path.join(model, "generation_config.json"), encoding="utf-8") as f:
+                    self.assertEqual(json.load(f), {"eos_token_id": written}, given)
+            for given, message in (({"eos_token_id": [7, 256]}, "eos_token_id: 256 is outside the vocabulary [0, 256)"),
+                                   ({"eos_token_id": "7"}, "eos_token_id: expected a token id or an array of them")):
+                with open(gc, "w", encoding="utf-8") as f:
+                    json.dump(given, f)
+                proc = subprocess.run(convert, capture_output=True, text=True)
+                self.assertEqual(proc.returncode, 1, proc.stderr)
+                self.assertIn(gc, proc.stderr)
+                self.assertIn(message, proc.stderr)
+                self.assertEqual(len(proc.stderr.strip().splitlines()), 1, proc.stderr)
+        finally:
+            os.remove(gc)
+
     def test_a_hf_llama_checkpoint_converts_and_runs_as_the_checked_in_model_chunked_and_batched(self):
         self.convert_and_run("tiny-llama")
 
@@ -276,6 +305,11 @@ class TinyModelRuns(unittest.TestCase):
             proc = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", "convert_hf.py"), ckpt, "-o",
                                    model, "--kern-verify", KERN_VERIFY, "--unpinned"], capture_output=True, text=True)
             self.assertEqual(proc.returncode, 0, proc.stderr)
+            # The config's eos ids go to the folder's generation_config.json, which kern-run stops at.
+            with open(os.path.join(model, "generation_config.json"), encoding="utf-8") as f:
+                self.assertEqual(json.load(f), {"eos_token_id": list(cfg.eos_token_ids)})
+            if model_name == "tiny-llama":
+                self.generation_config_wins_and_is_checked(ckpt, tmp)
             with st.SafetensorsFile(os.path.join(model, "weights.safetensors")) as a, \
                     st.SafetensorsFile(example(model_name + ".safetensors")) as b:
                 self.assertEqual(list(a.tensors), list(b.tensors))

@@ -97,7 +97,8 @@ class KernRun:
             os.remove(dump)
         cmd = [self.exe, plan, "--weights", self.weights, "--prompt-ids", ",".join(map(str, prompt)),
                "--steps", str(ol.STEPS), "--chunk", str(chunk), "--device", "cpu", "--json",
-               "--dump-buffer", f"logits={dump}"]
+               "--dump-buffer", f"logits={dump}",
+               "--ignore-eos"]  # llama.cpp's decode loop runs all STEPS; a model folder's end ids would stop kern
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"kern-run exited {proc.returncode}: {' '.join(cmd)}\n{proc.stdout}{proc.stderr}")
