@@ -2,8 +2,9 @@
 """kern-capture + kern-mine on kern-run (the tiny model, eager) on the
 simulated GPU, checked against the plan kern-run ran (issue 44's "Done when").
 kern-run serves three prompts of different lengths one after another in one
-process (--requests, --max-batch 1, --eager), so the capture holds prefill
-chunks of several sizes and decode steps:
+process (--requests, --max-batch 1, --eager, --no-prefix-cache: with the
+prefix cache on, --requests decodes through decode_batch even at batch 1), so
+the capture holds prefill chunks of several sizes and `decode` steps:
 
 - the passes are the prefill chunks and decode steps kern-run ran, in order,
   with the reference value n = the chunk's token count (1 for decode), and
@@ -77,7 +78,8 @@ def main(argv):
         out = os.path.join(tmp, 'capture')
         r = subprocess.run([kern_capture, '--snapshot-weights', '-o', out, '--', sim, kern_run, plan, '--weights', weights,
                             '--requests', requests, '--max-batch', '1', '--chunk', str(CHUNK), '--device', 'cuda',
-                            '--kernels', kernels, '--eager'], env=env, capture_output=True, text=True, timeout=600)
+                            '--kernels', kernels, '--eager', '--no-prefix-cache'], env=env, capture_output=True,
+                           text=True, timeout=600)
         if r.returncode != 0:
             return fail(f'kern-capture exit {r.returncode}: {r.stderr[-2000:]}')
         m = subprocess.run([kern_mine, out, '--json'], capture_output=True, text=True, timeout=300)
