@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -20,6 +21,11 @@ namespace kern::run {
 /// Instruct's config.json lists in `eos_token_id`). In that order; absent
 /// tokens are skipped. For a Qwen tokenizer, exactly qwen3_end_token_ids.
 std::vector<int64_t> end_token_ids(const tok::Tokenizer& tokenizer);
+
+/// Every id that ends generation: the tokenizer's end tokens (end_token_ids;
+/// none without a tokenizer), then the model folder's `model_end_ids`
+/// (generation_config.h) not already among them.
+std::vector<int64_t> end_ids(const tok::Tokenizer* tokenizer, std::span<const int64_t> model_end_ids);
 
 /// Ok when the tokenizer has the tokens of the chat template kern renders
 /// (Qwen3's: ChatML `<|im_start|>`, `<|im_end|>` and the `<think>`,

@@ -4,7 +4,6 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
 
 #include "common/file_util.h"
@@ -61,10 +60,7 @@ Result<Prompt> build_prompt(const RunOptions& o, const tok::Tokenizer* tokenizer
 std::vector<int64_t> stop_ids_for(const RunOptions& o, const tok::Tokenizer* tokenizer) {
   std::vector<int64_t> ids = o.stop_ids;
   if (o.ignore_eos) return ids;
-  if (tokenizer != nullptr)
-    for (int64_t id : end_token_ids(*tokenizer)) ids.push_back(id);
-  for (int64_t id : o.load.end_ids)  // the model folder's generation_config.json, tokenizer or not
-    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  for (int64_t id : end_ids(tokenizer, o.load.end_ids)) ids.push_back(id);
   return ids;
 }
 

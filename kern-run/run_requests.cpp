@@ -147,12 +147,9 @@ Result<std::vector<Job>> build_jobs(const RunOptions& o, const std::vector<Reque
       continue;
     }
     r.stop_ids = l.stop_ids;
-    if (tok != nullptr && !l.ignore_eos && !o.ignore_eos)
-      for (int64_t id : end_token_ids(*tok))
+    if (!l.ignore_eos && !o.ignore_eos)
+      for (int64_t id : end_ids(tok, o.load.end_ids))
         if (id >= 0 && static_cast<uint64_t>(id) < c.vocab) r.stop_ids.push_back(id);
-    if (!l.ignore_eos && !o.ignore_eos)  // checked against the vocabulary before the first request
-      for (int64_t id : o.load.end_ids)
-        if (std::find(r.stop_ids.begin(), r.stop_ids.end(), id) == r.stop_ids.end()) r.stop_ids.push_back(id);
     if (Status s = engine::check_request(c, capacity, r); !s.ok()) {
       bad(s.error().message);
       continue;

@@ -98,9 +98,7 @@ int run_serve(int argc, char** argv) {
       [&]() -> Result<std::unique_ptr<engine::Model>> {
         auto tok = tok::Tokenizer::load(o.tokenizer_path);
         if (!tok.ok()) return tok.error().with_context("--tokenizer");
-        ctx.end_ids = end_token_ids(*tok);
-        for (int64_t id : o.load.end_ids)  // the model folder's generation_config.json
-          if (std::find(ctx.end_ids.begin(), ctx.end_ids.end(), id) == ctx.end_ids.end()) ctx.end_ids.push_back(id);
+        ctx.end_ids = end_ids(&*tok, o.load.end_ids);
         ctx.max_token_bytes = tok->max_token_bytes();
         ctx.tokenizer = std::make_shared<const tok::Tokenizer>(std::move(*tok));
         const uint64_t capacity = o.capacity.value_or(engine::default_capacity(plan->contract));

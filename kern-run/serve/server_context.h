@@ -25,7 +25,7 @@ struct ServerContext {
   Metrics& metrics;
   /// Set by the loader (worker thread) before the worker is kReady.
   std::shared_ptr<const tok::Tokenizer> tokenizer;
-  std::vector<int64_t> end_ids;  ///< the tokenizer's end tokens (end_token_ids)
+  std::vector<int64_t> end_ids;  ///< ids that end generation: the tokenizer's and the model folder's (end_ids)
   /// The longest token's bytes (tokenizer's max_token_bytes): a prompt text
   /// longer than capacity * this * kNormalizationShrink cannot fit and is
   /// refused before it is tokenized.

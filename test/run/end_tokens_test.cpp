@@ -83,3 +83,16 @@ TEST_CASE("a ChatML tokenizer without <think> (Qwen2.5's) ends at <|im_end|> and
   CHECK(chat.error().message.find("--chat: kern renders Qwen3's chat template (ChatML with <think> blocks), and this "
                                   "tokenizer has no <think> token") == 0);
 }
+
+TEST_CASE("the ids that end generation: the tokenizer's end tokens, then the model folder's not among them",
+          "[run][chat][generation_config]") {
+  test::TempDir dir;
+  auto tok = tok::Tokenizer::load(fixture_with(dir, {"<|begin_of_text|>", "<|end_of_text|>", "<|eot_id|>",
+                                                     "<|eom_id|>", "</s>"}));
+  if (!tok.ok()) FAIL(tok.error().message);
+  const std::vector<int64_t> model = {287, 2, 285, 2};
+  CHECK(run::end_ids(&*tok, model) == std::vector<int64_t>{286, 287, 285, 2});
+  CHECK(run::end_ids(&*tok, {}) == std::vector<int64_t>{286, 287, 285});
+  CHECK(run::end_ids(nullptr, model) == std::vector<int64_t>{287, 2, 285});
+  CHECK(run::end_ids(nullptr, {}).empty());
+}
