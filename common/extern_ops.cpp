@@ -19,12 +19,13 @@ std::string extern_op_list() {
 
 std::string extern_op_params_text(const ExternOpInfo& op) {
   std::string out;
-  for (const ParamType& p : op.params) out += (out.empty() ? "" : ", ") + param_type_name(p);
+  for (const ParamType& p : op.param_list()) out += (out.empty() ? "" : ", ") + param_type_name(p);
   return out;
 }
 
 bool extern_op_params_match(const ExternOpInfo& op, std::span<const ParamType> params) {
-  return std::equal(op.params.begin(), op.params.end(), params.begin(), params.end());
+  const std::span<const ParamType> abi = op.param_list();
+  return std::equal(abi.begin(), abi.end(), params.begin(), params.end());
 }
 
 }  // namespace kern

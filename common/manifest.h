@@ -27,13 +27,23 @@ struct SpecMeta {
   SourceSpan mask_token_span;  ///< the `mask_token` value
 };
 
-/// `meta`: format version (only 2 is valid) and a free-form model label.
+/// The most ranks a manifest may declare (E0166): kern-run starts every rank
+/// on one machine.
+inline constexpr uint64_t kMaxWorld = 64;
+
+/// `meta`: format version (only 2 is valid), a free-form model label and,
+/// for a tensor-parallel manifest, the world size (docs/parallel.md).
 struct Meta {
   uint64_t version = 0;
   std::string model;
   std::optional<SpecMeta> spec;  ///< absent or null for plain prefill/decode manifests
+  /// `meta.world`: ranks running this one manifest, each with its own weight
+  /// shard; absent = 1. The verifier bounds it (E0166) and allows collectives
+  /// only above 1 (E0167).
+  uint64_t world = 1;
   SourceSpan span;
   SourceSpan version_span;
+  SourceSpan world_span;  ///< the `world` value; empty when absent
 };
 
 /// `symbols.NAME`: a caller-supplied scalar with inclusive bounds (min defaults to 1).

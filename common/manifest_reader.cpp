@@ -16,13 +16,17 @@ using reader_detail::ReaderContext;
 void read_meta(ReaderContext& ctx, const JsonValue& v, Meta& meta) {
   meta.span = v.span;
   if (!ctx.expect_object(v)) return;
-  ctx.check_fields(v, {"version", "model", "spec"});
+  ctx.check_fields(v, {"version", "model", "spec", "world"});
   if (const JsonValue* version = ctx.required(v, "version")) {
     meta.version_span = version->span;
     if (auto n = ctx.read_uint(*version, std::numeric_limits<uint32_t>::max(), "u32")) meta.version = *n;
   }
   if (const JsonValue* model = ctx.required(v, "model")) {
     if (auto s = ctx.read_string(*model)) meta.model = *s;
+  }
+  if (const JsonValue* world = v.find("world")) {
+    meta.world_span = world->span;
+    if (auto n = ctx.read_u64(*world)) meta.world = *n;
   }
   if (const JsonValue* spec = ReaderContext::optional_non_null(v, "spec")) {
     if (!ctx.expect_object(*spec)) return;

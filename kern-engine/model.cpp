@@ -59,6 +59,18 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
   cuda_options.pdl = config.pdl;
   KERN_ASSIGN_OR_RETURN(auto device, load::select_device(config.device, &note, cuda_options));
   if (!note.empty() && observer != nullptr && observer->on_warning) observer->on_warning(note);
+  const uint32_t plan_world = plan.plan.plan().world();
+  const uint32_t run_world = config.tp ? config.tp->world : 1;
+  if (plan_world != run_world)
+    return make_error(ErrorKind::kUsage, "the plan " + plan.plan.path() + " is sharded for --tp " +
+                                             std::to_string(plan_world) + " but this run has --tp " +
+                                             std::to_string(run_world));
+  if (run_world > 1) {
+    KERN_ASSIGN_OR_RETURN(auto collective, load::connect_gloo(*config.tp), "tensor parallelism");
+    const auto* sha = plan.plan.plan().manifest_sha256();
+    KERN_RETURN_IF_ERROR(load::check_same_plan(*collective, std::span<const uint8_t>(sha->data(), sha->size())));
+    KERN_RETURN_IF_ERROR(device->attach_collective(std::move(collective)), "tensor parallelism");
+  }
   const std::string device_name = device->name();
   phases.device_ms = ms_since(t0);
   t0 = Clock::now();

@@ -21,6 +21,7 @@
 #include "kern-engine/model_runner.h"
 #include "kern-engine/causal_lm_contract.h"
 #include "kern-engine/spec_contract.h"
+#include "kern-load/collective/gloo_collective.h"
 #include "kern-load/device_select.h"
 #include "kern-load/executable.h"
 #include "kern-load/plan_file.h"
@@ -68,6 +69,9 @@ struct ModelConfig {
   std::optional<uint64_t> random_weights_seed;
   /// NaN-fill the workspace arena before every program (cpu only).
   bool poison_workspace = false;
+  /// This process's rank of a tensor-parallel world (docs/parallel.md);
+  /// none: one rank. Its world must equal the plan's meta.world.
+  std::optional<load::GlooOptions> tp;
 };
 
 /// What loading reports as it happens (all may be empty; called on the

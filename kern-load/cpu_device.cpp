@@ -180,6 +180,7 @@ Status CpuDevice::launch_in_regions(uint32_t step, const LaunchDims& dims, void*
   uint64_t avail[cpu::kMaxCpuParams];
   KERN_RETURN_IF_ERROR(check_extents(step, launch, regions, avail));
   launch.avail = avail;
+  launch.collective = collective_.get();
   return kernels_[step]->run(launch);
 }
 

@@ -61,6 +61,11 @@ class CpuDevice final : public Device {
   /// Names an allocation for launch errors ("buffer 'x'").
   void name_allocation(DevicePtr ptr, const std::string& name) override;
   Status synchronize() override { return {}; }
+  /// Keeps `collective` for the collective extern ops (CpuLaunch::collective).
+  Status attach_collective(std::unique_ptr<cpu::Collective> collective) override {
+    collective_ = std::move(collective);
+    return {};
+  }
 
  private:
   /// One live allocation: [start, start + size_bytes).
@@ -84,6 +89,7 @@ class CpuDevice final : public Device {
   std::vector<uint32_t> num_params_;            ///< by step index
   std::vector<std::vector<uint8_t>> is_pointer_;  ///< by step index, by param: a ptr or buffer param
   std::vector<Allocation> allocations_;         ///< sorted by start; owned ones unmapped in the destructor
+  std::unique_ptr<cpu::Collective> collective_;  ///< this rank's endpoint; null on a device of one rank
 };
 
 /// A CpuDevice resolving through kern::cpu::find_cpu_kernel (kernels-src/cpu).

@@ -20,6 +20,7 @@
 #include "common/result.h"
 #include "kern-load/graph_policy.h"
 #include "kern-load/plan_file.h"
+#include "kernels-src/cpu/collective.h"
 
 namespace kern::load {
 
@@ -183,6 +184,16 @@ class Device {
   /// Destroys a graph returned by end_capture (after pending work); 0 is a
   /// no-op. Errors: the wait or the destroy failed (kDevice, naming the call).
   virtual Status destroy_graph(GraphHandle /*graph*/) { return {}; }
+
+  // Tensor parallelism (docs/parallel.md): a device of one rank of a world
+  // runs the plan's collective extern ops through this endpoint.
+
+  /// Takes this rank's endpoint (owned) before load_kernels. Devices without
+  /// collectives refuse (kDevice); the cpu device runs them over Gloo.
+  virtual Status attach_collective(std::unique_ptr<cpu::Collective> /*collective*/) {
+    return make_error(ErrorKind::kDevice, "tensor parallelism on the " + name() +
+                                              " device is not built yet (the cpu device has it, over Gloo)");
+  }
 
  protected:
   /// A kDevice error for a slot index >= kReadbackSlots or a size above

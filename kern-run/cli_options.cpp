@@ -77,10 +77,22 @@ LoadOptionsParser::LoadOptionsParser(CLI::App& app, LoadSettings& settings) : se
                "launch the steps marked \"pdl\" plainly, without programmatic dependent launch (cuda)");
   app.add_option("--device", settings.device, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--kernels", settings.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
+  add_number_option(app, "--tp", settings.tp,
+                    "tensor-parallel ranks: the plan's meta.world; kern-run starts ranks 1..N-1 as its children "
+                    "(cpu device, Gloo; docs/parallel.md)",
+                    CountRange{1, 64});
+  // Set by rank 0 on the ranks it starts (tp_ranks.h); not for users.
+  tp_rank_ = app.add_option("--tp-rank", tp_rank_value_)->group("");
+  app.add_option("--tp-rendezvous", settings.tp_rendezvous)->group("");
 }
 
 Status LoadOptionsParser::finish(std::string& plan_path, std::string* tokenizer_path) {
   if (random_->count() > 0) settings_.random_weights_seed = random_seed_;
+  if (tp_rank_->count() > 0) {
+    if (tp_rank_value_ == 0 || tp_rank_value_ >= settings_.tp || settings_.tp_rendezvous.empty())
+      return make_error(ErrorKind::kUsage, "--tp-rank is set by kern-run --tp N for the ranks it starts");
+    settings_.tp_rank = tp_rank_value_;
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(plan_path, ec)) {  // a model folder (examples/convert_hf.py)
     const std::filesystem::path dir(plan_path);
@@ -91,6 +103,11 @@ Status LoadOptionsParser::finish(std::string& plan_path, std::string* tokenizer_
     if (weights_->count() == 0 && random_->count() == 0 &&
         std::filesystem::is_regular_file(dir / kModelWeightsFile, ec))
       settings_.weights_path = (dir / kModelWeightsFile).string();
+    // A tensor-parallel folder: each rank binds its own shard (the plan's
+    // meta.world is checked against --tp when the model loads).
+    if (weights_->count() == 0 && random_->count() == 0 &&
+        std::filesystem::is_regular_file(dir / kModelRank0WeightsFile, ec))
+      settings_.weights_path = (dir / model_rank_weights_file(settings_.tp_rank.value_or(0))).string();
     if (tokenizer_path != nullptr && tokenizer_path->empty() &&
         std::filesystem::is_regular_file(dir / kModelTokenizerFile, ec))
       *tokenizer_path = (dir / kModelTokenizerFile).string();
@@ -200,6 +217,12 @@ ParsedCommandLine parse_command_line(int argc, char** argv) {
   if (no_cache->count() > 0 && requests->count() == 0 && !o.interactive)
     return usage("--no-prefix-cache applies to --requests and --chat -i (a single prompt never hits the cache)");
   if (Status s = load.finish(o.plan_path, &o.tokenizer_path); !s.ok()) return {std::nullopt, fail(s.error())};
+  // Every rank reads the same inputs (tp_ranks.h): stdin is rank 0's alone.
+  const bool from_stdin = o.interactive || o.requests_path == "-" || o.prompt_file == "-" ||
+                          (requests->count() == 0 && ids->count() == 0 && text->count() == 0 && file->count() == 0);
+  if (o.load.tp > 1 && from_stdin)
+    return usage("--tp " + std::to_string(o.load.tp) + " reads no stdin (every rank runs the same inputs): give "
+                 "--prompt, --prompt-ids, --prompt-file FILE or --requests FILE");
   if (requests->count() > 0) {
     if (cap->count() > 0) o.capacity = capacity;
     return {std::move(o), 0};  // the requests carry their prompts (run_requests.h)

@@ -61,6 +61,13 @@ struct RunOptions {
 /// The files of a model folder written by examples/convert_hf.py.
 inline constexpr const char* kModelPlanFile = "model.kplan";
 inline constexpr const char* kModelWeightsFile = "weights.safetensors";
+/// Rank 0's weights in a tensor-parallel model folder (convert_hf.py --tp N);
+/// rank r's are weights.rank<r>.safetensors (model_rank_weights_file).
+inline constexpr const char* kModelRank0WeightsFile = "weights.rank0.safetensors";
+/// "weights.rank<r>.safetensors".
+inline std::string model_rank_weights_file(uint32_t rank) {
+  return "weights.rank" + std::to_string(rank) + ".safetensors";
+}
 inline constexpr const char* kModelTokenizerFile = "tokenizer.json";
 
 /// The load options `kern-run` and `kern-run bench` share: --weights,
@@ -85,6 +92,8 @@ class LoadOptionsParser {
   CLI::Option* weights_ = nullptr;
   CLI::Option* random_ = nullptr;
   uint64_t random_seed_ = 0;
+  CLI::Option* tp_rank_ = nullptr;
+  uint32_t tp_rank_value_ = 0;
 };
 
 /// Parses a list of integer ids: "1,2,3" or the JSON array "[1,2,3]";

@@ -2,6 +2,7 @@
 #include "kern-run/load_model.h"
 
 #include "common/terminal_text.h"
+#include "kern-run/tp_ranks.h"
 #include "spdlog/spdlog.h"
 
 namespace kern::run {
@@ -25,6 +26,26 @@ Result<std::unique_ptr<engine::Model>> load_model(engine::ModelPlan plan, const 
   config.pdl = !settings.no_pdl;
   config.random_weights_seed = settings.random_weights_seed;
   config.poison_workspace = settings.poison_workspace;
+  // Tensor parallelism (docs/parallel.md): the folder's world must be --tp's
+  // before any rank starts; rank 0 starts the others (tp_ranks.h).
+  const uint32_t plan_world = plan.plan.plan().world();
+  if (plan_world != settings.tp)
+    return make_error(ErrorKind::kUsage, "--tp " + std::to_string(settings.tp) + " does not match " +
+                                             plan.plan.path() + ", sharded for --tp " + std::to_string(plan_world));
+  RankGroup* group = nullptr;
+  if (settings.tp > 1) {
+    load::GlooOptions tp;
+    tp.world = settings.tp;
+    tp.timeout_ms = kTpWaitTimeoutMs;
+    if (settings.tp_rank) {
+      tp.rank = *settings.tp_rank;
+      tp.rendezvous_dir = settings.tp_rendezvous;
+    } else {
+      KERN_ASSIGN_OR_RETURN(group, RankGroup::start(settings.tp), "--tp");
+      tp.rendezvous_dir = group->rendezvous_dir();
+    }
+    config.tp = tp;
+  }
   engine::LoadObserver observer;
   // Warnings and notes name tensors from the weights file: terminal-safe.
   observer.on_warning = [](const std::string& w) { spdlog::warn("{}", terminal_safe(w, TerminalText::kMessage)); };
@@ -39,6 +60,7 @@ Result<std::unique_ptr<engine::Model>> load_model(engine::ModelPlan plan, const 
   auto loaded = engine::Model::load(std::move(plan), config, &observer);
   if (progress != nullptr) progress->clear();
   KERN_ASSIGN_OR_RETURN(auto model, std::move(loaded));
+  if (group != nullptr) group->remove_rendezvous_dir();  // every rank joined (the plan check passed)
   spdlog::info("loaded {} on {}: {} B of device memory, capacity {} tokens", plan_path, model->device_name(),
                model->executable().memory().total_bytes, model->capacity());
   return model;

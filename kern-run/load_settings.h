@@ -27,6 +27,12 @@ struct LoadSettings {
   /// ids that end generation beside the tokenizer's named end tokens (end_tokens.h),
   /// with or without a tokenizer; --ignore-eos turns both off. Empty for a plain .kplan.
   std::vector<int64_t> end_ids;
+  /// --tp N: ranks of the tensor-parallel world (docs/parallel.md); 1: none.
+  uint32_t tp = 1;
+  /// --tp-rank R (set by rank 0 for the ranks it starts, tp_ranks.h); none: rank 0.
+  std::optional<uint32_t> tp_rank;
+  /// --tp-rendezvous DIR (set by rank 0 with --tp-rank): the run's rendezvous directory.
+  std::string tp_rendezvous;
 };
 
 }  // namespace kern::run

@@ -16,6 +16,7 @@
 #include "kern-run/run_requests.h"
 #include "kern-run/stream_output.h"
 #include "kern-run/token_tools.h"
+#include "kern-run/tp_ranks.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 
@@ -51,6 +52,7 @@ int finish_stdout(int rc) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kern::run::set_process_args(argc, argv);  // --tp N starts ranks 1..N-1 with these (tp_ranks.h)
   try {
     auto logger = spdlog::stderr_color_mt("kern-run");
     logger->set_pattern("kern-run: %l: %v");

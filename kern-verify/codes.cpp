@@ -358,6 +358,19 @@ constexpr std::array kCatalogue = {
              "is below the vocabulary size, which only the model knows).\n"
              "failing: \"spec\": {\"block\": 1, \"mask_token\": -1}\n"
              "fixed:   \"spec\": {\"block\": 16, \"mask_token\": 151669}"},
+    CodeInfo{C::kWorldOutOfRange, "E0166", E, "meta.world out of range",
+             "`meta.world` is the number of ranks (processes, one device each) that run the\n"
+             "manifest together, each with its own weight shard (docs/parallel.md): at least\n"
+             "1 and at most 64 (kern-run starts every rank on one machine).\n"
+             "failing: \"meta\": {\"version\": 2, \"model\": \"m\", \"world\": 0}\n"
+             "fixed:   \"meta\": {\"version\": 2, \"model\": \"m\", \"world\": 2}"},
+    CodeInfo{C::kCollectiveWithoutWorld, "E0167", E, "collective in a manifest of one rank",
+             "A collective extern op (`extern:allreduce_sum_f32`, ...) exchanges data between\n"
+             "the ranks of a tensor-parallel world, so it needs `meta.world` above 1; with one\n"
+             "rank it would be a copy at best and a sign that the generator sharded a model\n"
+             "it did not mean to.\n"
+             "failing: \"meta\": {\"version\": 2, \"model\": \"m\"} and a step \"extern:allreduce_sum_f32\"\n"
+             "fixed:   \"meta\": {\"version\": 2, \"model\": \"m\", \"world\": 2}"},
 };
 
 }  // namespace

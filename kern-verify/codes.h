@@ -97,6 +97,9 @@ enum class Code : uint16_t {
   kCubinPathInvalid,          // E0163
   kStepSymbolInvalid,         // E0164
   kSpecOutOfRange,            // E0165
+  // tensor parallelism (docs/parallel.md)
+  kWorldOutOfRange,           // E0166
+  kCollectiveWithoutWorld,    // E0167
 };
 
 /// Whether a code is an error (blocks the plan) or a warning (fatal only

@@ -49,7 +49,8 @@ class Lowerer {
     if (m_.meta.spec) spec = plan::CreateSpec(b_, m_.meta.spec->block, m_.meta.spec->mask_token);
     auto root = plan::CreatePlan(b_, kPlanFormatVersion, b_.CreateVector(digest.data(), digest.size()),
                                  b_.CreateString(m_.meta.model), symbols, states, buffers, cubins, kernels, steps,
-                                 scratch, programs, arena, spec);
+                                 scratch, programs, arena, spec,
+                                 static_cast<uint32_t>(m_.meta.world));
     plan::FinishPlanBuffer(b_, root);
     return std::string(reinterpret_cast<const char*>(b_.GetBufferPointer()), b_.GetSize());
   }

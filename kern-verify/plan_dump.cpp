@@ -78,6 +78,7 @@ class Dumper {
          << "\"\n";
     if (const auto* spec = p_.spec())
       out_ << "speculative: block " << spec->block() << ", mask token " << spec->mask_token() << "\n";
+    if (p_.world() > 1) out_ << "tensor parallel: world " << p_.world() << " ranks\n";  // docs/parallel.md
     out_ << "manifest sha256: " << hex_encode(std::span<const uint8_t>(sha->data(), sha->size())) << "\n";
   }
 

@@ -35,6 +35,10 @@ class JsonDumper {
     str("model", p_.model() ? p_.model()->str() : "");
     const auto* sha = p_.manifest_sha256();
     str("manifest_sha256", hex_encode(std::span<const uint8_t>(sha->data(), sha->size())));
+    if (p_.world() > 1) {  // only for tensor-parallel plans (docs/parallel.md): one-device dumps stay as they were
+      w_.Key("world");
+      w_.Uint(p_.world());
+    }
     w_.Key("spec");
     if (const auto* spec = p_.spec()) {
       w_.StartObject();

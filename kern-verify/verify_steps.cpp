@@ -187,6 +187,13 @@ void check_extern(Context& ctx, const Step& step, const std::string& subject) {
     d.label = "differs from the built-in";
     d.help = "`" + step.symbol + "` takes [" + extern_op_params_text(*op) + "]";
   }
+  if (op != nullptr && op->collective && ctx.m.meta.world <= 1) {
+    Diagnostic& d = ctx.error(Code::kCollectiveWithoutWorld,
+                              subject + ": collective `" + step.symbol + "` in a manifest of one rank",
+                              step.symbol_span);
+    d.label = "needs meta.world > 1";
+    d.help = "declare the world size in meta.world, or use no collective";
+  }
   if (step.cubin) {
     Diagnostic& d = ctx.error(Code::kExternCubin,
                               subject + ": extern step `" + step.symbol + "` pins cubin `" + *step.cubin + "`",

@@ -1,4 +1,4 @@
-// SPEC §4 rules 1-2: the format version, meta.spec's ranges and symbol bounds. A symbol with
+// SPEC §4 rules 1-2: the format version, meta.spec's ranges, meta.world and symbol bounds. A symbol with
 // inverted bounds is poisoned: every range computed from it would be
 // meaningless, so dependent checks skip it.
 #include "kern-verify/verify_rules.h"
@@ -38,6 +38,14 @@ void check_symbols(Context& ctx) {
                                 spec->mask_token_span.end > 0 ? spec->mask_token_span : spec->span);
       d.label = "not a token id";
     }
+  }
+  if (m.meta.world < 1 || m.meta.world > kMaxWorld) {
+    Diagnostic& d = ctx.error(Code::kWorldOutOfRange,
+                              "meta.world: " + std::to_string(m.meta.world) + " ranks; must be in [1, " +
+                                  std::to_string(kMaxWorld) + "]",
+                              m.meta.world_span.end > 0 ? m.meta.world_span : m.meta.span);
+    d.label = m.meta.world < 1 ? "no rank" : "more ranks than kern-run starts";
+    d.help = "the world size is the tensor-parallel degree the generator sharded for (--tp N)";
   }
   for (size_t i = 0; i < m.symbols.size(); ++i) {
     const Symbol& s = m.symbols[i];

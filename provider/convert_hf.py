@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""convert_hf.py CHECKPOINT_DIR -o MODEL_DIR [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kern-verify PATH]
+"""convert_hf.py CHECKPOINT_DIR -o MODEL_DIR [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kern-verify PATH] [--tp N]
 
 Converts a Hugging Face checkpoint directory of a supported family
 (decoder_config.py: Qwen3, Llama 3.x, Mistral; config.json, then
@@ -12,6 +12,12 @@ as is (issue 25: a checkpoint in two commands):
   MODEL_DIR/weights.safetensors  the weights in kern's exported layout (export_qwen3.py)
   MODEL_DIR/tokenizer.json       the checkpoint's tokenizer, when it has one
   MODEL_DIR/*.fatbin             the CUDA kernels the manifest is pinned to, when built
+
+With `--tp N` (1, 2, 4 or 8) the folder is tensor-parallel
+(docs/parallel.md): manifest.json and model.kplan are `gen_manifest.py --tp
+N`'s (meta.world N, the same for every rank) and the weights are one shard
+per rank, MODEL_DIR/weights.rank<r>.safetensors (tensor_parallel.py);
+`kern-run MODEL_DIR --tp N` runs it.
 
 Weights may be BF16, F16 or F32 (F16 and F32 are converted to BF16 with
 round-to-nearest-even, ties to even, numpy; a line on stderr says so).
@@ -53,6 +59,7 @@ import safetensors_io as st
 from json_out import dumps
 from progress import Progress
 import hf_config
+import tensor_parallel
 from decoder_config import ConfigError, eos_token_ids, load_config
 from tool_io import UsageError, replace_directory, run, write_atomic
 
@@ -121,7 +128,8 @@ def find_kern_verify(given):
 
 def owned(name):
     """Whether convert_hf writes files of this name into a model folder."""
-    return name in OWNED or name.endswith((".fatbin", ".cubin"))
+    return (name in OWNED or name.endswith((".fatbin", ".cubin"))
+            or re.fullmatch(r"weights\.rank\d+\.safetensors", name) is not None)
 
 
 def output_folder(out_dir):
@@ -158,8 +166,12 @@ def convert(args):
     target = output_folder(out_dir)
     cfg = load_config(os.path.join(checkpoint, "config.json"))
     gen.check_i32_ranges(cfg, args.tokens_max, os.path.join(checkpoint, "config.json"))
-    # The generator's default manifest: fused, with decode_batch (kern-run --requests, serve).
-    doc = gen.manifest(cfg, args.tokens_max, gen.default_label(cfg), fused=True, max_batch=gen.MAX_BATCH_DEFAULT)
+    if args.tp is not None:  # every rank's manifest (docs/parallel.md)
+        tensor_parallel.check(cfg, args.tp, os.path.join(checkpoint, "config.json"))
+        doc = tensor_parallel.manifest(gen, cfg, args.tp, args.tokens_max, f"{gen.default_label(cfg)}-tp{args.tp}")
+    else:
+        # The generator's default manifest: fused, with decode_batch (kern-run --requests, serve).
+        doc = gen.manifest(cfg, args.tokens_max, gen.default_label(cfg), fused=True, max_batch=gen.MAX_BATCH_DEFAULT)
     gen.check_i32_literals(doc, os.path.join(checkpoint, "config.json"))
     kernels_dir = gen.resolve_kernels_dir(args, "convert_hf")
     if kernels_dir:
@@ -174,13 +186,15 @@ def convert(args):
             converted = {d: n for d, n in ckpt.dtypes().items() if d in CONVERTIBLE}
             for dtype, n in sorted(converted.items()):
                 print(f"convert_hf: converting {n} {dtype} tensors to BF16 (round to nearest even)", file=sys.stderr)
-            weights = os.path.join(tmp, "weights.safetensors")
-            bar = Progress("convert_hf", os.path.join(out_dir, "weights.safetensors"),
-                           sum(s.size_bytes for s in specs))
-            try:
-                st.write(weights, specs, export_qwen3.FORMAT_METADATA, progress=bar.update)
-            finally:
-                bar.clear()
+            files = [("weights.safetensors", specs)] if args.tp is None else [
+                (tensor_parallel.rank_weights_file(r), tensor_parallel.shard_specs(specs, cfg, args.tp, r))
+                for r in range(args.tp)]
+            for name, file_specs in files:
+                bar = Progress("convert_hf", os.path.join(out_dir, name), sum(s.size_bytes for s in file_specs))
+                try:
+                    st.write(os.path.join(tmp, name), file_specs, export_qwen3.FORMAT_METADATA, progress=bar.update)
+                finally:
+                    bar.clear()
         finally:
             ckpt.close()
         proc = subprocess.run([kern_verify, os.path.join(tmp, "manifest.json"), "-o", os.path.join(tmp, "model.kplan")],
@@ -208,7 +222,8 @@ def convert(args):
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     prompt = "--prompt TEXT" if os.path.isfile(tokenizer) else "--prompt-ids 1,2,3"
-    return notes + [f"convert_hf: wrote {out_dir}: run it with kern-run {out_dir} {prompt}"]
+    tp = f" --tp {args.tp}" if args.tp is not None else ""
+    return notes + [f"convert_hf: wrote {out_dir}: run it with kern-run {out_dir}{tp} {prompt}"]
 
 
 def generation_end_ids(checkpoint, cfg):
@@ -238,10 +253,14 @@ def main(argv):
     ap.add_argument("-o", "--output", required=True, help="model folder to write (created if missing)")
     ap.add_argument("--tokens-max", type=int, default=512, help="upper bound of the `tokens` symbol (default 512)")
     gen.add_pin_options(ap)
+    ap.add_argument("--tp", type=int, help="tensor-parallel ranks (1, 2, 4 or 8): a folder of one manifest and one "
+                                           "weight shard per rank (docs/parallel.md)")
     ap.add_argument("--kern-verify", help=f"the kern-verify to compile the plan with (default {DEFAULT_KERN_VERIFY})")
     args = ap.parse_args(argv)
     if not 1 <= args.tokens_max <= gen.I32_MAX:
         ap.error(f"--tokens-max must be from 1 to {gen.I32_MAX}")
+    if args.tp is not None and args.tp not in tensor_parallel.TP_CHOICES:
+        ap.error(f"--tp must be one of {', '.join(map(str, tensor_parallel.TP_CHOICES))}")
     try:
         lines = convert(args)
     except (ValueError, KeyError) as e:  # a malformed index or safetensors header

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gen_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kernels fused|fused-qk-separate|unfused] [--max-batch 8]
+"""gen_manifest.py CONFIG.json -o MANIFEST.json [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kernels fused|fused-qk-separate|unfused] [--max-batch 8] [--tp N]
 
 Writes a kern manifest v2 (SPEC §3) for a Hugging Face config.json of a
 decoder-only transformer of a supported family (decoder_config.py: Qwen3,
@@ -31,6 +31,13 @@ from when that directory exists (the build stages the CUDA fatbins there),
 and otherwise says on stderr where it looked; `--unpinned` writes no pins
 (the runtime then searches every loaded module, and kern-verify warns W0001).
 
+`--tp N` (1, 2, 4 or 8) writes the manifest every rank of an N-rank
+tensor-parallel world runs (provider/tensor_parallel.py, docs/parallel.md):
+meta.world N, the rank's share of the heads, KV heads and intermediate rows,
+o_proj and down_proj as split-K GEMMs followed by an all-reduce; the
+unfused kernel set and no decode_batch. `--tp 1` is the one-rank twin whose
+bits TP = N reproduces.
+
 Config values the manifest passes as i32 kernel parameters (vocab_size,
 hidden_size, ...) must fit in an i32; a config that breaks this is refused.
 The manifest is written atomically (provider/tool_io.py).
@@ -48,6 +55,7 @@ import sys
 from json_out import F32, dumps
 from decoder_config import ConfigError, load_config
 from tool_io import check_output_path, run, write_atomic
+import tensor_parallel
 
 PAGE = 16          # KV cache block size (tokens per page), docs/kernels.md
 ATTN_SPLITS = 16   # attention_decode split-KV count S
@@ -972,9 +980,13 @@ def main(argv, tool="gen_manifest"):
                          "norm + RoPE + KV write folded into the attention), fused-qk-separate (the same with "
                          "those as their own launch, 6 per layer: the first fused set, for A/B) or unfused (the "
                          "original 12 launches per layer); prefill is the same")
+    ap.add_argument("--tp", type=int, help="tensor-parallel world size (1, 2, 4 or 8): the manifest of every rank "
+                                           "(docs/parallel.md); implies --kernels unfused and no decode_batch")
     args = ap.parse_args(argv)
     if not 1 <= args.tokens_max <= I32_MAX:
         ap.error(f"--tokens-max must be from 1 to {I32_MAX}")
+    if args.tp is not None and args.tp not in tensor_parallel.TP_CHOICES:
+        ap.error(f"--tp must be one of {', '.join(map(str, tensor_parallel.TP_CHOICES))}")
     if not 0 <= args.max_batch <= GEMV_MAX_ROWS:
         ap.error(f"--max-batch must be from 0 to {GEMV_MAX_ROWS} (the fused decode kernels take at most "
                  f"{GEMV_MAX_ROWS} rows)")
@@ -982,9 +994,14 @@ def main(argv, tool="gen_manifest"):
     c = load_config(args.config)
     check_i32_ranges(c, args.tokens_max, args.config)
     fused = args.kernels != "unfused"
-    doc = manifest(c, args.tokens_max, args.model or default_label(c), fused=fused,
-                   max_batch=args.max_batch if fused and args.max_batch > 0 else None,
-                   fold_qk=args.kernels == "fused")
+    if args.tp is not None:
+        tensor_parallel.check(c, args.tp, args.config)
+        doc = tensor_parallel.manifest(sys.modules[__name__], c, args.tp, args.tokens_max,
+                                       args.model or f"{default_label(c)}-tp{args.tp}")
+    else:
+        doc = manifest(c, args.tokens_max, args.model or default_label(c), fused=fused,
+                       max_batch=args.max_batch if fused and args.max_batch > 0 else None,
+                       fold_qk=args.kernels == "fused")
     check_i32_literals(doc, args.config)
     kernels_dir = resolve_kernels_dir(args, tool)
     if kernels_dir:

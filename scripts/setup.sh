@@ -14,6 +14,7 @@ pkgs+=(libicu-dev)  # tokenizer: NFC normalization (kern-run/tokenizer)
 pkgs+=(librandom123-dev)  # kern_sample_bf16 and its cpu twin: Philox4x32-10 (Random123, header-only, host and CUDA)
 pkgs+=(libboost-dev)  # kern-run serve: the HTTP layer on Boost.Beast and Asio (header-only; kern-run/serve/http_server.h)
 pkgs+=(libboost-context-dev)  # test/sim/simt: the SIMT emulator runs each CUDA thread as a Boost.Context fiber
+pkgs+=(libgloo-dev)  # tensor parallelism on the cpu device: Gloo collectives (kern-load/collective/, docs/parallel.md)
 pkgs+=(patchelf)  # test/gpu/bundle.sh: the GPU bundle's binaries find its libraries through an $ORIGIN rpath
 pkgs+=(python3-numpy python3-yaml git gcc)  # examples/convert_hf.py: F16/F32 to BF16 (numpy); llama.cpp oracle: gguf-py needs numpy and yaml; clone the bundle; build the C oracle (test/oracle)
 if [ $build_only -eq 0 ] && ! command -v npm >/dev/null; then

@@ -152,6 +152,9 @@ Status CudaDevice::bind_extern_step(const plan::Plan& p, uint32_t i) {
   const std::string where = "steps[" + std::to_string(i) + "] " + sym;
   const ExternOpInfo* op = find_extern_op(sym);
   if (op == nullptr) return make_error(ErrorKind::kKernel, where + ": unknown extern op");
+  if (op->id != ExternOpId::kGemmBf16Tn && op->id != ExternOpId::kGemmBf16TnAcc)  // launch() runs GEMMs only
+    return make_error(ErrorKind::kKernel, where + ": not built on the cuda device yet (tensor parallelism runs on "
+                                                  "the cpu device, docs/parallel.md)");
   if (!extern_op_params_match(*op, declared_params(*p.steps()->Get(i))))  // the ABI launch() reads
     return make_error(ErrorKind::kKernel, where + ": params must be [" + extern_op_params_text(*op) + "]");
   if (!cublaslt_) {

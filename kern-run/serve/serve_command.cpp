@@ -96,6 +96,9 @@ int run_serve(int argc, char** argv) {
   std::atomic<bool> exiting{false};
   worker.start(
       [&]() -> Result<std::unique_ptr<engine::Model>> {
+        if (o.load.tp > 1)  // every rank would need each step's requests from rank 0 (docs/parallel.md)
+          return make_error(ErrorKind::kUsage, "serve --tp " + std::to_string(o.load.tp) +
+                                                   ": not built yet; run --tp with a prompt, --requests or bench");
         auto tok = tok::Tokenizer::load(o.tokenizer_path);
         if (!tok.ok()) return tok.error().with_context("--tokenizer");
         ctx.end_ids = end_ids(&*tok, o.load.end_ids);

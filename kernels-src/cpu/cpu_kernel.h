@@ -22,6 +22,8 @@
 
 namespace kern::cpu {
 
+class Collective;
+
 /// One launch as the cpu device sees it.
 struct CpuLaunch {
   uint32_t grid[3] = {1, 1, 1};
@@ -36,6 +38,10 @@ struct CpuLaunch {
   /// those accesses against it; accesses fixed by scalar params are declared
   /// in CpuExtents and checked by the device instead.
   const uint64_t* avail = nullptr;
+  /// The device's tensor-parallel endpoint (borrowed), for the collective
+  /// extern ops; null on a device of one rank (the verifier keeps
+  /// collectives out of such plans, E0167, and the ops refuse a null one).
+  Collective* collective = nullptr;
 
   /// Reads param `i` as a value of type T (a pointer param is read as a pointer).
   template <typename T>

@@ -129,6 +129,32 @@ Status gemm_bf16_tn(const CpuLaunch& launch);
 /// added in f32 before the single rounding. Grid and block are ignored.
 Status gemm_bf16_tn_acc(const CpuLaunch& launch);
 
+/// `extern:gemm_bf16_tn_splitk` (docs/parallel.md): k is cut into `splits`
+/// equal slices (k % splits == 0, splits a power of two); each slice's dot
+/// is computed in gemm_bf16_tn's order, and the slice sums are added as a
+/// pairwise tree (slices 2i and 2i + 1 first); c[m, n] = bf16(that sum).
+/// Params: a [m, k] bf16, w [n, k] bf16, c [m, n] bf16, i32 m, n, k, splits.
+Status gemm_bf16_tn_splitk(const CpuLaunch& launch);
+
+/// `extern:gemm_bf16_tn_splitk_f32`: the same sum, left in f32 in c [m, n]
+/// (a rank's partial sum before extern:allreduce_sum_f32).
+Status gemm_bf16_tn_splitk_f32(const CpuLaunch& launch);
+
+/// `extern:allreduce_sum_f32` (docs/parallel.md): x[count] f32, in place,
+/// becomes the sum over the ranks of their x, added as a pairwise tree in
+/// rank order (tree_sum_f32) so that every rank gets the same bits.
+/// Params: x, i32 count. Needs launch.collective.
+Status allreduce_sum_f32(const CpuLaunch& launch);
+
+/// `extern:allreduce_sum_f32_bf16`: allreduce_sum_f32 on x, then y[count] =
+/// bf16(x). Params: x f32 (inout), y bf16 (out), i32 count.
+Status allreduce_sum_f32_bf16(const CpuLaunch& launch);
+
+/// The sum of v[0 .. count) as a pairwise tree: halves of ceil(count / 2)
+/// and the rest, each summed the same way, then added (for a power of two,
+/// (v0 + v1) + (v2 + v3) ...). `stride` elements between the values.
+float tree_sum_f32(const float* v, size_t count, size_t stride);
+
 /// The decode GEMV family (§11): c[m, n] = epilogue(a'[m, k] . w[n, k]^T) for
 /// m <= 8, in the CUDA twin's reduction order (row-invariant: a row does not
 /// depend on m). Grid = [>= ceil(n / 8), splits, 1], block [128, 1, 1].
@@ -174,6 +200,10 @@ Status decode_advance_extents(const CpuLaunch& launch, CpuExtents& out);
 Status sample_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 /// Both GEMM ops (the _acc variant touches the same bytes).
 Status gemm_bf16_tn_extents(const CpuLaunch& launch, CpuExtents& out);
+Status gemm_bf16_tn_splitk_extents(const CpuLaunch& launch, CpuExtents& out);
+Status gemm_bf16_tn_splitk_f32_extents(const CpuLaunch& launch, CpuExtents& out);
+Status allreduce_sum_f32_extents(const CpuLaunch& launch, CpuExtents& out);
+Status allreduce_sum_f32_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 /// The decode GEMV family (one declaration per variant's param layout).
 Status gemv_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status gemv_residual_bf16_extents(const CpuLaunch& launch, CpuExtents& out);

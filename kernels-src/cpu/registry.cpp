@@ -23,7 +23,7 @@ struct Entry {
 };
 
 // Each kernel is wrapped by guarded<> (kernel_args.h): no exception escapes.
-constexpr std::array<Entry, 31> kRegistry = {{
+constexpr std::array<Entry, 35> kRegistry = {{
     {"kern_embedding_bf16", {guarded<embedding_bf16>, embedding_bf16_extents}},
     {"kern_rmsnorm_bf16", {guarded<rmsnorm_bf16>, rmsnorm_bf16_extents}},
     {"kern_add_rmsnorm_bf16", {guarded<add_rmsnorm_bf16>, add_rmsnorm_bf16_extents}},
@@ -61,6 +61,12 @@ constexpr std::array<Entry, 31> kRegistry = {{
     {"kern_decode_advance_batch", {guarded<decode_advance_batch>, decode_advance_batch_extents}},
     {extern_op_symbol(ExternOpId::kGemmBf16Tn), {guarded<gemm_bf16_tn>, gemm_bf16_tn_extents}},
     {extern_op_symbol(ExternOpId::kGemmBf16TnAcc), {guarded<gemm_bf16_tn_acc>, gemm_bf16_tn_extents}},
+    {extern_op_symbol(ExternOpId::kGemmBf16TnSplitK), {guarded<gemm_bf16_tn_splitk>, gemm_bf16_tn_splitk_extents}},
+    {extern_op_symbol(ExternOpId::kGemmBf16TnSplitKF32),
+     {guarded<gemm_bf16_tn_splitk_f32>, gemm_bf16_tn_splitk_f32_extents}},
+    {extern_op_symbol(ExternOpId::kAllReduceSumF32), {guarded<allreduce_sum_f32>, allreduce_sum_f32_extents}},
+    {extern_op_symbol(ExternOpId::kAllReduceSumF32Bf16),
+     {guarded<allreduce_sum_f32_bf16>, allreduce_sum_f32_bf16_extents}},
 }};
 
 }  // namespace

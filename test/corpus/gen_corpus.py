@@ -85,6 +85,16 @@ PF = "/programs/prefill/dispatches/"
 D = "/programs/decode/dispatches/"
 
 # (name, [json mutations], [text mutations], [expected "CODE pointer"])
+# An in-place all-reduce of an f32 carry in decode: valid only with meta.world > 1.
+COLLECTIVE = [
+    set_("/buffers/acc", {"dtype": "f32", "shape": ["tokens", 16], "class": "carry"}),
+    set_("/kernels/allreduce", {"params": ["inout buffer<f32>", "i32"], "impl": {"steps": [{
+        "symbol": "extern:allreduce_sum_f32", "params": ["inout buffer<f32>", "i32"], "block": [1, 1, 1],
+        "grid": [1, 1, 1], "args": [{"arg": 0}, {"arg": 1}]}]}}),
+    lambda d: d["programs"]["decode"]["dispatches"].append(
+        {"kernel": "allreduce", "label": "allreduce", "args": [{"buf": "acc"}, {"expr": {"mul": [{"sym": "tokens"}, 16]}}]}),
+]
+
 CASES = [
     # --- reader: JSON itself ---
     ("E0001-trailing-comma", [], [text('"model": "verify-test"}', '"model": "verify-test",}')], ["E0001 "]),
@@ -223,6 +233,12 @@ CASES = [
      ["E0165 /meta/spec/block"]),
     ("E0165-spec-negative-mask-token", [set_("/meta/spec", {"block": 8, "mask_token": -1})], [],
      ["E0165 /meta/spec/mask_token"]),
+    # tensor parallelism (docs/parallel.md): the world size and where collectives may be
+    ("E0166-world-zero", [set_("/meta/world", 0)], [], ["E0166 /meta/world"]),
+    ("E0166-world-over-limit", [set_("/meta/world", 65)], [], ["E0166 /meta/world"]),
+    ("E0167-collective-in-one-rank", COLLECTIVE, [], ["E0167 /kernels/allreduce/impl/steps/0/symbol"]),
+    ("E0167-collective-in-world-one", COLLECTIVE + [set_("/meta/world", 1)], [],
+     ["E0167 /kernels/allreduce/impl/steps/0/symbol"]),
     ("E0159-mul-by-zero", [set_(KV + "/grid/0", {"mul": [{"sym": "tokens"}, 0]})], [], ["E0159 " + KV + "/grid/0"]),
     # --- warnings (exit 0 unless --deny-warnings) ---
     ("W0001-step-without-cubin", [del_(E + "/cubin"), del_(E + "/sha256")], [], ["W0001 " + E + "/symbol"]),

@@ -1,0 +1,33 @@
+// What the cpu reference device's collective extern ops need from the
+// transport (docs/parallel.md): this rank's place in the world and an
+// all-gather. The summation order of the all-reduce is the kernels' own
+// (collective_ops.cpp), never the transport's, so every rank adds the same
+// values in the same order and gets the same bits. kern-load implements it
+// over Gloo (kern-load/collective/); tests may pass an in-process fake.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/result.h"
+
+namespace kern::cpu {
+
+/// One rank's endpoint of a tensor-parallel world. Not thread-safe: one
+/// collective at a time, on the thread that runs the plan.
+class Collective {
+ public:
+  virtual ~Collective() = default;
+  /// This rank, in [0, world()).
+  virtual uint32_t rank() const = 0;
+  /// Ranks in the world (>= 1).
+  virtual uint32_t world() const = 0;
+  /// out[r * size_bytes .. (r + 1) * size_bytes) = rank r's `in` for every
+  /// rank r (this rank's included); every rank passes the same size_bytes.
+  /// `out` holds world() * size_bytes bytes and does not overlap `in`.
+  /// Errors (kind kDevice): a rank that left or did not answer within the
+  /// transport's timeout, named when the transport knows which.
+  virtual Status all_gather(const void* in, void* out, size_t size_bytes) = 0;
+};
+
+}  // namespace kern::cpu

@@ -1,0 +1,240 @@
+"""Tensor parallelism end to end on the cpu device (docs/parallel.md):
+
+* `kern-run --tp 2` (and `--tp 4`) give `--tp 1`'s greedy ids bit for bit on
+  the tiny example (2 KV heads: TP = 2 only) and on a random checkpoint of
+  an odd shape (untied, GQA with 4 KV heads, 2 layers), prefill chunked;
+  seeded sampling and `--requests` too;
+* `convert_hf.py --tp 2` writes a folder `kern-run DIR --tp 2` runs as is;
+  a `--tp` that does not match the folder is a usage error naming both;
+* a rank killed mid-run, a hung rank (SIGSTOP) and SIGTERM to rank 0 end
+  every rank within 10 s, exit 1 naming the rank where one failed, with no
+  process left behind.
+
+Every wait is bounded (subprocess timeouts, deadlines of at most 20 s).
+Usage: tp_test.py SOURCE_ROOT KERN_VERIFY KERN_RUN
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ROOT = KERN_VERIFY = KERN_RUN = None
+PROMPT = [5, 17, 42, 99, 3, 250, 7, 11, 64, 128, 200, 31, 8, 77, 150, 2, 9]
+ODD = {  # untied, GQA 8 query heads over 4 KV heads, 2 layers, dimensions that are not powers of two
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 96, "num_attention_heads": 8,
+    "num_key_value_heads": 4, "head_dim": 24, "intermediate_size": 160, "num_hidden_layers": 2,
+    "vocab_size": 301, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2,
+}
+
+
+def tool(script, *args):
+    proc = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "provider", script), *args],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise AssertionError(f"{script} {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
+    return proc
+
+
+def make_folder(tmp, name, config, weights, tp):
+    """A model folder for `tp` ranks: the plan of gen_manifest --tp and the weight shard(s)."""
+    folder = os.path.join(tmp, f"{name}-tp{tp}")
+    os.makedirs(folder)
+    manifest = os.path.join(folder, "manifest.json")
+    tool("gen_manifest.py", config, "-o", manifest, "--tp", str(tp), "--unpinned", "--tokens-max", "64")
+    proc = subprocess.run([KERN_VERIFY, manifest, "-o", os.path.join(folder, "model.kplan")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    if tp == 1:
+        shutil.copyfile(weights, os.path.join(folder, "weights.safetensors"))
+    else:
+        tool("shard_weights.py", config, weights, "--tp", str(tp), "-o", folder)
+    return folder
+
+
+def children_of(pid):
+    """Pids whose parent is `pid` (from /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(entry))
+    return out
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class TensorParallel(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="kern-tp-test.")
+        tiny_cfg = os.path.join(ROOT, "examples", "tiny-qwen3.config.json")
+        tiny_w = os.path.join(ROOT, "examples", "tiny-qwen3.safetensors")
+        cls.tiny = {tp: make_folder(cls.tmp, "tiny", tiny_cfg, tiny_w, tp) for tp in (1, 2)}
+        odd_cfg = os.path.join(cls.tmp, "odd.config.json")
+        with open(odd_cfg, "w", encoding="utf-8") as f:
+            json.dump(ODD, f)
+        odd_w = os.path.join(cls.tmp, "odd.safetensors")
+        tool("gen_random_weights.py", odd_cfg, "-o", odd_w, "--seed", "3")
+        cls.odd = {tp: make_folder(cls.tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 2, 4)}
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def run_kern(self, folder, tp, *args, timeout=120):
+        return subprocess.run([KERN_RUN, folder, "--tp", str(tp), "--device", "cpu", *args], capture_output=True,
+                              text=True, timeout=timeout)
+
+    def ids(self, folder, tp, *args):
+        proc = self.run_kern(folder, tp, "--json", "--ignore-eos", *args)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        return json.loads(proc.stdout)["generated_ids"]
+
+    def test_tp2_gives_tp1_greedy_ids_on_the_tiny_example_prefill_chunked(self):
+        prompt = ",".join(map(str, PROMPT))
+        want = self.ids(self.tiny[1], 1, "--prompt-ids", prompt, "--steps", "20", "--chunk", "5")
+        self.assertEqual(len(want), 20)
+        self.assertEqual(self.ids(self.tiny[2], 2, "--prompt-ids", prompt, "--steps", "20", "--chunk", "5"), want)
+        self.assertEqual(self.ids(self.tiny[2], 2, "--prompt-ids", prompt, "--steps", "20"), want)
+
+    def test_tp2_and_tp4_give_tp1_ids_on_an_odd_untied_gqa_shape_greedy_and_seeded(self):
+        prompt = ",".join(map(str, PROMPT * 2))
+        for extra in ([], ["--temperature", "0.8", "--seed", "11"]):
+            want = self.ids(self.odd[1], 1, "--prompt-ids", prompt, "--steps", "16", "--chunk", "7", *extra)
+            for tp in (2, 4):
+                with self.subTest(tp=tp, sampled=bool(extra)):
+                    self.assertEqual(self.ids(self.odd[tp], tp, "--prompt-ids", prompt, "--steps", "16", "--chunk",
+                                              "7", *extra), want)
+
+    def test_requests_at_tp2_equal_tp1_for_every_request(self):
+        reqs = os.path.join(self.tmp, "requests.jsonl")
+        with open(reqs, "w", encoding="utf-8") as f:
+            for i, ids in enumerate([PROMPT, PROMPT[:5], [9, 8, 7], [1], PROMPT[::2]]):
+                sampling = {"temperature": 0.7, "seed": 5 + i} if i % 2 else {}
+                f.write(json.dumps({"prompt_ids": ids, "max_tokens": 5 + i, "ignore_eos": True, **sampling}) + "\n")
+        results = {}
+        for tp in (1, 2):
+            proc = self.run_kern(self.odd[tp], tp, "--requests", reqs)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            results[tp] = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
+        self.assertEqual(len(results[1]), 5)
+        self.assertEqual(results[2], results[1])
+
+    def test_a_tp_that_does_not_match_the_folder_is_a_usage_error_naming_both(self):
+        proc = self.run_kern(self.tiny[2], 1, "--prompt-ids", "1,2", "--steps", "2")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("--tp 1 does not match", proc.stderr)
+        self.assertIn("sharded for --tp 2", proc.stderr)
+        proc = self.run_kern(self.tiny[1], 2, "--prompt-ids", "1,2", "--steps", "2")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("--tp 2 does not match", proc.stderr)
+
+    def test_convert_hf_tp2_writes_a_folder_kern_run_tp2_runs_as_is(self):
+        sys.path.insert(0, os.path.join(ROOT, "provider"))
+        import safetensors_io as st
+        ckpt = os.path.join(self.tmp, "ckpt")
+        os.makedirs(ckpt)
+        shutil.copyfile(os.path.join(ROOT, "examples", "tiny-qwen3.config.json"), os.path.join(ckpt, "config.json"))
+        # The HF names of the tiny weights: q/k/v and gate/up unmerged.
+        with st.SafetensorsFile(os.path.join(ROOT, "examples", "tiny-qwen3.safetensors")) as f:
+            specs = []
+            for name, (dtype, shape, begin, end) in f.tensors.items():
+                if name in ("rope.cos_sin_cache", "k_scale", "v_scale", "lm_head.weight"):
+                    continue
+                data = f._map[begin:end]
+                row = shape[-1] * 2
+                if name.endswith("qkv_proj.weight"):
+                    parts = [("q_proj", 0, 64), ("k_proj", 64, 96), ("v_proj", 96, 128)]
+                elif name.endswith("gate_up_proj.weight"):
+                    parts = [("gate_proj", 0, 128), ("up_proj", 128, 256)]
+                else:
+                    specs.append(st.TensorSpec(name, dtype, shape, lambda d=data: [d]))
+                    continue
+                base = name.rsplit(".", 2)[0]
+                for part, b, e in parts:
+                    specs.append(st.TensorSpec(f"{base}.{part}.weight", dtype, [e - b, shape[1]],
+                                               lambda d=data, b=b, e=e: [d[b * row:e * row]]))
+            st.write(os.path.join(ckpt, "model.safetensors"), specs)
+        out = os.path.join(self.tmp, "converted")
+        proc = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "provider", "convert_hf.py"), ckpt, "-o", out,
+                               "--tp", "2", "--unpinned", "--kern-verify", KERN_VERIFY, "--tokens-max", "64"],
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertTrue(os.path.isfile(os.path.join(out, "weights.rank1.safetensors")))
+        self.assertFalse(os.path.exists(os.path.join(out, "weights.safetensors")))
+        prompt = ",".join(map(str, PROMPT))
+        want = self.ids(self.tiny[1], 1, "--prompt-ids", prompt, "--steps", "8")
+        self.assertEqual(self.ids(out, 2, "--prompt-ids", prompt, "--steps", "8"), want)
+
+    def start_long_run(self):
+        """kern-run --tp 2 generating for far longer than the test waits, once both ranks run."""
+        proc = subprocess.Popen([KERN_RUN, self.odd[2], "--tp", "2", "--device", "cpu", "--prompt-ids", "5,6,7",
+                                 "--ignore-eos", "--steps", "4000", "--capacity", "4096"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        kids = []
+        while time.monotonic() < deadline and not kids:
+            kids = children_of(proc.pid)
+            time.sleep(0.05)
+        self.assertEqual(len(kids), 1, "rank 0 started no rank 1")
+        time.sleep(1.0)  # into the run (load, rendezvous, first steps)
+        self.assertIsNone(proc.poll(), "the run ended before the test could interrupt it")
+        return proc, kids[0]
+
+    def assert_all_gone(self, proc, child, within):
+        start = time.monotonic()
+        try:
+            _, err = proc.communicate(timeout=within)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            self.fail(f"rank 0 still running after {within} s")
+        deadline = time.monotonic() + 2
+        while alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertFalse(alive(child), "rank 1 was left running")
+        return proc.returncode, err, time.monotonic() - start
+
+    def test_a_rank_killed_mid_run_ends_every_rank_with_exit_1_naming_it(self):
+        proc, child = self.start_long_run()
+        os.kill(child, signal.SIGKILL)
+        rc, err, _ = self.assert_all_gone(proc, child, within=10)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("rank 1", err)
+
+    def test_a_hung_rank_ends_every_rank_within_10_s_naming_it(self):
+        proc, child = self.start_long_run()
+        os.kill(child, signal.SIGSTOP)
+        rc, err, _ = self.assert_all_gone(proc, child, within=10)
+        self.assertEqual(rc, 1, err)
+        self.assertIn("rank 1", err)
+
+    def test_sigterm_to_rank_0_stops_every_rank(self):
+        proc, child = self.start_long_run()
+        proc.send_signal(signal.SIGTERM)
+        rc, err, _ = self.assert_all_gone(proc, child, within=10)
+        self.assertNotEqual(rc, 0, err)
+
+
+if __name__ == "__main__":
+    ROOT, KERN_VERIFY, KERN_RUN = sys.argv[1:4]
+    unittest.main(argv=sys.argv[:1], verbosity=2)
