@@ -65,8 +65,10 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
     return make_error(ErrorKind::kUsage, "the plan " + plan.plan.path() + " is sharded for --tp " +
                                              std::to_string(plan_world) + " but this run has --tp " +
                                              std::to_string(run_world));
+  cpu::Collective* collective_view = nullptr;  // owned by the device once attached
   if (run_world > 1) {
     KERN_ASSIGN_OR_RETURN(auto collective, load::connect_gloo(*config.tp), "tensor parallelism");
+    collective_view = collective.get();
     const auto* sha = plan.plan.plan().manifest_sha256();
     KERN_RETURN_IF_ERROR(load::check_same_plan(*collective, std::span<const uint8_t>(sha->data(), sha->size())));
     KERN_RETURN_IF_ERROR(device->attach_collective(std::move(collective)), "tensor parallelism");
@@ -114,6 +116,10 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
                                                  &monitor)
                         : load::Executable::load(std::move(plan.plan), std::move(device), nullptr, eo, &monitor);
   KERN_ASSIGN_OR_RETURN(auto exe, std::move(loaded));
+  // Ranks load at their own pace (a shard of a large model takes minutes):
+  // the first collective's wait starts only when every rank is ready.
+  if (collective_view != nullptr)
+    KERN_RETURN_IF_ERROR(collective_view->barrier(config.tp_load_timeout_ms), "tensor parallelism");
   std::unique_ptr<Model> m(new Model(std::move(exe), plan.contract, plan.spec, plan.batch, capacity));
   m->device_name_ = device_name;
   m->weights_metadata_ = std::move(weights_metadata);

@@ -72,6 +72,8 @@ struct ModelConfig {
   /// This process's rank of a tensor-parallel world (docs/parallel.md);
   /// none: one rank. Its world must equal the plan's meta.world.
   std::optional<load::GlooOptions> tp;
+  /// With `tp`: how long a rank waits for the others to finish loading (ms).
+  uint32_t tp_load_timeout_ms = 600000;
 };
 
 /// What loading reports as it happens (all may be empty; called on the

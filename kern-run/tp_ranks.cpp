@@ -147,7 +147,7 @@ Result<RankGroup*> RankGroup::start(uint32_t world) {
   std::thread(watch, g->children_, g->dir_).detach();
   group = std::move(g);
   std::atexit([] {
-    if (group) group->stop(2000);
+    if (group) group->stop(1000);
   });
   return group.get();
 }

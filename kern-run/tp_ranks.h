@@ -27,7 +27,7 @@ namespace kern::run {
 
 /// How long a rank waits for a peer (the rendezvous, each collective)
 /// before it fails naming the peer: below the 10 s the issue allows.
-inline constexpr uint32_t kTpWaitTimeoutMs = 6000;
+inline constexpr uint32_t kTpWaitTimeoutMs = 5000;
 
 /// Records the process's argv (main calls it first): ranks 1 .. N-1 are
 /// started with these arguments. Borrowed: argv outlives the process.

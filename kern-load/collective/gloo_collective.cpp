@@ -35,13 +35,22 @@ class GlooCollective final : public cpu::Collective {
   uint32_t rank() const override { return rank_; }
   uint32_t world() const override { return world_; }
   Status all_gather(const void* in, void* out, size_t size_bytes) override {
-    char err[512] = {};
-    if (api_.all_gather(ctx_, in, out, size_bytes, err, sizeof err) != 0)
-      return make_error(ErrorKind::kDevice, "rank " + std::to_string(rank_) + ": all-gather: " + err);
-    return Status::ok_status();
+    return gather(in, out, size_bytes, 0, "all-gather");
+  }
+  Status barrier(uint32_t timeout_ms) override {
+    const uint8_t mine = 1;
+    std::vector<uint8_t> all(world_);
+    return gather(&mine, all.data(), 1, timeout_ms, "waiting for every rank to load");
   }
 
  private:
+  Status gather(const void* in, void* out, size_t size_bytes, uint32_t timeout_ms, const char* what) {
+    char err[512] = {};
+    if (api_.all_gather(ctx_, in, out, size_bytes, static_cast<int>(timeout_ms), err, sizeof err) != 0)
+      return make_error(ErrorKind::kDevice, "rank " + std::to_string(rank_) + ": " + what + ": " + err);
+    return Status::ok_status();
+  }
+
   GlooApi api_;
   void* ctx_;  ///< owned: closed in the destructor
   uint32_t rank_, world_;

@@ -67,8 +67,10 @@ __attribute__((visibility("default"))) int kern_gloo_connect(const char* rendezv
 }
 
 __attribute__((visibility("default"))) int kern_gloo_all_gather(void* handle, const void* in, void* out,
-                                                                size_t size_bytes, char* err, size_t err_size) {
+                                                                size_t size_bytes, int timeout_ms, char* err,
+                                                                size_t err_size) {
   auto* ctx = static_cast<Ctx*>(handle);
+  const std::chrono::milliseconds timeout = timeout_ms > 0 ? std::chrono::milliseconds(timeout_ms) : ctx->timeout;
   gloo::rendezvous::Context& c = *ctx->context;
   const int me = c.rank;
   std::vector<int> pending;
@@ -84,22 +86,22 @@ __attribute__((visibility("default"))) int kern_gloo_all_gather(void* handle, co
       recv_buf->recv(r, slot, static_cast<size_t>(r) * size_bytes, size_bytes);
       send_buf->send(r, slot);
     }
-    const auto deadline = std::chrono::steady_clock::now() + ctx->timeout;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (!pending.empty()) {
       int from = -1;
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0 || !recv_buf->waitRecv(&from, left)) {
         set_error(err, err_size, rank_list(pending) + " did not answer within " +
-                                     std::to_string(ctx->timeout.count() / 1000) + " s");
+                                     std::to_string(timeout.count() / 1000.0).substr(0, 4) + " s");
         return -1;
       }
       std::erase(pending, from);
     }
-    for (int r = 1; r < c.size; ++r) send_buf->waitSend(ctx->timeout);
+    for (int r = 1; r < c.size; ++r) send_buf->waitSend(timeout);
     return 0;
   } catch (const std::exception& e) {
     set_error(err, err_size, (pending.empty() ? std::string("a rank") : rank_list(pending)) +
-                                 " left the world or did not answer: " + e.what());
+                                 " did not answer (or left the world): " + e.what());
   } catch (...) {
     set_error(err, err_size, "gloo all-gather: unknown exception");
   }

@@ -12,7 +12,7 @@
 extern "C" {
 
 /// Bumped when a signature below changes; the loader refuses another.
-inline constexpr uint32_t kKernGlooAbiVersion = 1;
+inline constexpr uint32_t kKernGlooAbiVersion = 2;
 
 /// Returns kKernGlooAbiVersion.
 using KernGlooAbiVersionFn = uint32_t (*)();
@@ -25,10 +25,11 @@ using KernGlooAbiVersionFn = uint32_t (*)();
 using KernGlooConnectFn = int (*)(const char* rendezvous_dir, int rank, int world, int timeout_ms, void** out,
                                   char* err, size_t err_size);
 
-/// All-gather: out[r * size_bytes ...] = rank r's in. Returns 0, or -1 with
-/// a message naming the ranks that did not answer (or left) in err.
-using KernGlooAllGatherFn = int (*)(void* ctx, const void* in, void* out, size_t size_bytes, char* err,
-                                    size_t err_size);
+/// All-gather: out[r * size_bytes ...] = rank r's in, waiting at most
+/// `timeout_ms` (0: the connect timeout). Returns 0, or -1 with a message
+/// naming the ranks that did not answer (or left) in err.
+using KernGlooAllGatherFn = int (*)(void* ctx, const void* in, void* out, size_t size_bytes, int timeout_ms,
+                                    char* err, size_t err_size);
 
 /// Closes the connections and frees the context (null is ignored).
 using KernGlooCloseFn = void (*)(void* ctx);

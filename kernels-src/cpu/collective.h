@@ -28,6 +28,10 @@ class Collective {
   /// Errors (kind kDevice): a rank that left or did not answer within the
   /// transport's timeout, named when the transport knows which.
   virtual Status all_gather(const void* in, void* out, size_t size_bytes) = 0;
+  /// Returns when every rank has called it, or fails after `timeout_ms`
+  /// naming the ranks that did not come: the barrier after loading, which
+  /// may take far longer than one collective's wait.
+  virtual Status barrier(uint32_t timeout_ms) = 0;
 };
 
 }  // namespace kern::cpu

@@ -29,6 +29,7 @@ class FakeWorld final : public kern::cpu::Collective {
       std::memcpy(static_cast<char*>(out) + r * size_bytes, r == rank_ ? in : peers_[r].data(), size_bytes);
     return {};
   }
+  kern::Status barrier(uint32_t) override { return {}; }
   int calls = 0;
 
  private:
