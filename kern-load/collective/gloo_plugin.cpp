@@ -8,6 +8,7 @@
 #include <gloo/rendezvous/file_store.h>
 #include <gloo/transport/tcp/device.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -79,25 +80,31 @@ __attribute__((visibility("default"))) int kern_gloo_all_gather(void* handle, co
   try {
     std::memcpy(static_cast<char*>(out) + static_cast<size_t>(me) * size_bytes, in, size_bytes);
     if (pending.empty() || size_bytes == 0) return 0;
+    // One buffer per peer and direction: a buffer's completions do not say
+    // which peer completed, so each wait is on one known peer.
     const uint64_t slot = static_cast<uint64_t>(c.nextSlot());
-    auto send_buf = c.createUnboundBuffer(const_cast<void*>(in), size_bytes);
-    auto recv_buf = c.createUnboundBuffer(out, size_bytes * static_cast<size_t>(c.size));
+    std::vector<std::unique_ptr<gloo::transport::UnboundBuffer>> recv_bufs, send_bufs;
     for (int r : pending) {
-      recv_buf->recv(r, slot, static_cast<size_t>(r) * size_bytes, size_bytes);
-      send_buf->send(r, slot);
+      recv_bufs.push_back(c.createUnboundBuffer(static_cast<char*>(out) + static_cast<size_t>(r) * size_bytes,
+                                                size_bytes));
+      recv_bufs.back()->recv(r, slot);
+      send_bufs.push_back(c.createUnboundBuffer(const_cast<void*>(in), size_bytes));
+      send_bufs.back()->send(r, slot);
     }
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (!pending.empty()) {
-      int from = -1;
+    for (size_t i = 0; i < recv_bufs.size(); ++i) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-      if (left.count() <= 0 || !recv_buf->waitRecv(&from, left)) {
-        set_error(err, err_size, rank_list(pending) + " did not answer within " +
+      if (left.count() <= 0 || !recv_bufs[i]->waitRecv(left)) {
+        set_error(err, err_size, rank_list({pending.front()}) + " did not answer within " +
                                      std::to_string(timeout.count() / 1000.0).substr(0, 4) + " s");
         return -1;
       }
-      std::erase(pending, from);
+      pending.erase(pending.begin());  // pending[0] is the peer of recv_bufs[i]
     }
-    for (int r = 1; r < c.size; ++r) send_buf->waitSend(timeout);
+    for (auto& b : send_bufs) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      b->waitSend(std::max(left, std::chrono::milliseconds(1)));
+    }
     return 0;
   } catch (const std::exception& e) {
     set_error(err, err_size, (pending.empty() ? std::string("a rank") : rank_list(pending)) +
