@@ -96,10 +96,13 @@ TEST_CASE("ranks' f32 partials of their k slices, all-reduced in rank order, giv
   const auto w = random_bf16(rng, static_cast<size_t>(n) * k);
   for (size_t i = 0; i < a.size(); i += 5) a[i] = kern::f32_to_bf16(kern::bf16_to_f32(a[i]) * 1e-3f);
   std::vector<uint16_t> one(static_cast<size_t>(m) * n);
+  std::vector<float> one_f32(one.size());  // the same sum before its rounding
   {
     ArgPack args;
     args.add(a.data()).add(w.data()).add(one.data()).add<int32_t>(m).add<int32_t>(n).add<int32_t>(k).add<int32_t>(splits);
     launch_ok("extern:gemm_bf16_tn_splitk", args, 1);
+    args.set(2, one_f32.data());
+    launch_ok("extern:gemm_bf16_tn_splitk_f32", args, 1);
   }
   // The order matters here: a sequential sum of the slices gives other bits for some element.
   int differs_from_sequential = 0;
@@ -124,12 +127,13 @@ TEST_CASE("ranks' f32 partials of their k slices, all-reduced in rank order, giv
       CHECK(world.calls == 1);
       INFO("tp " << tp << " rank " << rank);
       CHECK(y == one);
+      CHECK(std::memcmp(x.data(), one_f32.data(), x.size() * sizeof(float)) == 0);  // f32 bits too
     }
     if (tp == 8)
       for (size_t e = 0; e < one.size(); ++e) {
         float seq = 0.0f;
         for (int r = 0; r < tp; ++r) seq += partial[r][e];
-        differs_from_sequential += kern::f32_to_bf16(seq) != one[e];
+        differs_from_sequential += seq != one_f32[e];
       }
   }
   CHECK(differs_from_sequential > 0);
