@@ -66,6 +66,10 @@ class CpuDevice final : public Device {
     collective_ = std::move(collective);
     return {};
   }
+  std::optional<cpu::CollectiveStats> collective_stats() const override {
+    if (!collective_) return std::nullopt;
+    return collective_->stats();
+  }
 
  private:
   /// One live allocation: [start, start + size_bytes).

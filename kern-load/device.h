@@ -194,6 +194,8 @@ class Device {
     return make_error(ErrorKind::kDevice, "tensor parallelism on the " + name() +
                                               " device is not built yet (the cpu device has it, over Gloo)");
   }
+  /// The attached endpoint's totals; none without one.
+  virtual std::optional<cpu::CollectiveStats> collective_stats() const { return std::nullopt; }
 
  protected:
   /// A kDevice error for a slot index >= kReadbackSlots or a size above

@@ -153,7 +153,9 @@ Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& 
       batched.emplace(model);
       KERN_RETURN_IF_ERROR(batched->set_max_batch(t.batch), t.name());
     }
+    const load::Device& device = model.executable().device();
     for (uint64_t i = 0; i < plan.warmup + plan.reps; ++i) {
+      const auto before = device.collective_stats();
       engine::SequenceResult r;
       auto ms = t.n_prompt > 0 ? run_prompt_once(model, t, plan, ids)
                 : t.batch > 0  ? run_batch_once(*batched, t, ids)
@@ -161,6 +163,10 @@ Result<std::vector<BenchTest>> run_bench(engine::Model& model, const BenchPlan& 
       KERN_RETURN_IF_ERROR(ms, t.name());
       if (i < plan.warmup) continue;
       t.ms.push_back(*ms);
+      if (const auto after = device.collective_stats(); after && before) {
+        t.collective_ms.push_back(after->wait_ms - before->wait_ms);
+        t.collective_bytes.push_back(after->bytes_sent - before->bytes_sent);
+      }
       if (t.batch > 0) continue;  // no per-step records in the batched mode
       if (t.spec) {
         t.spec->merge(*r.spec);

@@ -66,6 +66,16 @@ void write_test(rapidjson::Writer<rapidjson::StringBuffer>& w, const BenchInfo& 
   w.Double(s.median);
   if (t.n_gen > 0 && !t.spec) write_decode(w, t);
   if (t.spec) write_spec_json(w, *t.spec);
+  if (!t.collective_ms.empty()) {  // --tp N > 1 only: one-device output keeps its keys
+    w.Key("samples_collective_ms");
+    w.StartArray();
+    for (double v : t.collective_ms) w.Double(v);
+    w.EndArray();
+    w.Key("samples_collective_bytes");
+    w.StartArray();
+    for (uint64_t v : t.collective_bytes) w.Uint64(v);
+    w.EndArray();
+  }
   w.EndObject();
 }
 
@@ -149,7 +159,7 @@ std::string render_bench_md_row(const BenchTest& t) {
 std::string render_bench_md_tail(const std::vector<BenchTest>& tests) {
   bool any_tg = false;
   for (const BenchTest& t : tests) any_tg = any_tg || (t.n_gen > 0 && !t.spec && t.batch == 0);
-  if (!any_tg) return render_spec_md(tests);
+  if (!any_tg) return render_spec_md(tests) + render_collective_md(tests);
   std::string out =
       "\n| test | decode loop | launches/step | host writes/step | host waits/step | GPU busy ms/step | "
       "GPU wall ms/step | host gap us/step |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n";
@@ -163,13 +173,30 @@ std::string render_bench_md_tail(const std::vector<BenchTest>& tests) {
            gpu("%.4f", d.gpu_busy_ms_per_step) + " | " + gpu("%.4f", d.gpu_wall_ms_per_step) + " | " +
            gpu("%.1f", d.host_gap_us_per_step) + " |\n";
   }
-  return out + render_spec_md(tests);
+  return out + render_spec_md(tests) + render_collective_md(tests);
 }
 
 std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>& tests) {
   std::string out = render_bench_md_head(info);
   for (const BenchTest& t : tests) out += render_bench_md_row(t);
   return out + render_bench_md_tail(tests);
+}
+
+std::string render_collective_md(const std::vector<BenchTest>& tests) {
+  std::string out;
+  for (const BenchTest& t : tests) {
+    if (t.collective_ms.empty() || t.ms.empty()) continue;
+    if (out.empty())
+      out = "\n| test | collectives ms/rep | share of the rep | MB sent per rep |\n| --- | ---: | ---: | ---: |\n";
+    const double coll = summarize(t.collective_ms).median, rep = summarize(t.ms).median;
+    double bytes = 0;
+    for (uint64_t b : t.collective_bytes) bytes += static_cast<double>(b);
+    bytes /= static_cast<double>(t.collective_bytes.size());
+    out += "| " + t.name() + " | " + format_double("%.3f", coll) + " | " +
+           format_double("%.1f%%", rep > 0 ? 100.0 * coll / rep : 0.0) + " | " + format_double("%.3f", bytes / 1e6) +
+           " |\n";
+  }
+  return out;
 }
 
 std::string render_bench_csv_head() {

@@ -33,6 +33,10 @@ struct BenchTest {
   /// tg tests of `kern-run bench --batch`: this many sequences of n_gen ids
   /// each decoded together (the engine's batched mode, docs/batching.md); 0: one sequence.
   uint64_t batch = 0;
+  /// With --tp N > 1 (docs/parallel.md): per timed repetition, the ms this
+  /// rank spent in the collectives (all-reduces) and the bytes it sent; else empty.
+  std::vector<double> collective_ms;
+  std::vector<uint64_t> collective_bytes;
 
   /// "pp512", "tg128" (asynchronous decode), "tg128-sync", "tg128-spec" or "tg128-b4" (batch 4).
   std::string name() const;
@@ -82,6 +86,10 @@ std::string render_bench_md(const BenchInfo& info, const std::vector<BenchTest>&
 std::string render_bench_md_head(const BenchInfo& info);
 std::string render_bench_md_row(const BenchTest& t);
 std::string render_bench_md_tail(const std::vector<BenchTest>& tests);
+/// With --tp N > 1 (tests with collective_ms): per test the median ms in
+/// the collectives, its share of the median repetition and the MB this rank
+/// sent per repetition; "" for a one-rank run (its output stays as it was).
+std::string render_collective_md(const std::vector<BenchTest>& tests);
 /// render_bench_csv in pieces: the header row; one test's rows.
 std::string render_bench_csv_head();
 std::string render_bench_csv_rows(const BenchInfo& info, const BenchTest& t);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -35,8 +36,14 @@ class GlooCollective final : public cpu::Collective {
   uint32_t rank() const override { return rank_; }
   uint32_t world() const override { return world_; }
   Status all_gather(const void* in, void* out, size_t size_bytes) override {
-    return gather(in, out, size_bytes, 0, "all-gather");
+    const auto t0 = std::chrono::steady_clock::now();
+    Status s = gather(in, out, size_bytes, 0, "all-gather");
+    stats_.calls += 1;
+    stats_.bytes_sent += static_cast<uint64_t>(size_bytes) * (world_ - 1);
+    stats_.wait_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    return s;
   }
+  cpu::CollectiveStats stats() const override { return stats_; }
   Status barrier(uint32_t timeout_ms) override {
     const uint8_t mine = 1;
     std::vector<uint8_t> all(world_);
@@ -54,6 +61,7 @@ class GlooCollective final : public cpu::Collective {
   GlooApi api_;
   void* ctx_;  ///< owned: closed in the destructor
   uint32_t rank_, world_;
+  cpu::CollectiveStats stats_;
 };
 
 Result<GlooApi> open_plugin(const std::string& explicit_path) {

@@ -13,6 +13,13 @@
 
 namespace kern::cpu {
 
+/// What a rank's collectives cost so far (bench reports the share of a step).
+struct CollectiveStats {
+  uint64_t calls = 0;        ///< all-gathers run
+  uint64_t bytes_sent = 0;   ///< bytes this rank sent to its peers
+  double wait_ms = 0;        ///< wall time inside the all-gathers (transfer plus waiting for peers)
+};
+
 /// One rank's endpoint of a tensor-parallel world. Not thread-safe: one
 /// collective at a time, on the thread that runs the plan.
 class Collective {
@@ -32,6 +39,8 @@ class Collective {
   /// naming the ranks that did not come: the barrier after loading, which
   /// may take far longer than one collective's wait.
   virtual Status barrier(uint32_t timeout_ms) = 0;
+  /// Totals of the all-gathers since the connection (the barrier excluded).
+  virtual CollectiveStats stats() const { return {}; }
 };
 
 }  // namespace kern::cpu
