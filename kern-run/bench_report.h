@@ -35,8 +35,8 @@ struct BenchTest {
   uint64_t batch = 0;
   /// With --tp N > 1 (docs/parallel.md): per timed repetition, the ms this
   /// rank spent in the collectives (all-reduces) and the bytes it sent; else empty.
-  std::vector<double> collective_ms;
-  std::vector<uint64_t> collective_bytes;
+  std::vector<double> collective_ms{};
+  std::vector<uint64_t> collective_bytes{};
 
   /// "pp512", "tg128" (asynchronous decode), "tg128-sync", "tg128-spec" or "tg128-b4" (batch 4).
   std::string name() const;
