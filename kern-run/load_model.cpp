@@ -59,6 +59,8 @@ Result<std::unique_ptr<engine::Model>> load_model(engine::ModelPlan plan, const 
   const std::string plan_path = plan.plan.path();
   auto loaded = engine::Model::load(std::move(plan), config, &observer);
   if (progress != nullptr) progress->clear();
+  if (!loaded.ok() && settings.tp_rank)  // the ranks share stderr: say whose error it is
+    return loaded.error().with_context("rank " + std::to_string(*settings.tp_rank));
   KERN_ASSIGN_OR_RETURN(auto model, std::move(loaded));
   if (group != nullptr) group->remove_rendezvous_dir();  // every rank joined (the plan check passed)
   spdlog::info("loaded {} on {}: {} B of device memory, capacity {} tokens", plan_path, model->device_name(),

@@ -78,8 +78,8 @@ Result<GlooApi> open_plugin(const std::string& explicit_path) {
     std::string list;
     for (const std::string& p : tried) list += (list.empty() ? "" : ", ") + p;
     return make_error(ErrorKind::kDevice,
-                      "tensor parallelism on the cpu device needs kern's Gloo plugin (" + std::string(kPluginName) +
-                          "), not found (tried " + list +
+                      "kern's Gloo plugin (" + std::string(kPluginName) + "), which the cpu device's collectives need, "
+                          "was not found (tried " + list +
                           "): install Debian's libgloo-dev (scripts/setup.sh) and rebuild kern");
   }
   void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);

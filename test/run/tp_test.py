@@ -185,6 +185,22 @@ class TensorParallel(unittest.TestCase):
         want = self.ids(self.tiny[1], 1, "--prompt-ids", prompt, "--steps", "8")
         self.assertEqual(self.ids(out, 2, "--prompt-ids", prompt, "--steps", "8"), want)
 
+    def test_a_missing_gloo_library_or_plugin_is_an_error_naming_the_package(self):
+        plugin = os.path.join(os.path.dirname(os.path.dirname(KERN_RUN)), "kern-load", "kern-gloo.so")
+        if not os.path.isfile(plugin) or shutil.which("patchelf") is None:
+            self.skipTest("kern-gloo.so (libgloo-dev) or patchelf missing")
+        broken = os.path.join(self.tmp, "kern-gloo-nolib.so")  # the plugin, needing a libgloo that is not there
+        shutil.copyfile(plugin, broken)
+        subprocess.run(["patchelf", "--replace-needed", "libgloo.so.0", "libgloo-absent-for-kern-test.so.0", broken],
+                       check=True, timeout=60)
+        for path, needle in ((broken, "install Debian's libgloo0 package"),
+                             (os.path.join(self.tmp, "none", "kern-gloo.so"), "install Debian's libgloo-dev")):
+            proc = subprocess.run([KERN_RUN, self.tiny[2], "--tp", "2", "--device", "cpu", "--prompt-ids", "1,2",
+                                   "--steps", "2"], capture_output=True, text=True, timeout=60,
+                                  env={**os.environ, "KERN_GLOO_PLUGIN": path})
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn(needle, proc.stderr)
+
     def start_long_run(self):
         """kern-run --tp 2 generating for far longer than the test waits, once both ranks run."""
         proc = subprocess.Popen([KERN_RUN, self.odd[2], "--tp", "2", "--device", "cpu", "--prompt-ids", "5,6,7",
