@@ -212,19 +212,18 @@ def prefix_cache(ctx, plan, weights):
     pages in the rows of decode_batch, the tables graph inputs) and get the
     ids they get with --no-prefix-cache and on the cpu device; the later
     requests report the shared pages as cached_tokens; the simulation stays
-    clean."""
+    clean. The last request is the next turn of the second: its prompt and
+    reply (whose decode-written page the engine prefills again before it
+    keys it) and three more ids."""
     reqs = ctx.scratch("prefix-")
     shared = [(i * 37 + 11) % 200 for i in range(40)]
-    lines = ((shared + [1, 2], 6), (shared + [5], 9), (shared[:33] + [7, 7], 5), (shared + [1, 2], 6),
-             (shared + [9, 9, 9, 9, 9, 9, 9, 9], 4))
-    with open(reqs, "w") as f:
-        for ids, n in lines:
-            f.write(json.dumps({"prompt_ids": ids, "max_tokens": n}) + "\n")
-    got, cached = {}, {}
-    for label, device, extra in (("cpu, cache off", "cpu", ["--no-prefix-cache", "--max-batch", "1"]),
-                                 ("sim, cache off", "cuda", ["--no-prefix-cache", "--max-batch", "1"]),
-                                 ("sim, cache on, --max-batch 1", "cuda", ["--max-batch", "1"]),
-                                 ("sim, cache on, --max-batch 4", "cuda", ["--max-batch", "4"])):
+    lines = [(shared + [1, 2], 6), (shared + [5], 9), (shared[:33] + [7, 7], 5), (shared + [1, 2], 6),
+             (shared + [9, 9, 9, 9, 9, 9, 9, 9], 4)]
+
+    def run_requests(label, device, extra, rows):
+        with open(reqs, "w") as f:
+            for ids, n in rows:
+                f.write(json.dumps({"prompt_ids": ids, "max_tokens": n}) + "\n")
         report = ctx.scratch("report-")
         env = dict(os.environ, KERN_BUILD_DIR=ctx.build, KERN_SIM_REPORT=report, KERN_SIM_LEAKS="report")
         cmd = [ctx.wrapper, ctx.run, plan] + weights + ["--requests", reqs, "--chunk", str(CHUNK), "--device", device,
@@ -235,17 +234,28 @@ def prefix_cache(ctx, plan, weights):
         ctx.check(rep == "", f"prefix cache, {label}: the simulation reported: {rep.strip()[:600]}")
         try:
             results = [json.loads(line) for line in p.stdout.splitlines()]
-            got[label] = [r["ids"] for r in results]
-            cached[label] = [r["cached_tokens"] for r in results]
+            return [r["ids"] for r in results], [r["cached_tokens"] for r in results]
         except (ValueError, KeyError):
-            got[label], cached[label] = None, None
+            return None, None
+
+    # The second request's reply on the cpu device: the next turn resends it.
+    reply, _ = run_requests("cpu, the second request", "cpu", ["--no-prefix-cache"], lines[1:2])
+    ctx.check(reply is not None and len(reply) == 1 and len(reply[0]) == 9, f"prefix cache: cpu reply {reply}")
+    lines.append((lines[1][0] + (reply[0] if reply else []) + [3, 4, 5], 5))
+    got, cached = {}, {}
+    for label, device, extra in (("cpu, cache off", "cpu", ["--no-prefix-cache", "--max-batch", "1"]),
+                                 ("sim, cache off", "cuda", ["--no-prefix-cache", "--max-batch", "1"]),
+                                 ("sim, cache on, --max-batch 1", "cuda", ["--max-batch", "1"]),
+                                 ("sim, cache on, --max-batch 4", "cuda", ["--max-batch", "4"])):
+        got[label], cached[label] = run_requests(label, device, extra, lines)
     want = got["cpu, cache off"]
     ctx.check(want is not None and len(want) == len(lines), f"prefix cache: cpu results {want}")
     for label in got:
         ctx.check(got[label] == want, f"prefix cache, {label}: ids {got[label]}, cpu {want}")
     ctx.check(cached["sim, cache off"] == [0] * len(lines), f"prefix cache off: cached_tokens {cached['sim, cache off']}")
-    # One sequence at a time: the first request's prompt pages (and its reply's) are cached for the others.
-    ctx.check(cached["sim, cache on, --max-batch 1"] == [0, 32, 32, 32, 32],
+    # One sequence at a time: the first request's prompt pages (and its reply's) are cached for the others;
+    # the next turn maps its history's 3 full pages (41 + 9 - 1 positions written), the third re-prefilled.
+    ctx.check(cached["sim, cache on, --max-batch 1"] == [0, 32, 32, 32, 32, 48],
               f"prefix cache on, --max-batch 1: cached_tokens {cached['sim, cache on, --max-batch 1']}")
     ctx.check(cached["sim, cache on, --max-batch 4"] is not None and sum(cached["sim, cache on, --max-batch 4"]) > 0,
               f"prefix cache on, --max-batch 4: cached_tokens {cached['sim, cache on, --max-batch 4']}")
