@@ -11,6 +11,7 @@
 #include "kern-engine/batch_engine.h"
 #include "kern-engine/engine.h"
 #include "kern-engine/page_allocator.h"
+#include "test/engine/run_until_idle.h"
 #include "test/engine/tiny_model.h"
 
 using namespace kern;
@@ -31,32 +32,21 @@ std::vector<int64_t> prompt_from(const std::vector<int64_t>& base, uint64_t n, i
   return p;
 }
 
-struct Outcome {
-  std::vector<int64_t> ids;
-  uint64_t cached_tokens = 0;
-  engine::FinishReason reason = engine::FinishReason::kError;
-};
-
-/// Steps `e` until idle (at most 5000 steps), adding request i of `rs`
-/// before step `at[i]` (all before the first step when `at` is empty).
+/// Steps `e` until idle, adding request i of `rs` before step `at[i]` (all
+/// before the first step when `at` is empty); no request may fail.
 std::map<engine::RequestId, Outcome> run_all(engine::Engine& e, const std::vector<engine::Request>& rs,
                                              const std::vector<int>& at = {}) {
-  std::map<engine::RequestId, Outcome> out;
   size_t added = 0;
-  for (int k = 0; k < 5000; ++k) {
-    while (added < rs.size() && (at.empty() || at[added] <= k)) REQUIRE(e.add_request(rs[added++]).ok());
-    if (e.idle() && added == rs.size()) break;
-    auto events = e.step();
-    REQUIRE(events.ok());
-    for (const engine::TokenEvent& ev : events.value()) {
-      Outcome& o = out[ev.id];
-      o.ids.insert(o.ids.end(), ev.ids.begin(), ev.ids.end());
-      if (ev.finished) o.reason = *ev.finished;
-      if (ev.error) FAIL(ev.error->message);
-      if (ev.result) o.cached_tokens = ev.result->cached_tokens;
-    }
+  auto out = run_until_idle(
+      e, [&](int k) {
+        while (added < rs.size() && (at.empty() || at[added] <= k)) REQUIRE(e.add_request(rs[added++]).ok());
+      },
+      [&] { return added < rs.size(); });
+  REQUIRE(added == rs.size());
+  for (const auto& [id, o] : out) {
+    INFO("request " << id);
+    CHECK(o.error.empty());
   }
-  REQUIRE(e.idle());
   return out;
 }
 
