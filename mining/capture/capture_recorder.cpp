@@ -527,6 +527,7 @@ void Recorder::finish() {
   write_line_locked("{\"event\":\"end\",\"launches\":" + std::to_string(launches_) +
                     ",\"captured_launches\":" + std::to_string(captured_launches_) +
                     ",\"graph_launches\":" + std::to_string(graph_launches_) +
+                    ",\"library_calls\":" + std::to_string(library_calls_) +
                     ",\"t_ns\":" + std::to_string(monotonic_ns()) + "}");
   ::close(fd_);
   fd_ = -1;

@@ -99,9 +99,11 @@ def lift(procs, capture_dir, out_json, gap_ms=5.0, programs=None, inputs=None, v
             for ptr in sj['pointers']:
                 for a in ptr.get('allocs', []):
                     c = ptr['class']
+                    if c not in LIFTABLE:  # its site is a TODO; the allocation takes its class from the others
+                        continue
                     old = alloc_class.get(a)
                     rank = ['weight', 'persistent', 'output', 'input']
-                    if old is None or (c in rank and old in rank and rank.index(c) > rank.index(old)):
+                    if old is None or rank.index(c) > rank.index(old):
                         alloc_class[a] = c
                     if pname == 'prefill' and a not in first_use:
                         first_use.append(a)
@@ -242,6 +244,8 @@ def _step(site, samples, sj, buf_name, mclass_of, output_written, notes, sym_use
             if len(where) != 1:
                 return None, f'param[{i}] points at different places in different passes'
             alloc, offset = where.pop()
+            if alloc not in buf_name:
+                return None, f'param[{i}] points into allocation {alloc}, which no liftable parameter classifies'
             name = buf_name[alloc]
             mclass = mclass_of[alloc]
             if extern:

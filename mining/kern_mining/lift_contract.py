@@ -22,7 +22,8 @@ allocation:
   vocabulary is larger than the hidden size in every family kern runs;
   `--vocab` overrides).
 
-`--input NAME=ALLOC` names an allocation by hand instead. Anything that does
+`--input NAME=ALLOC` moves one of these names to another allocation (when
+the inference picked the wrong one of two look-alikes). Anything that does
 not match leaves the contract unnamed, with the reason: the manifest still
 verifies, but kern-run cannot drive it.
 """
@@ -102,8 +103,13 @@ def infer(proc, passes, prefill_passes, ref, alloc_class, first_use, embed_scala
         v, e = max(pairs[0]), min(pairs[0])
     names[w_alloc] = ('model.embed_tokens.weight', 'bf16', [v, e], 'weight')
     for name, a in overrides.items():
-        for other, (n, *_rest) in list(names.items()):
-            if n == name:
-                del names[other]
-                names[a] = (n, *_rest)
+        have = [other for other, entry in names.items() if entry[0] == name]
+        if not have:
+            return {}, None, f'--input {name}={a}: {name} is none of the contract\'s names ' \
+                             f'({", ".join(sorted(e[0] for e in names.values()))})'
+        if a not in proc.allocs:
+            return {}, None, f'--input {name}={a}: the capture has no allocation {a}'
+        entry = names.pop(have[0])
+        names.pop(a, None)
+        names[a] = entry
     return names, tokens_max, None

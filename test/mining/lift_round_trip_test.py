@@ -86,9 +86,10 @@ def main(argv):
         lift = run([kern_lift, cap, '-o', out])
         if lift.returncode != 0:
             print(f'FAIL: kern-lift exit {lift.returncode}: {lift.stderr}')
+            print(run([kern_mine, cap]).stdout[-6000:])
             return 1
         if 'caller contract: named' not in lift.stdout or 'TODO' in lift.stdout:
-            errors.append(f'kern-lift report: {lift.stdout[:1500]}')
+            errors.append(f'kern-lift report: {lift.stdout[:1500]}\nkern-mine report: {run([kern_mine, cap]).stdout[-4000:]}')
         lifted_st = os.path.join(tmp, 'lifted', 'lifted.safetensors')
         if not os.path.isfile(lifted_st):
             return report(errors + ['no lifted.safetensors beside the manifest'])
