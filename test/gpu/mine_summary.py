@@ -4,7 +4,7 @@
 The summary line of test/gpu/run.sh's `mine` step (docs/mining.md "On a GPU
 machine") from `kern-mine --json`'s object and the manifest kern-lift wrote:
 
-  LABEL: K kernels (S call sites, L library calls); ABIs: F flat, T struct/extra;
+  LABEL: K kernels (S call sites, L of them library calls); ABIs: F flat, T struct/extra;
   sites: X fitted, U underdetermined, R runtime/unfitted; liftable: D of D+T2 (P%)
 
 - kernels: distinct symbols launched; a library call (cublasLtMatmul) is a site too;
@@ -38,7 +38,7 @@ def summary(mined, lifted, label):
     written = sum(len(p['dispatches']) for p in lifted['programs'].values())
     todos = len(lifted.get('todos', []))
     share = 100.0 * written / (written + todos) if written + todos else 0.0
-    return (f'{label}: {len(symbols)} kernels ({len(sites)} call sites, {library} library calls); '
+    return (f'{label}: {len(symbols)} kernels ({len(sites)} call sites, {library} of them library calls); '
             f'ABIs: {len(sites) - struct} flat, {struct} struct/extra; sites: {counts["fitted"]} fitted, '
             f'{counts["underdetermined"]} underdetermined, {counts["other"]} runtime/unfitted; '
             f'liftable: {written} of {written + todos} ({share:.0f}%)')

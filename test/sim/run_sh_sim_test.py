@@ -174,7 +174,7 @@ class RunShOnTheSimulatedGpu(unittest.TestCase):
 
     def test_mine_summarises_kern_runs_capture_and_the_round_trip_holds(self):
         detail = self.step("mine")["detail"]
-        self.assertRegex(detail, r"kern-run: \d+ kernels \(\d+ call sites, [1-9]\d* library calls\); ABIs: \d+ flat, "
+        self.assertRegex(detail, r"kern-run: \d+ kernels \(\d+ call sites, [1-9]\d* of them library calls\); ABIs: \d+ flat, "
                                  r"0 struct/extra; .*liftable: (\d+) of \1 \(100%\)")
         self.assertIn("round trip on cpu: the captured ids", detail)
         mined = self.load("mine_kern-run.json")
