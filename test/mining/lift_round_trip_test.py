@@ -5,6 +5,9 @@ chunks of 6, --no-prefix-cache) -> kern-lift -> kern-verify -> kern-run of
 the lifted plan with the lifted weights on the cpu device gives the greedy
 ids the captured run printed. Also checked:
 
+- the same lifted plan on the simulated GPU (its kernels loaded from the
+  modules kern-lift copied beside the manifest, CUDA graphs on) gives them too;
+
 - the GEMMs are in the capture as cublasLtMatmul library calls, and kern-mine
   names them by kern's extern op (extern:cublaslt_bf16_tn);
 - the lifted prefill and decode programs launch exactly the symbols, in
@@ -120,6 +123,13 @@ def main(argv):
             return report(errors + [f'kern-run of the lifted plan on cpu: exit {cpu.returncode}: {cpu.stderr[-1500:]}'])
         if ids_of(cpu.stdout) != captured_ids:
             errors.append(f'lifted plan on cpu: ids {ids_of(cpu.stdout)} != the captured run\'s {captured_ids}')
+
+        # The same plan on the simulated GPU, its kernels from the modules copied beside the manifest.
+        sim_run = run([sim, kern_run, kplan, '--weights', lifted_st, '--device', 'cuda', '--kernels',
+                       os.path.dirname(out)] + serve, env=env)
+        if sim_run.returncode != 0 or ids_of(sim_run.stdout) != captured_ids:
+            errors.append(f'lifted plan on the simulated GPU: exit {sim_run.returncode}, ids {ids_of(sim_run.stdout)} '
+                          f'!= {captured_ids}: {sim_run.stderr[-800:]}')
 
         # Without --snapshot-weights: the manifest, a note, no weights.
         cap2 = os.path.join(tmp, 'capture-nosnap')
