@@ -69,7 +69,7 @@ def main(argv):
         return 1
     try:
         procs = capture_file.read_capture(args.dir)
-        report = lift.lift(procs, args.dir, args.out, args.gap_ms, programs or None, inputs or None, args.vocab)
+        report = lift.lift(procs, args.out, args.gap_ms, programs or None, inputs or None, args.vocab)
     except (capture_file.CaptureError, lift.LiftError) as e:
         print(f'kern-lift: error: {e}', file=sys.stderr)
         return 1

@@ -59,10 +59,16 @@ def choose_programs(result, names=None):
     return {f'pass_{s}': s for s in sorted(by_seq)}
 
 
-def lift(procs, capture_dir, out_json, gap_ms=5.0, programs=None, inputs=None, vocab=None):
-    """Writes OUT.json (+ modules, + OUT.safetensors) and returns a report
-    dict {"manifest", "programs", "todos", "notes", "weights", "contract"}.
-    Raises LiftError."""
+def lift(procs, out_json, gap_ms=5.0, programs=None, inputs=None, vocab=None):
+    """Lifts `procs` (capture_file.read_capture) for the manifest OUT.json:
+    copies the modules it launches beside it (OUT.module_<id>.<kind>), writes
+    OUT.safetensors when every weight has a kept snapshot, and returns
+    {"manifest" (the dict; the caller writes it), "programs" {name: sequence
+    id}, "todos", "notes", "weights" (path or None), "contract" (bool: the
+    causal-LM names were found), "foreign_symbols", "modules"}. `programs`
+    {name: sequence id}, `inputs` {contract name: allocation id} and `vocab`
+    are kern-lift's options. Raises LiftError (more than one process
+    launched kernels, an unknown sequence) and OSError."""
     internals = {}
     result = mine_mod.mine(procs, gap_ms, internals)
     active = [i for i, p in enumerate(procs) if p.launches]
@@ -181,7 +187,9 @@ def lift(procs, capture_dir, out_json, gap_ms=5.0, programs=None, inputs=None, v
     for mid, mrec in sorted(modules_used.items()):
         fname = f'{stem}.{mrec["file"]}'
         files[mid] = fname
-        shutil.copyfile(os.path.join(capture_dir, mrec['file']), os.path.join(out_dir, fname))
+        tmp = os.path.join(out_dir, f'.{fname}.part')
+        shutil.copyfile(os.path.join(os.path.dirname(proc.path), mrec['file']), tmp)
+        os.replace(tmp, os.path.join(out_dir, fname))  # never a partial module under its name
     for k in kernels.values():
         for st in k['impl']['steps']:
             if 'cubin' in st:

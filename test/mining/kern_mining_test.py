@@ -422,7 +422,7 @@ class LiftHelpersTest(unittest.TestCase):
         try:
             write_fixture(folder)
             out = os.path.join(folder, 'out.json')
-            report = lift.lift(capture_file.read_capture(folder), folder, out)
+            report = lift.lift(capture_file.read_capture(folder), out)
             self.assertTrue(report['contract'])  # the copies name the caller contract
             self.assertIsNone(report['weights'])
             self.assertTrue(any('no kept snapshot' in n for n in report['notes']), report['notes'])
@@ -433,17 +433,17 @@ class LiftHelpersTest(unittest.TestCase):
             self.assertEqual(len(m['programs']['prefill']['dispatches']), 17)
             self.assertEqual(len(m['programs']['decode']['dispatches']), 14)
             # --vocab decides the embedding's rows; one that does not divide it is refused by name.
-            m2 = lift.lift(capture_file.read_capture(folder), folder, out, vocab=128)['manifest']
+            m2 = lift.lift(capture_file.read_capture(folder), out, vocab=128)['manifest']
             self.assertEqual(m2['buffers']['model.embed_tokens.weight']['shape'], [128, 128])
             # --input moves a name: positions and slot_mapping swap places.
             procs = capture_file.read_capture(folder)
-            m4 = lift.lift(procs, folder, out, inputs={'positions': 8})['manifest']
+            m4 = lift.lift(procs, out, inputs={'positions': 8})['manifest']
             uses = {a['buf'] for d in m4['programs']['prefill']['dispatches'] for a in d['args'] if 'buf' in a}
             self.assertIn('positions', uses)
             self.assertIn('input_7', m4['buffers'])  # the allocation positions left, now unnamed
-            r5 = lift.lift(procs, folder, out, inputs={'position': 8})
+            r5 = lift.lift(procs, out, inputs={'position': 8})
             self.assertTrue(any('--input position=8: position is none of' in n for n in r5['notes']), r5['notes'])
-            r3 = lift.lift(capture_file.read_capture(folder), folder, out, vocab=3)
+            r3 = lift.lift(capture_file.read_capture(folder), out, vocab=3)
             self.assertFalse(r3['contract'])
             self.assertTrue(any('--vocab 3 does not divide' in n for n in r3['notes']), r3['notes'])
         finally:
