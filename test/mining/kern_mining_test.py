@@ -450,5 +450,42 @@ class LiftHelpersTest(unittest.TestCase):
             shutil.rmtree(folder)
 
 
+class LiftCommandTest(Folder):
+    def lift_cmd(self, *args):
+        exe = os.path.join(MINING, 'kern-lift')
+        if not os.path.isfile(exe):
+            exe = os.path.join(MINING, 'kern-lift.py')
+        return subprocess.run([sys.executable, exe, *args], capture_output=True, text=True, timeout=120)
+
+    def test_the_command_writes_the_manifest_and_refuses_bad_options_writing_nothing(self):
+        write_fixture(self.dir)
+        out = os.path.join(self.dir, 'lifted', 'm.json')
+        os.mkdir(os.path.dirname(out))
+        r = self.lift_cmd(self.dir, '-o', out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('caller contract: named (causal-LM)', r.stdout)
+        with open(out) as f:
+            m = json.load(f)
+        self.assertEqual(sorted(m['programs']), ['decode', 'prefill'])
+        # The modules the lifted steps launch (9 of the 13 loaded), copied and named by the steps.
+        pinned = {st['cubin'] for k in m['kernels'].values() for st in k['impl']['steps']}
+        copied = {n for n in os.listdir(os.path.dirname(out)) if n.startswith('m.module_')}
+        self.assertEqual((pinned, len(copied)), (copied, 9))
+        bad = os.path.join(self.dir, 'bad.json')
+        for args, code, text in ((['--program', 'prefill'], 2, 'NAME=VALUE'),
+                                 (['--program', 'p=x'], 2, 'not a non-negative integer'),
+                                 (['--program', 'p=9'], 1, 'kern-mine found sequences [0, 1]'),
+                                 (['--gap-ms', '0'], 2, '--gap-ms must be positive')):
+            r = self.lift_cmd(self.dir, '-o', bad, *args)
+            self.assertEqual(r.returncode, code, (args, r.stderr))
+            self.assertIn(text, r.stderr)
+            self.assertNotIn('Traceback', r.stderr)
+            self.assertFalse(os.path.exists(bad), args)
+        r = self.lift_cmd(self.dir, '-o', os.path.join(self.dir, 'm.txt'))
+        self.assertEqual(r.returncode, 2)
+        r = self.lift_cmd(self.dir, '-o', os.path.join(self.dir, 'no', 'such', 'm.json'))
+        self.assertEqual((r.returncode, 'no such folder' in r.stderr), (1, True))
+
+
 if __name__ == '__main__':
     unittest.main(verbosity=1)
