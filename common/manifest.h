@@ -215,6 +215,18 @@ struct Program {
   SourceSpan name_span;
 };
 
+/// A launch a generator could not write (docs/manifest.md "TODO sites"):
+/// kern-lift names the call site it left out of `program` and why
+/// (a struct-by-value parameter, a foreign library's internals). kern-verify
+/// reports each as warning W0004; the program runs without that launch.
+struct Todo {
+  std::string site;                    ///< the call site ("symbol#occurrence")
+  std::optional<std::string> program;  ///< the program it belongs in, when one
+  std::string why;
+  SourceSpan span;
+  SourceSpan program_span;
+};
+
 /// A whole manifest, entries in file order.
 struct Manifest {
   Meta meta;
@@ -223,6 +235,7 @@ struct Manifest {
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Program> programs;
+  std::vector<Todo> todos;  ///< optional top-level `todos`
 
   // Lookups by name; nullptr when absent (first match in file order).
 

@@ -97,6 +97,8 @@ enum class Code : uint16_t {
   kCubinPathInvalid,          // E0163
   kStepSymbolInvalid,         // E0164
   kSpecOutOfRange,            // E0165
+  kTodoSite,                  // W0004
+  kTodoUnknownProgram,        // E0166
 };
 
 /// Whether a code is an error (blocks the plan) or a warning (fatal only

@@ -34,6 +34,9 @@ INVISIBLE = {"E0002-escaped-nul-in-name", "E0004-duplicate-symbol"}
 # Reader cases the upstream schema accepts: its tagged-argument objects do not
 # forbid a second tag, and its domain states "min/max or index_into" in prose only.
 UPSTREAM_LOOSER = INVISIBLE | {"E0014-two-tags", "E0015-domain-bounds-and-index"}
+# Verifier cases using kern's own optional `todos` section (docs/manifest.md
+# "TODO sites"), which the upstream schema does not have (it rejects the field).
+KERN_ONLY = {"W0004-todo-site", "E0166-todo-unknown-program"}
 # Verifier codes our schema also states, value by value, for editors.
 OURS_STATES = {"E0100", "E0106", "E0116", "E0117", "E0119", "E0123", "E0124"}
 
@@ -84,7 +87,7 @@ for case in cases:
         codes = {line.split()[0] for line in f if line.strip()}
     reader_case = all(c.startswith("E00") for c in codes)
     if MODE == "upstream":
-        want_valid = not reader_case or case in UPSTREAM_LOOSER
+        want_valid = (not reader_case or case in UPSTREAM_LOOSER) and case not in KERN_ONLY
     else:
         want_valid = (case in INVISIBLE) if reader_case else not (codes & OURS_STATES)
     r = results[case + ".json"]
