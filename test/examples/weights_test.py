@@ -46,7 +46,19 @@ def hf_tensors(st, f, cfg, with_lm_head):
         if name == "lm_head.weight" and not with_lm_head:
             continue
         row = shape[-1] * 2
-        if name.endswith("qkv_proj.weight"):
+        if name.endswith("mlp.experts.gate_up_proj.weight"):  # Qwen3-MoE: one gate and up tensor per expert
+            p = name[: -len("gate_up_proj.weight")]
+            X, MI = shape[0], shape[1] // 2
+            for x in range(X):
+                base = x * 2 * MI * row
+                out[f"{p}{x}.gate_proj.weight"] = ("BF16", [MI, E], raw[base:base + MI * row])
+                out[f"{p}{x}.up_proj.weight"] = ("BF16", [MI, E], raw[base + MI * row:base + 2 * MI * row])
+        elif name.endswith("mlp.experts.down_proj.weight"):
+            p = name[: -len("down_proj.weight")]
+            X, MI = shape[0], shape[2]
+            for x in range(X):
+                out[f"{p}{x}.down_proj.weight"] = ("BF16", [E, MI], raw[x * E * row:(x + 1) * E * row])
+        elif name.endswith("qkv_proj.weight"):
             p = name[: -len("qkv_proj.weight")]
             out[p + "q_proj.weight"] = ("BF16", [H * D, E], raw[: H * D * row])
             out[p + "k_proj.weight"] = ("BF16", [KV * D, E], raw[H * D * row:(H + KV) * D * row])
