@@ -90,6 +90,23 @@ class RandomWeights(unittest.TestCase):
             with open(out, "rb") as a, open(example("tiny-qwen3.safetensors"), "rb") as b:
                 self.assertEqual(a.read(), b.read())
 
+    def test_regenerating_the_tiny_moe_weights_is_byte_identical_with_each_expert_scaled_by_its_row(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "w.safetensors")
+            proc = tool("gen_random_weights.py", example("tiny-qwen3-moe.config.json"), "-o", out, "--seed", "1")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(out, "rb") as a, open(example("tiny-qwen3-moe.safetensors"), "rb") as b:
+                self.assertEqual(a.read(), b.read())
+            with st.SafetensorsFile(out) as f:
+                # Stacked experts [X, rows, fan_in]: uniform in +-4/sqrt(fan_in), fan_in the last dimension.
+                for name, fan_in in (("model.layers.0.mlp.experts.gate_up_proj.weight", 64),
+                                     ("model.layers.0.mlp.experts.down_proj.weight", 32)):
+                    raw = f.read(name)
+                    values = [struct.unpack("<f", b"\0\0" + raw[i:i + 2])[0] for i in range(0, len(raw), 2)]
+                    bound = 4.0 / math.sqrt(fan_in)
+                    self.assertLessEqual(max(abs(v) for v in values), bound * 1.004, name)
+                    self.assertGreater(max(abs(v) for v in values), bound * 0.95, name)
+
     def test_another_seed_gives_other_values(self):
         with tempfile.TemporaryDirectory() as tmp:
             out = os.path.join(tmp, "w.safetensors")
