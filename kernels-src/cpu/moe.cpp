@@ -3,7 +3,7 @@
 // result never depends on the other rows or on the experts they chose).
 //
 // Every dot product here has one order, the CUDA kernels' (moe.cu): lane l
-// of 32 sums the elements l, l + 32, l + 64, ... with fused multiply-adds,
+// of 32 sums the 8-element groups l, l + 32, ... with fused multiply-adds,
 // then the lanes are added by the xor butterfly (16, 8, 4, 2, 1); so the
 // twin and the emulated CUDA kernel agree bit for bit (-ffp-contract=off:
 // the fmas are explicit).
@@ -23,14 +23,28 @@ constexpr const char* kGateUp = "kern_moe_gate_up_bf16";
 constexpr const char* kDown = "kern_moe_down_bf16";
 
 /// The lane-order dot product of bf16 rows a and w of k elements (moe.cu's
-/// order). Blocked by 32 so that the 32 independent lane chains vectorise
-/// (the fma clone: one vfmadd per 8 lanes, the same bits as std::fma).
+/// order: lane l takes the 8-element groups l, l + 32, ..., each group's
+/// elements in order). A whole block of 32 groups is transposed first so
+/// that the 32 independent lane chains vectorise (the fma clone: one
+/// vfmadd per 8 lanes, the same bits as std::fma).
 __attribute__((target_clones("fma", "default"))) float lane_dot(const uint16_t* a, const uint16_t* w, int64_t k) {
+  constexpr int64_t kBlock = kMoeGroup * kMoeLanes;
   float lanes[kMoeLanes] = {};
   int64_t i = 0;
-  for (; i + kMoeLanes <= k; i += kMoeLanes)
-    for (int l = 0; l < kMoeLanes; ++l) lanes[l] = std::fma(bf16_to_f32(a[i + l]), bf16_to_f32(w[i + l]), lanes[l]);
-  for (int l = 0; i + l < k; ++l) lanes[l] = std::fma(bf16_to_f32(a[i + l]), bf16_to_f32(w[i + l]), lanes[l]);
+  for (; i + kBlock <= k; i += kBlock) {
+    float at[kMoeGroup][kMoeLanes], wt[kMoeGroup][kMoeLanes];
+    for (int l = 0; l < kMoeLanes; ++l)
+      for (int e = 0; e < kMoeGroup; ++e) {
+        at[e][l] = bf16_to_f32(a[i + kMoeGroup * l + e]);
+        wt[e][l] = bf16_to_f32(w[i + kMoeGroup * l + e]);
+      }
+    for (int e = 0; e < kMoeGroup; ++e)
+      for (int l = 0; l < kMoeLanes; ++l) lanes[l] = std::fma(at[e][l], wt[e][l], lanes[l]);
+  }
+  for (int64_t j = i; j < k; ++j) {  // the last, partial block: group (j - i) / 8 of it is lane (j - i) / 8
+    const int l = static_cast<int>((j - i) / kMoeGroup);
+    lanes[l] = std::fma(bf16_to_f32(a[j]), bf16_to_f32(w[j]), lanes[l]);
+  }
   return butterfly_sum(lanes);
 }
 

@@ -9,8 +9,10 @@
 
 namespace kern::cpu {
 
-/// Lanes of a dot product: lane l sums the elements l, l + 32, ... (a warp).
+/// Lanes of a dot product (a warp): lane l sums the 8-element groups
+/// l, l + 32, ... (kMoeGroup elements each, in order).
 constexpr int kMoeLanes = 32;
+constexpr int kMoeGroup = 8;
 /// Output columns per 128-thread block of the expert GEMVs (a warp each).
 constexpr int64_t kMoeColsPerBlock = 4;
 /// The router's logits live in shared memory: at most this many experts.

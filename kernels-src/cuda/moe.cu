@@ -5,9 +5,10 @@
 // result never depends on the rows beside it or on the experts they chose.
 //
 // One arithmetic order, the cpu twin's (kernels-src/cpu/moe.cpp,
-// moe_order.h): lane l of a warp sums the elements l, l + 32, ... of a dot
-// product with fmaf, then the xor butterfly (16, 8, 4, 2, 1); the expert
-// sum adds the top_k weighted dots in selection order with fmaf.
+// moe_order.h): lane l of a warp sums the 8-element groups l, l + 32, ...
+// of a dot product with fmaf (elements in order within a group), then the
+// xor butterfly (16, 8, 4, 2, 1); the expert sum adds the top_k weighted
+// dots in selection order with fmaf.
 //
 // Launches (block [128, 1, 1], one warp per output column or router logit):
 //   router  grid [rows, 1, 1]                   bytes: 2 X k (router) + 2 rows k + 8 rows top_k
@@ -22,11 +23,25 @@ namespace kern_moe {
 constexpr int kLanes = 32;
 constexpr int kMaxExperts = 1024;  // the router's logits in shared memory (4 KB)
 
-/// The lane-order dot of a and w (k elements), the same in every lane of the warp.
+/// The lane-order dot of a and w (k elements), the same in every lane of the
+/// warp: lane l takes the 8-element groups l, l + 32, ... (one 16-byte load
+/// of each row where k % 8 == 0 and both rows are 16-byte aligned; else the
+/// same elements in the same order one at a time).
 __device__ __forceinline__ float lane_dot(const __nv_bfloat16* __restrict__ a, const __nv_bfloat16* __restrict__ w,
                                           int k, int lane) {
   float s = 0.0f;
-  for (int i = lane; i < k; i += kLanes) s = fmaf(bf16_to_f32(a[i]), bf16_to_f32(w[i]), s);
+  if ((k & 7) == 0 && aligned_to(a, 16) && aligned_to(w, 16)) {
+    for (int g = lane; g < (k >> 3); g += kLanes) {
+      float av[8], wv[8];
+      load8(a + 8 * g, av);
+      load8_ro(w + 8 * g, wv);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) s = fmaf(av[e], wv[e], s);
+    }
+  } else {
+    for (int i = 8 * lane; i < k; i += 8 * kLanes)
+      for (int e = i; e < i + 8 && e < k; ++e) s = fmaf(bf16_to_f32(a[e]), bf16_to_f32(w[e]), s);
+  }
 #pragma unroll
   for (int o = kLanes / 2; o >= 1; o /= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
   return s;
