@@ -24,22 +24,20 @@ constexpr const char* kDown = "kern_moe_down_bf16";
 
 /// The lane-order dot product of bf16 rows a and w of k elements (moe.cu's
 /// order: lane l takes the 8-element groups l, l + 32, ..., each group's
-/// elements in order). A whole block of 32 groups is transposed first so
-/// that the 32 independent lane chains vectorise (the fma clone: one
-/// vfmadd per 8 lanes, the same bits as std::fma).
+/// elements in order). A block of 32 groups is widened to f32 first
+/// (contiguous: vectorises), then the 32 independent lane chains take one
+/// element of their group at a time (the fma clone; the same bits as
+/// std::fma).
 __attribute__((target_clones("fma", "default"))) float lane_dot(const uint16_t* a, const uint16_t* w, int64_t k) {
   constexpr int64_t kBlock = kMoeGroup * kMoeLanes;
   float lanes[kMoeLanes] = {};
   int64_t i = 0;
   for (; i + kBlock <= k; i += kBlock) {
-    float at[kMoeGroup][kMoeLanes], wt[kMoeGroup][kMoeLanes];
-    for (int l = 0; l < kMoeLanes; ++l)
-      for (int e = 0; e < kMoeGroup; ++e) {
-        at[e][l] = bf16_to_f32(a[i + kMoeGroup * l + e]);
-        wt[e][l] = bf16_to_f32(w[i + kMoeGroup * l + e]);
-      }
+    float fa[kBlock], fw[kBlock];
+    for (int j = 0; j < kBlock; ++j) fa[j] = bf16_to_f32(a[i + j]), fw[j] = bf16_to_f32(w[i + j]);
     for (int e = 0; e < kMoeGroup; ++e)
-      for (int l = 0; l < kMoeLanes; ++l) lanes[l] = std::fma(at[e][l], wt[e][l], lanes[l]);
+      for (int l = 0; l < kMoeLanes; ++l)
+        lanes[l] = std::fma(fa[kMoeGroup * l + e], fw[kMoeGroup * l + e], lanes[l]);
   }
   for (int64_t j = i; j < k; ++j) {  // the last, partial block: group (j - i) / 8 of it is lane (j - i) / 8
     const int l = static_cast<int>((j - i) / kMoeGroup);
