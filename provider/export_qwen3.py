@@ -2,7 +2,7 @@
 """export_qwen3.py CHECKPOINT_DIR -o W.safetensors [--draft DRAFT_DIR --draft-config DRAFT.json [--markov M.safetensors]]
 
 Exports a Hugging Face checkpoint directory of any family decoder_config.py
-reads (Qwen3, Llama 3.x, Mistral; config.json plus model.safetensors, or the
+reads (Qwen3, Qwen3-MoE, Llama 3.x, Mistral, Qwen2.5; config.json plus model.safetensors, or the
 shards listed in model.safetensors.index.json) to kern's exported layout
 (docs/causal-lm-manifest.md, SPEC §7):
 - q_proj/k_proj/v_proj merged by rows into self_attn.qkv_proj (q, k, v);

@@ -3,10 +3,12 @@
 
 Writes a kern manifest v2 (SPEC §3) for a Hugging Face config.json of a
 decoder-only transformer of a supported family (decoder_config.py: Qwen3,
-Llama 3.x, Mistral; picked by `architectures`, else `model_type`): exactly
-the buffers, kernels (docs/kernels.md ABIs) and programs `prefill` / `decode`
-of docs/causal-lm-manifest.md, the same for every family but for the
-family's own pieces (q/k norm or none, the rope cache's scaling).
+Qwen3-MoE, Llama 3.x, Mistral, Qwen2.5; picked by `architectures`, else
+`model_type`): exactly the buffers, kernels (docs/kernels.md ABIs) and
+programs `prefill` / `decode` of docs/causal-lm-manifest.md, the same for
+every family but for the family's own pieces (q/k norm or none, the rope
+cache's scaling, the qkv bias, the sparse MLP of a mixture of experts:
+router + selected experts, docs/kernels.md §18).
 `gen_qwen3_manifest.py` is this tool under its first name. `--kernels fused` (the default) gives
 `decode` the fused decode kernels (docs/kernels.md §11-13a: 5 launches per
 layer, 3 around them; q/k norm + RoPE + the KV-cache write folded into the
@@ -1063,7 +1065,7 @@ def resolve_kernels_dir(args, tool):
 def main(argv, tool="gen_manifest"):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("config", help="HF config.json (Qwen3, Llama 3.x or Mistral; decoder_config.py)")
+    ap.add_argument("config", help="HF config.json (Qwen3, Qwen3-MoE, Llama 3.x, Mistral or Qwen2.5; decoder_config.py)")
     ap.add_argument("-o", "--output", required=True, help="manifest to write")
     ap.add_argument("--tokens-max", type=int, default=512, help="upper bound of the `tokens` symbol (default 512)")
     add_pin_options(ap)

@@ -2,7 +2,7 @@
 """gen_random_weights.py CONFIG.json -o W.safetensors [--seed N] [--draft DRAFT.json]
 
 Writes deterministic random weights for a HF config.json of any family
-decoder_config.py reads (Qwen3, Llama 3.x, Mistral) in kern's exported
+decoder_config.py reads (Qwen3, Qwen3-MoE, Llama 3.x, Mistral, Qwen2.5) in kern's exported
 layout (docs/causal-lm-manifest.md): merged qkv_proj and gate_up_proj, the
 rope cos/sin cache, k_scale = v_scale = 1.0, lm_head materialised (a copy
 of embed_tokens when the config ties them).
