@@ -254,6 +254,41 @@ class Families(unittest.TestCase):
         # Without architectures, model_type picks the family.
         self.assertEqual(dc.parse_config({k: v for k, v in base.items() if k != "architectures"}).family, "qwen3_moe")
 
+    def test_a_qwen3_moe_manifest_routes_the_sparse_layers_and_keeps_the_dense_one(self):
+        # tiny-qwen3-moe: layers 0 and 2 sparse (6 experts, top-2, renormalised), layer 1 dense.
+        with open(example("tiny-qwen3-moe.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        decode = [d["label"] for d in doc["programs"]["decode"]["dispatches"]]
+        self.assertEqual([x for x in decode if x.startswith("layers.0.")][-4:],
+                         ["layers.0.post_attention_layernorm", "layers.0.mlp.router",
+                          "layers.0.mlp.experts.gate_up_proj+silu_and_mul", "layers.0.mlp.experts.down_proj+residual"])
+        self.assertEqual(len(decode), 1 + 7 + 5 + 7 + 3)  # embed, sparse, dense, sparse, lm_head+sample+advance
+        self.assertIn("layers.1.post_attention_layernorm+gate_up_proj+silu_and_mul", decode)
+        router = next(d for d in doc["programs"]["decode_batch"]["dispatches"] if d["label"] == "layers.2.mlp.router")
+        self.assertEqual((router["kernel"], router["args"][5:]),
+                         ("moe_router_batch", [{"i32": 6}, {"i32": 64}, {"i32": 2}, {"u8": 1}]))
+        self.assertEqual(doc["buffers"]["model.layers.2.mlp.experts.gate_up_proj.weight"]["shape"], [6, 64, 64])
+        self.assertNotIn("model.layers.1.mlp.gate.weight", doc["buffers"])
+        # Prefill: the sparse MLP adds into residual in place, so the next layer starts with rmsnorm.
+        prefill = {d["label"]: d["kernel"] for d in doc["programs"]["prefill"]["dispatches"]}
+        self.assertEqual([prefill[f"layers.{i}.input_layernorm"] for i in range(3)],
+                         ["rmsnorm", "rmsnorm", "add_rmsnorm"])
+        # Every layer sparse: no dense MLP buffers or kernels; the unfused decode's final norm is rmsnorm.
+        with open(example("tiny-qwen3-moe.config.json"), encoding="utf-8") as f:
+            cfg = {**json.load(f), "mlp_only_layers": []}
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
+                json.dump(cfg, f)
+            proc = tool("gen_qwen3_manifest.py", os.path.join(tmp, "config.json"), "-o", os.path.join(tmp, "m.json"),
+                        "--unpinned", "--kernels", "unfused")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(os.path.join(tmp, "m.json"), encoding="utf-8") as f:
+                sparse = json.load(f)
+        self.assertFalse({"gate_up", "act"} & set(sparse["buffers"]))
+        self.assertNotIn("silu_and_mul", sparse["kernels"])
+        norm = next(d for d in sparse["programs"]["decode"]["dispatches"] if d["label"] == "norm")
+        self.assertEqual(norm["kernel"], "rmsnorm")
+
     def test_a_dspark_draft_needs_a_qwen3_target(self):
         import decoder_config as dc
         import dspark_config
