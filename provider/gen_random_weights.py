@@ -2,7 +2,7 @@
 """gen_random_weights.py CONFIG.json -o W.safetensors [--seed N] [--draft DRAFT.json]
 
 Writes deterministic random weights for a HF config.json of any family
-decoder_config.py reads (Qwen3, Llama 3.x, Mistral) in kern's exported
+decoder_config.py reads (Qwen3, Qwen3-MoE, Llama 3.x, Mistral, Qwen2.5) in kern's exported
 layout (docs/causal-lm-manifest.md): merged qkv_proj and gate_up_proj, the
 rope cos/sin cache, k_scale = v_scale = 1.0, lm_head materialised (a copy
 of embed_tokens when the config ties them).
@@ -14,7 +14,8 @@ others. Each 16-bit random word r maps to u = (r + 0.5) / 65536 in (0, 1)
 and to a value by a per-tensor rule (rounded once to bf16, nearest-even):
 - embed_tokens (and a tied lm_head): uniform in (-1, 1);
 - projections and MLP weights: uniform in (-a, a), a = GAIN / sqrt(fan_in)
-  (fan_in = the row length), large enough that a tiny model's greedy
+  (fan_in = the row length; each expert's rows for the stacked experts),
+  large enough that a tiny model's greedy
   sequence varies instead of echoing the input embedding (oracles.md);
 - norm weights: 1 + uniform in (-NORM_NOISE, NORM_NOISE).
 With --draft DRAFT.json (provider/dspark_config.py) the file also holds a
@@ -89,7 +90,7 @@ def tensor_rule(cfg, name, shape):
         return name, 0.0, 1.0
     if len(shape) == 1:  # every other 1-D bf16 tensor is a norm weight
         return name, 1.0, NORM_NOISE
-    return name, 0.0, GAIN / math.sqrt(shape[1])
+    return name, 0.0, GAIN / math.sqrt(shape[-1])  # the row length (stacked experts: [X, rows, fan_in])
 
 
 def specs(cfg, seed, draft=None):

@@ -2,7 +2,7 @@
 """kern_run_sim_test.py KERN_VERIFY KERN_RUN SOURCE_ROOT BUILD_ROOT KERNELS_DIR
 
 kern-run --device cuda on the simulated GPU (test/sim/with-sim-gpu) against
-the cpu device, on the tiny example models: fused (pinned) and unfused
+the cpu device, on the tiny example models (the tiny Qwen3-MoE too): fused (pinned) and unfused
 kernels, the same fused plan unpinned, DSpark --spec, each with graphs and
 --eager, async and --sync; and kern-run --requests, whose ids must not
 depend on --max-batch (batch invariance, greedy and seeded sampling), nor on the
@@ -306,6 +306,11 @@ def main(argv):
     cases.append(lambda: compare(ctx, "dspark --spec (graphs)", dspark, ["--random-weights", "3"], ["--spec"]))
     cases.append(lambda: compare(ctx, "dspark --spec --eager", dspark, ["--random-weights", "3"], ["--spec", "--eager"]))
     cases.append(lambda: batch_invariance(ctx, fused, random_w))
+    # Qwen3-MoE (issue 41): the router and expert kernels in prefill, decode and decode_batch.
+    moe = ctx.plan(os.path.join(ex, "tiny-qwen3-moe.json"), "moe")
+    moe_w = ["--weights", os.path.join(ex, "tiny-qwen3-moe.safetensors")]
+    cases.append(lambda: compare(ctx, "tiny Qwen3-MoE fused pinned (graphs, async)", moe, moe_w))
+    cases.append(lambda: batch_invariance(ctx, moe, moe_w))
     cases.append(lambda: prefix_cache(ctx, fused, random_w))
 
     def sampled():
