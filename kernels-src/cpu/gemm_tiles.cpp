@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*(), which
@@ -261,7 +262,7 @@ KERN_GEMM_BF16 uint16_t hmax_epu16(__m512i v) {
 /// magnitudes, and its dots are stored only once vdpbf16ps is known to give
 /// the fmas' bits there; a panel where it might not runs the AVX2 path.
 KERN_GEMM_BF16 void block_bf16(const GemmProblem& g, const uint16_t* a_bf16, int64_t lda, int64_t chunks,
-                               const float* pairs, uint16_t a_min1, uint16_t a_max, int64_t m0, int64_t m1,
+                               const std::function<const float*()>& pairs, uint16_t a_min1, uint16_t a_max, int64_t m0, int64_t m1,
                                int64_t n_begin, int64_t n_end) {
   float dots[kBf16Mr][4];
   for (int64_t j = n_begin; j < n_end; j += kBf16Nr) {
@@ -271,7 +272,7 @@ KERN_GEMM_BF16 void block_bf16(const GemmProblem& g, const uint16_t* a_bf16, int
     const int mr0 = static_cast<int>(std::min<int64_t>(kBf16Mr, m1 - m0));
     bf16_tile<true>(mr0, nr)(a_bf16 + m0 * lda, lda, w, g.k, chunks, dots, mn1, mx);
     if (!vdpbf16ps_exact(a_min1, a_max, hmin_epu16(mn1), hmax_epu16(mx))) {
-      columns_avx2(g, pairs, chunks, m0, m1, j, j + nr);
+      columns_avx2(g, pairs(), chunks, m0, m1, j, j + nr);
       continue;
     }
     for (int q = 0; q < mr0; ++q)
@@ -310,10 +311,6 @@ GemmTiles::GemmTiles(const GemmProblem& g, GemvIsa isa) : g_(g), isa_(isa) {
   if (isa_ == GemvIsa::kAvx512) isa_ = GemvIsa::kAvx2;
   chunks_ = (g.k + kChunk - 1) / kChunk;
   if (g.m <= 0 || g.k <= 0) return;
-  // The FMA layout is needed by the vdpbf16ps path too, for any panel its
-  // check sends back to the FMA path; it is m * k * 4 bytes, small beside w.
-  pairs_ = std::make_unique<float[]>(static_cast<size_t>(g.m * chunks_ * kChunk));
-  lay_out_pairs(g.a, g.m, g.k, chunks_, pairs_.get());
 #if KERN_GEMM_X86
   if (isa_ == GemvIsa::kAvx512Bf16) {
     if (g.k % kChunk == 0) {
@@ -329,18 +326,28 @@ GemmTiles::GemmTiles(const GemmProblem& g, GemvIsa isa) : g_(g), isa_(isa) {
       a_bf16_ = a16_.get();
     }
     range_bf16(g.a, g.m * g.k, a_min1_, a_max_);
+    return;  // the FMA layout only if a panel falls back (pairs())
   }
 #endif
+  pairs();
+}
+
+const float* GemmTiles::pairs() const {
+  std::call_once(pairs_once_, [this] {
+    pairs_ = std::make_unique<float[]>(static_cast<size_t>(g_.m * chunks_ * kChunk));
+    lay_out_pairs(g_.a, g_.m, g_.k, chunks_, pairs_.get());
+  });
+  return pairs_.get();
 }
 
 void GemmTiles::columns_fma(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end) const {
 #if KERN_GEMM_X86
   if (isa_ != GemvIsa::kPortable) {
-    columns_avx2(g_, pairs_.get(), chunks_, m_begin, m_end, n_begin, n_end);
+    columns_avx2(g_, pairs(), chunks_, m_begin, m_end, n_begin, n_end);
     return;
   }
 #endif
-  columns_portable(g_, pairs_.get(), chunks_, m_begin, m_end, n_begin, n_end);
+  columns_portable(g_, pairs(), chunks_, m_begin, m_end, n_begin, n_end);
 }
 
 void GemmTiles::columns(int64_t n_begin, int64_t n_end) const {
@@ -354,7 +361,7 @@ void GemmTiles::columns(int64_t n_begin, int64_t n_end) const {
     const int64_t m1 = std::min(g_.m, m0 + kRowBlock);
 #if KERN_GEMM_X86
     if (isa_ == GemvIsa::kAvx512Bf16) {
-      block_bf16(g_, a_bf16_, lda_, chunks_, pairs_.get(), a_min1_, a_max_, m0, m1, n_begin, n_end);
+      block_bf16(g_, a_bf16_, lda_, chunks_, [this] { return pairs(); }, a_min1_, a_max_, m0, m1, n_begin, n_end);
       continue;
     }
 #endif

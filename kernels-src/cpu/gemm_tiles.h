@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 
 #include "kernels-src/cpu/gemv_lanes.h"
 
@@ -49,7 +50,8 @@ class GemmTiles {
   GemmTiles(const GemmProblem& g, GemvIsa isa);
 
   /// Computes c[0..m, n_begin..n_end) in the order above. Thread-safe for
-  /// disjoint column ranges. Never throws.
+  /// disjoint column ranges. Throws std::bad_alloc only where the vdpbf16ps
+  /// path sends a panel back to the FMA path and its layout of a does not fit.
   void columns(int64_t n_begin, int64_t n_end) const;
 
   /// The path that runs: kPortable, kAvx2 or kAvx512Bf16.
@@ -57,10 +59,15 @@ class GemmTiles {
 
  private:
   void columns_fma(int64_t m_begin, int64_t m_end, int64_t n_begin, int64_t n_end) const;
+  /// The FMA paths' layout of a, made on first use (on any thread: the
+  /// vdpbf16ps path needs it only for a panel its check sends back). Throws
+  /// std::bad_alloc (from the constructor, where the FMA paths run).
+  const float* pairs() const;
   GemmProblem g_;
   GemvIsa isa_;
   int64_t chunks_ = 0;               ///< ceil(k / 32)
-  std::unique_ptr<float[]> pairs_;   ///< FMA paths: per row, per chunk [hi 0..7, lo 0..7, hi 8..15, lo 8..15]
+  mutable std::once_flag pairs_once_;
+  mutable std::unique_ptr<float[]> pairs_;  ///< FMA paths: per row, per chunk [hi 0..7, lo 0..7, hi 8..15, lo 8..15]
   std::unique_ptr<uint16_t[]> a16_;  ///< vdpbf16ps with k % 32 != 0: rows padded to 32 * chunks_
   const uint16_t* a_bf16_ = nullptr;  ///< vdpbf16ps: the a rows (g.a or a16_)
   int64_t lda_ = 0;                  ///< row stride of a_bf16_ (elements)
