@@ -30,6 +30,7 @@ import json
 import os
 import platform
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -131,6 +132,33 @@ def kern_isa():
     return "portable scalar paths"
 
 
+def decode_bytes(weights):
+    """Bytes a decode step reads from the weights: every tensor but the
+    embedding table (of which it reads one row) - the roofline's numerator."""
+    with open(weights, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+    return sum(t["data_offsets"][1] - t["data_offsets"][0] for name, t in header.items()
+               if name != "__metadata__" and name != "model.embed_tokens.weight")
+
+
+def copy_bandwidth():
+    """This machine's memory copy bandwidth in bytes/s (read + written), the
+    median of 5 copies of 256 MiB with numpy (one thread), or None without numpy."""
+    try:
+        import numpy as np
+    except ImportError:
+        return None
+    a = np.ones(256 << 20, dtype=np.uint8)
+    b = np.empty_like(a)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter()
+        np.copyto(b, a)
+        times.append(time.perf_counter() - t0)
+    return 2 * a.size / statistics.median(times)
+
+
 def spread(xs):
     return f"{min(xs):.1f}-{max(xs):.1f}"
 
@@ -145,6 +173,7 @@ def main(argv):
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="llama.cpp threads (kern uses every core)")
     ap.add_argument("--work", help="cache for weights, GGUF and plan (default build/side-by-side/<config>)")
     ap.add_argument("--out", help="markdown table to write (default: stdout only)")
+    ap.add_argument("--baseline", help="another kern-run binary (e.g. main's) run in the same rounds, as 'kern (baseline)'")
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.prompt < 1 or args.steps < 1 or args.threads < 1:
         ap.error("--rounds, --prompt, --steps and --threads must be at least 1")
@@ -154,13 +183,16 @@ def main(argv):
     prompt = list(range(100, 100 + args.prompt))
 
     load_start = os.getloadavg()
-    rows = {"kern": [], "llama.cpp": []}
+    sides = ["kern", "llama.cpp"] + (["kern (baseline)"] if args.baseline else [])
+    rows = {s: [] for s in sides}
     features = ""
     for r in range(args.rounds):
-        order = ("kern", "llama.cpp") if r % 2 == 0 else ("llama.cpp", "kern")
+        order = sides if r % 2 == 0 else sides[::-1]
         for side in order:
             if side == "kern":
                 res = run_kern(kern_run, plan, weights, args.steps, prompt)
+            elif side == "kern (baseline)":
+                res = run_kern(args.baseline, plan, weights, args.steps, prompt)
             else:
                 res = run_llama(bins, driver, gguf, args.threads, args.steps, prompt)
                 features = res["features"]
@@ -170,6 +202,8 @@ def main(argv):
                   f"({args.prompt * 1000 / res['prefill_ms']:.1f} tok/s), decode {res['decode_ms']:.1f} ms/token, "
                   f"load {res['load']:.1f}", file=sys.stderr)
     load_end = os.getloadavg()
+    bandwidth = copy_bandwidth()
+    per_token = decode_bytes(weights)
 
     def stats(side):
         pre = [args.prompt * 1000 / x["prefill_ms"] for x in rows[side]]
@@ -177,6 +211,7 @@ def main(argv):
         return statistics.median(pre), spread(pre), statistics.median(dec), spread(dec)
 
     k, l = stats("kern"), stats("llama.cpp")
+    b = stats("kern (baseline)") if args.baseline else None
     same = sum(1 for a, b in zip(rows["kern"][0]["ids"], rows["llama.cpp"][0]["ids"]) if a == b)
     lines = [
         f"# kern cpu vs llama.cpp CPU, side by side: {name}",
@@ -192,10 +227,11 @@ def main(argv):
         f"- the first {same} of {len(rows['kern'][0]['ids'])} greedy ids agree (kern's KV cache is bf16, "
         f"llama.cpp's f16; random weights amplify differences)",
         "",
-        f"| side | prefill tok/s (median) | spread | decode ms/token (median) | spread |",
+        "| side | prefill tok/s (median) | spread | decode ms/token (median) | spread |",
         "|---|---:|---:|---:|---:|",
         f"| kern | {k[0]:.1f} | {k[1]} | {k[2]:.1f} | {k[3]} |",
         f"| llama.cpp | {l[0]:.1f} | {l[1]} | {l[2]:.1f} | {l[3]} |",
+    ] + ([f"| kern (baseline: `{args.baseline}`) | {b[0]:.1f} | {b[1]} | {b[2]:.1f} | {b[3]} |"] if args.baseline else []) + [
         "",
         f"Each round's runs (alternating order; load = 1-minute load average after the run):",
         "",
@@ -203,11 +239,21 @@ def main(argv):
         "|---:|---|---:|---:|---:|",
     ]
     for r in range(args.rounds):
-        for side in ("kern", "llama.cpp"):
+        for side in sides:
             x = rows[side][r]
             lines.append(f"| {r + 1} | {side} | {x['prefill_ms']:.1f} | {x['decode_ms']:.1f} | {x['load']:.1f} |")
+    if bandwidth:
+        roof = [f"{side} {per_token / (stats(side)[2] / 1000) / 1e9:.1f} GB/s "
+                f"({per_token / (stats(side)[2] / 1000) / bandwidth * 100:.0f}%)" for side in sides]
+        lines += ["", f"Decode roofline: a step reads {per_token / 1e9:.2f} GB of weights; this machine's "
+                      f"copy bandwidth (numpy, one thread, read + written, after the rounds) is "
+                      f"{bandwidth / 1e9:.1f} GB/s; weight bytes per second at the median decode time "
+                      f"(% of the copy bandwidth): " + ", ".join(roof) + "."]
     lines += ["", f"**kern / llama.cpp: prefill speed {k[0] / l[0]:.2f}x, decode time {k[2] / l[2]:.2f}x** "
-                  f"(prefill above 1 and decode below 1 favour kern)", ""]
+                  f"(prefill above 1 and decode below 1 favour kern)"]
+    if b:
+        lines += ["", f"kern / kern (baseline): prefill speed {k[0] / b[0]:.2f}x, decode time {k[2] / b[2]:.2f}x"]
+    lines.append("")
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -187,7 +187,12 @@ KERN_GEMM_BF16 void tile_bf16(const uint16_t* a, int64_t lda, const uint16_t* w,
     __m512i wv[NR];
     for (int r = 0; r < NR; ++r) {
       wv[r] = _mm512_loadu_si512(w + r * k + q * kChunk);
-      if constexpr (kCheck) magnitudes(wv[r], mn1, mx);
+      if constexpr (kCheck) {
+        magnitudes(wv[r], mn1, mx);
+        // The panel's first tile reads w from memory: fetch the next
+        // panel's line (a prefetch past the end of w is dropped, never faults).
+        _mm_prefetch(reinterpret_cast<const char*>(w + (NR + r) * k + q * kChunk), _MM_HINT_T0);
+      }
     }
     for (int i = 0; i < MR; ++i) {
       const auto av = reinterpret_cast<__m512bh>(_mm512_loadu_si512(a + i * lda + q * kChunk));
