@@ -94,14 +94,16 @@ def prepare(args):
 
 def run_llama(bins, driver, gguf, threads, steps, prompt):
     d = json.loads(run([driver, bins, gguf, str(threads), str(steps), ",".join(map(str, prompt))]))
-    return {"prefill_ms": d["prefill_ms"], "decode_ms": statistics.fmean(d["decode_ms"]), "ids": d["ids"],
+    return {"load_ms": d["load_ms"], "prefill_ms": d["prefill_ms"], "decode_ms": statistics.fmean(d["decode_ms"]),
+            "ids": d["ids"],
             "features": f"{d['backend']}: {d['cpu_features']}"}
 
 
 def run_kern(kern_run, plan, weights, steps, prompt):
     d = json.loads(run([kern_run, plan, "--weights", weights, "--device", "cpu", "--prompt-ids",
                         ",".join(map(str, prompt)), "--steps", str(steps + 1), "--json"]))
-    return {"prefill_ms": d["prefill_ms"], "decode_ms": d["decode_ms_per_token"], "ids": d["generated_ids"]}
+    return {"load_ms": d["load_ms"]["total"], "prefill_ms": d["prefill_ms"], "decode_ms": d["decode_ms_per_token"],
+            "ids": d["generated_ids"]}
 
 
 def cpu_model():
@@ -233,15 +235,16 @@ def main(argv):
         f"| llama.cpp | {l[0]:.1f} | {l[1]} | {l[2]:.1f} | {l[3]} |",
     ] + ([f"| kern (baseline: `{args.baseline}`) | {b[0]:.1f} | {b[1]} | {b[2]:.1f} | {b[3]} |"] if args.baseline else []) + [
         "",
-        f"Each round's runs (alternating order; load = 1-minute load average after the run):",
+        "Each round's runs (alternating order; load average = 1 minute, after the run):",
         "",
-        "| round | side | prefill ms | decode ms/token | load |",
-        "|---:|---|---:|---:|---:|",
+        "| round | side | load ms (not timed above) | prefill ms | decode ms/token | load average |",
+        "|---:|---|---:|---:|---:|---:|",
     ]
     for r in range(args.rounds):
         for side in sides:
             x = rows[side][r]
-            lines.append(f"| {r + 1} | {side} | {x['prefill_ms']:.1f} | {x['decode_ms']:.1f} | {x['load']:.1f} |")
+            lines.append(f"| {r + 1} | {side} | {x['load_ms']:.1f} | {x['prefill_ms']:.1f} | {x['decode_ms']:.1f} "
+                         f"| {x['load']:.1f} |")
     if bandwidth:
         roof = [f"{side} {per_token / (stats(side)[2] / 1000) / 1e9:.1f} GB/s "
                 f"({per_token / (stats(side)[2] / 1000) / bandwidth * 100:.0f}%)" for side in sides]
