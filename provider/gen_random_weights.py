@@ -41,6 +41,11 @@ import struct
 import sys
 from array import array
 
+try:  # optional (Debian's python3-numpy, scripts/setup.sh): only speeds up the table lookup
+    import numpy as np
+except ImportError:
+    np = None
+
 import safetensors_io as st
 from dspark_config import draft_tensors, load_draft_config
 from progress import Progress
@@ -70,14 +75,28 @@ def random_bf16_chunks(seed, key, count, table):
     for start in range(0, count, CHUNK_WORDS):
         n = min(CHUNK_WORDS, count - start)
         tag = b"kern-random-weights\0" + struct.pack("<Q", seed) + key.encode() + b"\0" + struct.pack("<Q", start)
+        digest = hashlib.shake_256(tag).digest(2 * n)
+        if np is not None:  # the same lookup, ~20x faster (Qwen3-0.6B in seconds, not minutes)
+            yield np_table(table)[np.frombuffer(digest, dtype="<u2")].astype("<u2").tobytes()
+            continue
         words = array("H")
-        words.frombytes(hashlib.shake_256(tag).digest(2 * n))
+        words.frombytes(digest)
         if sys.byteorder == "big":
             words.byteswap()
         out = array("H", map(table.__getitem__, words))
         if sys.byteorder == "big":
             out.byteswap()
         yield out.tobytes()
+
+
+_NP_TABLES = {}
+
+
+def np_table(table):
+    """`table` as a numpy uint16 array, converted once per table."""
+    if id(table) not in _NP_TABLES:
+        _NP_TABLES[id(table)] = (table, np.array(table, dtype=np.uint16))
+    return _NP_TABLES[id(table)][1]
 
 
 def tensor_rule(cfg, name, shape):
