@@ -185,6 +185,18 @@ def bytes_moved(symbol, v, context):
         part = 4 * (d + 2) * h * s * b
         rd = 4 * d * context * kv * b + 2 * (h + 2 * kv) * d * b + 8 * d + part + 4 * b * context // 16 + 4 * b
         return rd, part + 2 * h * d * b + 4 * kv * d * b
+    if symbol == "kern_rmsnorm_bf16":
+        rows, n = v[3], v[4]
+        return 2 * rows * n + 2 * n, 2 * rows * n
+    if symbol == "kern_moe_router_bf16":
+        rows, experts, k, top_k = v[4:8]
+        return 2 * experts * k + 2 * rows * k, 8 * rows * top_k
+    if symbol == "kern_moe_gate_up_bf16":
+        rows, _experts, n, k, top_k = v[4:9]
+        return expert_bytes(symbol, v) + 2 * rows * k + 4 * rows * top_k, 2 * rows * top_k * n
+    if symbol == "kern_moe_down_bf16":
+        rows, _experts, n, k, top_k = v[5:10]
+        return expert_bytes(symbol, v) + 2 * rows * top_k * k + 8 * rows * top_k + 2 * rows * n, 2 * rows * n
     if symbol == "kern_argmax_reduce":
         rows, c = v[3], v[4]
         return 8 * rows * c, 8 * rows
@@ -192,6 +204,23 @@ def bytes_moved(symbol, v, context):
         t = v[6]
         return 8 * t + 8 + 8 + 4 + 4, 8 + 8 + 8 + 4
     return None
+
+
+def expert_bytes(symbol, v, every=False):
+    """The expert weights an expert-MLP launch reads (docs/kernels.md §18):
+    the top_k selected experts' rows for each of its rows (each row reads
+    its own: no row shares another's loads), or with `every` all the
+    layer's experts (what a dense layer of the same parameters would read);
+    None for any other kernel."""
+    if symbol == "kern_moe_gate_up_bf16":
+        rows, experts, n, k, top_k = v[4:9]
+        per_expert = 4 * n * k
+    elif symbol == "kern_moe_down_bf16":
+        rows, experts, n, k, top_k = v[5:10]
+        per_expert = 2 * n * k
+    else:
+        return None
+    return experts * per_expert if every else rows * top_k * per_expert
 
 
 def occupancy(regs, smem_total, threads):
@@ -237,9 +266,12 @@ def build_rows(plan, program, ptx, syms, context, sms):
                 raise ReportError(f"{sym}: not in the ptxas output of its .cu")
             bps, why = occupancy(p["regs"], p["smem"] + dyn, threads)
             r.update(p, blocks_per_sm=bps, limit=why, waves=blocks / (bps * sms) if bps else None)
-        bm = bytes_moved(sym, arg_values(plan, ln, syms), context)
+        vals = arg_values(plan, ln, syms)
+        bm = bytes_moved(sym, vals, context)
         if bm:
             r["read"], r["written"] = bm
+        if expert_bytes(sym, vals) is not None:
+            r["experts_active"], r["experts_all"] = expert_bytes(sym, vals), expert_bytes(sym, vals, every=True)
         rows.append(r)
     return rows
 
@@ -291,6 +323,12 @@ def render(plan, program, rows, tokens, context, sms, nvcc_note):
                      + " |")
     lines += ["", f"{launches} launches; {human(total_r)} read, {human(total_w)} written per step "
               f"({human(total_r + total_w)} moved)."]
+    active = sum(r.get("experts_active", 0) for r in rows)
+    if active:
+        every = sum(r.get("experts_all", 0) for r in rows)
+        lines += ["", f"Mixture of experts: {human(active)} of expert weights read per step (the selected "
+                  f"experts of each row, {100 * active / every:.1f}% of all {human(every)}); the rest of the "
+                  f"step reads {human(total_r - active)}."]
     return "\n".join(lines) + "\n"
 
 

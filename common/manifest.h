@@ -27,7 +27,7 @@ struct SpecMeta {
   SourceSpan mask_token_span;  ///< the `mask_token` value
 };
 
-/// The most ranks a manifest may declare (E0166): kern-run starts every rank
+/// The most ranks a manifest may declare (E0167): kern-run starts every rank
 /// on one machine.
 inline constexpr uint64_t kMaxWorld = 64;
 
@@ -38,8 +38,8 @@ struct Meta {
   std::string model;
   std::optional<SpecMeta> spec;  ///< absent or null for plain prefill/decode manifests
   /// `meta.world`: ranks running this one manifest, each with its own weight
-  /// shard; absent = 1. The verifier bounds it (E0166) and allows collectives
-  /// only above 1 (E0167).
+  /// shard; absent = 1. The verifier bounds it (E0167) and allows collectives
+  /// only above 1 (E0168).
   uint64_t world = 1;
   SourceSpan span;
   SourceSpan version_span;
@@ -225,6 +225,18 @@ struct Program {
   SourceSpan name_span;
 };
 
+/// A launch a generator could not write (docs/manifest.md "TODO sites"):
+/// kern-lift names the call site it left out of `program` and why
+/// (a struct-by-value parameter, a foreign library's internals). kern-verify
+/// reports each as warning W0004; the program runs without that launch.
+struct Todo {
+  std::string site;                    ///< the call site ("symbol#occurrence")
+  std::optional<std::string> program;  ///< the program it belongs in, when one
+  std::string why;
+  SourceSpan span;
+  SourceSpan program_span;
+};
+
 /// A whole manifest, entries in file order.
 struct Manifest {
   Meta meta;
@@ -233,6 +245,7 @@ struct Manifest {
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Program> programs;
+  std::vector<Todo> todos;  ///< optional top-level `todos`
 
   // Lookups by name; nullptr when absent (first match in file order).
 

@@ -170,6 +170,28 @@ void read_buffers(ReaderContext& ctx, const JsonValue& v, Manifest& out) {
   }
 }
 
+/// `todos`: [{"site": string, "program": string or null, "why": string}].
+void read_todos(ReaderContext& ctx, const JsonValue& v, Manifest& m) {
+  if (!ctx.expect_array(v)) return;
+  for (const JsonValue& item : v.items) {
+    if (!ctx.expect_object(item)) continue;
+    ctx.check_fields(item, {"site", "program", "why"});
+    Todo t;
+    t.span = item.span;
+    if (const JsonValue* site = ctx.required(item, "site")) {
+      if (auto s = ctx.read_string(*site)) t.site = *s;
+    }
+    if (const JsonValue* why = ctx.required(item, "why")) {
+      if (auto s = ctx.read_string(*why)) t.why = *s;
+    }
+    if (const JsonValue* prog = ReaderContext::optional_non_null(item, "program")) {
+      t.program_span = prog->span;
+      if (auto s = ctx.read_string(*prog)) t.program = *s;
+    }
+    m.todos.push_back(std::move(t));
+  }
+}
+
 }  // namespace
 
 std::optional<Manifest> read_manifest(const SourceFile& file, DiagnosticEngine& diags) {
@@ -179,13 +201,14 @@ std::optional<Manifest> read_manifest(const SourceFile& file, DiagnosticEngine& 
   ReaderContext ctx(diags);
   Manifest m;
   if (ctx.expect_object(*root)) {
-    ctx.check_fields(*root, {"meta", "symbols", "states", "buffers", "kernels", "programs"});
+    ctx.check_fields(*root, {"meta", "symbols", "states", "buffers", "kernels", "programs", "todos"});
     if (const JsonValue* v = ctx.required(*root, "meta")) read_meta(ctx, *v, m.meta);
     if (const JsonValue* v = root->find("symbols")) read_symbols(ctx, *v, m);
     if (const JsonValue* v = root->find("states")) read_states(ctx, *v, m);
     if (const JsonValue* v = ctx.required(*root, "buffers")) read_buffers(ctx, *v, m);
     if (const JsonValue* v = ctx.required(*root, "kernels")) reader_detail::read_kernels(ctx, *v, m);
     if (const JsonValue* v = ctx.required(*root, "programs")) reader_detail::read_programs(ctx, *v, m);
+    if (const JsonValue* v = ReaderContext::optional_non_null(*root, "todos")) read_todos(ctx, *v, m);
   }
   // Diagnostics carry offsets; their JSON pointers come from the tree, once.
   resolve_pointers(diags.mutable_diagnostics(), *root);

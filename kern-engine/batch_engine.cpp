@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
+#include <unordered_map>
 
 #include "kern-engine/scheduler.h"
 #include "kern-engine/sequence_output.h"
@@ -24,6 +26,11 @@ struct BatchEngine::Seq : SequenceOutput {
   int64_t row = -1;        ///< batch row while kDecode
   uint64_t issued = 0;     ///< decode steps issued with this sequence in its row
   bool aborted = false;
+  /// After it ended: its decode-written positions [reprefill_pos,
+  /// reprefill_end) still to prefill again; prompt_ids then holds the prompt
+  /// and the generated ids a decode step fed.
+  uint64_t reprefill_pos = 0;
+  uint64_t reprefill_end = 0;
 };
 
 uint64_t batch_bucket(uint64_t live, uint64_t max_batch) {
@@ -85,7 +92,7 @@ Admission BatchEngine::admission(const Request& r) const {
   probe.pages_needed = pages_for_tokens(tokens);
   entries.push_back({0, pages_to_take(probe).second});
   const SchedulerOutput plan =
-      schedule({max_batch_, static_cast<uint64_t>(admitted_.size()), pages_.free_pages(), entries});
+      schedule({max_batch_, static_cast<uint64_t>(admitted_.size()), free_pages(), entries});
   return plan.admit.size() == entries.size() ? Admission::kNow : Admission::kLater;
 }
 
@@ -108,7 +115,8 @@ void BatchEngine::abort(RequestId id) {
 }
 
 bool BatchEngine::idle() const {
-  return waiting_.empty() && admitted_.empty() && pending_events_.empty() && runner_.batch_in_flight() == 0;
+  return waiting_.empty() && admitted_.empty() && reprefills_.empty() && pending_events_.empty() &&
+         runner_.batch_in_flight() == 0;
 }
 
 Status BatchEngine::drain() {
@@ -147,11 +155,21 @@ Status BatchEngine::admit() {
   // what the next one would map.
   while (!waiting_.empty()) {
     Seq& head = *waiting_.front();
+    const auto usable = static_cast<uint32_t>((head.req.prompt_ids.size() - 1) / kKvBlockTokens);
+    if (prefix_cache_) KERN_RETURN_IF_ERROR(finish_reprefills_for(head.req.prompt_ids, usable));
     auto [hit, take] = pages_to_take(head);
     const WaitingEntry entry{head.serial, take};
     const SchedulerOutput plan =
-        schedule({max_batch_, static_cast<uint64_t>(admitted_.size()), pages_.free_pages(), std::span(&entry, 1)});
+        schedule({max_batch_, static_cast<uint64_t>(admitted_.size()), free_pages(), std::span(&entry, 1)});
     if (plan.admit.empty()) break;
+    // Re-prefills yield their pages to a request (oldest first).
+    while (pages_.free_pages() < take && !reprefills_.empty()) {
+      cancel_reprefill();
+      std::tie(hit, take) = pages_to_take(head);
+    }
+    // A mapped page that only a cancelled re-prefill held costs a page now:
+    // not reached in the tests; the next step admits it with exact counts.
+    if (pages_.free_pages() < take) break;
     std::unique_ptr<Seq> s = std::move(waiting_.front());
     waiting_.pop_front();
     pages_.retain(hit.pages);  // before allocate(), which could otherwise evict them
@@ -256,18 +274,19 @@ void BatchEngine::finish(Seq& s, TokenEvent& ev, Status failure) {
     rows_[static_cast<size_t>(s.row)] = nullptr;
     s.row = -1;
   }
-  // The full pages whose KV is written stay cached: the prompt and every
-  // generated id but the last (written by the step after it, if any).
-  // Not after a failure: the device's work may not have run.
-  if (failure.ok()) {
-    const uint64_t g = s.out.generated_ids.size();
-    publish(s, g > 0 ? s.req.prompt_ids.size() + g - 1 : s.prefilled);
+  // The full pages whose KV is written stay cached: the prompt's (keyed by
+  // prefill_one) and those holding every generated id but the last (written
+  // by the step after it, if any), which decode wrote: they are prefilled
+  // again first (start_reprefill). Not after a failure: the device's work
+  // may not have run.
+  const bool reprefill = failure.ok() && start_reprefill(s);
+  if (!reprefill) {
+    // Every step using these pages is already enqueued: a later owner's work
+    // comes after them on the stream. Last page first: a prefix outlives its
+    // continuations in the eviction order.
+    std::reverse(s.pages.begin(), s.pages.end());
+    pages_.release(s.pages);
   }
-  // Every step using these pages is already enqueued: a later owner's work
-  // comes after them on the stream. Last page first: a prefix outlives its
-  // continuations in the eviction order.
-  std::reverse(s.pages.begin(), s.pages.end());
-  pages_.release(s.pages);
   if (!failure.ok()) {
     ev.finished = FinishReason::kError;
     ev.error = failure.error();
@@ -280,13 +299,98 @@ void BatchEngine::finish(Seq& s, TokenEvent& ev, Status failure) {
     ev.result = std::make_shared<const SequenceResult>(std::move(s.out));
   }
   const uint64_t serial = s.serial;
-  admitted_.erase(std::find_if(admitted_.begin(), admitted_.end(),
-                               [serial](const std::unique_ptr<Seq>& p) { return p->serial == serial; }));
+  auto it = std::find_if(admitted_.begin(), admitted_.end(),
+                         [serial](const std::unique_ptr<Seq>& p) { return p->serial == serial; });
+  if (reprefill) reprefills_.push_back(std::move(*it));
+  admitted_.erase(it);
+}
+
+bool BatchEngine::start_reprefill(Seq& s) {
+  if (!prefix_cache_) return false;
+  const uint64_t n = s.req.prompt_ids.size();
+  const uint64_t g = s.out.generated_ids.size();
+  // Decode wrote positions [n - 1, n + g - 1): the last prompt token's and
+  // every generated id's but the last. Its full pages are the ones to key.
+  const uint64_t end = g > 0 ? (n + g - 1) / kKvBlockTokens * kKvBlockTokens : 0;
+  if (end <= n - 1) return false;
+  s.req.prompt_ids.insert(s.req.prompt_ids.end(), s.out.generated_ids.begin(),
+                          s.out.generated_ids.begin() + static_cast<ptrdiff_t>(end - n));
+  s.reprefill_pos = n - 1;
+  s.reprefill_end = end;
+  return true;
+}
+
+Status BatchEngine::reprefill_chunk() {
+  Seq& s = *reprefills_.front();
+  // Chunks cut at multiples of the chunk size from the sequence's start, as
+  // a cold prefill of the same tokens cuts them (prefill_one).
+  const uint64_t len = std::min(s.chunk - s.reprefill_pos % s.chunk, s.reprefill_end - s.reprefill_pos);
+  Status st = runner_.use_pages(s.pages);
+  if (st.ok()) {
+    auto chunks = runner_.prefill(std::span(s.req.prompt_ids).subspan(s.reprefill_pos, len), s.reprefill_pos, s.chunk);
+    if (!chunks.ok()) st = chunks.error();
+  }
+  if (st.ok()) {
+    s.reprefill_pos += len;
+    reprefilled_tokens_ += len;
+    if (s.reprefill_pos < s.reprefill_end) return {};
+    publish(s, s.reprefill_end);
+  }
+  std::reverse(s.pages.begin(), s.pages.end());
+  pages_.release(s.pages);  // on an error unkeyed: freed
+  reprefills_.pop_front();
+  return st;
+}
+
+Status BatchEngine::finish_reprefills_for(std::span<const int64_t> prompt, uint32_t usable) {
+  for (size_t i = 0; i < reprefills_.size();) {
+    const Seq& r = *reprefills_[i];
+    const std::span<const int64_t> tokens = std::span(r.req.prompt_ids).first(r.reprefill_end);
+    const auto common = static_cast<uint64_t>(
+        std::mismatch(prompt.begin(), prompt.end(), tokens.begin(), tokens.end()).first - prompt.begin());
+    const uint64_t pages = std::min<uint64_t>(common / kKvBlockTokens, usable);
+    if (pages <= r.published) {
+      ++i;
+      continue;
+    }
+    // The prompt would map pages this re-prefill keys: run it to its end
+    // now (the prompt's prefill would compute the same positions anyway).
+    if (i > 0) std::rotate(reprefills_.begin(), reprefills_.begin() + static_cast<ptrdiff_t>(i),
+                           reprefills_.begin() + static_cast<ptrdiff_t>(i) + 1);
+    const uint64_t serial = r.serial;
+    while (!reprefills_.empty() && reprefills_.front()->serial == serial) KERN_RETURN_IF_ERROR(reprefill_chunk());
+    i = 0;
+  }
+  return {};
+}
+
+void BatchEngine::cancel_reprefill() {
+  Seq& s = *reprefills_.front();
+  std::reverse(s.pages.begin(), s.pages.end());
+  pages_.release(s.pages);  // its keyed prompt pages stay cached; the rest are freed
+  reprefills_.pop_front();
+  ++reprefills_cancelled_;
+}
+
+uint32_t BatchEngine::reprefill_pages() const {
+  if (reprefills_.empty()) return 0;
+  std::unordered_map<int32_t, uint32_t> holds;
+  for (const auto& r : reprefills_)
+    for (const int32_t p : r->pages) ++holds[p];
+  uint32_t n = 0;
+  for (const auto& [page, count] : holds)
+    if (pages_.holds(page) == count) ++n;
+  return n;
 }
 
 void BatchEngine::fail_all(std::vector<TokenEvent>& events, const Error& failure) {
   Status drained = runner_.discard_batch();
   queued_.clear();
+  while (!reprefills_.empty()) {
+    Seq& s = *reprefills_.front();
+    pages_.release(s.pages);  // unkeyed: the device's work may not have run
+    reprefills_.pop_front();
+  }
   while (!admitted_.empty()) {
     Seq& s = *admitted_.front();
     finish(s, event_for(events, s), join(Status(failure), drained));
@@ -345,7 +449,11 @@ Result<std::vector<TokenEvent>> BatchEngine::step() {
     ++i;
   }
   Status st = admit();
-  if (st.ok()) st = prefill_one(events);
+  // One prefill chunk per step: a prompt's, else a re-prefill's.
+  const bool prompt_chunk = std::any_of(admitted_.begin(), admitted_.end(), [](const std::unique_ptr<Seq>& s) {
+    return s->phase == Seq::Phase::kPrefill && !s->aborted;
+  });
+  if (st.ok()) st = prompt_chunk ? prefill_one(events) : reprefills_.empty() ? Status{} : reprefill_chunk();
   if (st.ok()) st = join_ready();
   if (st.ok()) st = decode_step(events);
   if (!st.ok()) fail_all(events, st.error());

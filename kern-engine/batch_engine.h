@@ -21,8 +21,13 @@
 // Speculative and --sync requests run at max_batch 1. With the prefix cache
 // (docs/serving.md, "Prefix caching") admission maps the cached full pages a
 // prompt starts with (shared: never written by the sequence) and prefill
-// starts after them; a sequence's full pages are keyed once their KV is
-// written, and stay cached after it ends until allocate() evicts them.
+// starts after them; a sequence's full prompt pages are keyed once prefill
+// wrote their KV. The pages decode wrote (the last prompt token's and the
+// generated ids') are prefilled again after the sequence ends, before they
+// are keyed ("re-prefill"): decode's fused kernels round differently from
+// prefill's, and a later prompt mapping them must read what a cold prefill
+// of the same tokens writes (batch invariance). They stay cached until
+// allocate() evicts them.
 #pragma once
 
 #include <cstdint>
@@ -63,9 +68,14 @@ class BatchEngine {
   /// Engine::max_sequence_tokens: min(pool pages, pages_per_seq) x 16.
   uint64_t max_sequence_tokens() const;
 
-  /// Pages of the KV pool, and free now.
+  /// Pages of the KV pool, and free now: free or evictable, and the pages
+  /// that only re-prefills hold (admission cancels a re-prefill for pages).
   uint32_t pool_pages() const { return pages_.total_pages(); }
-  uint32_t free_pages() const { return pages_.free_pages(); }
+  uint32_t free_pages() const { return pages_.free_pages() + reprefill_pages(); }
+  /// Generated-id positions prefilled again so far (see above), and the
+  /// re-prefills cancelled because admission needed their pages.
+  uint64_t reprefilled_tokens() const { return reprefilled_tokens_; }
+  uint64_t reprefills_cancelled() const { return reprefills_cancelled_; }
   /// The pool and its prefix cache (cached pages, evictions).
   const PageAllocator& pages() const { return pages_; }
   bool prefix_cache() const { return prefix_cache_; }
@@ -81,6 +91,19 @@ class BatchEngine {
   /// Keys `s`'s full pages holding positions [0, written) not keyed yet.
   void publish(Seq& s, uint64_t written);
   Status prefill_one(std::vector<TokenEvent>& events);
+  /// Starts re-prefilling `s`'s decode-written full pages (it ended) and
+  /// takes it from admitted_; false when it has none (the caller frees it).
+  bool start_reprefill(Seq& s);
+  /// Runs one chunk of the oldest re-prefill; keys its pages and frees the
+  /// sequence after its last. Errors: the device's.
+  Status reprefill_chunk();
+  /// Runs re-prefills to their end while one of them holds more of `prompt`
+  /// than the cache maps (at most `usable` pages), so that it maps them.
+  Status finish_reprefills_for(std::span<const int64_t> prompt, uint32_t usable);
+  /// Drops the oldest re-prefill, keying nothing more (its pages are freed).
+  void cancel_reprefill();
+  /// Pages held by re-prefills alone (what cancelling them all frees).
+  uint32_t reprefill_pages() const;
   Status join_ready();
   Status decode_step(std::vector<TokenEvent>& events);
   /// Removes `s` (done, aborted or failed): leaves its row, frees its pages, fills `ev`.
@@ -99,6 +122,9 @@ class BatchEngine {
   uint64_t next_serial_ = 1;
   std::deque<std::unique_ptr<Seq>> waiting_;
   std::vector<std::unique_ptr<Seq>> admitted_;  ///< prefilling, joining or in a row
+  std::deque<std::unique_ptr<Seq>> reprefills_; ///< ended, their decode-written pages prefilled again, oldest first
+  uint64_t reprefilled_tokens_ = 0;
+  uint64_t reprefills_cancelled_ = 0;
   std::vector<Seq*> rows_;                      ///< per batch row: its sequence or null
   /// Per queued step, oldest first: the serial of each row's sequence at enqueue (0: free).
   std::deque<std::vector<uint64_t>> queued_;

@@ -115,7 +115,6 @@ Result<CausalLmContract> resolve_causal_lm_contract(const load::PlanFile& plan) 
       {&c.cu_seqlens_q, "cu_seqlens_q", DType::i32, {{DimRule::kConst, 2}}},
       {&c.block_table, "block_table", DType::i32, {any}},
       {&c.next_token, "next_token", DType::i64, {t}},
-      {&c.logits, "logits", DType::bf16, {logit_rows, any}},
   };
   for (const Want& w : wants) {
     KERN_ASSIGN_OR_RETURN(auto i, find_buffer(plan, w.name, w.dtype, w.shape, c.tokens_symbol));
@@ -139,12 +138,21 @@ Result<CausalLmContract> resolve_causal_lm_contract(const load::PlanFile& plan) 
                                     " pages; at " + std::to_string(kKvBlockTokens) +
                                     " tokens per page that exceeds the i32 range of seq_lens (at most " +
                                     std::to_string(static_cast<uint64_t>(INT32_MAX) / kKvBlockTokens) + " pages)");
-  c.vocab = p.buffers()->Get(c.logits)->shape()->Get(1)->nodes()->Get(0)->operand();
   // Token ids index the embedding's rows: a vocabulary the logits and the
   // embedding disagree on would let a valid-looking id read past the table.
   KERN_ASSIGN_OR_RETURN(auto embed,
                         find_buffer(plan, "model.embed_tokens.weight", DType::bf16, {any, any}, c.tokens_symbol));
   uint64_t rows = p.buffers()->Get(embed)->shape()->Get(0)->nodes()->Get(0)->operand();
+  // `logits` is optional: kern-run never reads it, and a plan lifted from a
+  // capture (kern-lift, docs/mining.md) keeps it inside a larger buffer.
+  // Without it the vocabulary is the embedding's rows.
+  if (plan.find_buffer("logits") < 0) {
+    c.logits = CausalLmContract::kNoBuffer;
+    c.vocab = rows;
+  } else {
+    KERN_ASSIGN_OR_RETURN(c.logits, find_buffer(plan, "logits", DType::bf16, {logit_rows, any}, c.tokens_symbol));
+    c.vocab = p.buffers()->Get(c.logits)->shape()->Get(1)->nodes()->Get(0)->operand();
+  }
   if (rows != c.vocab)
     return contract_error(plan, "buffer 'model.embed_tokens.weight' has " + std::to_string(rows) +
                                     " rows, the logits buffer " + std::to_string(c.vocab) + " columns");

@@ -35,9 +35,10 @@ struct CausalLmContract {
   uint32_t cu_seqlens_q = 0;  ///< i32 [2] input
   uint32_t block_table = 0;   ///< i32 [max_pages] input
   uint32_t next_token = 0;    ///< i64 [tokens] output
-  uint32_t logits = 0;        ///< [tokens or R, vocab] workspace
+  uint32_t logits = 0;        ///< [tokens or R, vocab] workspace; kNoBuffer when the plan has none (optional)
+  static constexpr uint32_t kNoBuffer = UINT32_MAX;
   uint64_t block_table_pages = 0;  ///< max_pages (block_table's constant length)
-  uint64_t vocab = 0;  ///< logits' last dimension = model.embed_tokens.weight's rows: valid ids are [0, vocab)
+  uint64_t vocab = 0;  ///< model.embed_tokens.weight's rows (= logits' last dimension when present): valid ids are [0, vocab)
   /// The per-row sampling inputs (docs/causal-lm-manifest.md "Sampling"):
   /// f32 / i32 / f32 / f32 / i64 [sampling_rows] inputs read by `decode`'s
   /// sample dispatch. sampling_rows = 0: the plan has none (an older
@@ -61,7 +62,8 @@ struct CausalLmContract {
 };
 
 /// Resolves the contract. Errors (kManifest), naming what is missing or
-/// wrong: a missing program `prefill`/`decode`; a missing buffer; a buffer
+/// wrong: a missing program `prefill`/`decode`; a missing buffer (`logits`
+/// is optional: kern-run never reads it); a buffer
 /// with the wrong dtype or shape ("buffer 'seq_lens' has dtype i64, the qwen3
 /// contract needs i32"); an embedding whose rows differ from the logits'
 /// columns; no `tokens` symbol, or a symbol other than `tokens` and `batch`

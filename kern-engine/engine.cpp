@@ -101,7 +101,8 @@ Admission Engine::admission(const Request& r) const {
 KvPages Engine::kv_pages() const {
   if (batch_) {
     const PageAllocator& pool = batch_->pages();
-    return {pool.total_pages(), pool.total_pages() - pool.free_pages(), pool.cached_pages(), pool.evictions()};
+    return {pool.total_pages(), pool.total_pages() - batch_->free_pages(), pool.cached_pages(), pool.evictions(),
+            batch_->reprefilled_tokens()};
   }
   KvPages p;
   p.total = pages_for_tokens(model_.capacity());

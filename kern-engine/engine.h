@@ -93,6 +93,9 @@ struct KvPages {
   uint32_t used = 0;   ///< reserved by unfinished sequences (prompt + max_tokens each; a shared page once)
   uint32_t cached = 0; ///< holding a prefix cache key (held by a sequence or not; the rest of them count as free)
   uint64_t evictions = 0;  ///< cached pages reused for other tokens since the engine started
+  /// Positions decode wrote that were prefilled again before their pages
+  /// were keyed (batch_engine.h), since the engine started.
+  uint64_t reprefilled_tokens = 0;
 };
 
 /// What a step produced for one request.

@@ -63,7 +63,11 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   file.path_ = path;
   file.size_ = static_cast<size_t>(st.st_size);
   if (file.size_ > 0) {
-    void* p = mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    // MAP_POPULATE: the file is read and its pages mapped now, at load, as
+    // llama.cpp's loader does (its mmap prefetch), instead of one page fault
+    // per 4 KiB in the first prefill (the cpu device reads the weights in
+    // place: 1.2 GB of Qwen3-0.6B cost ~40% of a cold 32-token prefill).
+    void* p = mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (p == MAP_FAILED) {
       Error e = io_error("cannot mmap");
       ::close(fd);

@@ -14,7 +14,7 @@
 
 namespace kern::load {
 
-/// Owns an mmap(2) of a file, PROT_READ / MAP_PRIVATE. Move-only.
+/// Owns an mmap(2) of a file, PROT_READ / MAP_PRIVATE / MAP_POPULATE (read at open: the first use faults no page). Move-only.
 class MappedFile {
  public:
   MappedFile() = default;

@@ -115,6 +115,10 @@ class Session {
       s->programs[kDecode] = s->contract().decode;
       s->timed = s->exe().device().supports_timing();
     }
+    for (const Side* s : {&a_, &b_free_})
+      if (s->contract().logits == engine::CausalLmContract::kNoBuffer)
+        return make_error(ErrorKind::kUsage, std::string(s->name) + "'s plan has no 'logits' buffer: --compare reads "
+                                             "each decode step's logits (a plan lifted by kern-lift has none)");
     const plan::Plan& p = a_.plan();
     logits_dtype_ = p.buffers()->Get(a_.contract().logits)->dtype();
     if (b_free_.plan().buffers()->Get(b_free_.contract().logits)->dtype() != logits_dtype_)

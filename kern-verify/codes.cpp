@@ -358,13 +358,26 @@ constexpr std::array kCatalogue = {
              "is below the vocabulary size, which only the model knows).\n"
              "failing: \"spec\": {\"block\": 1, \"mask_token\": -1}\n"
              "fixed:   \"spec\": {\"block\": 16, \"mask_token\": 151669}"},
-    CodeInfo{C::kWorldOutOfRange, "E0166", E, "meta.world out of range",
+    CodeInfo{C::kTodoSite, "W0004", W, "TODO site: a launch the generator could not write",
+             "A generator (kern-lift, docs/mining.md) lists a call site it could not lift in\n"
+             "`todos` instead of guessing it: a struct-by-value parameter, a foreign library's\n"
+             "internal kernels, a value that is no kern expression. The program named runs\n"
+             "WITHOUT that launch, so its results are not the captured program's until the\n"
+             "site is written by hand as a kernel and dispatch and the entry removed.\n"
+             "failing: \"todos\": [{\"site\": \"scale_kernel#0\", \"program\": \"pass_0\", \"why\": \"param[1] is a 16-byte struct\"}]\n"
+             "fixed:   a \"kernels\" entry with the struct's fields as scalars, its dispatch in pass_0, no todos entry"},
+    CodeInfo{C::kTodoUnknownProgram, "E0166", E, "TODO names no program",
+             "A `todos` entry's `program` (the program the missing launch belongs in) must\n"
+             "name a declared program, or be null for a site outside every program.\n"
+             "failing: \"todos\": [{\"site\": \"k#0\", \"program\": \"prefil\", \"why\": \"...\"}]\n"
+             "fixed:   \"todos\": [{\"site\": \"k#0\", \"program\": \"prefill\", \"why\": \"...\"}]"},
+    CodeInfo{C::kWorldOutOfRange, "E0167", E, "meta.world out of range",
              "`meta.world` is the number of ranks (processes, one device each) that run the\n"
              "manifest together, each with its own weight shard (docs/parallel.md): at least\n"
              "1 and at most 64 (kern-run starts every rank on one machine).\n"
              "failing: \"meta\": {\"version\": 2, \"model\": \"m\", \"world\": 0}\n"
              "fixed:   \"meta\": {\"version\": 2, \"model\": \"m\", \"world\": 2}"},
-    CodeInfo{C::kCollectiveWithoutWorld, "E0167", E, "collective in a manifest of one rank",
+    CodeInfo{C::kCollectiveWithoutWorld, "E0168", E, "collective in a manifest of one rank",
              "A collective extern op (`extern:allreduce_sum_f32`, ...) exchanges data between\n"
              "the ranks of a tensor-parallel world, so it needs `meta.world` above 1; with one\n"
              "rank it would be a copy at best and a sign that the generator sharded a model\n"

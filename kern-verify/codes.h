@@ -97,9 +97,11 @@ enum class Code : uint16_t {
   kCubinPathInvalid,          // E0163
   kStepSymbolInvalid,         // E0164
   kSpecOutOfRange,            // E0165
+  kTodoSite,                  // W0004
+  kTodoUnknownProgram,        // E0166
   // tensor parallelism (docs/parallel.md)
-  kWorldOutOfRange,           // E0166
-  kCollectiveWithoutWorld,    // E0167
+  kWorldOutOfRange,           // E0167
+  kCollectiveWithoutWorld,    // E0168
 };
 
 /// Whether a code is an error (blocks the plan) or a warning (fatal only

@@ -59,6 +59,7 @@ std::optional<VerifiedManifest> verify(const Manifest& manifest, DiagnosticEngin
   check_dispatches(ctx);
   check_program_dataflow(ctx);
   check_unused(ctx);
+  check_todos(ctx);
   if (diag.error_count() != errors_before) return std::nullopt;
 
   VerifiedManifest v;

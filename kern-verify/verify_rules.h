@@ -40,6 +40,10 @@ void check_dispatches(Context& ctx);
 /// no writes to input/weight, every output/carry written somewhere; W0002.
 void check_program_dataflow(Context& ctx);
 
+/// TODO sites (verify_todos.cpp): each `todos` entry is W0004; one naming
+/// an undeclared program is E0166.
+void check_todos(Context& ctx);
+
 /// Rule 9 (verify_unused.cpp): every symbol, state, buffer and kernel is used.
 void check_unused(Context& ctx);
 

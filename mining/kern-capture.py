@@ -83,7 +83,7 @@ def summarize(out):
         if not os.path.isfile(log):
             continue
         found = True
-        launches = graphs = modules = 0
+        launches = graphs = modules = calls = 0
         ended = False
         with open(log, 'rb') as f:
             for raw in f:
@@ -91,12 +91,15 @@ def summarize(out):
                     launches += 1
                 elif raw.startswith(b'{"event":"graph_launch"'):
                     graphs += 1
+                elif raw.startswith(b'{"event":"library_call"'):
+                    calls += 1
                 elif raw.startswith(b'{"event":"module"'):
                     modules += 1
                 elif raw.startswith(b'{"event":"end"'):
                     ended = True
         where = os.path.relpath(log, os.getcwd())
         print(f'kern-capture: {where}: {modules} modules, {launches} launches' +
+              (f', {calls} library calls' if calls else '') +
               ('' if ended else ' (no end record: the process did not exit normally)'), file=sys.stderr)
         if graphs:
             print(f'kern-capture: warning: {graphs} CUDA graph launches: the kernels a graph runs are not '

@@ -2,7 +2,7 @@
 """convert_hf.py CHECKPOINT_DIR -o MODEL_DIR [--tokens-max 512] [--kernels-dir DIR | --unpinned] [--kern-verify PATH] [--tp N]
 
 Converts a Hugging Face checkpoint directory of a supported family
-(decoder_config.py: Qwen3, Llama 3.x, Mistral; config.json, then
+(decoder_config.py: Qwen3, Qwen3-MoE, Llama 3.x, Mistral, Qwen2.5; config.json, then
 model.safetensors or the shards of model.safetensors.index.json, and
 tokenizer.json) into a kern model folder that `kern-run MODEL_DIR` runs
 as is (issue 25: a checkpoint in two commands):

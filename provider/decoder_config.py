@@ -59,11 +59,24 @@ class DecoderConfig:
     qkv_bias: bool = False
     rope_llama3: RopeLlama3 = None
     eos_token_ids: tuple = ()
+    # Mixture of experts (Qwen3-MoE; 0 / () for a dense model): experts per
+    # sparse layer, experts per token (top-k), each expert's intermediate
+    # size, whether the top-k weights are renormalised to sum 1, and the
+    # sparse layers' indices (the others have the dense MLP of `intermediate`).
+    experts: int = 0
+    experts_per_tok: int = 0
+    moe_intermediate: int = 0
+    norm_topk_prob: bool = False
+    moe_layers: tuple = ()
 
     @property
     def qkv_rows(self):
         """Rows of the merged qkv projection: (H + 2 KV) D."""
         return (self.heads + 2 * self.kv_heads) * self.head_dim
+
+    def is_moe(self, layer):
+        """Whether decoder layer `layer` has the sparse (mixture-of-experts) MLP."""
+        return layer in self.moe_layers
 
 
 def families():
@@ -73,7 +86,9 @@ def families():
     import llama_config
     import qwen2_config
     import qwen3_config
+    import qwen3_moe_config
     return {"Qwen3ForCausalLM": ("qwen3", qwen3_config.parse_config),
+            "Qwen3MoeForCausalLM": ("qwen3_moe", qwen3_moe_config.parse_qwen3_moe),
             "LlamaForCausalLM": ("llama", llama_config.parse_llama),
             "MistralForCausalLM": ("mistral", llama_config.parse_mistral),
             "Qwen2ForCausalLM": ("qwen2", qwen2_config.parse_qwen2)}
@@ -177,15 +192,19 @@ def exported_tensors(cfg):
     out = [("rope.cos_sin_cache", "F32", [cfg.max_position, D]), ("k_scale", "F32", [1]), ("v_scale", "F32", [1]),
            ("model.embed_tokens.weight", "BF16", [V, E])]
     for layer in range(cfg.layers):
-        out += layer_tensors(cfg, f"model.layers.{layer}.")
+        out += layer_tensors(cfg, f"model.layers.{layer}.", cfg.is_moe(layer))
     out += [("model.norm.weight", "BF16", [E]), ("lm_head.weight", "BF16", [V, E])]
     return out
 
 
-def layer_tensors(cfg, prefix):
+def layer_tensors(cfg, prefix, moe=False):
     """(name, safetensors dtype, shape) of one decoder layer's tensors under
     `prefix` (e.g. "model.layers.3."), with qkv_proj and gate_up_proj merged;
-    q_norm / k_norm and the qkv bias only for a family that has them."""
+    q_norm / k_norm and the qkv bias only for a family that has them. A
+    sparse layer (`moe`) has the router `mlp.gate.weight [X, E]` and every
+    expert stacked: `mlp.experts.gate_up_proj.weight [X, 2 I, E]` (expert x's
+    gate rows, then its up rows) and `mlp.experts.down_proj.weight [X, E, I]`
+    (X experts, I = moe_intermediate) in place of the dense MLP."""
     E, D, I = cfg.hidden, cfg.head_dim, cfg.intermediate
     qk_norm = [(prefix + "self_attn.q_norm.weight", "BF16", [D]),
                (prefix + "self_attn.k_norm.weight", "BF16", [D])] if cfg.qk_norm else []
@@ -196,8 +215,17 @@ def layer_tensors(cfg, prefix):
             *qk_norm,
             (prefix + "self_attn.o_proj.weight", "BF16", [E, cfg.heads * D]),
             (prefix + "post_attention_layernorm.weight", "BF16", [E]),
-            (prefix + "mlp.gate_up_proj.weight", "BF16", [2 * I, E]),
-            (prefix + "mlp.down_proj.weight", "BF16", [E, I])]
+            *(moe_mlp_tensors(cfg, prefix) if moe else
+              [(prefix + "mlp.gate_up_proj.weight", "BF16", [2 * I, E]),
+               (prefix + "mlp.down_proj.weight", "BF16", [E, I])])]
+
+
+def moe_mlp_tensors(cfg, prefix):
+    """The sparse MLP's tensors of layer_tensors: router, stacked experts."""
+    E, X, I = cfg.hidden, cfg.experts, cfg.moe_intermediate
+    return [(prefix + "mlp.gate.weight", "BF16", [X, E]),
+            (prefix + "mlp.experts.gate_up_proj.weight", "BF16", [X, 2 * I, E]),
+            (prefix + "mlp.experts.down_proj.weight", "BF16", [X, E, I])]
 
 
 def parse_geometry(cfg, family, **extra):

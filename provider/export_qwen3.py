@@ -2,11 +2,14 @@
 """export_qwen3.py CHECKPOINT_DIR -o W.safetensors [--draft DRAFT_DIR --draft-config DRAFT.json [--markov M.safetensors]]
 
 Exports a Hugging Face checkpoint directory of any family decoder_config.py
-reads (Qwen3, Llama 3.x, Mistral; config.json plus model.safetensors, or the
+reads (Qwen3, Qwen3-MoE, Llama 3.x, Mistral, Qwen2.5; config.json plus model.safetensors, or the
 shards listed in model.safetensors.index.json) to kern's exported layout
 (docs/causal-lm-manifest.md, SPEC §7):
 - q_proj/k_proj/v_proj merged by rows into self_attn.qkv_proj (q, k, v);
 - gate_proj/up_proj merged by rows into mlp.gate_up_proj (gate, up);
+- a sparse layer's experts (Qwen3-MoE) stacked: mlp.experts.gate_up_proj
+  [X, 2 I, E] (each expert's gate, then up) and mlp.experts.down_proj
+  [X, E, I], from one tensor per expert or from stacked ones (expert_sources);
 - q_norm / k_norm copied for a family that has them (Qwen3);
 - rope.cos_sin_cache computed from the config (f32, float64 math; llama3
   rope_scaling folded in);
@@ -130,9 +133,12 @@ def specs(cfg, ckpt):
             (p + "self_attn.q_proj.weight", [H * D, E]),
             (p + "self_attn.k_proj.weight", [KV * D, E]),
             (p + "self_attn.v_proj.weight", [KV * D, E])]
-        sources[p + "mlp.gate_up_proj.weight"] = [
-            (p + "mlp.gate_proj.weight", [I, E]),
-            (p + "mlp.up_proj.weight", [I, E])]
+        if cfg.is_moe(layer):
+            sources.update(expert_sources(cfg, ckpt, p))
+        else:
+            sources[p + "mlp.gate_up_proj.weight"] = [
+                (p + "mlp.gate_proj.weight", [I, E]),
+                (p + "mlp.up_proj.weight", [I, E])]
         if cfg.qkv_bias:
             sources[p + "self_attn.qkv_proj.bias"] = [
                 (p + "self_attn.q_proj.bias", [H * D]),
@@ -157,6 +163,24 @@ def specs(cfg, ckpt):
     # Every other tensor is refused, naming it (the family readers refuse attention_bias: true).
     check_tensors(ckpt.where, cfg.layers, attention_bias=cfg.qkv_bias, used=used, family=cfg.family)
     return out
+
+
+def expert_sources(cfg, ckpt, p):
+    """The stacked experts of a sparse layer (decoder_config.moe_mlp_tensors)
+    from either layout a Qwen3-MoE checkpoint has: one tensor per expert
+    (`mlp.experts.N.{gate,up,down}_proj.weight`, as the released checkpoints
+    are), or the experts already stacked (`mlp.experts.gate_up_proj` [X, 2 I, E],
+    `mlp.experts.down_proj` [X, E, I], transformers 5's Qwen3MoeExperts
+    parameters). The router `mlp.gate.weight` is copied as is."""
+    E, X, I = cfg.hidden, cfg.experts, cfg.moe_intermediate
+    if ckpt.has(p + "mlp.experts.gate_up_proj") or ckpt.has(p + "mlp.experts.down_proj"):
+        return {p + "mlp.experts.gate_up_proj.weight": [(p + "mlp.experts.gate_up_proj", [X, 2 * I, E])],
+                p + "mlp.experts.down_proj.weight": [(p + "mlp.experts.down_proj", [X, E, I])]}
+    q = p + "mlp.experts."
+    return {p + "mlp.experts.gate_up_proj.weight": [part for x in range(X) for part in
+                                                    ((f"{q}{x}.gate_proj.weight", [I, E]),
+                                                     (f"{q}{x}.up_proj.weight", [I, E]))],
+            p + "mlp.experts.down_proj.weight": [(f"{q}{x}.down_proj.weight", [E, I]) for x in range(X)]}
 
 
 def column_block(ckpt, name, rows, cols, begin, width):

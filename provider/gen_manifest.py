@@ -3,10 +3,12 @@
 
 Writes a kern manifest v2 (SPEC §3) for a Hugging Face config.json of a
 decoder-only transformer of a supported family (decoder_config.py: Qwen3,
-Llama 3.x, Mistral; picked by `architectures`, else `model_type`): exactly
-the buffers, kernels (docs/kernels.md ABIs) and programs `prefill` / `decode`
-of docs/causal-lm-manifest.md, the same for every family but for the
-family's own pieces (q/k norm or none, the rope cache's scaling).
+Qwen3-MoE, Llama 3.x, Mistral, Qwen2.5; picked by `architectures`, else
+`model_type`): exactly the buffers, kernels (docs/kernels.md ABIs) and
+programs `prefill` / `decode` of docs/causal-lm-manifest.md, the same for
+every family but for the family's own pieces (q/k norm or none, the rope
+cache's scaling, the qkv bias, the sparse MLP of a mixture of experts:
+router + selected experts, docs/kernels.md §18).
 `gen_qwen3_manifest.py` is this tool under its first name. `--kernels fused` (the default) gives
 `decode` the fused decode kernels (docs/kernels.md §11-13a: 5 launches per
 layer, 3 around them; q/k norm + RoPE + the KV-cache write folded into the
@@ -67,6 +69,7 @@ GEMV_COLS = 8      # output columns per gemv block (docs/kernels.md §11)
 GEMV_FILL_BLOCKS = 264  # split-K until a gemv has this many blocks (2 per SM of a 132-SM H100/H200)
 GEMV_MAX_SPLITS = 8
 GEMV_MAX_ROWS = 8  # decode gemv rows (tokens) at most: decode is 1, speculative verify up to 8
+MOE_COLS = 4       # output columns per block of the expert GEMVs (a warp each, docs/kernels.md §18)
 TOK = {"sym": "tokens"}
 SAMPLE_THREADS = 256   # kern_sample_bf16's block (its scan order is defined for it, docs/kernels.md §17)
 SAMPLE_KEYS = 65536    # histogram bins per row: one per bf16 bit pattern
@@ -156,6 +159,53 @@ def bias_dispatch(c, p, w, rows, kernel="bias_add"):
                      [buf("qkv"), buf(w + "self_attn.qkv_proj.bias"), rows, i32(c.qkv_rows), i32(c.qkv_rows)])]
 
 
+def has_dense_mlp(c):
+    """Whether any layer has the dense MLP (Qwen3-MoE: the mlp_only_layers,
+    or the layers decoder_sparse_step skips)."""
+    return any(not c.is_moe(layer) for layer in range(c.layers))
+
+
+def moe_kernels(c, rows=TOK, suffix=""):
+    """The mixture-of-experts kernels (docs/kernels.md §18) over `rows` rows
+    (an expression: the tokens, or the decode_batch rows with `suffix`
+    "_batch"); {} for a dense model. The expert count, top-k and sizes are
+    literals of the dispatches; the grids are literals per shape."""
+    if not c.moe_layers:
+        return {}
+    E, I, K = c.hidden, c.moe_intermediate, c.experts_per_tok
+    i32s = ["i32"] * 5
+    return {
+        "moe_router" + suffix: identity_kernel(
+            "kern_moe_router_bf16", [BF16_IN, BF16_IN, "out buffer<f32>", "out buffer<i32>"] + ["i32"] * 4 + ["u8"],
+            [128, 1, 1], [rows, 1, 1]),
+        "moe_gate_up" + suffix: identity_kernel(
+            "kern_moe_gate_up_bf16", [BF16_IN, BF16_IN, "in buffer<i32>", BF16_OUT] + i32s,
+            [128, 1, 1], [math.ceil(I / MOE_COLS), K, rows]),
+        "moe_down" + suffix: identity_kernel(
+            "kern_moe_down_bf16", [BF16_IN, BF16_IN, "in buffer<i32>", F32_IN, BF16_INOUT] + i32s,
+            [128, 1, 1], [math.ceil(E / MOE_COLS), rows, 1]),
+    }
+
+
+def moe_dispatches(c, p, w, rows, suffix=""):
+    """The sparse MLP of one layer after its post-attention norm wrote
+    `normed` (docs/causal-lm-manifest.md "Qwen3-MoE"): the router, the
+    selected experts' gate/up + SiLU*mul, their down projections weighted
+    and added to `residual` in place. `rows`: the row count expression."""
+    E, X, I, K = c.hidden, c.experts, c.moe_intermediate, c.experts_per_tok
+    return [
+        dispatch(p + "mlp.router", "moe_router" + suffix,
+                 [buf("normed"), buf(w + "mlp.gate.weight"), buf("moe_topk_weights"), buf("moe_topk_ids"), rows,
+                  i32(X), i32(E), i32(K), {"u8": 1 if c.norm_topk_prob else 0}]),
+        dispatch(p + "mlp.experts.gate_up_proj+silu_and_mul", "moe_gate_up" + suffix,
+                 [buf("normed"), buf(w + "mlp.experts.gate_up_proj.weight"), buf("moe_topk_ids"), buf("moe_act"),
+                  rows, i32(X), i32(I), i32(E), i32(K)]),
+        dispatch(p + "mlp.experts.down_proj+residual", "moe_down" + suffix,
+                 [buf("moe_act"), buf(w + "mlp.experts.down_proj.weight"), buf("moe_topk_ids"),
+                  buf("moe_topk_weights"), buf("residual"), rows, i32(X), i32(E), i32(I), i32(K)]),
+    ]
+
+
 def kernels(c):
     """The kernel table (docs/kernels.md), in that page's order. A family
     without q/k norm gets kern_qk_norm_rope_cache_bf16 (rope_flags: no norm)
@@ -163,6 +213,9 @@ def kernels(c):
     ks = base_kernels(c)
     if c.qkv_bias:
         ks["bias_add"] = bias_add_kernel()
+    ks.update(moe_kernels(c))
+    if not has_dense_mlp(c):
+        del ks["silu_and_mul"]  # the dense prefill MLP's only
     if not c.qk_norm:
         for name in ("head_rmsnorm_q", "head_rmsnorm_k", "rope", "kv_cache_write"):
             del ks[name]
@@ -400,6 +453,9 @@ def fused_kernels(c, row_buckets=(1,), fold_qk=True):
     def per_rows(base, *a, **kw):
         return {norm_gemv_name(base, r): gemv_kernel(*a, **kw, rows=r) for r in row_buckets}
 
+    dense_mlp = {**per_rows("gemv_gate_up", "kern_gemv_rmsnorm_silu_mul_bf16", I, E, norm=True, rows_per_col=2),
+                 "gemv_down_proj": gemv_kernel("kern_gemv_acc_bf16", E, I, norm=False)}
+
     pair = {
         "qk_norm_rope_cache": qk_norm_rope_cache_kernel(c),
         "attention_decode_fused": {
@@ -420,8 +476,7 @@ def fused_kernels(c, row_buckets=(1,), fold_qk=True):
         **(pair if not fold_qk or any(r > 1 for r in row_buckets) else {}),
         **(folded if fold_qk and 1 in row_buckets else {}),
         "gemv_o_proj": gemv_kernel("kern_gemv_acc_bf16", E, H * D, norm=False),
-        **per_rows("gemv_gate_up", "kern_gemv_rmsnorm_silu_mul_bf16", I, E, norm=True, rows_per_col=2),
-        "gemv_down_proj": gemv_kernel("kern_gemv_acc_bf16", E, I, norm=False),
+        **(dense_mlp if has_dense_mlp(c) else {}),
         **per_rows("lm_head_argmax", "kern_gemv_rmsnorm_argmax_bf16", V, E, norm=True, argmax=True),
     }
 
@@ -457,12 +512,20 @@ def buffers(c, fused=True):
         "next_token": {"dtype": "i64", "shape": ["tokens"], "class": "output"},
     }
     out.update(sampling_buffers())
+    dense = has_dense_mlp(c)
     for name, width in (("residual", E), ("normed", E), ("qkv", c.qkv_rows), ("q_normed", c.heads * D),
                         ("k_normed", c.kv_heads * D), ("attn_out", c.heads * D), ("proj_out", E),
                         ("gate_up", 2 * I), ("act", I)):
         if name == "k_normed" and not c.qk_norm:
             continue  # k goes from qkv to the cache in one launch (qk_norm_rope_cache)
+        if name in ("gate_up", "act") and not dense:
+            continue  # every layer is sparse: no dense MLP reads them
         out[name] = {"dtype": "bf16", "shape": ["tokens", width], "class": "workspace"}
+    if c.moe_layers:  # the router's choice per row and the selected experts' activations (§18)
+        K = c.experts_per_tok
+        out["moe_topk_weights"] = {"dtype": "f32", "shape": ["tokens", K], "class": "workspace"}
+        out["moe_topk_ids"] = {"dtype": "i32", "shape": ["tokens", K], "class": "workspace"}
+        out["moe_act"] = {"dtype": "bf16", "shape": ["tokens", K * c.moe_intermediate], "class": "workspace"}
     # Only decode computes logits. The fused lm_head_argmax takes at most
     # GEMV_MAX_ROWS rows (decode 1, speculative verify the block), so the
     # buffer has those rows, not the prefill chunk's (155 MB for Qwen3-4B at
@@ -484,8 +547,14 @@ def buffers(c, fused=True):
             weight(p + "self_attn.k_norm.weight", [D])
         weight(p + "self_attn.o_proj.weight", [E, c.heads * D])
         weight(p + "post_attention_layernorm.weight", [E])
-        weight(p + "mlp.gate_up_proj.weight", [2 * I, E])
-        weight(p + "mlp.down_proj.weight", [E, I])
+        if c.is_moe(layer):
+            X, MI = c.experts, c.moe_intermediate
+            weight(p + "mlp.gate.weight", [X, E])
+            weight(p + "mlp.experts.gate_up_proj.weight", [X, 2 * MI, E])
+            weight(p + "mlp.experts.down_proj.weight", [X, E, MI])
+        else:
+            weight(p + "mlp.gate_up_proj.weight", [2 * I, E])
+            weight(p + "mlp.down_proj.weight", [E, I])
     weight("model.norm.weight", [E])
     weight("lm_head.weight", [V, E])
     weight("rope.cos_sin_cache", [c.max_position, D], "f32")
@@ -516,7 +585,7 @@ def layer_dispatches(c, layer, attention, prefix="", state="kv_cache", state_lay
     page_stride = (state_layers or c.layers) * PAGE * KV * 2 * D  # elements between pages
     kv_base = {"state": state, "offset": layer * PAGE * KV * 2 * D * 2}  # literal layer region
     qkv_width = c.qkv_rows
-    if layer == 0:
+    if layer == 0 or (not prefix and residual_complete(c, layer - 1)):
         first = dispatch(p + "input_layernorm", "rmsnorm",
                          [buf("residual"), buf(w + "input_layernorm.weight"), buf("normed"), TOK, i32(E),
                           {"f32": eps}])
@@ -544,10 +613,19 @@ def layer_dispatches(c, layer, attention, prefix="", state="kv_cache", state_lay
         dispatch(p + "post_attention_layernorm", "add_rmsnorm",
                  [buf("proj_out"), buf("residual"), buf(w + "post_attention_layernorm.weight"), buf("normed"),
                   TOK, i32(E), {"f32": eps}]),
-        gemm(p + "gate_up_proj", "normed", w + "mlp.gate_up_proj.weight", "gate_up", 2 * I, E),
-        dispatch(p + "silu_and_mul", "silu_and_mul", [buf("gate_up"), buf("act"), TOK, i32(I)]),
-        gemm(p + "down_proj", "act", w + "mlp.down_proj.weight", "proj_out", E, I),
+        *(moe_dispatches(c, p, w, TOK) if c.is_moe(layer) and not prefix else [
+            gemm(p + "gate_up_proj", "normed", w + "mlp.gate_up_proj.weight", "gate_up", 2 * I, E),
+            dispatch(p + "silu_and_mul", "silu_and_mul", [buf("gate_up"), buf("act"), TOK, i32(I)]),
+            gemm(p + "down_proj", "act", w + "mlp.down_proj.weight", "proj_out", E, I)]),
     ]
+
+
+def residual_complete(c, layer):
+    """Whether `residual` holds the whole stream after `layer` of the
+    prefill / unfused program: a sparse MLP adds into it in place
+    (kern_moe_down_bf16), a dense one leaves its down_proj in `proj_out`
+    for the next add_rmsnorm."""
+    return c.is_moe(layer)
 
 
 def qk_dispatches(c, p, w, eps, kv_base, page_stride):
@@ -616,6 +694,26 @@ def fused_layer_dispatches(c, layer, rows=1, batch=None, fold_qk=True):
         dispatch(p + "o_proj+residual", "gemv_o_proj",
                  [buf("attn_out"), buf(w + "self_attn.o_proj.weight"), buf("residual"), cnt, n, i32(E),
                   i32(H * D), i32(H * D), i32(E)]),
+        *(fused_moe_dispatches(c, p, w, n, batch) if c.is_moe(layer) else fused_dense_mlp(c, p, w, n, rows, eps)),
+    ]
+
+
+def fused_moe_dispatches(c, p, w, n, batch):
+    """The sparse MLP of a fused decode layer: the post-attention RMSNorm
+    (its own launch: the router and the experts read `normed`), then
+    moe_dispatches over `n` rows."""
+    suffix = "_batch" if batch else ""
+    return [dispatch(p + "post_attention_layernorm", "rmsnorm" + suffix,
+                     [buf("residual"), buf(w + "post_attention_layernorm.weight"), buf("normed"), n, i32(c.hidden),
+                      {"f32": F32(c.rms_norm_eps)}]),
+            *moe_dispatches(c, p, w, n, suffix)]
+
+
+def fused_dense_mlp(c, p, w, n, rows, eps):
+    """The dense MLP of a fused decode layer: two gemv launches."""
+    E, I = c.hidden, c.intermediate
+    cnt = COUNTERS
+    return [
         dispatch(p + "post_attention_layernorm+gate_up_proj+silu_and_mul", norm_gemv_name("gemv_gate_up", rows),
                  [buf("residual"), buf(w + "post_attention_layernorm.weight"), buf(w + "mlp.gate_up_proj.weight"),
                   buf("act"), cnt, n, i32(I), i32(E), i32(E), i32(I), eps]),
@@ -681,10 +779,14 @@ def program(c, attention, with_head):
     for layer in range(c.layers):
         out += layer_dispatches(c, layer, attention)
     if with_head:
+        final_norm = (dispatch("norm", "rmsnorm", [buf("residual"), buf("model.norm.weight"), buf("normed"), TOK,
+                                                   i32(c.hidden), {"f32": F32(c.rms_norm_eps)}])
+                      if residual_complete(c, c.layers - 1) else
+                      dispatch("norm", "add_rmsnorm",
+                               [buf("proj_out"), buf("residual"), buf("model.norm.weight"), buf("normed"), TOK,
+                                i32(c.hidden), {"f32": F32(c.rms_norm_eps)}]))
         out += [
-            dispatch("norm", "add_rmsnorm",
-                     [buf("proj_out"), buf("residual"), buf("model.norm.weight"), buf("normed"), TOK,
-                      i32(c.hidden), {"f32": F32(c.rms_norm_eps)}]),
+            final_norm,
             gemm("lm_head", "normed", "lm_head.weight", "logits", c.vocab, c.hidden),
             dispatch("argmax", "argmax", [buf("logits"), buf("next_token"), TOK, i32(c.vocab)]),
             sample_dispatch(c),
@@ -805,8 +907,13 @@ def batch_kernels(c, max_batch, fold_qk=True):
     }
     folded = {"attention_decode_batch_qkv": qkv_attention_kernel(c, "kern_attention_decode_batch_qkv_bf16",
                                                                  ATTN_FUSED_SPLITS, max_batch, BATCH)}
+    moe = moe_kernels(c, BATCH, "_batch")
+    if moe:  # the sparse layers' post-attention norm is its own launch (fused_moe_dispatches)
+        moe["rmsnorm_batch"] = identity_kernel("kern_rmsnorm_bf16", [BF16_IN, BF16_IN, BF16_OUT, "i32", "i32", "f32"],
+                                               [256, 1, 1], [BATCH, 1, 1])
     return {
         **norm_gemvs,
+        **moe,
         **({"bias_add_batch": bias_add_kernel(BATCH)} if c.qkv_bias else {}),
         "embedding_batch": embed,
         **(folded if fold_qk else separate),
@@ -966,7 +1073,7 @@ def resolve_kernels_dir(args, tool):
 def main(argv, tool="gen_manifest"):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("config", help="HF config.json (Qwen3, Llama 3.x or Mistral; decoder_config.py)")
+    ap.add_argument("config", help="HF config.json (Qwen3, Qwen3-MoE, Llama 3.x, Mistral or Qwen2.5; decoder_config.py)")
     ap.add_argument("-o", "--output", required=True, help="manifest to write")
     ap.add_argument("--tokens-max", type=int, default=512, help="upper bound of the `tokens` symbol (default 512)")
     add_pin_options(ap)

@@ -2,7 +2,7 @@
 """gen_random_weights.py CONFIG.json -o W.safetensors [--seed N] [--draft DRAFT.json]
 
 Writes deterministic random weights for a HF config.json of any family
-decoder_config.py reads (Qwen3, Llama 3.x, Mistral) in kern's exported
+decoder_config.py reads (Qwen3, Qwen3-MoE, Llama 3.x, Mistral, Qwen2.5) in kern's exported
 layout (docs/causal-lm-manifest.md): merged qkv_proj and gate_up_proj, the
 rope cos/sin cache, k_scale = v_scale = 1.0, lm_head materialised (a copy
 of embed_tokens when the config ties them).
@@ -14,7 +14,8 @@ others. Each 16-bit random word r maps to u = (r + 0.5) / 65536 in (0, 1)
 and to a value by a per-tensor rule (rounded once to bf16, nearest-even):
 - embed_tokens (and a tied lm_head): uniform in (-1, 1);
 - projections and MLP weights: uniform in (-a, a), a = GAIN / sqrt(fan_in)
-  (fan_in = the row length), large enough that a tiny model's greedy
+  (fan_in = the row length; each expert's rows for the stacked experts),
+  large enough that a tiny model's greedy
   sequence varies instead of echoing the input embedding (oracles.md);
 - norm weights: 1 + uniform in (-NORM_NOISE, NORM_NOISE).
 With --draft DRAFT.json (provider/dspark_config.py) the file also holds a
@@ -39,6 +40,11 @@ import math
 import struct
 import sys
 from array import array
+
+try:  # optional (Debian's python3-numpy, scripts/setup.sh): only speeds up the table lookup
+    import numpy as np
+except ImportError:
+    np = None
 
 import safetensors_io as st
 from dspark_config import draft_tensors, load_draft_config
@@ -69,14 +75,28 @@ def random_bf16_chunks(seed, key, count, table):
     for start in range(0, count, CHUNK_WORDS):
         n = min(CHUNK_WORDS, count - start)
         tag = b"kern-random-weights\0" + struct.pack("<Q", seed) + key.encode() + b"\0" + struct.pack("<Q", start)
+        digest = hashlib.shake_256(tag).digest(2 * n)
+        if np is not None:  # the same lookup, ~20x faster (Qwen3-0.6B in seconds, not minutes)
+            yield np_table(table)[np.frombuffer(digest, dtype="<u2")].astype("<u2").tobytes()
+            continue
         words = array("H")
-        words.frombytes(hashlib.shake_256(tag).digest(2 * n))
+        words.frombytes(digest)
         if sys.byteorder == "big":
             words.byteswap()
         out = array("H", map(table.__getitem__, words))
         if sys.byteorder == "big":
             out.byteswap()
         yield out.tobytes()
+
+
+_NP_TABLES = {}
+
+
+def np_table(table):
+    """`table` as a numpy uint16 array, converted once per table."""
+    if id(table) not in _NP_TABLES:
+        _NP_TABLES[id(table)] = (table, np.array(table, dtype=np.uint16))
+    return _NP_TABLES[id(table)][1]
 
 
 def tensor_rule(cfg, name, shape):
@@ -89,7 +109,7 @@ def tensor_rule(cfg, name, shape):
         return name, 0.0, 1.0
     if len(shape) == 1:  # every other 1-D bf16 tensor is a norm weight
         return name, 1.0, NORM_NOISE
-    return name, 0.0, GAIN / math.sqrt(shape[1])
+    return name, 0.0, GAIN / math.sqrt(shape[-1])  # the row length (stacked experts: [X, rows, fan_in])
 
 
 def specs(cfg, seed, draft=None):

@@ -32,6 +32,13 @@ def parse_config(cfg):
     model_type = cfg.get("model_type")
     if model_type != "qwen3":
         raise ConfigError(f"config.model_type: expected \"qwen3\", found {hf_config.shown(model_type)}")
+    refuse_qwen3_unsupported(cfg)
+    return parse_geometry(cfg, "qwen3")
+
+
+def refuse_qwen3_unsupported(cfg):
+    """Qwen3's refusals, shared with Qwen3-MoE (qwen3_moe_config.py): rope
+    scaling, sliding-window attention, attention biases, soft-capping."""
     if object_or_null(cfg, "rope_scaling"):
         raise ConfigError("config.rope_scaling: rope scaling is not supported (plain neox rope only)")
     if flag(cfg, "use_sliding_window", False):
@@ -40,4 +47,3 @@ def parse_config(cfg):
     if flag(cfg, "attention_bias", False):
         raise ConfigError("config.attention_bias: true is not supported (the exported layout has no biases)")
     refuse_softcapping(cfg)
-    return parse_geometry(cfg, "qwen3")

@@ -1,8 +1,8 @@
 #!/bin/sh
 # After changing a CUDA kernel (kernels-src/cuda/): rebuild the fatbins,
 # regenerate the checked-in manifests' pins (docs/gpu.md "Pinned
-# manifests") and the static launch reports of the Qwen3-4B, Llama-3.2-1B
-# and Llama-3.1-8B decodes (docs/kernels.md "Static launch report"). Rewrites checked-in files:
+# manifests") and the static launch reports of the Qwen3-4B, Llama-3.2-1B,
+# Llama-3.1-8B and Qwen3-30B-A3B decodes (docs/kernels.md "Static launch report"). Rewrites checked-in files:
 # review the diff. Needs nvcc and a configured build directory.
 #
 #   scripts/regen_kernels.sh [BUILD_DIR]   (default: build)
@@ -20,10 +20,10 @@ for m in tiny-qwen3 qwen3-4b; do
   examples/gen_qwen3_dspark_manifest.py examples/$m.config.json examples/$m-dspark.config.json \
     -o examples/$m-dspark.json --kernels-dir "$build/kernels"
 done
-for m in tiny-llama llama-3.2-1b llama-3.1-8b tiny-qwen2; do
+for m in tiny-llama llama-3.2-1b llama-3.1-8b tiny-qwen2 tiny-qwen3-moe qwen3-30b-a3b; do
   provider/gen_manifest.py examples/$m.config.json -o examples/$m.json --kernels-dir "$build/kernels"
 done
-for m in qwen3-4b llama-3.2-1b llama-3.1-8b; do
+for m in qwen3-4b llama-3.2-1b llama-3.1-8b qwen3-30b-a3b; do
   bench/launch_report.py examples/$m.json --kern-verify "$build/kern-verify/kern-verify" \
     -o bench/results/launch-report-$m-decode.md
 done

@@ -138,6 +138,7 @@ EngineGauges EngineWorker::gauges() const {
   g.kv_pages_used = kv_.used;
   g.kv_pages_cached = kv_.cached;
   g.prefix_cache_evictions = kv_.evictions;
+  g.prefix_cache_reprefilled_tokens = kv_.reprefilled_tokens;
   return g;
 }
 

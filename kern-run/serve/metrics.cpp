@@ -120,6 +120,9 @@ std::string Metrics::render(const EngineGauges& g) const {
   header(out, "kern_prefix_cache_evictions_total", "counter",
          "Cached KV pages taken for other tokens when the pool needed them (least recently used first).");
   out += "kern_prefix_cache_evictions_total " + std::to_string(g.prefix_cache_evictions) + "\n";
+  header(out, "kern_prefix_cache_reprefilled_tokens_total", "counter",
+         "Positions of finished requests that decode wrote, prefilled again before their pages were cached.");
+  out += "kern_prefix_cache_reprefilled_tokens_total " + std::to_string(g.prefix_cache_reprefilled_tokens) + "\n";
   header(out, "kern_decode_batch_rows", "histogram",
          "Sequences per decode step (batch occupancy: _sum / _count is the mean rows per step).");
   decode_rows_.render("kern_decode_batch_rows", out);

@@ -41,6 +41,9 @@ struct EngineGauges {
   uint64_t kv_pages_total = 0; ///< the pages of the loaded capacity
   uint64_t kv_pages_cached = 0;  ///< pages keyed in the prefix cache (held or not; unheld ones count as free)
   uint64_t prefix_cache_evictions = 0;  ///< cached pages reused for other tokens since the start
+  /// Positions decode wrote, prefilled again before their pages were keyed
+  /// (kern-engine/batch_engine.h), since the start.
+  uint64_t prefix_cache_reprefilled_tokens = 0;
   uint64_t batch_size = 0;     ///< rows of the last decode step (0 when nothing runs)
   uint64_t max_batch = 0;
 };

@@ -40,7 +40,7 @@ struct CpuLaunch {
   const uint64_t* avail = nullptr;
   /// The device's tensor-parallel endpoint (borrowed), for the collective
   /// extern ops; null on a device of one rank (the verifier keeps
-  /// collectives out of such plans, E0167, and the ops refuse a null one).
+  /// collectives out of such plans, E0168, and the ops refuse a null one).
   Collective* collective = nullptr;
 
   /// Reads param `i` as a value of type T (a pointer param is read as a pointer).

@@ -675,6 +675,15 @@ bool gemv_isa_supported(GemvIsa isa) {
   return false;
 }
 
+bool vdpbf16ps_exact(uint16_t a_min1, uint16_t a_max, uint16_t w_min1, uint16_t w_max) {
+#if KERN_GEMV_X86
+  return dp_exact(a_min1, a_max, w_min1, w_max);
+#else
+  (void)a_min1, (void)a_max, (void)w_min1, (void)w_max;
+  return false;
+#endif
+}
+
 GemvIsa gemv_best_isa() {
   static const GemvIsa best = gemv_isa_supported(GemvIsa::kAvx512Bf16) ? GemvIsa::kAvx512Bf16
                               : gemv_isa_supported(GemvIsa::kAvx512) ? GemvIsa::kAvx512

@@ -31,6 +31,14 @@ enum class GemvIsa { kPortable, kAvx2, kAvx512, kAvx512Bf16 };
 /// Whether this machine can run `isa` (cpuid; kPortable always).
 bool gemv_isa_supported(GemvIsa isa);
 
+/// Whether vdpbf16ps gives the two fmas' bits (elements 2d + 1, then 2d) for
+/// every product of an a value and a w value whose nonzero bf16 magnitudes
+/// (bits & 0x7fff) lie in [a_min1 + 1, a_max] and [w_min1 + 1, w_max]
+/// (a_min1 / w_min1 = 0xffff: none is nonzero): no inf or NaN, no denormal
+/// input, every nonzero product in [2^-103, 2^126), so that neither its
+/// denormal flushing nor an overflow of one product can act. False off x86.
+bool vdpbf16ps_exact(uint16_t a_min1, uint16_t a_max, uint16_t w_min1, uint16_t w_max);
+
 /// The fastest supported GemvIsa (kAvx512Bf16 > kAvx512 > kAvx2 > kPortable).
 GemvIsa gemv_best_isa();
 

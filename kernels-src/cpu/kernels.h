@@ -181,6 +181,22 @@ Status gemv_rmsnorm_argmax_bf16(const CpuLaunch& launch);
 /// token. Grid = [>= ceil((H + 2 KV) / 4), >= T, 1], block [128, 1, 1].
 Status qk_norm_rope_cache_bf16(const CpuLaunch& launch);
 
+/// `kern_moe_router_bf16` (§18, mixture of experts): per row of x [rows, k],
+/// the f32 router logits x . w[e] (w [experts, k]), softmax, the top_k
+/// experts (ties to the lower index), renormalised when norm_topk_prob:
+/// topk_weights f32 [rows, top_k], topk_ids i32 [rows, top_k]. Grid.x >= rows.
+Status moe_router_bf16(const CpuLaunch& launch);
+
+/// `kern_moe_gate_up_bf16` (§18): act[r, j] = bf16(silu(x[r] . gate_e) * (x[r] . up_e))
+/// over the selected expert e = topk_ids[r, j] only (w [experts, 2n, k]:
+/// gate rows, then up rows); act [rows, top_k, n]. Grid [>= ceil(n / 4), >= top_k, >= rows].
+Status moe_gate_up_bf16(const CpuLaunch& launch);
+
+/// `kern_moe_down_bf16` (§18): residual[r] = bf16(residual[r] + sum_j
+/// topk_weights[r, j] * (act[r, j] . down_e)), j in selection order (w
+/// [experts, n, k], act [rows, top_k, k]). Grid [>= ceil(n / 4), >= rows, 1].
+Status moe_down_bf16(const CpuLaunch& launch);
+
 
 // Extent declarations (CpuExtentFn), one per kernel above.
 Status embedding_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
@@ -217,5 +233,8 @@ Status attention_decode_batch_bf16_extents(const CpuLaunch& launch, CpuExtents& 
 Status attention_decode_qkv_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status attention_decode_batch_qkv_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status decode_advance_batch_extents(const CpuLaunch& launch, CpuExtents& out);
+Status moe_router_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status moe_gate_up_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
+Status moe_down_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 
 }  // namespace kern::cpu

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -48,16 +49,24 @@ void run_range(const RangeFn& fn, int64_t items, unsigned threads, unsigned t, s
   }
 }
 
-/// Spins (a few microseconds to tens of them) while `a` holds `old`, then
-/// blocks in std::atomic::wait: a decode step's launches follow each other
-/// within microseconds, and a futex wake of an idle core cost about as much
-/// as the work of a small launch.
+/// How long a waiting thread spins before it sleeps. A decode step's
+/// launches follow each other within microseconds, and waking a sleeping
+/// worker is slow: on the 2-vCPU development VM a futex wake took ~1.6 ms
+/// to start the worker, longer than a whole 32-row prefill GEMM, which then
+/// ran on one thread (issue 46). 3 ms covers the gaps inside a prefill and
+/// between decode steps; a worker idle longer sleeps.
+constexpr auto kSpinTime = std::chrono::microseconds(3000);
+
+/// Spins (at most kSpinTime) while `a` holds `old`, then blocks in
+/// std::atomic::wait.
 template <typename T>
 T await_change(const std::atomic<T>& a, T old) {
-  for (int spin = 0; spin < 20000; ++spin) {
+  const auto start = std::chrono::steady_clock::now();
+  for (int spin = 1;; ++spin) {
     const T now = a.load(std::memory_order_acquire);
     if (now != old) return now;
     KERN_CPU_RELAX();
+    if (spin % 64 == 0 && std::chrono::steady_clock::now() - start > kSpinTime) break;
   }
   a.wait(old, std::memory_order_acquire);
   return a.load(std::memory_order_acquire);

@@ -26,7 +26,7 @@ unsigned cpu_threads(int64_t work, int64_t items, int64_t min_work = kThreadWork
 /// Runs fn(t, begin, end) for every t < threads on the range [items * t /
 /// threads, items * (t + 1) / threads) of [0, items): range 0 on the calling
 /// thread, the others on a process-wide pool of worker threads (started on
-/// first use, threads - 1 of them, which spin briefly between launches,
+/// first use, threads - 1 of them, which spin up to 3 ms between launches,
 /// then sleep). Where the pool cannot serve (another thread is using it, a call
 /// from inside a range, threads above the cores, a child after fork()) the
 /// other ranges run on std::threads started for the call, and any range

@@ -23,7 +23,7 @@ struct Entry {
 };
 
 // Each kernel is wrapped by guarded<> (kernel_args.h): no exception escapes.
-constexpr std::array<Entry, 35> kRegistry = {{
+constexpr std::array<Entry, 38> kRegistry = {{
     {"kern_embedding_bf16", {guarded<embedding_bf16>, embedding_bf16_extents}},
     {"kern_rmsnorm_bf16", {guarded<rmsnorm_bf16>, rmsnorm_bf16_extents}},
     {"kern_add_rmsnorm_bf16", {guarded<add_rmsnorm_bf16>, add_rmsnorm_bf16_extents}},
@@ -59,6 +59,9 @@ constexpr std::array<Entry, 35> kRegistry = {{
     {"kern_attention_decode_batch_qkv_bf16",
      {guarded<attention_decode_batch_qkv_bf16>, attention_decode_batch_qkv_bf16_extents}},
     {"kern_decode_advance_batch", {guarded<decode_advance_batch>, decode_advance_batch_extents}},
+    {"kern_moe_router_bf16", {guarded<moe_router_bf16>, moe_router_bf16_extents}},
+    {"kern_moe_gate_up_bf16", {guarded<moe_gate_up_bf16>, moe_gate_up_bf16_extents}},
+    {"kern_moe_down_bf16", {guarded<moe_down_bf16>, moe_down_bf16_extents}},
     {extern_op_symbol(ExternOpId::kGemmBf16Tn), {guarded<gemm_bf16_tn>, gemm_bf16_tn_extents}},
     {extern_op_symbol(ExternOpId::kGemmBf16TnAcc), {guarded<gemm_bf16_tn_acc>, gemm_bf16_tn_extents}},
     {extern_op_symbol(ExternOpId::kGemmBf16TnSplitK), {guarded<gemm_bf16_tn_splitk>, gemm_bf16_tn_splitk_extents}},

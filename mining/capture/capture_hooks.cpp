@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstring>
 
+#include "mining/capture/capture_blas_hooks.h"
 #include "mining/capture/capture_recorder.h"
 
 namespace kern::capture {
@@ -110,6 +111,7 @@ CUresult w_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, u
   l.function = f;
   l.grid[0] = gx, l.grid[1] = gy, l.grid[2] = gz, l.block[0] = bx, l.block[1] = by, l.block[2] = bz;
   l.shared_bytes = shared, l.stream = s, l.params = params, l.extra = extra;
+  l.in_library = current_library_call();
   rec().before_launch(l);
   const CUresult r =
       real<decltype(&w_cuLaunchKernel<S>)>(kLaunchKernel, S)(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
@@ -128,6 +130,7 @@ CUresult w_cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params
     if (l.attrs == nullptr) l.num_attrs = 0;
   }
   l.params = params, l.extra = extra;
+  l.in_library = current_library_call();
   rec().before_launch(l);
   const CUresult r = real<decltype(&w_cuLaunchKernelEx<S>)>(kLaunchKernelEx, S)(c, f, params, extra);
   rec().after_launch(l, r);
@@ -397,6 +400,7 @@ __attribute__((visibility("default"))) void* dlsym(void* handle, const char* nam
   if (real_fn == nullptr) return nullptr;
   void* fn = real_fn(handle, name);
   if (fn == nullptr || name[0] != 'c' || name[1] != 'u') return fn;
+  if (std::strncmp(name, "cublasLt", 8) == 0) return wrap_blas(name, fn);
   for (int h = 0; h < kHookCount; ++h)
     for (const char* n : kHooks[h].dlsym_names)
       if (n != nullptr && std::strcmp(n, name) == 0) {

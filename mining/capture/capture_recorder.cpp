@@ -456,6 +456,7 @@ void Recorder::after_launch(const LaunchView& l, CUresult result) {
                     ",\"stream\":" + json_address(reinterpret_cast<uint64_t>(l.stream)) + ",\"attributes\":[";
   for (unsigned i = 0; i < l.num_attrs; ++i) rec += (i ? "," : "") + attribute_json(l.attrs[i]);
   rec += "],\"in_capture\":" + std::string(in_capture ? "true" : "false") + ",\"result\":" + std::to_string(int(result));
+  if (l.in_library != nullptr) rec += ",\"in_library\":" + json_string(l.in_library);
 
   // Where the parameter bytes are: kernelParams (one pointer per parameter)
   // or one packed buffer in `extra`.
@@ -526,6 +527,7 @@ void Recorder::finish() {
   write_line_locked("{\"event\":\"end\",\"launches\":" + std::to_string(launches_) +
                     ",\"captured_launches\":" + std::to_string(captured_launches_) +
                     ",\"graph_launches\":" + std::to_string(graph_launches_) +
+                    ",\"library_calls\":" + std::to_string(library_calls_) +
                     ",\"t_ns\":" + std::to_string(monotonic_ns()) + "}");
   ::close(fd_);
   fd_ = -1;

@@ -36,6 +36,21 @@ struct LaunchView {
   void** extra = nullptr;   ///< extra (CU_LAUNCH_PARAM_BUFFER_POINTER / _SIZE / _END)
   const CUlaunchAttribute* attrs = nullptr;
   unsigned num_attrs = 0;
+  /// The library call this launch is made inside (e.g. "cublasLtMatmul"),
+  /// null for the program's own launches: a library's internal kernels.
+  const char* in_library = nullptr;
+};
+
+/// One cublasLtMatmul call as the hooks saw it (cublasLt.h: D = alpha
+/// op(A) op(B) + beta C, column-major). Operands are device addresses,
+/// layouts and the descriptor the opaque handles the program created.
+struct BlasMatmulView {
+  const void* desc = nullptr;
+  const void* alpha = nullptr;  ///< host pointer to the scale type (CUBLASLT_POINTER_MODE_HOST)
+  const void* beta = nullptr;
+  uint64_t operand[4] = {};          ///< A, B, C, D
+  const void* layout[4] = {};        ///< Adesc, Bdesc, Cdesc, Ddesc
+  CUstream stream = nullptr;
 };
 
 /// The process-wide recorder. Every method is thread-safe (one lock) and a
@@ -73,6 +88,19 @@ class Recorder {
   /// first) and after it with the driver's result.
   void before_launch(const LaunchView& launch);
   void after_launch(const LaunchView& launch, CUresult result);
+  /// cublasLt's handles, remembered so a matmul record can give its
+  /// operands' element type, rows, columns and leading dimension
+  /// (cublasLtMatrixLayoutCreate), the compute and scale types
+  /// (cublasLtMatmulDescCreate) and the descriptor's attributes
+  /// (cublasLtMatmulDescSetAttribute: transposes by name, others by id).
+  void on_blas_layout(const void* layout, int type, uint64_t rows, uint64_t cols, int64_t ld);
+  void on_blas_desc(const void* desc, int compute_type, int scale_type);
+  void on_blas_desc_attribute(const void* desc, int attribute, const void* buf, size_t size);
+  /// Before a cublasLtMatmul: the allocations its operands point into are
+  /// snapshotted at their first read, as a launch's are (--snapshot-weights).
+  void before_blas_matmul(const BlasMatmulView& m);
+  /// A `library_call` record for a cublasLtMatmul that returned `status`.
+  void on_blas_matmul(const BlasMatmulView& m, int status);
   /// At exit: verifies pending snapshots, writes the closing record.
   void finish();
 
@@ -114,6 +142,19 @@ class Recorder {
   std::map<const void*, int64_t> modules_;  ///< CUmodule / CUlibrary / CUkernel -> module id
   std::map<const void*, Function> functions_;
   std::map<const void*, int> capturing_;  ///< streams inside cuStreamBeginCapture..End
+  struct BlasLayout {
+    int type = -1;
+    uint64_t rows = 0, cols = 0;
+    int64_t ld = 0;
+  };
+  struct BlasDesc {
+    int compute_type = -1, scale_type = -1;
+    int transa = 0, transb = 0;
+    std::map<int, std::string> other;  ///< attribute id -> value bytes (hex)
+  };
+  std::map<const void*, BlasLayout> blas_layouts_;
+  std::map<const void*, BlasDesc> blas_descs_;
+  uint64_t library_calls_ = 0;
 };
 
 /// CLOCK_MONOTONIC in nanoseconds.

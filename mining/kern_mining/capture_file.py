@@ -11,6 +11,8 @@ import json
 import os
 from dataclasses import dataclass, field
 
+from . import library_calls
+
 
 class CaptureError(Exception):
     """A capture that cannot be analysed; str() is 'PATH[:LINE]: message'."""
@@ -50,6 +52,7 @@ class Launch:
     extra: bool       # parameters travelled in `extra`
     attributes: list
     layout_error: str = ''  # why the parameters could not be read (params None)
+    library: dict = None    # a library call (library_calls.py): {"library", "function", "extern", "why"}
 
 
 @dataclass
@@ -86,6 +89,8 @@ class Process:
     captured_launches: int = 0                      # made into a CUDA graph being captured
     failed_launches: int = 0                        # the driver refused them
     graph_launches: int = 0
+    library_calls: int = 0                          # library_call records (each also a Launch)
+    library_launches: int = 0                       # kernels launched inside a library call (its own)
     snapshots: dict = field(default_factory=dict)   # alloc id -> file (kept snapshots)
     ended: bool = False
 
@@ -265,6 +270,8 @@ def _read_record(proc, rec, ev, saw_header, folder, path, n):
                                    _need(rec, 't_ns', int, path, n), n))
     elif ev == 'launch':
         _read_launch(proc, rec, path, n)
+    elif ev == 'library_call':
+        _read_library_call(proc, rec, path, n)
     elif ev == 'graph_launch':
         proc.graph_launches += 1
     elif ev == 'snapshot':
@@ -292,6 +299,9 @@ def _read_launch(proc, rec, path, n):
     if in_capture:
         proc.captured_launches += 1
         return
+    if rec.get('in_library') is not None and _need(rec, 'in_library', str, path, n):
+        proc.library_launches += 1  # the library call's own work: the call itself is the site
+        return
     proc.launches.append(Launch(
         index=len(proc.launches), line=n, t_ns=_need(rec, 't_ns', int, path, n),
         symbol=symbol if symbol is not None else f'<unnamed function of module {module}>', module=module,
@@ -299,6 +309,34 @@ def _read_launch(proc, rec, path, n):
         stream=_need(rec, 'stream', str, path, n), params=params,
         params_source=rec.get('params_source') or '', extra=rec.get('params_source') == 'extra',
         attributes=rec.get('attributes') or [], layout_error=rec.get('layout_error') or ''))
+
+
+def _read_library_call(proc, rec, path, n):
+    """A library call (docs/mining.md "Library calls") becomes a Launch whose
+    symbol is kern's extern op when it is one (library_calls.py), else the
+    library function's name; its operands and sizes are its parameters."""
+    _need(rec, 'function', str, path, n)
+    result = _need(rec, 'result', int, path, n)
+    in_capture = _need(rec, 'in_capture', bool, path, n)
+    operands = _need(rec, 'operands', list, path, n)
+    try:
+        call = library_calls.describe(rec, operands, _pointer)
+    except ValueError as e:
+        raise CaptureError(path, n, f'library_call record: {e}')
+    if result != 0:
+        proc.failed_launches += 1
+        return
+    if in_capture:
+        proc.captured_launches += 1
+        return
+    proc.library_calls += 1
+    params = [Param(offset=8 * i, size=len(data), data=data, pointer=ptr) for i, (data, ptr) in enumerate(call['params'])]
+    proc.launches.append(Launch(
+        index=len(proc.launches), line=n, t_ns=_need(rec, 't_ns', int, path, n), symbol=call['symbol'], module=None,
+        grid=(1, 1, 1), block=(1, 1, 1), shared_bytes=0, stream=_need(rec, 'stream', str, path, n), params=params,
+        params_source='library', extra=False, attributes=[],
+        library={'library': rec.get('library'), 'function': rec['function'], 'extern': call['extern'],
+                 'why': call['why']}))
 
 
 def read_capture(folder):

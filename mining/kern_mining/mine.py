@@ -57,7 +57,11 @@ def _score(fits):
     return (c['unfitted'] + c['underdetermined'], c['unfitted'], c['runtime'])
 
 
-def mine(procs, gap_ms=5.0):
+def mine(procs, gap_ms=5.0, internals=None):
+    """The analysis as one JSON-ready dict. `internals`, a dict when given,
+    also receives the objects behind it (kern-lift reads them): "passes"
+    [passes.Pass], "sites" [align.Site] (the order of the dict's sites) and
+    "ref" {pass index: n} (None without a reference)."""
     passes, pass_info = passes_mod.split_passes(procs, gap_ms)
     moved = align.fix_jitter(passes)
     passes = [p for p in passes if p.launches]
@@ -82,6 +86,8 @@ def mine(procs, gap_ms=5.0):
         reference = {'site': rsite.key, 'symbol': rsite.symbol, 'occurrence': rsite.occurrence,
                      'quantity': quantity, 'name': 'n'}
 
+    if internals is not None:
+        internals.update(passes=passes, sites=sites, ref=ref if reference else None)
     out_sites = []
     for s, f in zip(sites, fits):
         out_sites.append(_site_json(s, f, procs))
@@ -111,7 +117,8 @@ def mine(procs, gap_ms=5.0):
         'processes': [{'pid': p.pid, 'exe': p.exe, 'launches': len(p.launches), 'modules': len(p.modules),
                        'allocations': len(p.allocs), 'htod_copies': len(p.htods),
                        'graph_launches': p.graph_launches, 'captured_launches': p.captured_launches,
-                       'failed_launches': p.failed_launches, 'snapshots': len(p.snapshots), 'ended': p.ended}
+                       'failed_launches': p.failed_launches, 'library_calls': p.library_calls,
+                       'library_launches': p.library_launches, 'snapshots': len(p.snapshots), 'ended': p.ended}
                       for p in procs],
         'passes': {'count': len(passes), 'anchor': pass_info['anchor'], 'windows': pass_info['windows'],
                    'gap_ms': gap_ms, 'jitter_launches_moved': moved, 'prologue': pass_info['prologue'],
@@ -150,6 +157,7 @@ def _site_json(site, fits, procs):
                             'pointer_candidates': [{'at': at, **classify.classify_pointer(v, procs)}
                                                    for at, v in sorted(inner.items())]})
     return {'site': site.key, 'symbol': site.symbol, 'occurrence': site.occurrence, 'module': first.module,
+            'library': first.library,
             'passes': len(site.samples), 'first_line': first.line,
             'params': len(first.params) if first.params is not None else None,
             'layout_error': first.layout_error or None,

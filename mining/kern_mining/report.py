@@ -15,8 +15,11 @@ def _fit_text(f):
 def render(result):
     lines = []
     for p in result['processes']:
-        lines.append(f'process {p["pid"]} ({p["exe"]}): {p["launches"]} launches, {p["modules"]} modules, '
-                     f'{p["allocations"]} allocations, {p["htod_copies"]} host-to-device copies'
+        calls = p.get('library_calls', 0)
+        lines.append(f'process {p["pid"]} ({p["exe"]}): {p["launches"] - calls} launches'
+                     + (f' and {calls} library calls' if calls else '')
+                     + (f' ({p["library_launches"]} launches inside them)' if p.get('library_launches') else '')
+                     + f', {p["modules"]} modules, {p["allocations"]} allocations, {p["htod_copies"]} host-to-device copies'
                      + (f', {p["snapshots"]} weight snapshots' if p['snapshots'] else ''))
     ps = result['passes']
     lines.append(f'passes: {ps["count"]} in {ps["windows"]} request windows, each opened by {ps["anchor"]}'

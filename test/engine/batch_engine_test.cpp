@@ -16,6 +16,7 @@
 #include "kern-engine/engine.h"
 #include "kern-engine/page_allocator.h"
 #include "kern-engine/scheduler.h"
+#include "test/engine/run_until_idle.h"
 #include "test/engine/tiny_model.h"
 
 using namespace kern;
@@ -29,32 +30,8 @@ std::vector<int64_t> prompt_of(uint64_t n, int64_t salt) {
   return p;
 }
 
-/// What one request ended with.
-struct Outcome {
-  std::vector<int64_t> ids;
-  engine::FinishReason reason = engine::FinishReason::kError;
-  std::string error;
-};
-
-/// Steps `e` until idle (at most `max_steps`), calling `before(step)` before
-/// each step (to add or abort requests mid-flight).
-std::map<engine::RequestId, Outcome> run_all(engine::Engine& e, const std::function<void(int)>& before = {},
-                                             int max_steps = 5000) {
-  std::map<engine::RequestId, Outcome> out;
-  for (int k = 0; k < max_steps; ++k) {
-    if (before) before(k);
-    if (e.idle() && k > 0) break;
-    auto events = e.step();
-    REQUIRE(events.ok());
-    for (const engine::TokenEvent& ev : events.value()) {
-      Outcome& o = out[ev.id];
-      o.ids.insert(o.ids.end(), ev.ids.begin(), ev.ids.end());
-      if (ev.finished) o.reason = *ev.finished;
-      if (ev.error) o.error = ev.error->message;
-    }
-  }
-  REQUIRE(e.idle());
-  return out;
+std::map<engine::RequestId, Outcome> run_all(engine::Engine& e, const std::function<void(int)>& before = {}) {
+  return run_until_idle(e, before);
 }
 
 engine::Request make_request(engine::RequestId id, uint64_t prompt_len, uint64_t max_tokens,

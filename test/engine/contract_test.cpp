@@ -56,6 +56,17 @@ TEST_CASE("the causal-LM contract resolves buffer indices, vocab and block table
   CHECK(c->tokens_max == 512);
 }
 
+TEST_CASE("the causal-LM contract's logits buffer is optional: the vocabulary is then the embedding's rows",
+          "[run][contract]") {
+  PlanDesc d = contract_plan();
+  d.buffers.erase(d.buffers.begin() + 7);  // logits (kern-run never reads it; a lifted plan has none)
+  auto c = resolve(d);
+  REQUIRE(c.ok());
+  CHECK(c->logits == engine::CausalLmContract::kNoBuffer);
+  CHECK(c->vocab == 32);
+  CHECK(c->next_token == 6);
+}
+
 TEST_CASE("a plan breaking the causal-LM contract is rejected naming what is wrong", "[run][contract]") {
   struct Case {
     const char* what;

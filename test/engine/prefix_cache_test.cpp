@@ -11,6 +11,7 @@
 #include "kern-engine/batch_engine.h"
 #include "kern-engine/engine.h"
 #include "kern-engine/page_allocator.h"
+#include "test/engine/run_until_idle.h"
 #include "test/engine/tiny_model.h"
 
 using namespace kern;
@@ -31,32 +32,21 @@ std::vector<int64_t> prompt_from(const std::vector<int64_t>& base, uint64_t n, i
   return p;
 }
 
-struct Outcome {
-  std::vector<int64_t> ids;
-  uint64_t cached_tokens = 0;
-  engine::FinishReason reason = engine::FinishReason::kError;
-};
-
-/// Steps `e` until idle (at most 5000 steps), adding request i of `rs`
-/// before step `at[i]` (all before the first step when `at` is empty).
+/// Steps `e` until idle, adding request i of `rs` before step `at[i]` (all
+/// before the first step when `at` is empty); no request may fail.
 std::map<engine::RequestId, Outcome> run_all(engine::Engine& e, const std::vector<engine::Request>& rs,
                                              const std::vector<int>& at = {}) {
-  std::map<engine::RequestId, Outcome> out;
   size_t added = 0;
-  for (int k = 0; k < 5000; ++k) {
-    while (added < rs.size() && (at.empty() || at[added] <= k)) REQUIRE(e.add_request(rs[added++]).ok());
-    if (e.idle() && added == rs.size()) break;
-    auto events = e.step();
-    REQUIRE(events.ok());
-    for (const engine::TokenEvent& ev : events.value()) {
-      Outcome& o = out[ev.id];
-      o.ids.insert(o.ids.end(), ev.ids.begin(), ev.ids.end());
-      if (ev.finished) o.reason = *ev.finished;
-      if (ev.error) FAIL(ev.error->message);
-      if (ev.result) o.cached_tokens = ev.result->cached_tokens;
-    }
+  auto out = run_until_idle(
+      e, [&](int k) {
+        while (added < rs.size() && (at.empty() || at[added] <= k)) REQUIRE(e.add_request(rs[added++]).ok());
+      },
+      [&] { return added < rs.size(); });
+  REQUIRE(added == rs.size());
+  for (const auto& [id, o] : out) {
+    INFO("request " << id);
+    CHECK(o.error.empty());
   }
-  REQUIRE(e.idle());
   return out;
 }
 
@@ -234,6 +224,80 @@ TEST_CASE("a generated reply's full pages stay cached: the next turn of a conver
   // Positions [0, 49) were written (the last id never was): 3 full pages.
   CHECK(second[2].cached_tokens == 48);
   CHECK(second[2].ids.size() == 4);
+}
+
+TEST_CASE("the next turn of a conversation, mapping its reply's pages, gets the ids it gets alone without the cache",
+          "[engine][prefix][invariance]") {
+  // A reply's KV is written by decode, whose kernels round differently
+  // from prefill's; the engine prefills a finished reply's full pages again
+  // before it keys them, so a later prompt maps what a cold prefill writes.
+  TinyModel m = load_tiny_model(1024);
+  struct Case {
+    uint64_t prompt, reply, chunk;
+    bool seeded;
+  };
+  // Replies ending inside a page, on a page boundary (30 + 18 = 48 written:
+  // the last id is never fed), spanning several pages; chunks of 8 and 512.
+  const std::vector<Case> cases = {{30, 20, 512, false}, {30, 19, 8, false}, {17, 40, 512, true},
+                                   {31, 34, 8, true},    {5, 12, 512, false}};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    INFO("case " << i);
+    engine::Engine e(*m.model);
+    REQUIRE(e.set_max_batch(2, true).ok());
+    engine::Request first = req(1, prompt_from({}, c.prompt, static_cast<int64_t>(i) + 20), c.reply, c.chunk);
+    if (c.seeded) first.sampling = {.temperature = 1.2f, .top_p = 0.95f, .seed = 5 + i};
+    auto one = run_all(e, {first});
+    REQUIRE(one[1].ids.size() == c.reply);
+    std::vector<int64_t> history = first.prompt_ids;
+    history.insert(history.end(), one[1].ids.begin(), one[1].ids.end());
+    for (int k = 0; k < 7; ++k) history.push_back(70 + k + static_cast<int64_t>(i));
+    engine::Request second = req(2, history, 9, c.chunk);
+    second.sampling = first.sampling;
+    auto two = run_all(e, {second});
+    // Every full page of the prompt and the fed reply ids is mapped.
+    CHECK(two[2].cached_tokens == (c.prompt + c.reply - 1) / 16 * 16);
+    CHECK(two[2].ids == solo_ids(*m.model, second));
+  }
+}
+
+TEST_CASE("a pending re-prefill yields its pages to a request that needs them", "[engine][prefix]") {
+  TinyModel m = load_tiny_model(192);  // 12 pages
+  engine::Engine e(*m.model);
+  REQUIRE(e.set_max_batch(2, true).ok());
+  // 30 + 60 tokens: decode wrote positions [29, 89), 4 full pages of them to prefill again.
+  REQUIRE(e.add_request(req(1, prompt_from({}, 30, 2), 60)).ok());
+  bool finished = false;
+  for (int k = 0; k < 500 && !finished; ++k) {
+    auto events = e.step();
+    REQUIRE(events.ok());
+    for (const auto& ev : *events) finished = finished || ev.finished.has_value();
+  }
+  REQUIRE(finished);
+  REQUIRE_FALSE(e.idle());  // the re-prefill has not run yet
+  CHECK(e.kv_pages().used == 0);  // its pages count as free
+  // A request needing the whole pool is admitted at once: the re-prefill is cancelled.
+  const engine::Request big = req(2, prompt_from({}, 100, 8), 92);
+  CHECK(e.admission(big) == engine::Admission::kNow);
+  REQUIRE(e.add_request(big).ok());
+  auto first = e.step();
+  REQUIRE(first.ok());
+  REQUIRE(first->size() == 1);
+  CHECK((*first)[0].prefilled.value_or(0) == 99);
+  CHECK(e.kv_pages().reprefilled_tokens == 0);
+  auto rest = run_all(e, {});
+  Outcome out;
+  out.ids = (*first)[0].ids;
+  out.ids.insert(out.ids.end(), rest[2].ids.begin(), rest[2].ids.end());
+  CHECK(out.ids == solo_ids(*m.model, big));
+  // Then only the big request's own: [99, 176) of its 191 written positions.
+  CHECK(e.kv_pages().reprefilled_tokens == 176 - 99);
+
+  SECTION("left alone, it runs in the next step and keys the reply's pages") {
+    REQUIRE(e.add_request(req(3, prompt_from({}, 30, 2), 60)).ok());
+    run_all(e, {});
+    CHECK(e.kv_pages().reprefilled_tokens == 176 - 99 + 80 - 29);
+  }
 }
 
 TEST_CASE("with the prefix cache off a repeated prompt maps nothing and nothing is cached", "[engine][prefix]") {

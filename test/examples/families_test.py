@@ -185,7 +185,7 @@ class Families(unittest.TestCase):
         cases = [
             ({"architectures": ["GemmaForCausalLM"]},
              "config.architectures: GemmaForCausalLM is not supported (supported: Qwen3ForCausalLM, "
-             "LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)"),
+             "Qwen3MoeForCausalLM, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM)"),
             ({"rope_scaling": {"rope_type": "yarn", "factor": 4.0}},
              'config.rope_scaling.rope_type: "yarn" (a string) is not supported (supported: "default", "llama3", '
              'or no rope_scaling)'),
@@ -225,6 +225,69 @@ class Families(unittest.TestCase):
         cfg = {**tiny_llama(), "architectures": ["MistralForCausalLM"], "model_type": "mistral",
                "sliding_window": None}
         self.assertEqual(dc.parse_config(cfg).family, "mistral")
+
+    def test_qwen3_moe_reads_its_sparse_layers_as_hf_does_and_refuses_what_it_does_not_implement(self):
+        import decoder_config as dc
+        from hf_config import ConfigError
+        with open(example("tiny-qwen3-moe.config.json"), encoding="utf-8") as f:
+            base = json.load(f)
+        c = dc.parse_config(base)
+        self.assertEqual((c.family, c.experts, c.experts_per_tok, c.moe_intermediate, c.norm_topk_prob, c.moe_layers),
+                         ("qwen3_moe", 6, 2, 32, True, (0, 2)))
+        # HF Qwen3MoeDecoderLayer: sparse where (layer + 1) % decoder_sparse_step == 0 and not in mlp_only_layers.
+        for change, layers in (({"decoder_sparse_step": 2, "mlp_only_layers": []}, (1,)),
+                               ({"mlp_only_layers": [0, 1, 2]}, ()), ({"num_hidden_layers": 1, "mlp_only_layers": []}, (0,))):
+            self.assertEqual(dc.parse_config({**base, **change}).moe_layers, layers, change)
+        for change, needle in (
+                ({"num_experts": 1025}, "config.num_experts: 1025 exceeds 1024"),
+                ({"num_experts_per_tok": 7}, "config.num_experts_per_tok: 7 exceeds num_experts 6"),
+                ({"num_experts": 0}, "config.num_experts: expected a positive integer, found 0"),
+                ({"norm_topk_prob": 1}, "config.norm_topk_prob: expected true or false"),
+                ({"mlp_only_layers": [3]}, "config.mlp_only_layers: expected an array of layer indices from 0 to 2"),
+                ({"decoder_sparse_step": 0}, "config.decoder_sparse_step: expected a positive integer"),
+                ({"shared_expert_intermediate_size": 64}, "config.shared_expert_intermediate_size: a shared expert"),
+                ({"use_sliding_window": True}, "config.use_sliding_window: sliding-window attention is not supported"),
+                ({"model_type": "qwen3"}, 'config.model_type: expected "qwen3_moe", found "qwen3"')):
+            with self.assertRaises(ConfigError) as e:
+                dc.parse_config({**base, **change})
+            self.assertIn(needle, str(e.exception), change)
+        # Without architectures, model_type picks the family.
+        self.assertEqual(dc.parse_config({k: v for k, v in base.items() if k != "architectures"}).family, "qwen3_moe")
+
+    def test_a_qwen3_moe_manifest_routes_the_sparse_layers_and_keeps_the_dense_one(self):
+        # tiny-qwen3-moe: layers 0 and 2 sparse (6 experts, top-2, renormalised), layer 1 dense.
+        with open(example("tiny-qwen3-moe.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        decode = [d["label"] for d in doc["programs"]["decode"]["dispatches"]]
+        self.assertEqual([x for x in decode if x.startswith("layers.0.")][-4:],
+                         ["layers.0.post_attention_layernorm", "layers.0.mlp.router",
+                          "layers.0.mlp.experts.gate_up_proj+silu_and_mul", "layers.0.mlp.experts.down_proj+residual"])
+        self.assertEqual(len(decode), 1 + 7 + 5 + 7 + 3)  # embed, sparse, dense, sparse, lm_head+sample+advance
+        self.assertIn("layers.1.post_attention_layernorm+gate_up_proj+silu_and_mul", decode)
+        router = next(d for d in doc["programs"]["decode_batch"]["dispatches"] if d["label"] == "layers.2.mlp.router")
+        self.assertEqual((router["kernel"], router["args"][5:]),
+                         ("moe_router_batch", [{"i32": 6}, {"i32": 64}, {"i32": 2}, {"u8": 1}]))
+        self.assertEqual(doc["buffers"]["model.layers.2.mlp.experts.gate_up_proj.weight"]["shape"], [6, 64, 64])
+        self.assertNotIn("model.layers.1.mlp.gate.weight", doc["buffers"])
+        # Prefill: the sparse MLP adds into residual in place, so the next layer starts with rmsnorm.
+        prefill = {d["label"]: d["kernel"] for d in doc["programs"]["prefill"]["dispatches"]}
+        self.assertEqual([prefill[f"layers.{i}.input_layernorm"] for i in range(3)],
+                         ["rmsnorm", "rmsnorm", "add_rmsnorm"])
+        # Every layer sparse: no dense MLP buffers or kernels; the unfused decode's final norm is rmsnorm.
+        with open(example("tiny-qwen3-moe.config.json"), encoding="utf-8") as f:
+            cfg = {**json.load(f), "mlp_only_layers": []}
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "config.json"), "w", encoding="utf-8") as f:
+                json.dump(cfg, f)
+            proc = tool("gen_qwen3_manifest.py", os.path.join(tmp, "config.json"), "-o", os.path.join(tmp, "m.json"),
+                        "--unpinned", "--kernels", "unfused")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(os.path.join(tmp, "m.json"), encoding="utf-8") as f:
+                sparse = json.load(f)
+        self.assertFalse({"gate_up", "act"} & set(sparse["buffers"]))
+        self.assertNotIn("silu_and_mul", sparse["kernels"])
+        norm = next(d for d in sparse["programs"]["decode"]["dispatches"] if d["label"] == "norm")
+        self.assertEqual(norm["kernel"], "rmsnorm")
 
     def test_a_dspark_draft_needs_a_qwen3_target(self):
         import decoder_config as dc
@@ -284,6 +347,78 @@ class TinyModelRuns(unittest.TestCase):
     def test_a_hf_qwen2_checkpoint_with_qkv_biases_converts_and_runs_as_the_checked_in_model_chunked_and_batched(self):
         self.convert_and_run("tiny-qwen2")
 
+    def test_a_hf_qwen3_moe_checkpoint_converts_and_runs_as_the_checked_in_model_chunked_and_batched(self):
+        # Experts 6, top-2, renormalised; layer 1 dense (mlp_only_layers): docs/causal-lm-manifest.md "Qwen3-MoE".
+        self.convert_and_run("tiny-qwen3-moe")
+
+    def test_stacked_experts_in_f32_shards_convert_to_the_same_weights(self):
+        """The experts as transformers 5 holds them (mlp.experts.gate_up_proj [X, 2 I, E], down_proj
+        [X, E, I]), in F32, in two shards with an index: the same exported bytes as the per-expert BF16
+        checkpoint (bf16 -> f32 -> bf16 is exact)."""
+        import decoder_config as dc
+        import safetensors_io as st
+        cfg = dc.load_config(example("tiny-qwen3-moe.config.json"))
+        with st.SafetensorsFile(example("tiny-qwen3-moe.safetensors")) as f:
+            src = {n: (shape, f.read(n)) for n, (_, shape, _, _) in f.tensors.items()
+                   if n not in ("rope.cos_sin_cache", "k_scale", "v_scale", "lm_head.weight")}
+        def f32(raw):
+            return b"".join(b"\0\0" + raw[i:i + 2] for i in range(0, len(raw), 2))
+        shards = ({}, {})
+        for name, (shape, raw) in src.items():
+            if ".mlp.experts." in name:
+                stacked = name[: -len(".weight")]
+                shards[1][stacked] = ("F32", shape, f32(raw))
+            elif name.endswith("qkv_proj.weight"):
+                p = name[: -len("qkv_proj.weight")]
+                H, KV, D, E = cfg.heads, cfg.kv_heads, cfg.head_dim, cfg.hidden
+                row = 2 * E
+                shards[0][p + "q_proj.weight"] = ("BF16", [H * D, E], raw[: H * D * row])
+                shards[0][p + "k_proj.weight"] = ("BF16", [KV * D, E], raw[H * D * row:(H + KV) * D * row])
+                shards[0][p + "v_proj.weight"] = ("BF16", [KV * D, E], raw[(H + KV) * D * row:])
+            elif name.endswith("mlp.gate_up_proj.weight"):
+                p, half = name[: -len("gate_up_proj.weight")], len(raw) // 2
+                shards[0][p + "gate_proj.weight"] = ("BF16", [shape[0] // 2, shape[1]], raw[:half])
+                shards[0][p + "up_proj.weight"] = ("BF16", [shape[0] // 2, shape[1]], raw[half:])
+            else:
+                shards[0][name] = ("BF16", shape, raw)
+        with tempfile.TemporaryDirectory() as tmp:
+            ckpt = os.path.join(tmp, "ckpt")
+            os.mkdir(ckpt)
+            with open(example("tiny-qwen3-moe.config.json"), encoding="utf-8") as f:
+                config = f.read()
+            with open(os.path.join(ckpt, "config.json"), "w", encoding="utf-8") as f:
+                f.write(config)
+            weight_map = {}
+            for i, tensors in enumerate(shards):
+                shard = f"model-{i + 1:05d}-of-00002.safetensors"
+                st.write(os.path.join(ckpt, shard),
+                         [st.TensorSpec(n, d, s, (lambda r=r: [r])) for n, (d, s, r) in tensors.items()])
+                weight_map.update({n: shard for n in tensors})
+            with open(os.path.join(ckpt, "model.safetensors.index.json"), "w", encoding="utf-8") as f:
+                json.dump({"weight_map": weight_map}, f)
+            model = os.path.join(tmp, "model")
+            proc = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", "convert_hf.py"), ckpt, "-o",
+                                   model, "--kern-verify", KERN_VERIFY, "--unpinned"], capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("converting 4 F32 tensors to BF16", proc.stderr)
+            with st.SafetensorsFile(os.path.join(model, "weights.safetensors")) as a, \
+                    st.SafetensorsFile(example("tiny-qwen3-moe.safetensors")) as b:
+                self.assertEqual(list(a.tensors), list(b.tensors))
+                for name in b.tensors:
+                    self.assertEqual(a.read(name), b.read(name), name)
+            # A stacked tensor of the wrong shape is refused by name.
+            bad = dict(shards[1])
+            name = next(iter(bad))
+            dtype, shape, raw = bad[name]
+            bad[name] = (dtype, [shape[0] - 1] + shape[1:], raw[: len(raw) // shape[0] * (shape[0] - 1)])
+            st.write(os.path.join(ckpt, "model-00002-of-00002.safetensors"),
+                     [st.TensorSpec(n, d, s, (lambda r=r: [r])) for n, (d, s, r) in bad.items()])
+            proc = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "examples", "convert_hf.py"), ckpt, "-o",
+                                   os.path.join(tmp, "model2"), "--kern-verify", KERN_VERIFY, "--unpinned"],
+                                  capture_output=True, text=True)
+            self.assertEqual(proc.returncode, 1, proc.stderr)
+            self.assertIn(f"tensor {name} is F32 [{shape[0] - 1}", proc.stderr)
+
     def convert_and_run(self, model_name):
         import decoder_config as dc
         import safetensors_io as st
@@ -291,7 +426,7 @@ class TinyModelRuns(unittest.TestCase):
         cfg = dc.load_config(example(model_name + ".config.json"))
         with st.SafetensorsFile(example(model_name + ".safetensors")) as f:
             tensors = wt.hf_tensors(st, f, cfg, with_lm_head=not cfg.tie_word_embeddings)
-        self.assertFalse([n for n in tensors if "norm" in n and "self_attn" in n])
+        self.assertEqual(bool([n for n in tensors if "norm" in n and "self_attn" in n]), cfg.qk_norm)
         self.assertEqual(len([n for n in tensors if n.endswith("_proj.bias")]), 3 * cfg.layers if cfg.qkv_bias else 0)
         with tempfile.TemporaryDirectory() as tmp:
             ckpt = os.path.join(tmp, "ckpt")

@@ -19,7 +19,7 @@ import os
 import sys
 
 MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b", "tiny-qwen3-unfused", "qwen3-4b-unfused",
-          "tiny-llama", "llama-3.2-1b", "llama-3.1-8b", "tiny-qwen2")
+          "tiny-llama", "llama-3.2-1b", "llama-3.1-8b", "tiny-qwen2", "tiny-qwen3-moe", "qwen3-30b-a3b")
 
 
 def main(root, kernels_dir):

@@ -26,7 +26,8 @@ from json_schema_subset import Validator  # noqa: E402
 
 ROOT = SCHEMA = KERN_VERIFY = KERNELS_DIR = None
 MODELS = ("tiny-qwen3", "tiny-qwen3-textvocab", "qwen3-0.6b", "qwen3-4b", "tiny-qwen3-unfused", "qwen3-4b-unfused",
-          "tiny-qwen3-dspark", "qwen3-4b-dspark", "tiny-llama", "llama-3.2-1b", "llama-3.1-8b", "tiny-qwen2")
+          "tiny-qwen3-dspark", "qwen3-4b-dspark", "tiny-llama", "llama-3.2-1b", "llama-3.1-8b", "tiny-qwen2",
+          "tiny-qwen3-moe", "qwen3-30b-a3b")
 
 
 def gen_args(model):

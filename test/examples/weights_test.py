@@ -46,7 +46,19 @@ def hf_tensors(st, f, cfg, with_lm_head):
         if name == "lm_head.weight" and not with_lm_head:
             continue
         row = shape[-1] * 2
-        if name.endswith("qkv_proj.weight"):
+        if name.endswith("mlp.experts.gate_up_proj.weight"):  # Qwen3-MoE: one gate and up tensor per expert
+            p = name[: -len("gate_up_proj.weight")]
+            X, MI = shape[0], shape[1] // 2
+            for x in range(X):
+                base = x * 2 * MI * row
+                out[f"{p}{x}.gate_proj.weight"] = ("BF16", [MI, E], raw[base:base + MI * row])
+                out[f"{p}{x}.up_proj.weight"] = ("BF16", [MI, E], raw[base + MI * row:base + 2 * MI * row])
+        elif name.endswith("mlp.experts.down_proj.weight"):
+            p = name[: -len("down_proj.weight")]
+            X, MI = shape[0], shape[2]
+            for x in range(X):
+                out[f"{p}{x}.down_proj.weight"] = ("BF16", [E, MI], raw[x * E * row:(x + 1) * E * row])
+        elif name.endswith("qkv_proj.weight"):
             p = name[: -len("qkv_proj.weight")]
             out[p + "q_proj.weight"] = ("BF16", [H * D, E], raw[: H * D * row])
             out[p + "k_proj.weight"] = ("BF16", [KV * D, E], raw[H * D * row:(H + KV) * D * row])
@@ -77,6 +89,23 @@ class RandomWeights(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, proc.stderr)
             with open(out, "rb") as a, open(example("tiny-qwen3.safetensors"), "rb") as b:
                 self.assertEqual(a.read(), b.read())
+
+    def test_regenerating_the_tiny_moe_weights_is_byte_identical_with_each_expert_scaled_by_its_row(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "w.safetensors")
+            proc = tool("gen_random_weights.py", example("tiny-qwen3-moe.config.json"), "-o", out, "--seed", "1")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(out, "rb") as a, open(example("tiny-qwen3-moe.safetensors"), "rb") as b:
+                self.assertEqual(a.read(), b.read())
+            with st.SafetensorsFile(out) as f:
+                # Stacked experts [X, rows, fan_in]: uniform in +-4/sqrt(fan_in), fan_in the last dimension.
+                for name, fan_in in (("model.layers.0.mlp.experts.gate_up_proj.weight", 64),
+                                     ("model.layers.0.mlp.experts.down_proj.weight", 32)):
+                    raw = f.read(name)
+                    values = [struct.unpack("<f", b"\0\0" + raw[i:i + 2])[0] for i in range(0, len(raw), 2)]
+                    bound = 4.0 / math.sqrt(fan_in)
+                    self.assertLessEqual(max(abs(v) for v in values), bound * 1.004, name)
+                    self.assertGreater(max(abs(v) for v in values), bound * 0.95, name)
 
     def test_another_seed_gives_other_values(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -63,6 +63,17 @@ ldd "$dest"/bin/* | grep -q "not found" && die "unresolved libraries: $(ldd "$de
 for f in "$dest"/bin/*; do patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$f"; done
 for f in "$dest"/lib/*; do patchelf --force-rpath --set-rpath '$ORIGIN' "$f"; done
 
+# The mining tools (docs/mining.md; run.sh's `mine` step): the three commands,
+# their Python package and the capture library. The library is preloaded into
+# the captured program (python3 and torch included), so it keeps the
+# machine's own libstdc++ and libcrypto: no rpath into lib/.
+if [ -f "$build/mining/libkern-capture.so" ]; then
+  mkdir -p "$dest/mining/kern_mining"
+  cp "$build"/mining/kern-capture "$build"/mining/kern-mine "$build"/mining/kern-lift "$dest/mining/"
+  cp "$build"/mining/libkern-capture.so "$dest/mining/"
+  strip --strip-debug "$dest/mining/libkern-capture.so"
+  cp "$build"/mining/kern_mining/*.py "$dest/mining/kern_mining/"
+fi
 {
   echo "commit $(git -C "$here" rev-parse HEAD 2>/dev/null || echo unknown)$(git -C "$here" diff --quiet HEAD 2>/dev/null || echo ' (dirty tree)')"
   echo "nvcc $(nvcc --version 2>/dev/null | grep -o 'release [0-9.]*' || echo unknown)"

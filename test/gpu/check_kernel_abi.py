@@ -47,6 +47,7 @@ FAMILIES = {
     "decode_advance": ["kern_decode_advance"],
     "sample": ["kern_sample_bf16"],
     "bias_add": ["kern_bias_add_bf16"],
+    "moe": ["kern_moe_router_bf16", "kern_moe_gate_up_bf16", "kern_moe_down_bf16"],
 }
 
 FATBIN_MAGIC = 0xBA55ED50

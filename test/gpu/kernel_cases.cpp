@@ -182,6 +182,36 @@ Case bias_add(Rng& r, int rows, int n, int ld, bool bench) {
   return b.c;
 }
 
+/// The mixture-of-experts MLP of one layer (docs/kernels.md §18): the
+/// router, the selected experts' gate/up + SiLU*mul, their weighted down
+/// projections into the residual, over `rows` rows. The byte count is the
+/// active experts' weights (what a decode step reads: top_k of `experts`)
+/// plus the router's. Ids and weights compare exactly (the emulator runs the
+/// twin's order; on a GPU a last-bit expf difference could swap a near-tie).
+Case moe(Rng& r, int rows, int experts, int e, int i, int top_k, bool norm, bool bench) {
+  const double active = double(rows) * top_k * 3.0 * i * e * 2.0;
+  Builder b{{shape("moe", {{"rows", rows}, {"experts", experts}, {"E", e}, {"I", i}, {"top_k", top_k}}), {}, {},
+             active + 2.0 * experts * e + 8.0 * rows * e, bench}};
+  const int x = b.buf("normed", bf16_random(r, size_t(rows) * e, -2, 2));
+  const int gw = b.buf("router", bf16_random(r, size_t(experts) * e, -0.2f, 0.2f));
+  const int gu = b.buf("gate_up", bf16_random(r, size_t(experts) * 2 * i * e, -0.05f, 0.05f));
+  const int dw = b.buf("down", bf16_random(r, size_t(experts) * e * i, -0.05f, 0.05f));
+  const int tw = b.buf("topk_weights", poison(size_t(rows) * top_k * 4), Compare::kF32);
+  const int ti = b.buf("topk_ids", poison(size_t(rows) * top_k * 4), Compare::kExact);
+  const int act = b.buf("act", poison(size_t(rows) * top_k * i * 2), Compare::kBf16);
+  const int res = b.buf("residual", bf16_random(r, size_t(rows) * e, -3, 3), Compare::kBf16);
+  b.launch("moe.fatbin", "kern_moe_router_bf16", {uint32_t(rows), 1, 1}, 128,
+           {arg_buf(x), arg_buf(gw), arg_buf(tw), arg_buf(ti), arg_i32(rows), arg_i32(experts), arg_i32(e),
+            arg_i32(top_k), arg_u8(norm ? 1 : 0)});
+  b.launch("moe.fatbin", "kern_moe_gate_up_bf16", {uint32_t((i + 3) / 4), uint32_t(top_k), uint32_t(rows)}, 128,
+           {arg_buf(x), arg_buf(gu), arg_buf(ti), arg_buf(act), arg_i32(rows), arg_i32(experts), arg_i32(i),
+            arg_i32(e), arg_i32(top_k)});
+  b.launch("moe.fatbin", "kern_moe_down_bf16", {uint32_t((e + 3) / 4), uint32_t(rows), 1}, 128,
+           {arg_buf(act), arg_buf(dw), arg_buf(ti), arg_buf(tw), arg_buf(res), arg_i32(rows), arg_i32(experts),
+            arg_i32(e), arg_i32(i), arg_i32(top_k)});
+  return b.c;
+}
+
 /// A 2-layer paged cache: [pages][2 layers][16][kv][2][d]; kernels get layer 1.
 struct Cache {
   int kv, d, pages;
@@ -700,6 +730,12 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(bias_add(r, 1, 2560 + 2 * 512, 2560 + 2 * 512, false));  // Qwen2.5-3B's qkv row at decode
   cs.push_back(bias_add(r, 5, 96, 100, false));                         // strided rows, the tiny Qwen2
   cs.push_back(silu(r, 2, 100, false));
+  // Qwen3-30B-A3B's sparse MLP at decode (E 2048, I 768, top-8; 8 experts stand for its 128: a step reads
+  // the 8 selected ones either way), then odd shapes: 5 and 6 experts, top-1 and top-2, rows of a batch.
+  cs.push_back(moe(r, 1, 8, 2048, 768, 8, true, true));
+  cs.push_back(moe(r, 3, 5, 64, 32, 2, true, false));
+  cs.push_back(moe(r, 8, 6, 37, 13, 1, false, false));
+  cs.push_back(moe(r, 2, 6, 100, 20, 2, false, false));
   cs.push_back(reshape_and_cache(r, 1, 8, 128, 1.0f, true));
   cs.push_back(reshape_and_cache(r, 6, 2, 16, 0.7f, false));
   cs.push_back(reshape_and_cache(r, 4, 2, 20, 1.0f, false));

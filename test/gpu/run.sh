@@ -416,6 +416,70 @@ s_hf() {
   return $rc
 }
 
+# Kernel mining (docs/mining.md "On a GPU machine"): kern-capture runs a
+# program, kern-mine analyses the capture, kern-lift writes it as a manifest
+# and mine_summary.py prints kernels, flat vs struct ABIs, fitted vs
+# underdetermined sites and the liftable share. SOURCE torch: HF
+# transformers' Qwen3 (2 layers of examples/qwen3-0.6b.config.json: one
+# prefill and 3 decode steps, two requests), eager then torch.compile (a
+# variant that would not fit the step's time left is skipped and said so,
+# and a compile cut short by it is reported, not failed; no torch: a skip); SOURCE kern-run: kern-run on the tiny model, eager,
+# captured with --snapshot-weights, whose lifted manifest must also verify
+# and give the captured ids on the cpu device (the round trip; the simulated
+# GPU's rehearsal runs this one).
+s_mine() {
+  local source=$1 tools=$BUNDLE/mining v variants line="" bad=0 ran=0 start=$SECONDS
+  [ -x "$tools/kern-capture" ] && [ -f "$tools/libkern-capture.so" ] ||
+    { detail "no mining tools in the bundle (bundle.sh copies build/mining when the capture library is built)"; return 1; }
+  if [ "$source" = torch ]; then variants="eager compile"; else variants="kern-run"; fi
+  for v in $variants; do
+    local dir=$WORK/mine_$v cmd=() snap=() left=$((STEP_TIMEOUT - (SECONDS - start) - 3))
+    if [ $left -lt 5 ]; then line="$line $v: skipped (no time left in the step);"; continue; fi
+    case $v in
+      kern-run)
+        plan tiny-qwen3 || return 1
+        printf '%s\n' '{"prompt_ids": [1,17,42,99], "max_tokens": 3}' \
+          '{"prompt_ids": [1,17,42,99,3,250,7,8,9,10], "max_tokens": 3}' > "$WORK/mine_requests.jsonl"
+        snap=(--snapshot-weights)
+        cmd=("$BIN/kern-run" "$WORK/tiny-qwen3.kplan" --weights examples/tiny-qwen3.safetensors --device cuda
+             --kernels "$KERNELS" --eager --requests "$WORK/mine_requests.jsonl" --max-batch 1 --no-prefix-cache
+             --chunk 6) ;;
+      *) cmd=(python3 test/gpu/mine_torch.py examples/qwen3-0.6b.config.json "$v") ;;
+    esac
+    timeout "$left" "$tools/kern-capture" "${snap[@]}" -o "$dir" -- "${cmd[@]}" > "$WORK/mine_$v.out" 2>&1
+    local rc=$?
+    cat "$WORK/mine_$v.out"
+    if [ $rc = 77 ]; then line="$line $v: skipped ($(grep -m1 '^SKIP' "$WORK/mine_$v.out"));"; continue; fi
+    if [ $rc = 124 ] && [ "$v" = compile ]; then  # Inductor's build is the slow part: best effort in the time left
+      line="$line $v: did not finish in the ${left} s left;"; continue
+    fi
+    if [ $rc != 0 ]; then line="$line $v: capture failed (exit $rc);"; bad=1; continue; fi
+    ran=1
+    if ! "$tools/kern-mine" "$dir" --json > "$RES/mine_$v.json" 2> "$WORK/mine_$v.err" ||
+       ! "$tools/kern-lift" "$dir" -o "$dir/lifted.json" > "$WORK/mine_${v}_lift.txt" 2>> "$WORK/mine_$v.err"; then
+      cat "$WORK/mine_$v.err"; line="$line $v: $(tail -1 "$WORK/mine_$v.err");"; bad=1; continue
+    fi
+    cat "$WORK/mine_${v}_lift.txt"
+    local sum; sum=$(python3 test/gpu/mine_summary.py "$RES/mine_$v.json" "$dir/lifted.json" "$v") || bad=1
+    echo "$sum"
+    line="$line $sum;"
+    if [ "$v" = kern-run ]; then  # the round trip: verify, run on cpu, the captured ids
+      local got want
+      want=$(grep -o '"ids":\[[0-9,]*\]' "$WORK/mine_$v.out" | tr '\n' ' ')
+      got=$("$BIN/kern-verify" "$dir/lifted.json" -o "$dir/lifted.kplan" 2>&1 > /dev/null &&
+            "$BIN/kern-run" "$dir/lifted.kplan" --weights "$dir/lifted.safetensors" --device cpu \
+              --requests "$WORK/mine_requests.jsonl" --max-batch 1 --no-prefix-cache --chunk 6 2>&1 |
+            grep -o '"ids":\[[0-9,]*\]' | tr '\n' ' ')
+      if [ -n "$want" ] && [ "$got" = "$want" ]; then line="$line round trip on cpu: the captured ids;"
+      else line="$line round trip FAILED (captured $want, lifted on cpu $got);"; bad=1; fi
+    fi
+  done
+  detail "${line# }"
+  [ $bad = 0 ] || return 1
+  [ $ran = 1 ] || return 77
+  return 0
+}
+
 # compute-sanitizer memcheck over 2 eager tiny-model steps, last (slow).
 # Only kern's kernels are instrumented (--kernel-name kns=kern_: cublasLt's
 # run unchecked, at full speed). A sanitizer that refuses the machine (under
@@ -442,7 +506,7 @@ s_memcheck() {
   return $rc
 }
 
-export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_compare s_pdl s_bench s_spec s_hf s_memcheck
+export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_compare s_pdl s_bench s_spec s_hf s_mine s_memcheck
 
 # --- the runner ------------------------------------------------------------
 

@@ -156,6 +156,15 @@ const std::vector<Abi> kAbis = {
   {"extern:allreduce_sum_f32_bf16", {{P::kPtr, "x", 0}, {P::kPtr, "y", 0}, {P::kI32, "count", 0}}, {1, 1, 1}},
   {"kern_bias_add_bf16", {{P::kPtr, "x", 0}, {P::kPtr, "bias", 0}, {P::kI32, "rows", 0}, {P::kI32, "n", 0},
     {P::kI32, "ld", 0}}, {1, 1, 1}},
+  {"kern_moe_router_bf16", {{P::kPtr, "x", 0}, {P::kPtr, "w", 0}, {P::kPtr, "topk_weights", 0},
+    {P::kPtr, "topk_ids", 0}, {P::kI32, "rows", 0}, {P::kI32, "experts", 1}, {P::kI32, "k", 1},
+    {P::kI32, "top_k", 1}, {P::kU8, "norm_topk_prob", 0}}, {1, 1, 1}},
+  {"kern_moe_gate_up_bf16", {{P::kPtr, "x", 0}, {P::kPtr, "w", 0}, {P::kPtr, "topk_ids", 0}, {P::kPtr, "act", 0},
+    {P::kI32, "rows", 0}, {P::kI32, "experts", 1}, {P::kI32, "n", 0}, {P::kI32, "k", 0}, {P::kI32, "top_k", 1}},
+    {1, 1, 1}},
+  {"kern_moe_down_bf16", {{P::kPtr, "act", 0}, {P::kPtr, "w", 0}, {P::kPtr, "topk_ids", 0},
+    {P::kPtr, "topk_weights", 0}, {P::kPtr, "residual", 0}, {P::kI32, "rows", 0}, {P::kI32, "experts", 1},
+    {P::kI32, "n", 0}, {P::kI32, "k", 0}, {P::kI32, "top_k", 1}}, {1, 1, 1}},
 };
 // clang-format on
 

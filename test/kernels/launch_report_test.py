@@ -75,6 +75,21 @@ class LaunchReport(unittest.TestCase):
         self.assertEqual(wr, 2 * 6144)
         self.assertIsNone(lr.bytes_moved("kern_unknown", [], 0))
 
+    def test_expert_bytes_count_only_the_selected_experts(self):
+        # Qwen3-30B-A3B's sparse layer at one row: gate/up 8 x 4 x 768 x 2048 B of 128 experts' 128 x ...
+        gate_up = [None] * 4 + [1, 128, 768, 2048, 8]
+        down = [None] * 5 + [1, 128, 2048, 768, 8]
+        self.assertEqual(lr.expert_bytes("kern_moe_gate_up_bf16", gate_up), 8 * 4 * 768 * 2048)
+        self.assertEqual(lr.expert_bytes("kern_moe_gate_up_bf16", gate_up, every=True), 128 * 4 * 768 * 2048)
+        self.assertEqual(lr.expert_bytes("kern_moe_down_bf16", down), 8 * 2 * 2048 * 768)
+        self.assertIsNone(lr.expert_bytes("kern_gemv_acc_bf16", down))
+        rd, wr = lr.bytes_moved("kern_moe_down_bf16", down, 0)
+        self.assertEqual(rd, 8 * 2 * 2048 * 768 + 2 * 8 * 768 + 8 * 8 + 2 * 2048)
+        self.assertEqual(wr, 2 * 2048)
+        # Two rows read their experts twice (per token, docs/kernels.md §18).
+        self.assertEqual(lr.expert_bytes("kern_moe_gate_up_bf16", [None] * 4 + [2, 128, 768, 2048, 8]),
+                         2 * 8 * 4 * 768 * 2048)
+
     def test_rows_merge_layers_and_a_spilling_kernel_fails_the_check(self):
         plan = fake_plan(["kern_good", "kern_good", "kern_bad"])
         rows = lr.build_rows(plan, "decode", lr.parse_ptxas(PTXAS), {"tokens": 1}, 1024, 132)

@@ -12,7 +12,13 @@ the pair; the input is an input, the sum an output; the struct is flagged
 with its two pointers found inside; the `extra` launch is flagged with its
 parameters split by the driver's layout; nothing unexplained.
 
-usage: foreign_capture_test.py KERN_CAPTURE KERN_MINE FOREIGN_APP FATBIN SOURCE_ROOT BUILD_ROOT
+Then kern-lift (issue 45): the capture lifts to a manifest whose only TODO
+is the struct-by-value site (foreign_scale#0), the other two sites become
+kernels pinned to the copied module (the `extra` launch too: its layout is
+the driver's), the lift says the kernels run on cuda only, and kern-verify
+accepts it with exactly that site as warning W0004.
+
+usage: foreign_capture_test.py KERN_CAPTURE KERN_MINE FOREIGN_APP FATBIN SOURCE_ROOT BUILD_ROOT KERN_LIFT KERN_VERIFY
 (FOREIGN_APP and FATBIN empty when nvcc or the CUDA headers are missing.)
 Exit 77 (skipped, saying why) when the program or the simulated GPU is not built.
 """
@@ -27,7 +33,7 @@ import expr_eval  # noqa: E402
 
 
 def main(argv):
-    kern_capture, kern_mine, app, fatbin, src, build = argv[1:7]
+    kern_capture, kern_mine, app, fatbin, src, build, kern_lift, kern_verify = argv[1:9]
     if not app or not fatbin:
         print('SKIP: the foreign program is not built (it needs nvcc and the CUDA headers)')
         return 77
@@ -51,6 +57,7 @@ def main(argv):
             print(f'FAIL: kern-mine exit {m.returncode}: {m.stderr}')
             return 1
         res = json.loads(m.stdout)
+        errors += check_lift(kern_lift, kern_verify, out, tmp)
         with open(os.path.join(out, 'module_0.fatbin'), 'rb') as f, open(fatbin, 'rb') as g:
             if f.read() != g.read():
                 errors.append('module_0.fatbin is not byte for byte the fatbin the program loaded')
@@ -100,6 +107,38 @@ def main(argv):
     if res['summary']['unexplained']:
         errors.append(f'unexplained: {res["summary"]["unexplained"]}')
     return report(errors, res)
+
+
+def check_lift(kern_lift, kern_verify, capture, tmp):
+    """kern-lift: exactly the struct site is a TODO, kern-verify warns W0004 for it and nothing else."""
+    errors = []
+    out = os.path.join(tmp, 'lifted.json')
+    r = subprocess.run([kern_lift, capture, '-o', out], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return [f'kern-lift exit {r.returncode}: {r.stderr}']
+    with open(out) as f:
+        m = json.load(f)
+    todos = [(t['site'], t['program']) for t in m.get('todos', [])]
+    if todos != [('foreign_scale#0', 'pass_0')] or 'struct' not in m['todos'][0]['why']:
+        errors.append(f'lifted TODOs {m.get("todos")}, expected exactly the struct site foreign_scale#0')
+    steps = [st for k in m['kernels'].values() for st in k['impl']['steps']]
+    if sorted(st['symbol'] for st in steps) != ['foreign_partial', 'foreign_reduce']:
+        errors.append(f'lifted kernels {sorted(st["symbol"] for st in steps)}')
+    for st in steps:
+        if not os.path.isfile(os.path.join(tmp, st.get('cubin') or '-')) or len(st.get('sha256') or '') != 64:
+            errors.append(f'{st["symbol"]}: module not copied beside the manifest and pinned ({st.get("cubin")})')
+    grid = {st['symbol']: st['grid'][0] for st in steps}
+    if grid.get('foreign_partial') != {'ceil_div': [{'sym': 'tokens'}, 256]}:
+        errors.append(f'foreign_partial grid.x {grid.get("foreign_partial")}, expected ceil_div(tokens, 256)')
+    if 'cuda device' not in r.stdout or 'TODO pass_0: foreign_scale#0' not in r.stdout:
+        errors.append(f'kern-lift\'s report does not name the cuda-only kernels and the TODO: {r.stdout}')
+    v = subprocess.run([kern_verify, out, '--message-format', 'json', '-o', os.path.join(tmp, 'lifted.kplan')],
+                       capture_output=True, text=True, timeout=60)
+    found = [json.loads(x) for x in v.stdout.splitlines() if x.startswith('{')]
+    codes = [(d.get('code'), d.get('pointer')) for d in found if d.get('code')]
+    if v.returncode != 0 or codes != [('W0004', '/todos/0')]:
+        errors.append(f'kern-verify on the lifted manifest: exit {v.returncode}, findings {codes}: {v.stderr[-500:]}')
+    return errors
 
 
 def report(errors, res=None):

@@ -25,7 +25,7 @@ from contextlib import redirect_stdout
 
 MINING = sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..', '..', 'mining')
 sys.path.insert(0, MINING)
-from kern_mining import align, capture_file, classify, fit, mine, passes  # noqa: E402
+from kern_mining import align, capture_file, classify, fit, lift, lift_expr, mine, passes  # noqa: E402
 
 FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'fixtures', 'tiny_requests.jsonl.gz')
 
@@ -338,6 +338,153 @@ class MineTest(Folder):
         self.assertRegex(r.stderr, r'^kern-mine: error: .*launches.jsonl:\d+: the last line is cut short')
         self.assertNotIn('Traceback', r.stderr)
         self.assertEqual(r.stdout, '')
+
+
+def matmul_record(beta=0, transa=1, m=3, n=128, k=64, d_address='0x10000', **extra):
+    """A cublasLtMatmul library_call record as kern's extern GEMM writes it
+    (gemm_mapping.h): A = w (k x n, ld k), B = a (k x m), C = D (n x m)."""
+    def op(name, addr, rows, cols, ld):
+        return {'name': name, 'address': addr, 'pointer': None,
+                'layout': {'type': 14, 'rows': rows, 'cols': cols, 'ld': ld}}
+    r = {'event': 'library_call', 'seq': 0, 't_ns': 5, 'library': 'cublasLt', 'function': 'cublasLtMatmul',
+         'stream': '0x1', 'in_capture': False, 'result': 0, 'desc_known': True, 'compute_type': 68, 'scale_type': 0,
+         'transa': transa, 'transb': 0, 'attributes': [], 'alpha': 1, 'beta': beta,
+         'operands': [op('A', '0x20000', k, n, k), op('B', '0x30000', k, m, k), op('C', d_address, n, m, n),
+                      op('D', d_address, n, m, n)]}
+    r.update(extra)
+    return json.dumps(r)
+
+
+class LibraryCallTest(Folder):
+    def read_with(self, *records):
+        def edit(ls):
+            i = next(i for i, l in enumerate(ls) if '"event":"launch"' in l)
+            return ls[:i] + list(records) + ls[i:]
+        write_fixture(self.dir, edit)
+        return capture_file.read_capture(self.dir)[0]
+
+    def test_kerns_gemm_becomes_its_extern_op_with_kerns_abi(self):
+        proc = self.read_with(matmul_record(), matmul_record(beta=1))
+        gemm, acc = proc.launches[0], proc.launches[1]
+        self.assertEqual((gemm.symbol, acc.symbol), ('extern:cublaslt_bf16_tn', 'extern:cublaslt_bf16_tn_acc'))
+        self.assertEqual(proc.library_calls, 2)
+        # [a, w, c, m, n, k]: a = B's address, w = A's, c = D's; then the row-major sizes.
+        self.assertEqual([p.uint() for p in gemm.params], [0x30000, 0x20000, 0x10000, 3, 128, 64])
+        self.assertEqual([p.size for p in gemm.params], [8, 8, 8, 4, 4, 4])
+
+    def test_any_other_matmul_is_named_by_its_function_with_the_reason(self):
+        proc = self.read_with(matmul_record(transa=0), matmul_record(beta=0.5), matmul_record(desc_known=False))
+        whys = [l.library['why'] for l in proc.launches[:3]]
+        self.assertEqual([l.symbol for l in proc.launches[:3]], ['cublasLtMatmul'] * 3)
+        self.assertIn('transposes 0/0', whys[0])
+        self.assertIn('beta 0.5', whys[1])
+        self.assertIn('descriptor was created before', whys[2])
+
+    def test_a_librarys_own_launches_are_left_out(self):
+        def edit(ls):
+            i = next(i for i, l in enumerate(ls) if '"event":"launch"' in l)
+            r = json.loads(ls[i])
+            r['in_library'] = 'cublasLtMatmul'
+            return ls[:i] + [json.dumps(r)] + ls[i + 1:]
+        write_fixture(self.dir, edit)
+        proc = capture_file.read_capture(self.dir)[0]
+        self.assertEqual((len(proc.launches), proc.library_launches), (227, 1))
+
+    def test_a_malformed_library_call_names_its_line(self):
+        def edit(ls):
+            return ls[:3] + [matmul_record(operands=[{'name': 'A'}])] + ls[3:]
+        self.assertRegex(self.error_of(edit=edit), r'launches.jsonl:4: library_call record: "operands" must be')
+
+
+class LiftHelpersTest(unittest.TestCase):
+    def test_expressions_in_the_manifest_form(self):
+        self.assertEqual(lift_expr.parse('ceil_div(mul(n, 2), 4)', 'tokens'),
+                         {'ceil_div': [{'mul': [{'sym': 'tokens'}, 2]}, 4]})
+        self.assertEqual(lift_expr.parse('16', 'tokens'), 16)
+        self.assertEqual(lift_expr.evaluate(lift_expr.parse('mul(ceil_div(n, 3), 5)', 't'), 7), 15)
+        for bad in ('ceil_div(n)', 'add(n, 1)', 'mul(n, m)', 'n n'):
+            with self.assertRaises(ValueError):
+                lift_expr.parse(bad, 'tokens')
+
+    def test_default_programs_are_the_prefill_and_decode_sequences(self):
+        result = {'reference': {'site': 'x'}, 'passes': {
+            'sequences': [{'id': 0}, {'id': 1}],
+            'list': [{'sequence': 1, 'n': 3}, {'sequence': 0, 'n': 1}, {'sequence': 0, 'n': 1}, {'sequence': 1, 'n': 6}]}}
+        self.assertEqual(lift.choose_programs(result), {'prefill': 1, 'decode': 0})
+        self.assertEqual(lift.choose_programs(result, {'warm': 0}), {'warm': 0})
+        with self.assertRaisesRegex(lift.LiftError, r'--program x=7: kern-mine found sequences \[0, 1\]'):
+            lift.choose_programs(result, {'x': 7})
+        result['reference'] = None  # no per-pass size: one program per sequence
+        self.assertEqual(lift.choose_programs(result), {'pass_0': 0, 'pass_1': 1})
+
+    def test_the_fixture_without_gemms_or_snapshots_lifts_without_the_contracts_weights(self):
+        folder = tempfile.mkdtemp(prefix='kern-lift-test-')
+        try:
+            write_fixture(folder)
+            out = os.path.join(folder, 'out.json')
+            report = lift.lift(capture_file.read_capture(folder), out)
+            self.assertTrue(report['contract'])  # the copies name the caller contract
+            self.assertIsNone(report['weights'])
+            self.assertTrue(any('no kept snapshot' in n for n in report['notes']), report['notes'])
+            m = report['manifest']
+            self.assertEqual(m['buffers']['token_ids'], {'dtype': 'i64', 'shape': ['tokens'], 'class': 'carry'})
+            self.assertEqual(m['buffers']['model.embed_tokens.weight']['shape'], [256, 64])
+            self.assertEqual(m['symbols'], {'tokens': {'min': 1, 'max': 512}})
+            self.assertEqual(len(m['programs']['prefill']['dispatches']), 17)
+            self.assertEqual(len(m['programs']['decode']['dispatches']), 14)
+            # --vocab decides the embedding's rows; one that does not divide it is refused by name.
+            m2 = lift.lift(capture_file.read_capture(folder), out, vocab=128)['manifest']
+            self.assertEqual(m2['buffers']['model.embed_tokens.weight']['shape'], [128, 128])
+            # --input moves a name: positions and slot_mapping swap places.
+            procs = capture_file.read_capture(folder)
+            m4 = lift.lift(procs, out, inputs={'positions': 8})['manifest']
+            uses = {a['buf'] for d in m4['programs']['prefill']['dispatches'] for a in d['args'] if 'buf' in a}
+            self.assertIn('positions', uses)
+            self.assertIn('input_7', m4['buffers'])  # the allocation positions left, now unnamed
+            r5 = lift.lift(procs, out, inputs={'position': 8})
+            self.assertTrue(any('--input position=8: position is none of' in n for n in r5['notes']), r5['notes'])
+            r3 = lift.lift(capture_file.read_capture(folder), out, vocab=3)
+            self.assertFalse(r3['contract'])
+            self.assertTrue(any('--vocab 3 does not divide' in n for n in r3['notes']), r3['notes'])
+        finally:
+            shutil.rmtree(folder)
+
+
+class LiftCommandTest(Folder):
+    def lift_cmd(self, *args):
+        exe = os.path.join(MINING, 'kern-lift')
+        if not os.path.isfile(exe):
+            exe = os.path.join(MINING, 'kern-lift.py')
+        return subprocess.run([sys.executable, exe, *args], capture_output=True, text=True, timeout=120)
+
+    def test_the_command_writes_the_manifest_and_refuses_bad_options_writing_nothing(self):
+        write_fixture(self.dir)
+        out = os.path.join(self.dir, 'lifted', 'm.json')
+        os.mkdir(os.path.dirname(out))
+        r = self.lift_cmd(self.dir, '-o', out)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn('caller contract: named (causal-LM)', r.stdout)
+        with open(out) as f:
+            m = json.load(f)
+        self.assertEqual(sorted(m['programs']), ['decode', 'prefill'])
+        # The modules the lifted steps launch (9 of the 13 loaded), copied and named by the steps.
+        pinned = {st['cubin'] for k in m['kernels'].values() for st in k['impl']['steps']}
+        copied = {n for n in os.listdir(os.path.dirname(out)) if n.startswith('m.module_')}
+        self.assertEqual((pinned, len(copied)), (copied, 9))
+        bad = os.path.join(self.dir, 'bad.json')
+        for args, code, text in ((['--program', 'prefill'], 2, 'NAME=VALUE'),
+                                 (['--program', 'p=x'], 2, 'not a non-negative integer'),
+                                 (['--program', 'p=9'], 1, 'kern-mine found sequences [0, 1]'),
+                                 (['--gap-ms', '0'], 2, '--gap-ms must be positive')):
+            r = self.lift_cmd(self.dir, '-o', bad, *args)
+            self.assertEqual(r.returncode, code, (args, r.stderr))
+            self.assertIn(text, r.stderr)
+            self.assertNotIn('Traceback', r.stderr)
+            self.assertFalse(os.path.exists(bad), args)
+        r = self.lift_cmd(self.dir, '-o', os.path.join(self.dir, 'm.txt'))
+        self.assertEqual(r.returncode, 2)
+        r = self.lift_cmd(self.dir, '-o', os.path.join(self.dir, 'no', 'such', 'm.json'))
+        self.assertEqual((r.returncode, 'no such folder' in r.stderr), (1, True))
 
 
 if __name__ == '__main__':

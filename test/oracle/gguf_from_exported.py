@@ -2,6 +2,9 @@
 """gguf_from_exported.py CONFIG.json EXPORTED.safetensors -o MODEL.gguf --gguf-py DIR
 
 Converts kern's exported weights (docs/causal-lm-manifest.md) of a Qwen3,
+Qwen3-MoE (`qwen3moe`: ffn_gate_inp F32 [X, E], ffn_{gate,up}_exps [X, I, E],
+ffn_down_exps [X, E, I]; every layer sparse, norm_topk_prob true, as
+llama.cpp's qwen3moe assumes),
 Qwen2 or Llama / Mistral config into a llama.cpp `qwen3`, `qwen2` (q, k, v
 biases as F32 `attn_{q,k,v}.bias`) or `llama` GGUF for the
 oracle (oracles.md): matrices BF16 (a byte copy), norms F32 (bf16 widened
@@ -38,6 +41,14 @@ def bf16_rows(f, name):
     dtype, shape, _, _ = f.tensors[name]
     if dtype != "BF16" or len(shape) != 2:
         raise ValueError(f"{name}: expected a 2-D BF16 tensor, found {dtype} {shape}")
+    return np.frombuffer(f.read(name), dtype="<u2").reshape(shape)
+
+
+def bf16_stack(f, name):
+    """The stacked-experts bf16 tensor `name` [X, rows, cols] as raw uint16 bits."""
+    dtype, shape, _, _ = f.tensors[name]
+    if dtype != "BF16" or len(shape) != 3:
+        raise ValueError(f"{name}: expected a 3-D BF16 tensor, found {dtype} {shape}")
     return np.frombuffer(f.read(name), dtype="<u2").reshape(shape)
 
 
@@ -82,13 +93,20 @@ def convert(config_path, weights_path, out_path, gguf_py):
 
     c = load_config(config_path)
     H, KV, D, I = c.heads, c.kv_heads, c.head_dim, c.intermediate
-    arch = "qwen3" if c.qk_norm else "qwen2" if c.qkv_bias else "llama"
+    arch = ("qwen3moe" if c.moe_layers else "qwen3") if c.qk_norm else "qwen2" if c.qkv_bias else "llama"
+    if c.moe_layers and (len(c.moe_layers) != c.layers or not c.norm_topk_prob):
+        # llama.cpp's qwen3moe makes every layer sparse and always renormalises the top-k weights.
+        raise ValueError("llama.cpp's qwen3moe needs every layer sparse and norm_topk_prob: true")
     w = gguf.GGUFWriter(out_path, arch)
     w.add_name("kern-oracle")
     w.add_vocab_size(c.vocab)
     w.add_context_length(c.max_position)
     w.add_embedding_length(c.hidden)
     w.add_feed_forward_length(I)
+    if c.moe_layers:
+        w.add_expert_count(c.experts)
+        w.add_expert_used_count(c.experts_per_tok)
+        w.add_expert_feed_forward_length(c.moe_intermediate)
     w.add_block_count(c.layers)
     w.add_head_count(H)
     w.add_head_count_kv(KV)
@@ -111,7 +129,7 @@ def convert(config_path, weights_path, out_path, gguf_py):
         for layer in range(c.layers):
             p, b = f"model.layers.{layer}.", f"blk.{layer}."
             qkv = bf16_rows(f, p + "self_attn.qkv_proj.weight")
-            gate_up = bf16_rows(f, p + "mlp.gate_up_proj.weight")
+            gate_up = None if c.is_moe(layer) else bf16_rows(f, p + "mlp.gate_up_proj.weight")
             w.add_tensor(b + "attn_norm.weight", bf16_to_f32(f, p + "input_layernorm.weight"))
             q, k = qkv[:H * D], qkv[H * D:(H + KV) * D]
             if arch == "llama":
@@ -129,9 +147,17 @@ def convert(config_path, weights_path, out_path, gguf_py):
                 w.add_tensor(b + "attn_k_norm.weight", bf16_to_f32(f, p + "self_attn.k_norm.weight"))
             matrix(b + "attn_output.weight", bf16_rows(f, p + "self_attn.o_proj.weight"))
             w.add_tensor(b + "ffn_norm.weight", bf16_to_f32(f, p + "post_attention_layernorm.weight"))
-            matrix(b + "ffn_gate.weight", gate_up[:I])
-            matrix(b + "ffn_up.weight", gate_up[I:])
-            matrix(b + "ffn_down.weight", bf16_rows(f, p + "mlp.down_proj.weight"))
+            if c.is_moe(layer):  # qwen3moe: the router (F32, as llama.cpp's converter keeps it) and stacked experts
+                MI = c.moe_intermediate
+                w.add_tensor(b + "ffn_gate_inp.weight", bf16_to_f32(f, p + "mlp.gate.weight"))
+                experts = bf16_stack(f, p + "mlp.experts.gate_up_proj.weight")  # [X, 2 MI, E]
+                matrix(b + "ffn_gate_exps.weight", experts[:, :MI])
+                matrix(b + "ffn_up_exps.weight", experts[:, MI:])
+                matrix(b + "ffn_down_exps.weight", bf16_stack(f, p + "mlp.experts.down_proj.weight"))
+            else:
+                matrix(b + "ffn_gate.weight", gate_up[:I])
+                matrix(b + "ffn_up.weight", gate_up[I:])
+                matrix(b + "ffn_down.weight", bf16_rows(f, p + "mlp.down_proj.weight"))
         w.add_tensor("output_norm.weight", bf16_to_f32(f, "model.norm.weight"))
         if c.rope_llama3 is not None:
             w.add_tensor("rope_freqs.weight", llama3_rope_factors(c))

@@ -281,6 +281,14 @@ TEST_CASE("the fused and unfused tiny models compare as PASS on the cpu device",
   CHECK(std::find(names.begin(), names.end(), "buffer 'attn_out'") != names.end());
 }
 
+TEST_CASE("a plan without a logits buffer (as kern-lift writes) is refused by compare, naming the side",
+          "[compare][session]") {
+  CompareConfig cfg = tiny_config(env_path("KERN_TINY_PLAN"), env_path("KERN_TINY_NOLOGITS_PLAN"));
+  auto r = run_compare(cfg);
+  REQUIRE_FALSE(r.ok());
+  CHECK_THAT(r.error().message, Catch::Matchers::Contains("B's plan has no 'logits' buffer"));
+}
+
 TEST_CASE("a broken kernel variant fails the comparison at the dispatch it breaks", "[compare][session]") {
   // B: the unfused plan whose silu_and_mul is wrong by a factor 1.5.
   CompareConfig cfg = tiny_config(env_path("KERN_TINY_PLAN"), env_path("KERN_TINY_UNFUSED_PLAN"));

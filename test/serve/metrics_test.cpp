@@ -33,6 +33,7 @@ TEST_CASE("the metrics text has requests by status, tokens and the engine gauges
   g.kv_pages_total = 64;
   g.kv_pages_cached = 5;
   g.prefix_cache_evictions = 7;
+  g.prefix_cache_reprefilled_tokens = 9;
   g.batch_size = 1;
   g.max_batch = 8;
   std::string t = m.render(g);
@@ -45,6 +46,8 @@ TEST_CASE("the metrics text has requests by status, tokens and the engine gauges
   CHECK(t.find("kern_kv_pages_cached 5\n") != std::string::npos);
   CHECK(t.find("# TYPE kern_prefix_cache_evictions_total counter\nkern_prefix_cache_evictions_total 7\n") !=
         std::string::npos);
+  CHECK(t.find("# TYPE kern_prefix_cache_reprefilled_tokens_total counter\n"
+               "kern_prefix_cache_reprefilled_tokens_total 9\n") != std::string::npos);
   CHECK(t.find("kern_kv_pages_used 3\n") != std::string::npos);
   CHECK(t.find("kern_kv_pages_free 61\n") != std::string::npos);
   CHECK(t.find("kern_requests_waiting 2\n") != std::string::npos);

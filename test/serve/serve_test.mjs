@@ -156,7 +156,7 @@ await test("a 4-turn chat resending its history prefills only each turn's new to
   const before = parseMetrics(await (await fetch(a.url + "/metrics")).text());
   const history = [{ role: "system", content: "You are kern, a runtime that remembers conversations." }];
   let prev = null;  // the previous turn's prompt + completion tokens
-  let cachedSum = 0, promptSum = 0;
+  let cachedSum = 0, promptSum = 0, reprefillSum = 0;
   for (let turn = 1; turn <= 4; turn++) {
     history.push({ role: "user", content: `Turn ${turn}: tell me one more thing about paged attention and block tables.` });
     const params = { model: "tiny", messages: history, max_tokens: 24, temperature: 0, ignore_eos: true,
@@ -188,12 +188,17 @@ await test("a 4-turn chat resending its history prefills only each turn's new to
     }
     cachedSum += cached;
     promptSum += usage.prompt_tokens;
+    // After the reply, decode's positions in full pages ([prompt - 1, written)) are prefilled again, then cached.
+    const fullEnd = 16 * Math.floor((usage.prompt_tokens + usage.completion_tokens - 1) / 16);
+    reprefillSum += Math.max(0, fullEnd - (usage.prompt_tokens - 1));
     prev = { prompt: usage.prompt_tokens, completion: usage.completion_tokens };
     history.push({ role: "assistant", content: reply });
   }
   assert(cachedSum > 0, "no turn hit the cache");
   const m = await until(async () => parseMetrics(await (await fetch(a.url + "/metrics")).text()),
-                        (m) => metric(m, "kern_prompt_tokens_total") - metric(before, "kern_prompt_tokens_total") >= promptSum);
+                        (m) => metric(m, "kern_prompt_tokens_total") - metric(before, "kern_prompt_tokens_total") >= promptSum &&
+                               metric(m, "kern_prefix_cache_reprefilled_tokens_total") -
+                                 metric(before, "kern_prefix_cache_reprefilled_tokens_total") >= reprefillSum);
   assertEq(metric(m, "kern_prompt_tokens_cached_total") - metric(before, "kern_prompt_tokens_cached_total"), cachedSum,
            "kern_prompt_tokens_cached_total");
   assertEq(metric(m, "kern_prompt_tokens_computed_total") - metric(before, "kern_prompt_tokens_computed_total"),
@@ -201,6 +206,9 @@ await test("a 4-turn chat resending its history prefills only each turn's new to
   assert(metric(m, "kern_kv_pages_cached") > 0, "kern_kv_pages_cached");
   assertEq(metric(m, "kern_kv_pages_used"), 0, "pages used when idle (cached pages count as free)");
   assert(metric(m, "kern_prefix_cache_evictions_total") >= 0, "kern_prefix_cache_evictions_total");
+  assertEq(metric(m, "kern_prefix_cache_reprefilled_tokens_total") -
+           metric(before, "kern_prefix_cache_reprefilled_tokens_total"), reprefillSum,
+           "kern_prefix_cache_reprefilled_tokens_total");
 });
 
 await test("completions, streaming and not, agree; token-id prompts work", async () => {

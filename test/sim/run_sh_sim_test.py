@@ -17,6 +17,10 @@ must pass with real outputs (memcheck is a skip: no compute-sanitizer here):
   their -sync twins, in graph and eager mode) with positive figures;
 - spec: --spec on cuda equals plain greedy on cpu for the tiny DSpark model,
   and the timed DSpark run reports its rounds;
+- mine (kern-run in place of PyTorch): kern-capture, kern-mine and kern-lift
+  from the bundle; the summary names kernels, ABIs, fitted sites and the
+  liftable share (all of kern-run's sites), and the lifted plan run on the
+  cpu device gives the captured ids (the round trip);
 - results.json, summary.txt and logs.tar.gz are the three files in $OUT, and
   the simulation reported no violation.
 The table lists what it leaves out and why. Timings are meaningless here
@@ -33,7 +37,7 @@ import tempfile
 import unittest
 
 ROOT = BUILD = None
-STEPS = ["gpu", "bundle", "abi", "tiny", "pdl", "bench-tiny", "spec", "memcheck"]
+STEPS = ["gpu", "bundle", "abi", "tiny", "pdl", "bench-tiny", "spec", "mine", "memcheck"]
 LEFT_OUT = {"kernels", "compare", "hf-0.6b", "hf-4b", "bench-0.6b", "bench-4b", "bench-4b-unfused"}
 FAKE_SMI = """#!/bin/sh
 case "$*" in
@@ -167,6 +171,14 @@ class RunShOnTheSimulatedGpu(unittest.TestCase):
         self.assertGreater(timed["spec"]["rounds"], 0)
         self.assertIn("tiny --spec cuda vs plain cpu: equal", self.step("spec")["detail"])
         self.assertIn("tiny-qwen3-dspark: ", self.step("spec")["detail"])
+
+    def test_mine_summarises_kern_runs_capture_and_the_round_trip_holds(self):
+        detail = self.step("mine")["detail"]
+        self.assertRegex(detail, r"kern-run: \d+ kernels \(\d+ call sites, [1-9]\d* of them library calls\); ABIs: \d+ flat, "
+                                 r"0 struct/extra; .*liftable: (\d+) of \1 \(100%\)")
+        self.assertIn("round trip on cpu: the captured ids", detail)
+        mined = self.load("mine_kern-run.json")
+        self.assertGreater(mined["passes"]["count"], 2)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 """kern_run_sim_test.py KERN_VERIFY KERN_RUN SOURCE_ROOT BUILD_ROOT KERNELS_DIR
 
 kern-run --device cuda on the simulated GPU (test/sim/with-sim-gpu) against
-the cpu device, on the tiny example models: fused (pinned) and unfused
+the cpu device, on the tiny example models (the tiny Qwen3-MoE too): fused (pinned) and unfused
 kernels, the same fused plan unpinned, DSpark --spec, each with graphs and
 --eager, async and --sync; and kern-run --requests, whose ids must not
 depend on --max-batch (batch invariance, greedy and seeded sampling), nor on the
@@ -212,19 +212,18 @@ def prefix_cache(ctx, plan, weights):
     pages in the rows of decode_batch, the tables graph inputs) and get the
     ids they get with --no-prefix-cache and on the cpu device; the later
     requests report the shared pages as cached_tokens; the simulation stays
-    clean."""
+    clean. The last request is the next turn of the second: its prompt and
+    reply (whose decode-written page the engine prefills again before it
+    keys it) and three more ids."""
     reqs = ctx.scratch("prefix-")
     shared = [(i * 37 + 11) % 200 for i in range(40)]
-    lines = ((shared + [1, 2], 6), (shared + [5], 9), (shared[:33] + [7, 7], 5), (shared + [1, 2], 6),
-             (shared + [9, 9, 9, 9, 9, 9, 9, 9], 4))
-    with open(reqs, "w") as f:
-        for ids, n in lines:
-            f.write(json.dumps({"prompt_ids": ids, "max_tokens": n}) + "\n")
-    got, cached = {}, {}
-    for label, device, extra in (("cpu, cache off", "cpu", ["--no-prefix-cache", "--max-batch", "1"]),
-                                 ("sim, cache off", "cuda", ["--no-prefix-cache", "--max-batch", "1"]),
-                                 ("sim, cache on, --max-batch 1", "cuda", ["--max-batch", "1"]),
-                                 ("sim, cache on, --max-batch 4", "cuda", ["--max-batch", "4"])):
+    lines = [(shared + [1, 2], 6), (shared + [5], 9), (shared[:33] + [7, 7], 5), (shared + [1, 2], 6),
+             (shared + [9, 9, 9, 9, 9, 9, 9, 9], 4)]
+
+    def run_requests(label, device, extra, rows):
+        with open(reqs, "w") as f:
+            for ids, n in rows:
+                f.write(json.dumps({"prompt_ids": ids, "max_tokens": n}) + "\n")
         report = ctx.scratch("report-")
         env = dict(os.environ, KERN_BUILD_DIR=ctx.build, KERN_SIM_REPORT=report, KERN_SIM_LEAKS="report")
         cmd = [ctx.wrapper, ctx.run, plan] + weights + ["--requests", reqs, "--chunk", str(CHUNK), "--device", device,
@@ -235,17 +234,28 @@ def prefix_cache(ctx, plan, weights):
         ctx.check(rep == "", f"prefix cache, {label}: the simulation reported: {rep.strip()[:600]}")
         try:
             results = [json.loads(line) for line in p.stdout.splitlines()]
-            got[label] = [r["ids"] for r in results]
-            cached[label] = [r["cached_tokens"] for r in results]
+            return [r["ids"] for r in results], [r["cached_tokens"] for r in results]
         except (ValueError, KeyError):
-            got[label], cached[label] = None, None
+            return None, None
+
+    # The second request's reply on the cpu device: the next turn resends it.
+    reply, _ = run_requests("cpu, the second request", "cpu", ["--no-prefix-cache"], lines[1:2])
+    ctx.check(reply is not None and len(reply) == 1 and len(reply[0]) == 9, f"prefix cache: cpu reply {reply}")
+    lines.append((lines[1][0] + (reply[0] if reply else []) + [3, 4, 5], 5))
+    got, cached = {}, {}
+    for label, device, extra in (("cpu, cache off", "cpu", ["--no-prefix-cache", "--max-batch", "1"]),
+                                 ("sim, cache off", "cuda", ["--no-prefix-cache", "--max-batch", "1"]),
+                                 ("sim, cache on, --max-batch 1", "cuda", ["--max-batch", "1"]),
+                                 ("sim, cache on, --max-batch 4", "cuda", ["--max-batch", "4"])):
+        got[label], cached[label] = run_requests(label, device, extra, lines)
     want = got["cpu, cache off"]
     ctx.check(want is not None and len(want) == len(lines), f"prefix cache: cpu results {want}")
     for label in got:
         ctx.check(got[label] == want, f"prefix cache, {label}: ids {got[label]}, cpu {want}")
     ctx.check(cached["sim, cache off"] == [0] * len(lines), f"prefix cache off: cached_tokens {cached['sim, cache off']}")
-    # One sequence at a time: the first request's prompt pages (and its reply's) are cached for the others.
-    ctx.check(cached["sim, cache on, --max-batch 1"] == [0, 32, 32, 32, 32],
+    # One sequence at a time: the first request's prompt pages (and its reply's) are cached for the others;
+    # the next turn maps its history's 3 full pages (41 + 9 - 1 positions written), the third re-prefilled.
+    ctx.check(cached["sim, cache on, --max-batch 1"] == [0, 32, 32, 32, 32, 48],
               f"prefix cache on, --max-batch 1: cached_tokens {cached['sim, cache on, --max-batch 1']}")
     ctx.check(cached["sim, cache on, --max-batch 4"] is not None and sum(cached["sim, cache on, --max-batch 4"]) > 0,
               f"prefix cache on, --max-batch 4: cached_tokens {cached['sim, cache on, --max-batch 4']}")
@@ -296,6 +306,11 @@ def main(argv):
     cases.append(lambda: compare(ctx, "dspark --spec (graphs)", dspark, ["--random-weights", "3"], ["--spec"]))
     cases.append(lambda: compare(ctx, "dspark --spec --eager", dspark, ["--random-weights", "3"], ["--spec", "--eager"]))
     cases.append(lambda: batch_invariance(ctx, fused, random_w))
+    # Qwen3-MoE (issue 41): the router and expert kernels in prefill, decode and decode_batch.
+    moe = ctx.plan(os.path.join(ex, "tiny-qwen3-moe.json"), "moe")
+    moe_w = ["--weights", os.path.join(ex, "tiny-qwen3-moe.safetensors")]
+    cases.append(lambda: compare(ctx, "tiny Qwen3-MoE fused pinned (graphs, async)", moe, moe_w))
+    cases.append(lambda: batch_invariance(ctx, moe, moe_w))
     cases.append(lambda: prefix_cache(ctx, fused, random_w))
 
     def sampled():

@@ -61,6 +61,7 @@ const std::set<std::string> kSimExact = {
     "kern_argmax_reduce", "kern_silu_and_mul_bf16", "kern_rope_bf16", "kern_gemv_bf16", "kern_gemv_acc_bf16",
     "kern_gemv_residual_bf16", "kern_gemv_silu_mul_bf16", "kern_gemv_rmsnorm_bf16",
     "kern_gemv_rmsnorm_silu_mul_bf16", "kern_gemv_rmsnorm_argmax_bf16", "kern_sample_bf16", "kern_bias_add_bf16",
+    "kern_moe_router_bf16", "kern_moe_gate_up_bf16", "kern_moe_down_bf16",
 };
 
 bool sim_exact(const Case& c) {
