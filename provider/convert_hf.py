@@ -168,7 +168,8 @@ def convert(args):
     gen.check_i32_ranges(cfg, args.tokens_max, os.path.join(checkpoint, "config.json"))
     if args.tp is not None:  # every rank's manifest (docs/parallel.md)
         tensor_parallel.check(cfg, args.tp, os.path.join(checkpoint, "config.json"))
-        doc = tensor_parallel.manifest(gen, cfg, args.tp, args.tokens_max, f"{gen.default_label(cfg)}-tp{args.tp}")
+        doc = tensor_parallel.manifest(gen, cfg, args.tp, args.tokens_max, f"{gen.default_label(cfg)}-tp{args.tp}",
+                                       max_batch=gen.MAX_BATCH_DEFAULT)
     else:
         # The generator's default manifest: fused, with decode_batch (kern-run --requests, serve).
         doc = gen.manifest(cfg, args.tokens_max, gen.default_label(cfg), fused=True, max_batch=gen.MAX_BATCH_DEFAULT)

@@ -37,7 +37,7 @@ and otherwise says on stderr where it looked; `--unpinned` writes no pins
 tensor-parallel world runs (provider/tensor_parallel.py, docs/parallel.md):
 meta.world N, the rank's share of the heads, KV heads and intermediate rows,
 o_proj and down_proj as split-K GEMMs followed by an all-reduce; the
-unfused kernel set and no decode_batch. `--tp 1` is the one-rank twin whose
+unfused kernel set, with decode_batch over `--max-batch` sequences. `--tp 1` is the one-rank twin whose
 bits TP = N reproduces.
 
 Config values the manifest passes as i32 kernel parameters (vocab_size,
@@ -1088,7 +1088,7 @@ def main(argv, tool="gen_manifest"):
                          "those as their own launch, 6 per layer: the first fused set, for A/B) or unfused (the "
                          "original 12 launches per layer); prefill is the same")
     ap.add_argument("--tp", type=int, help="tensor-parallel world size (1, 2, 4 or 8): the manifest of every rank "
-                                           "(docs/parallel.md); implies --kernels unfused and no decode_batch")
+                                           "(docs/parallel.md); implies --kernels unfused")
     args = ap.parse_args(argv)
     if not 1 <= args.tokens_max <= I32_MAX:
         ap.error(f"--tokens-max must be from 1 to {I32_MAX}")
@@ -1104,7 +1104,7 @@ def main(argv, tool="gen_manifest"):
     if args.tp is not None:
         tensor_parallel.check(c, args.tp, args.config)
         doc = tensor_parallel.manifest(sys.modules[__name__], c, args.tp, args.tokens_max,
-                                       args.model or f"{default_label(c)}-tp{args.tp}")
+                                       args.model or f"{default_label(c)}-tp{args.tp}", max_batch=args.max_batch)
     else:
         doc = manifest(c, args.tokens_max, args.model or default_label(c), fused=fused,
                        max_batch=args.max_batch if fused and args.max_batch > 0 else None,

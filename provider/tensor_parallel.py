@@ -14,9 +14,13 @@ argument of docs/parallel.md. Two all-reduces per layer, as vLLM does.
 
 The manifest is the generator's unfused one (12 launches per layer: the
 fused decode GEMVs have no split-K output to reduce) for the rank's
-geometry, with the two projections rewritten; it has no decode_batch.
+geometry, with the two projections rewritten. Its decode attention is the
+batched decode attention (kern_attention_decode_batch_bf16 over one row), and
+its `decode_batch` program is the same dispatches over `batch` sequences
+(tp_batch_decode), so a row's bits are the same in `decode` and in any batch.
 """
 
+import copy
 import dataclasses
 
 import safetensors_io as st
@@ -56,10 +60,14 @@ def _kernel(symbol, params):
                                 "args": [{"arg": i} for i in range(len(params))]}]}}
 
 
-def manifest(gen, c, tp, tokens_max, label):
-    """The manifest every rank of a `tp`-rank world runs (gen: the gen_manifest module)."""
+def manifest(gen, c, tp, tokens_max, label, max_batch=8):
+    """The manifest every rank of a `tp`-rank world runs (gen: the gen_manifest
+    module); `max_batch` (0: none) adds decode_batch for that many sequences."""
     rc = rank_config(c, tp)
     doc = gen.manifest(rc, tokens_max, label, fused=False)
+    add_decode_attention(gen, doc, rc, max_batch)
+    if max_batch:
+        add_batch_decode(gen, doc, rc, max_batch)
     if tp > 1:
         doc["meta"]["world"] = tp
     ks = doc["kernels"]
@@ -79,6 +87,95 @@ def manifest(gen, c, tp, tokens_max, label):
                 out.append(d)
         prog["dispatches"] = out
     return doc
+
+
+# ---- The decode attention and the batched decode of a TP manifest. The
+# unfused decode's split-KV attention (kern_paged_attention_partial + reduce)
+# reads one block table, so a batch cannot use it; both programs use the
+# batched decode attention instead (docs/kernels.md §15), whose rows each get
+# the single-sequence values, so `decode` and every row of `decode_batch`
+# have the same bits. Everything else in decode_batch is decode's dispatch
+# over `batch` rows: the unfused kernels are row-wise and the GEMMs' rows
+# depend only on their own a row (docs/kernels.md §10).
+
+# The step inputs decode reads and their per-sequence decode_batch twins.
+_BATCH_INPUTS = {"token_ids": "batch_token_ids", "positions": "batch_positions", "slot_mapping": "batch_slot_mapping",
+                 "seq_lens": "batch_seq_lens", "block_table": "batch_block_tables"}
+# Kernels whose launch is the same in decode_batch (no grid over rows).
+_ROWLESS = ("gemm",)
+
+
+def _attention_dispatch(gen, c, d):
+    """The batched decode attention in place of the unfused decode's
+    attention dispatch `d` (ATTN_PARAMS args: q, kv, block_table, seq_lens,
+    cu_seqlens_q, k_scale, v_scale, out, rows, H, KV, D, page_stride, scale)."""
+    q, kv, table, lens, _cu, ks, vs, out, rows, H, KV, D, stride, scale = d["args"]
+    return gen.dispatch(d["label"], "attention_decode_tp",
+                        [q, kv, table, lens, ks, vs, gen.COUNTERS, out, rows, H, KV, D, stride, scale,
+                         gen.i32(gen.block_table_pages(c))])
+
+
+def add_decode_attention(gen, doc, c, max_batch):
+    """Makes `decode` use the batched decode attention over its one row:
+    the kernel `attention_decode_tp`, the `decode_counters` state it needs."""
+    attn = copy.deepcopy(gen.batch_kernels(c, max(max_batch, 1), fold_qk=False)["attention_decode_batch"])
+    attn["impl"]["steps"][0]["grid"][2] = gen.TOK
+    doc["kernels"]["attention_decode_tp"] = attn
+    del doc["kernels"]["attention_decode"]
+    doc["states"]["decode_counters"] = {"bytes_fixed": 4 * gen.counter_slots(c), "align": 256}
+    decode = doc["programs"]["decode"]["dispatches"]
+    decode[:] = [_attention_dispatch(gen, c, d) if d["kernel"] == "attention_decode" else d for d in decode]
+
+
+def _rows_to_batch(node, max_batch):
+    """A copy of a kernel or dispatch args with the `tokens` row symbol
+    replaced by `batch` (grids, expressions) and `tokens` scratch rows by
+    max_batch (scratch is sized by literals or symbols' maxima)."""
+    if node == {"sym": "tokens"}:
+        return {"sym": "batch"}
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            if k == "shape" and isinstance(v, list):
+                out[k] = [max_batch if x == "tokens" else x for x in v]
+            else:
+                out[k] = _rows_to_batch(v, max_batch)
+        return out
+    if isinstance(node, list):
+        return [_rows_to_batch(v, max_batch) for v in node]
+    return node
+
+
+def _batch_args(args, max_batch):
+    """decode's args over `batch` rows and the per-sequence step inputs."""
+    out = []
+    for a in _rows_to_batch(args, max_batch):
+        if isinstance(a, dict) and a.get("buf") in _BATCH_INPUTS:
+            a = dict(a, buf=_BATCH_INPUTS[a["buf"]])
+        out.append(a)
+    return out
+
+
+def add_batch_decode(gen, doc, c, max_batch):
+    """Adds the `batch` symbol, the batch step inputs, each decode kernel's
+    `_batch` variant (its grid over `batch`) and the decode_batch program:
+    decode's dispatches over `batch` sequences (docs/batching.md)."""
+    doc["symbols"]["batch"] = {"min": 1, "max": max_batch}
+    doc["buffers"].update(gen.batch_buffers(c))
+    ks = doc["kernels"]
+    out = []
+    for d in doc["programs"]["decode"]["dispatches"]:
+        name = d["kernel"]
+        if name == "decode_advance":  # the batch's advance reads [batch, pages] block tables
+            ks.setdefault("decode_advance_batch", gen.batch_kernels(c, max_batch)["decode_advance_batch"])
+            name = "decode_advance_batch"
+        elif name not in _ROWLESS:
+            batch_name = name + "_batch"
+            if batch_name not in ks:
+                ks[batch_name] = _rows_to_batch(ks[name], max_batch)
+            name = batch_name
+        out.append(gen.dispatch(d["label"], name, _batch_args(d["args"], max_batch)))
+    doc["programs"]["decode_batch"] = {"dispatches": out}
 
 
 def _row_split(gen, d, hidden, tp):

@@ -251,7 +251,7 @@ CASES = [
                                          {"site": "cublasLtMatmul#2", "program": None, "why": "not kern's GEMM"}])],
      [], ["W0004 /todos/0", "W0004 /todos/1"]),
     ("E0166-todo-unknown-program", [set_("/todos", [{"site": "k#0", "program": "prefil", "why": "struct"}])], [],
-     ["E0167 /todos/0/program"]),
+     ["E0166 /todos/0/program"]),
     ("E0005-todo-unknown-field", [set_("/todos", [{"site": "k#0", "why": "struct", "reason": "x"}])], [],
      ["E0005 /todos/0/reason"]),
     ("E0007-todo-without-why", [set_("/todos", [{"site": "k#0"}])], [], ["E0007 /todos/0"]),

@@ -3,7 +3,8 @@
 * `kern-run --tp 2` (and `--tp 4`) give `--tp 1`'s greedy ids bit for bit on
   the tiny example (2 KV heads: TP = 2 only) and on a random checkpoint of
   an odd shape (untied, GQA with 4 KV heads, 2 layers), prefill chunked;
-  seeded sampling and `--requests` too;
+  seeded sampling too; `--requests` at `--max-batch 8` equals each request
+  run alone at TP = 1, at TP = 1, 2 and 4;
 * `convert_hf.py --tp 2` writes a folder `kern-run DIR --tp 2` runs as is;
   a `--tp` that does not match the folder is a usage error naming both;
 * a rank killed mid-run, a hung rank (SIGSTOP) and SIGTERM to rank 0 end
@@ -125,19 +126,33 @@ class TensorParallel(unittest.TestCase):
                     self.assertEqual(self.ids(self.odd[tp], tp, "--prompt-ids", prompt, "--steps", "16", "--chunk",
                                               "7", *extra), want)
 
-    def test_requests_at_tp2_equal_tp1_for_every_request(self):
+    def test_requests_at_max_batch_8_tp2_equal_tp1_and_each_request_alone(self):
         reqs = os.path.join(self.tmp, "requests.jsonl")
+        prompts = [PROMPT, PROMPT[:5], [9, 8, 7], [1], PROMPT[::2], PROMPT * 2, [4, 4, 4, 4], PROMPT[3:], [300, 2],
+                   PROMPT[::-1]]
         with open(reqs, "w", encoding="utf-8") as f:
-            for i, ids in enumerate([PROMPT, PROMPT[:5], [9, 8, 7], [1], PROMPT[::2]]):
+            for i, ids in enumerate(prompts):  # 10 requests: more than a batch of 8, greedy and seeded
                 sampling = {"temperature": 0.7, "seed": 5 + i} if i % 2 else {}
                 f.write(json.dumps({"prompt_ids": ids, "max_tokens": 5 + i, "ignore_eos": True, **sampling}) + "\n")
         results = {}
-        for tp in (1, 2):
-            proc = self.run_kern(self.odd[tp], tp, "--requests", reqs)
+        for tp, batch in ((1, 1), (1, 8), (2, 8), (4, 8)):
+            proc = self.run_kern(self.odd[tp], tp, "--requests", reqs, "--max-batch", str(batch), "--chunk", "7")
             self.assertEqual(proc.returncode, 0, proc.stderr)
-            results[tp] = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
-        self.assertEqual(len(results[1]), 5)
-        self.assertEqual(results[2], results[1])
+            results[tp, batch] = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
+        self.assertEqual([len(ids) for ids in results[1, 1]], [5 + i for i in range(10)])
+        for key in ((1, 8), (2, 8), (4, 8)):
+            with self.subTest(tp=key[0], max_batch=key[1]):
+                self.assertEqual(results[key], results[1, 1])
+
+    def test_decode_batch_of_a_tp_plan_uses_the_decode_attention_and_the_row_split(self):
+        with open(os.path.join(self.odd[2], "manifest.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+        self.assertEqual(doc["symbols"]["batch"], {"min": 1, "max": 8})
+        kernels = [d["kernel"] for d in doc["programs"]["decode_batch"]["dispatches"]]
+        self.assertEqual(kernels.count("allreduce_bf16"), 2 * ODD["num_hidden_layers"])
+        self.assertEqual(kernels.count("attention_decode_tp_batch"), ODD["num_hidden_layers"])
+        decode = [d["kernel"] for d in doc["programs"]["decode"]["dispatches"]]
+        self.assertEqual(len(kernels), len(decode))  # the same dispatches, over `batch` rows
 
     def test_a_tp_that_does_not_match_the_folder_is_a_usage_error_naming_both(self):
         proc = self.run_kern(self.tiny[2], 1, "--prompt-ids", "1,2", "--steps", "2")
