@@ -16,7 +16,7 @@ TEST_CASE("codes catalogue lists every code in enumerator order", "[codes]") {
     CHECK(static_cast<size_t>(all[i].code) == i);
     CHECK(&code_info(all[i].code) == &all[i]);
   }
-  CHECK(all.back().code == Code::kTodoUnknownProgram);
+  CHECK(all.back().code == Code::kCollectiveWithoutWorld);
 }
 
 TEST_CASE("codes have unique spellings matching their severity", "[codes]") {
