@@ -70,6 +70,7 @@ class CpuDevice final : public Device {
     if (!collective_) return std::nullopt;
     return collective_->stats();
   }
+  cpu::Collective* collective() override { return collective_.get(); }
 
  private:
   /// One live allocation: [start, start + size_bytes).

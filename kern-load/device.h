@@ -196,6 +196,10 @@ class Device {
   }
   /// The attached endpoint's totals; none without one.
   virtual std::optional<cpu::CollectiveStats> collective_stats() const { return std::nullopt; }
+  /// The attached endpoint (owned by the device), for callers that must
+  /// exchange more than the plan's collectives on the same transport (serve's
+  /// step orders, kern-run/serve/tp_orders.h); null without one.
+  virtual cpu::Collective* collective() { return nullptr; }
 
  protected:
   /// A kDevice error for a slot index >= kReadbackSlots or a size above

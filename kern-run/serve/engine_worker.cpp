@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "kern-run/serve/tp_orders.h"
+
 
 namespace kern::run::serve {
 
@@ -83,8 +85,11 @@ void EngineWorker::run(Loader loader, std::function<void(const Error&)> on_failu
       kv_ = engine.kv_pages();
     }
     state_ = State::kReady;
-    loop(engine);
-    state_ = State::kStopped;
+    // With tensor parallelism every engine call goes to the other ranks too.
+    cpu::Collective* tp = (*model)->executable().device().collective();
+    Status ended = loop(engine, tp != nullptr && tp->world() > 1 ? tp : nullptr);
+    state_ = ended.ok() ? State::kStopped : State::kFailed;
+    if (!ended.ok() && on_failure) on_failure(ended.error());
   }
   idle_cv_.notify_all();
 }
@@ -142,8 +147,9 @@ EngineGauges EngineWorker::gauges() const {
   return g;
 }
 
-void EngineWorker::loop(engine::Engine& engine) {
+Status EngineWorker::loop(engine::Engine& engine, cpu::Collective* tp) {
   for (;;) {
+    StepOrders orders;  // this iteration's engine calls, for the other ranks (tp)
     {
       std::unique_lock<std::mutex> lock(mutex_);
       // A queue head that must wait for pages or a slot implies a busy
@@ -154,9 +160,15 @@ void EngineWorker::loop(engine::Engine& engine) {
         if (!gathered_ && waiting_.size() >= config_.gather) gathered_ = true;
         return gathered_;
       };
-      cv_.wait(lock, [&] {
+      auto work = [&] {
         return exit_ || (!waiting_.empty() && gathered()) || !cancels_.empty() || !engine.idle();
-      });
+      };
+      if (tp == nullptr) {
+        cv_.wait(lock, work);
+      } else {
+        // Idle, the other ranks still hear from rank 0 within their wait.
+        cv_.wait_for(lock, kTpHeartbeat, work);
+      }
       if (exit_) {
         for (auto& [id, job] : running_) job->push(aborted_event(id, "the server is shutting down"));
         for (auto& job : waiting_) job->push(aborted_event(job->request().id, "the server is shutting down"));
@@ -172,6 +184,7 @@ void EngineWorker::loop(engine::Engine& engine) {
           waiting_.erase(w);
         } else if (running_.count(id)) {
           engine.abort(id);  // leaves the batch and frees its pages in the next step
+          orders.aborts.push_back(id);
         }
       }
       cancels_.clear();
@@ -192,8 +205,29 @@ void EngineWorker::loop(engine::Engine& engine) {
           job->push(std::move(ev));
           continue;
         }
+        if (tp != nullptr) orders.adds.push_back(job->request());
         running_[job->request().id] = job;
         ++handed_;
+      }
+    }
+    if (tp != nullptr) {
+      orders.kind = engine.idle() ? StepOrders::Kind::kIdle : StepOrders::Kind::kStep;
+      auto sent = broadcast_orders(*tp, orders);
+      if (!sent.ok()) {  // a rank left or hangs: this world cannot step any more
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto& [id, job] : running_) {
+          engine::TokenEvent ev;
+          ev.id = id;
+          ev.finished = engine::FinishReason::kError;
+          ev.error = sent.error();
+          job->push(std::move(ev));
+        }
+        for (auto& job : waiting_) job->push(aborted_event(job->request().id, "the server is stopping"));
+        running_.clear();
+        waiting_.clear();
+        accepting_ = false;
+        idle_cv_.notify_all();
+        return sent.error().with_context("tensor parallelism");
       }
     }
     if (engine.idle()) continue;
@@ -233,6 +267,12 @@ void EngineWorker::loop(engine::Engine& engine) {
     handed_ = 0;  // this step admitted them
     if (running_.empty() && waiting_.empty()) idle_cv_.notify_all();
   }
+  if (tp != nullptr) {  // the other ranks end with rank 0
+    StepOrders exit_orders;
+    exit_orders.kind = StepOrders::Kind::kExit;
+    (void)broadcast_orders(*tp, exit_orders);
+  }
+  return {};
 }
 
 }  // namespace kern::run::serve

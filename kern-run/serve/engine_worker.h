@@ -30,6 +30,7 @@
 #include "kern-engine/engine.h"
 #include "kern-engine/model.h"
 #include "kern-run/serve/metrics.h"
+#include "kernels-src/cpu/collective.h"
 
 namespace kern::run::serve {
 
@@ -119,7 +120,15 @@ class EngineWorker {
 
  private:
   void run(Loader loader, std::function<void(const Error&)> on_failure);
-  void loop(engine::Engine& engine);
+  /// Steps the engine until the worker stops. With `tp` (rank 0 of a
+  /// tensor-parallel world), every engine call and step is first broadcast
+  /// to the other ranks (tp_orders.h), at least every kTpHeartbeat when idle.
+  /// Errors: a broadcast failed (a rank left or hangs); every job has ended.
+  Status loop(engine::Engine& engine, cpu::Collective* tp);
+
+  /// How often an idle rank 0 tells the other ranks it is alive: well
+  /// inside their wait for a peer (kTpWaitTimeoutMs, 5 s).
+  static constexpr std::chrono::milliseconds kTpHeartbeat{1000};
 
   Config config_;
   std::atomic<State> state_{State::kLoading};

@@ -24,6 +24,7 @@
 #include "kern-run/serve/routes.h"
 #include "kern-run/serve/server_context.h"
 #include "kern-run/serve/serve_options.h"
+#include "kern-run/serve/serve_rank.h"
 #include "spdlog/spdlog.h"
 
 namespace kern::run::serve {
@@ -40,6 +41,8 @@ int run_serve(int argc, char** argv) {
   if (!parsed.options) return parsed.exit_code;
   const ServeOptions& o = *parsed.options;
   spdlog::set_level(o.load.verbose ? spdlog::level::debug : spdlog::level::info);
+  // Ranks 1 .. N-1 of --tp N: the engine only, driven by rank 0 (docs/parallel.md).
+  if (o.load.tp_rank) return run_serve_rank(o);
 
   // SIGTERM and SIGINT go to the signal thread only; a client gone mid-write
   // is a write error, not SIGPIPE.
@@ -96,9 +99,6 @@ int run_serve(int argc, char** argv) {
   std::atomic<bool> exiting{false};
   worker.start(
       [&]() -> Result<std::unique_ptr<engine::Model>> {
-        if (o.load.tp > 1)  // every rank would need each step's requests from rank 0 (docs/parallel.md)
-          return make_error(ErrorKind::kUsage, "serve --tp " + std::to_string(o.load.tp) +
-                                                   ": not built yet; run --tp with a prompt, --requests or bench");
         auto tok = tok::Tokenizer::load(o.tokenizer_path);
         if (!tok.ok()) return tok.error().with_context("--tokenizer");
         ctx.end_ids = end_ids(&*tok, o.load.end_ids);
