@@ -115,11 +115,11 @@ def evict_page_cache(paths):
     the kernel keeps them in, and so whether a mapping of it gets 2 MiB
     (PMD) or 4 KiB entries. A file written by a Python script sits in small
     folios; one read back from disk by readahead (Linux 6.x, ext4 with large
-    folios) sits in 2 MiB ones. On this VM that alone made a cold pass over
-    the 1.5 GB of weights take 4 s instead of 0.3 s, and a warm one 0.38 us
-    per 4 KiB page instead of 0.05 (bench/results/llama-cpu-side-by-side-0.6b.md):
-    the two sides' files, written by different scripts, were not in the same
-    state. After this, each side's first run reads its file from disk with
+    folios) sits in 2 MiB ones. On the development VM that alone made a
+    first pass over the 1.5 GB of weights take 4.2 s instead of 0.26 s, and
+    a warm one 0.35 us per 4 KiB page instead of 0.05 (docs/kernels.md,
+    "Session 4"): the two sides' files, written by different scripts, were
+    not in the same state. After this, each side's first run reads its file from disk with
     its own loader (kern: mmap + MAP_POPULATE; llama.cpp: mmap + MAP_POPULATE
     + POSIX_MADV_WILLNEED), as on a user's first run, untimed."""
     for p in paths:
