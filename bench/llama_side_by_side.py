@@ -17,7 +17,8 @@ is the small driver that times it. kern is `kern-run PLAN --weights W
 --device cpu --prompt-ids P --steps N+1 --json` of the build given.
 
   /usr/bin/python3 bench/llama_side_by_side.py [--build build] [--config examples/qwen3-0.6b.config.json]
-      [--rounds 3] [--prompt 32] [--steps 32] [--threads N] [--work DIR] [--out bench/results/X.md]
+      [--rounds 3] [--prompt 32] [--steps 32] [--threads N] [--page-cache fresh|as-is] [--work DIR]
+      [--out bench/results/X.md] [--baseline OTHER_KERN_RUN]
 
 The weights, the GGUF and the plan are cached in --work (default
 build/side-by-side/<config name>), so only the first run pays for them
@@ -106,6 +107,29 @@ def run_kern(kern_run, plan, weights, steps, prompt):
             "ids": d["generated_ids"]}
 
 
+def evict_page_cache(paths):
+    """Drops each file's pages from the page cache (posix_fadvise
+    POSIX_FADV_DONTNEED; the data is on disk, nothing is lost).
+
+    Why: how a file's pages entered the page cache decides the folio sizes
+    the kernel keeps them in, and so whether a mapping of it gets 2 MiB
+    (PMD) or 4 KiB entries. A file written by a Python script sits in small
+    folios; one read back from disk by readahead (Linux 6.x, ext4 with large
+    folios) sits in 2 MiB ones. On the development VM that alone made a
+    first pass over the 1.5 GB of weights take 4.2 s instead of 0.26 s, and
+    a warm one 0.35 us per 4 KiB page instead of 0.05 (docs/kernels.md,
+    "Session 4"): the two sides' files, written by different scripts, were
+    not in the same state. After this, each side's first run reads its file from disk with
+    its own loader (kern: mmap + MAP_POPULATE; llama.cpp: mmap + MAP_POPULATE
+    + POSIX_MADV_WILLNEED), as on a user's first run, untimed."""
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -175,6 +199,9 @@ def main(argv):
     ap.add_argument("--threads", type=int, default=os.cpu_count(), help="llama.cpp threads (kern uses every core)")
     ap.add_argument("--work", help="cache for weights, GGUF and plan (default build/side-by-side/<config>)")
     ap.add_argument("--out", help="markdown table to write (default: stdout only)")
+    ap.add_argument("--page-cache", choices=("fresh", "as-is"), default="fresh",
+                    help="fresh (default): evict both weight files from the page cache and let each side's first, "
+                         "untimed run read its file back (evict_page_cache); as-is: use the cache as found")
     ap.add_argument("--baseline", help="another kern-run binary (e.g. main's) run in the same rounds, as 'kern (baseline)'")
     args = ap.parse_args(argv)
     if args.rounds < 1 or args.prompt < 1 or args.steps < 1 or args.threads < 1:
@@ -184,8 +211,15 @@ def main(argv):
     bins, driver, weights, gguf, plan, kern_run = prepare(args)
     prompt = list(range(100, 100 + args.prompt))
 
-    load_start = os.getloadavg()
     sides = ["kern", "llama.cpp"] + (["kern (baseline)"] if args.baseline else [])
+    if args.page_cache == "fresh":
+        evict_page_cache([weights, gguf])
+        # Each file read back by its own side's loader, untimed (the same
+        # for the baseline, which maps kern's file again).
+        run_kern(kern_run, plan, weights, 1, prompt)
+        run_llama(bins, driver, gguf, args.threads, 1, prompt)
+        print("page cache: both files evicted and read back by their own loader (untimed runs)", file=sys.stderr)
+    load_start = os.getloadavg()
     rows = {s: [] for s in sides}
     features = ""
     for r in range(args.rounds):
@@ -219,11 +253,12 @@ def main(argv):
         f"# kern cpu vs llama.cpp CPU, side by side: {name}",
         "",
         f"`bench/llama_side_by_side.py --config {os.path.relpath(args.config, ROOT)} --rounds {args.rounds} "
-        f"--prompt {args.prompt} --steps {args.steps} --threads {args.threads}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+        f"--prompt {args.prompt} --steps {args.steps} --threads {args.threads} --page-cache {args.page_cache}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
         "",
         f"- CPU: {cpu_model()}",
         f"- load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end "
         f"(other work on the machine shares its cores)",
+        f"- page cache: {'both weight files evicted, then read back by one untimed run of each side (`--page-cache fresh`)' if args.page_cache == 'fresh' else 'as found (`--page-cache as-is`)'}",
         f"- kern: `{os.path.relpath(kern_run, ROOT)}`, cpu device, {kern_isa()}",
         f"- llama.cpp: node-llama-cpp 3.21.1's prebuilt CPU libraries, {features}",
         f"- the first {same} of {len(rows['kern'][0]['ids'])} greedy ids agree (kern's KV cache is bf16, "

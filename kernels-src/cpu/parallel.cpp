@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <exception>
 #include <mutex>
@@ -72,7 +73,9 @@ T await_change(const std::atomic<T>& a, T old) {
   return a.load(std::memory_order_acquire);
 }
 
-/// The workers: worker w runs range w + 1 of each job. One caller at a time
+/// The workers: worker w is asked for range w + 1 of each job and runs it
+/// if it gets there before the caller has run range 0 (else the caller
+/// runs it: Pool::run). One caller at a time
 /// (the others, and a run_ranges inside a range, start std::threads as
 /// before); never destroyed (the workers wait for work until the process
 /// exits), and unused in a child after fork(), which has no workers.
@@ -110,24 +113,60 @@ class Pool {
     items_ = items;
     threads_ = threads;
     errors_ = errors;
-    // Every worker acknowledges every job (a worker without a range at once),
-    // so none can still be reading this job's fields when the next is set.
-    left_.store(static_cast<unsigned>(workers_.size()), std::memory_order_relaxed);
-    job_.fetch_add(1, std::memory_order_release);
+    // Workers 0 .. threads - 2 are asked for ranges 1 .. threads - 1; each
+    // takes its range only by entering the job (work()) before this thread
+    // closes it. A worker that has not entered by the time range 0 is done
+    // (descheduled: other work shares the cores) never will, and its range
+    // runs here instead of this thread waiting for its time slice: beside
+    // other work a decode step's ~140 launches each waited for both threads
+    // to be scheduled (issue 46). Any range gives the same bits on any
+    // thread.
+    const uint64_t job = job_.load(std::memory_order_relaxed) + 1;
+    const uint64_t asked = (uint64_t{1} << (threads - 1)) - 1;
+    finished_.store(0, std::memory_order_relaxed);
+    state_.store(job_bits(job) | (asked << kAskedShift), std::memory_order_release);
+    job_.store(job, std::memory_order_release);
     job_.notify_all();
     run_range(fn, items, threads, 0, errors);
-    for (unsigned left = left_.load(std::memory_order_acquire); left != 0;) left = await_change(left_, left);
+    const uint64_t entered = state_.fetch_or(kClosed, std::memory_order_acq_rel) & kEnteredMask;
+    for (unsigned w = 0; w + 1 < threads; ++w)
+      if ((entered & (uint64_t{1} << w)) == 0) run_range(fn, items, threads, w + 1, errors);
+    // Only the workers that entered read this job's fields: once they are
+    // done the next job may replace them.
+    const auto want = static_cast<unsigned>(std::popcount(entered));
+    for (unsigned done = finished_.load(std::memory_order_acquire); done != want;) done = await_change(finished_, done);
     return true;
   }
 
  private:
+  /// state_: the job's number (low 32 bits) in bits 32..63, kClosed, the
+  /// workers asked for a range (bits 8..15) and those that entered (0..7).
+  static constexpr uint64_t kEnteredMask = 0xff;
+  static constexpr int kAskedShift = 8;
+  static constexpr uint64_t kClosed = uint64_t{1} << 16;
+  static_assert(kMaxThreads - 1 <= 8, "one bit per worker in state_'s masks");
+  static uint64_t job_bits(uint64_t job) { return (job & 0xffffffffu) << 32; }
+
   Pool() : pid_(::getpid()), cores_(usable_cores()) {}
 
+  /// Worker w: for each new job, enters it if it is still open and asks
+  /// for worker w (a compare-exchange on state_, so the caller's close and
+  /// this entry are ordered), runs range w + 1, and counts itself finished;
+  /// a job closed or replaced before it got there is left alone (its fields
+  /// may already be the next job's).
   void work(unsigned w, uint64_t seen) {
+    const uint64_t bit = uint64_t{1} << w;
     for (;;) {
       seen = await_change(job_, seen);
-      if (w + 1 < threads_) run_range(*fn_, items_, threads_, w + 1, errors_);
-      if (left_.fetch_sub(1, std::memory_order_acq_rel) == 1) left_.notify_one();
+      uint64_t s = state_.load(std::memory_order_acquire);
+      while ((s >> 32) == (seen & 0xffffffffu) && (s & kClosed) == 0 && ((s >> kAskedShift) & bit) != 0) {
+        if (state_.compare_exchange_weak(s, s | bit, std::memory_order_acq_rel, std::memory_order_acquire)) {
+          run_range(*fn_, items_, threads_, w + 1, errors_);
+          finished_.fetch_add(1, std::memory_order_acq_rel);
+          finished_.notify_one();
+          break;
+        }
+      }
     }
   }
 
@@ -135,8 +174,9 @@ class Pool {
   const pid_t pid_;
   const unsigned cores_;  ///< the most threads a job may have
   std::vector<std::thread> workers_;
-  std::atomic<uint64_t> job_{0};   ///< bumped once per job (release: the fields below)
-  std::atomic<unsigned> left_{0};  ///< workers yet to finish the current job
+  std::atomic<uint64_t> job_{0};       ///< bumped once per job (release: the fields below)
+  std::atomic<uint64_t> state_{0};     ///< the current job's entry state (job_bits, masks, kClosed)
+  std::atomic<unsigned> finished_{0};  ///< workers of the current job done with their range
   const RangeFn* fn_ = nullptr;
   int64_t items_ = 0;
   unsigned threads_ = 1;
