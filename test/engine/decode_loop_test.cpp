@@ -18,8 +18,6 @@ using namespace kern::test;
 
 namespace {
 
-const std::vector<int64_t> kPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
-
 /// A cpu device that counts host->device and device->host copies and
 /// launches (forwarding everything to a real CpuDevice).
 class CountingDevice final : public load::Device {

@@ -23,8 +23,6 @@ using namespace kern::test;
 
 namespace {
 
-const std::vector<int64_t> kPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
-
 /// A cpu device whose asynchronous readbacks are tracked per slot (a slot is
 /// pending from read_async until a successful wait_read) and whose waits
 /// can be made to fail: wait number k (1-based) fails when k is in `fail`.

@@ -14,7 +14,6 @@ using namespace kern::test;
 
 namespace {
 
-const std::vector<int64_t> kPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
 
 std::vector<int64_t> generate_ids(const std::vector<int64_t>& prompt, uint64_t steps, uint64_t chunk) {
   TinyModel m = load_tiny_model();
