@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kern-run/tokenizer/tokenizer.h"
-#include "test/load/test_files.h"
+#include "test/engine/tiny_model.h"
 
 namespace kern::test {
 
