@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""launch_report.py PLAN [--program decode] [--tokens 1] [--context 1024] [--sms 132] [-o FILE] [--check FILE] [--check-spills]
+"""launch_report.py PLAN [--program decode] [--tokens 1] [--context 1024] [--sms 132] [-o FILE] [--check FILE] [--check-spills] [--ptxas-cache DIR]
 
 The static launch report of one program of a kern plan (docs/kernels.md
 "Static launch report"): for each launch, from the compiler and the plan,
@@ -30,6 +30,8 @@ Exit status: 0 ok, 1 a check failed, 2 bad usage or a tool that failed,
 """
 
 import argparse
+import fcntl
+import hashlib
 import json
 import math
 import os
@@ -126,17 +128,54 @@ def parse_ptxas(text):
     return out
 
 
-def compile_families(nvcc, cuda_dir, families, tmp):
+def ptxas_cache_key(nvcc, cuda_dir, src):
+    """The cache key of `src`'s ptxas output: a SHA-256 over the flags, the
+    nvcc binary (path, size, mtime), the source and every header of
+    `cuda_dir` (any of them may be included), so any change compiles again."""
+    h = hashlib.sha256()
+    real = os.path.realpath(nvcc)
+    st = os.stat(real)
+    h.update(repr((NVCC_FLAGS, real, st.st_size, st.st_mtime_ns)).encode())
+    names = [os.path.basename(src)] + sorted(n for n in os.listdir(cuda_dir) if n.endswith((".cuh", ".h")))
+    for name in names:
+        h.update(name.encode() + b"\0")
+        with open(os.path.join(cuda_dir, name), "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def ptxas_output(nvcc, src, out, cache_dir):
+    """ptxas's `-v` report (nvcc's stderr) of compiling `src` to `out`.
+    With `cache_dir`, a report is kept there under its key (ptxas_cache_key)
+    and reused: the launch-report tests of several models compile mostly the
+    same .cu files. A lock per key makes a concurrent run wait for the one
+    compiling instead of compiling too; entries are written atomically."""
+    def run():
+        r = subprocess.run([nvcc] + NVCC_FLAGS + ["-o", out, src], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise ReportError(f"{src}: nvcc failed:\n{r.stderr}")
+        return r.stderr
+    if not cache_dir:
+        return run()
+    os.makedirs(cache_dir, exist_ok=True)
+    entry = os.path.join(cache_dir, ptxas_cache_key(nvcc, os.path.dirname(src), src) + ".ptxas")
+    with open(entry + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
+        if os.path.isfile(entry):
+            with open(entry, "r", encoding="utf-8") as f:
+                return f.read()
+        text = run()
+        write_atomic(entry, text)
+        return text
+
+
+def compile_families(nvcc, cuda_dir, families, tmp, cache_dir=None):
     res = {}
     for fam in sorted(families):
         src = os.path.join(cuda_dir, fam + ".cu")
         if not os.path.isfile(src):
             raise ReportError(f"{src}: no source for {fam}.fatbin")
-        r = subprocess.run([nvcc] + NVCC_FLAGS + ["-o", os.path.join(tmp, fam + ".cubin"), src],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            raise ReportError(f"{src}: nvcc failed:\n{r.stderr}")
-        res.update(parse_ptxas(r.stderr))
+        res.update(parse_ptxas(ptxas_output(nvcc, src, os.path.join(tmp, fam + ".cubin"), cache_dir)))
     return res
 
 
@@ -353,6 +392,8 @@ def main(argv):
     ap.add_argument("-o", "--output")
     ap.add_argument("--check", metavar="FILE", help="fail if the report differs from FILE")
     ap.add_argument("--check-spills", action="store_true", help="fail if a kernel of the program spills")
+    ap.add_argument("--ptxas-cache", metavar="DIR",
+                    help="keep each .cu's ptxas report in DIR and reuse it while nvcc, flags and sources are unchanged")
     args = ap.parse_args(argv)
     if args.tokens < 1 or args.context < 0 or args.sms < 1:
         ap.error("--tokens and --sms must be >= 1, --context >= 0")
@@ -370,7 +411,7 @@ def main(argv):
                 st = plan["steps"][ln["step"]]
                 if st.get("cubin") is not None:
                     fams.add(os.path.splitext(plan["cubins"][st["cubin"]]["path"])[0])
-            ptx = compile_families(nvcc, args.cuda_dir, fams, tmp) if nvcc else None
+            ptx = compile_families(nvcc, args.cuda_dir, fams, tmp, args.ptxas_cache) if nvcc else None
             note = ("`nvcc -cubin -arch=sm_90 -O3 -Xptxas -v`" if nvcc
                     else "not available (nvcc not found: spill counts come from ptxas)")
             rows = build_rows(plan, args.program, ptx, syms, args.context, args.sms)

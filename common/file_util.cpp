@@ -12,13 +12,10 @@
 #include <unistd.h>
 
 namespace kern {
-namespace {
 
 Error io_error(const std::string& path, const std::string& what, int err) {
   return make_error(ErrorKind::kIo, path + ": " + what + ": " + std::strerror(err));
 }
-
-}  // namespace
 
 const char* file_kind(unsigned mode) {
   if (S_ISREG(mode)) return "a regular file";

@@ -28,6 +28,10 @@ Result<std::string> read_file(const std::string& path, uint64_t max_bytes = kDef
 /// read error (kIo).
 Result<std::string> read_stdin(uint64_t max_bytes = kDefaultMaxReadBytes);
 
+/// The kIo error for a failed system call on `path`: "PATH: WHAT: strerror(err)"
+/// (`err` an errno value), e.g. "m.json: cannot open: No such file or directory".
+Error io_error(const std::string& path, const std::string& what, int err);
+
 /// What a file's st_mode is, for messages: "a FIFO", "a character device",
 /// "a directory", "a socket", "a block device", "a regular file".
 const char* file_kind(unsigned mode);

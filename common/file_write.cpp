@@ -19,10 +19,6 @@
 namespace kern {
 namespace {
 
-Error io_error(const std::string& path, const std::string& what, int err) {
-  return make_error(ErrorKind::kIo, path + ": " + what + ": " + std::strerror(err));
-}
-
 /// Directory part of `path` ("." when it has none).
 std::string directory_of(const std::string& path) {
   size_t slash = path.rfind('/');

@@ -40,14 +40,6 @@ engine::Request make_request(engine::RequestId id, uint64_t prompt_len, uint64_t
   return r;
 }
 
-/// The ids of `r` alone through the batch-1 engine (`decode`).
-std::vector<int64_t> solo_ids(engine::Model& m, const engine::Request& r) {
-  engine::Engine e(m);
-  REQUIRE(e.add_request(r).ok());
-  auto out = run_all(e);
-  return out[r.id].ids;
-}
-
 }  // namespace
 
 TEST_CASE("the scheduler admits the longest FIFO prefix that fits the batch slots and the free pages",

@@ -18,8 +18,6 @@ using namespace kern::test;
 
 namespace {
 
-const std::vector<int64_t> kPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
-
 /// A cpu device that counts host->device and device->host copies and
 /// launches (forwarding everything to a real CpuDevice).
 class CountingDevice final : public load::Device {
@@ -85,7 +83,7 @@ T read(load::Executable& exe, uint32_t buffer) {
 
 TEST_CASE("asynchronous decode gives the synchronous loop's ids for every prompt and chunk size",
           "[run][decode_loop]") {
-  const std::vector<std::vector<int64_t>> prompts = {kPrompt, {100}, {7, 7}, std::vector<int64_t>(40, 250)};
+  const std::vector<std::vector<int64_t>> prompts = {kTinyPrompt, {100}, {7, 7}, std::vector<int64_t>(40, 250)};
   for (const auto& prompt : prompts) {
     for (uint64_t chunk : {1, 4, 16, 512}) {
       INFO("prompt of " << prompt.size() << " tokens, chunk " << chunk);
@@ -102,15 +100,15 @@ TEST_CASE("asynchronous decode gives the synchronous loop's ids for every prompt
 
 TEST_CASE("asynchronous decode stops on a stop id inside the surplus window and discards the surplus step",
           "[run][decode_loop]") {
-  const auto full = gen(kPrompt, 12, 512, true).generated_ids;
+  const auto full = gen(kTinyPrompt, 12, 512, true).generated_ids;
   // Stop at every step index where the id has not occurred before: the
   // step after it is already queued (lookahead 2) unless it is the last.
   for (size_t k = 0; k + 1 < full.size(); ++k) {
     if (std::find(full.begin(), full.begin() + static_cast<long>(k), full[k]) != full.begin() + static_cast<long>(k))
       continue;
     INFO("stop id " << full[k] << " at step " << k);
-    const auto sync = gen(kPrompt, 12, 4, true, {full[k]});
-    const auto async = gen(kPrompt, 12, 4, false, {full[k]});
+    const auto sync = gen(kTinyPrompt, 12, 4, true, {full[k]});
+    const auto async = gen(kTinyPrompt, 12, 4, false, {full[k]});
     REQUIRE(sync.stopped);
     CHECK(async.stopped);
     CHECK(async.generated_ids == sync.generated_ids);
@@ -121,7 +119,7 @@ TEST_CASE("asynchronous decode stops on a stop id inside the surplus window and 
 }
 
 TEST_CASE("asynchronous decode with --steps 1 issues one step", "[run][decode_loop]") {
-  for (const auto& prompt : std::vector<std::vector<int64_t>>{kPrompt, {100}}) {
+  for (const auto& prompt : std::vector<std::vector<int64_t>>{kTinyPrompt, {100}}) {
     const auto sync = gen(prompt, 1, 512, true);
     const auto async = gen(prompt, 1, 512, false);
     CHECK(async.generated_ids == sync.generated_ids);
@@ -135,10 +133,10 @@ TEST_CASE("asynchronous decode with --steps 1 issues one step", "[run][decode_lo
 TEST_CASE("asynchronous decode up to the capacity gives the synchronous ids", "[run][decode_loop]") {
   // prompt + steps == capacity: the last step issued writes the cache's last slot.
   const uint64_t capacity = 48;
-  const auto sync = gen(kPrompt, capacity - kPrompt.size(), 8, true, {}, capacity);
-  const auto async = gen(kPrompt, capacity - kPrompt.size(), 8, false, {}, capacity);
+  const auto sync = gen(kTinyPrompt, capacity - kTinyPrompt.size(), 8, true, {}, capacity);
+  const auto async = gen(kTinyPrompt, capacity - kTinyPrompt.size(), 8, false, {}, capacity);
   CHECK(async.generated_ids == sync.generated_ids);
-  CHECK(async.generated_ids.size() == capacity - kPrompt.size());
+  CHECK(async.generated_ids.size() == capacity - kTinyPrompt.size());
 }
 
 TEST_CASE("a decode step writes nothing from the host and waits for nothing in steady state",
@@ -148,9 +146,9 @@ TEST_CASE("a decode step writes nothing from the host and waits for nothing in s
   const engine::CausalLmContract& c = m.contract;
   engine::ModelRunner& driver = m.model->runner();
   REQUIRE(driver.write_block_table().ok());
-  auto chunks = driver.prefill(std::span(kPrompt).first(kPrompt.size() - 1), 0, 8);
+  auto chunks = driver.prefill(std::span(kTinyPrompt).first(kTinyPrompt.size() - 1), 0, 8);
   REQUIRE(chunks.ok());
-  REQUIRE(driver.start_decode(kPrompt.back(), kPrompt.size() - 1).ok());
+  REQUIRE(driver.start_decode(kTinyPrompt.back(), kTinyPrompt.size() - 1).ok());
   const uint64_t writes_after_start = cm.counts->to_device;
   const uint64_t launches_per_run = m.exe->staged(c.decode).launches.size();
   // Enqueue one step ahead, then: enqueue k + 1, take k.
@@ -173,7 +171,7 @@ TEST_CASE("a decode step writes nothing from the host and waits for nothing in s
     CHECK(r.gpu_busy_ms < 0);  // the cpu device has no timers
   }
   // The same figures through generate's report fields.
-  engine::Request req = request(kPrompt, 10, 8);
+  engine::Request req = request(kTinyPrompt, 10, 8);
   auto r = run_generate(*m.model, req);
   REQUIRE(r.ok());
   CHECK(r->stats.steady_steps == 10 - engine::kDecodeWarmupSteps - engine::kDecodeDrainSteps);
@@ -195,9 +193,9 @@ TEST_CASE("the decode program leaves the next step's inputs in its carries", "[r
   const engine::CausalLmContract& c = m.contract;
   engine::ModelRunner& driver = m.model->runner();
   REQUIRE(driver.write_block_table().ok());
-  REQUIRE(driver.prefill(std::span(kPrompt).first(kPrompt.size() - 1), 0, 512).ok());
-  const uint64_t pos = kPrompt.size() - 1;  // 21
-  REQUIRE(driver.start_decode(kPrompt.back(), pos).ok());
+  REQUIRE(driver.prefill(std::span(kTinyPrompt).first(kTinyPrompt.size() - 1), 0, 512).ok());
+  const uint64_t pos = kTinyPrompt.size() - 1;  // 21
+  REQUIRE(driver.start_decode(kTinyPrompt.back(), pos).ok());
   for (uint64_t k = 0; k < 3; ++k) {
     REQUIRE(driver.enqueue_decode().ok());
     auto id = driver.next_decoded();
@@ -211,13 +209,13 @@ TEST_CASE("the decode program leaves the next step's inputs in its carries", "[r
 }
 
 TEST_CASE("surplus steps after a stop change nothing a later generation sees", "[run][decode_loop]") {
-  const auto full = gen(kPrompt, 10, 512, true).generated_ids;
+  const auto full = gen(kTinyPrompt, 10, 512, true).generated_ids;
   TinyModel m = load_tiny_model();
-  auto first = run_generate(*m.model, request(kPrompt, 10, 512, {full[2]}));
+  auto first = run_generate(*m.model, request(kTinyPrompt, 10, 512, {full[2]}));
   REQUIRE(first.ok());
   CHECK(first->surplus_steps == 1);
   // Same executable, next sequence: the surplus step's KV slot and carries are rewritten.
-  auto again = run_generate(*m.model, request(kPrompt, 10, 512));
+  auto again = run_generate(*m.model, request(kTinyPrompt, 10, 512));
   REQUIRE(again.ok());
   CHECK(again->generated_ids == full);
 }

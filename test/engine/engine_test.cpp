@@ -23,8 +23,6 @@ using namespace kern::test;
 
 namespace {
 
-const std::vector<int64_t> kPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
-
 /// A cpu device whose asynchronous readbacks are tracked per slot (a slot is
 /// pending from read_async until a successful wait_read) and whose waits
 /// can be made to fail: wait number k (1-based) fails when k is in `fail`.
@@ -106,11 +104,11 @@ TinyModel load_dspark() { return load_tiny_model(0, nullptr, "KERN_TINY_DSPARK_P
 }  // namespace
 
 TEST_CASE("two requests on one engine run one after the other, each with the ids it gives alone", "[engine]") {
-  const auto a_alone = alone(kPrompt, 7, 4);
+  const auto a_alone = alone(kTinyPrompt, 7, 4);
   const auto b_alone = alone({100, 7, 7}, 5, 512, true);
   TinyModel m = load_tiny_model();
   engine::Engine e(*m.model);
-  REQUIRE(e.add_request(with_id(request(kPrompt, 7, 4), 1)).ok());
+  REQUIRE(e.add_request(with_id(request(kTinyPrompt, 7, 4), 1)).ok());
   REQUIRE(e.add_request(with_id(request({100, 7, 7}, 5, 512, {}, true), 2)).ok());
   // The same id twice is refused while the first is queued.
   CHECK_FALSE(e.add_request(with_id(request({1}, 1), 2)).ok());
@@ -132,10 +130,10 @@ TEST_CASE("two requests on one engine run one after the other, each with the ids
 }
 
 TEST_CASE("abort mid-prefill leaves the engine idle and the next request unchanged", "[engine]") {
-  const auto expected = alone(kPrompt, 6, 4);
+  const auto expected = alone(kTinyPrompt, 6, 4);
   TinyModel m = load_tiny_model();
   engine::Engine e(*m.model);
-  REQUIRE(e.add_request(with_id(request(kPrompt, 6, 4), 7)).ok());
+  REQUIRE(e.add_request(with_id(request(kTinyPrompt, 6, 4), 7)).ok());
   auto first = e.step();  // admission + the first chunk
   REQUIRE(first.ok());
   REQUIRE(first->size() == 1);
@@ -151,17 +149,17 @@ TEST_CASE("abort mid-prefill leaves the engine idle and the next request unchang
   CHECK_FALSE((*ended)[0].error);
   CHECK(e.idle());
   CHECK(m.model->runner().in_flight() == 0);
-  auto again = engine::generate(e, request(kPrompt, 6, 4));
+  auto again = engine::generate(e, request(kTinyPrompt, 6, 4));
   REQUIRE(again.ok());
   CHECK(again->generated_ids == expected);
 }
 
 TEST_CASE("abort mid-decode drains every queued step; the engine is reusable", "[engine]") {
-  const auto expected = alone(kPrompt, 9, 8);
+  const auto expected = alone(kTinyPrompt, 9, 8);
   auto st = std::make_shared<ReadbackDevice::State>();
   TinyModel m = load_tiny_model(0, std::make_unique<ReadbackDevice>(st));
   engine::Engine e(*m.model);
-  REQUIRE(e.add_request(with_id(request(kPrompt, 9, 8), 3)).ok());
+  REQUIRE(e.add_request(with_id(request(kTinyPrompt, 9, 8), 3)).ok());
   std::vector<int64_t> got;
   while (got.size() < 3) {
     auto events = e.step();
@@ -181,7 +179,7 @@ TEST_CASE("abort mid-decode drains every queued step; the engine is reusable", "
   for (bool pending : st->pending) CHECK_FALSE(pending);  // every readback was waited for
   CHECK(st->waits == st->reads);
   // Reusable: a waiting request aborted before it ran is reported too.
-  REQUIRE(e.add_request(with_id(request(kPrompt, 9, 8), 4)).ok());
+  REQUIRE(e.add_request(with_id(request(kTinyPrompt, 9, 8), 4)).ok());
   REQUIRE(e.add_request(with_id(request({1, 2}, 3), 5)).ok());
   e.abort(5);
   auto events = run_to_idle(e);
@@ -197,7 +195,7 @@ TEST_CASE("a failing read-back wait ends the request and drains its queued steps
   st->fail = {3};
   TinyModel m = load_tiny_model(0, std::make_unique<ReadbackDevice>(st));
   engine::Engine e(*m.model);
-  auto r = engine::generate(e, request(kPrompt, 9, 512));
+  auto r = engine::generate(e, request(kTinyPrompt, 9, 512));
   REQUIRE_FALSE(r.ok());
   CHECK(r.error().kind == ErrorKind::kDevice);
   CHECK(r.error().message == "decode at position 23: injected failure of wait 3");
@@ -207,9 +205,9 @@ TEST_CASE("a failing read-back wait ends the request and drains its queued steps
   for (bool pending : st->pending) CHECK_FALSE(pending);
   // The engine and model still work.
   st->fail.clear();
-  auto again = engine::generate(e, request(kPrompt, 9, 512));
+  auto again = engine::generate(e, request(kTinyPrompt, 9, 512));
   REQUIRE(again.ok());
-  CHECK(again->generated_ids == alone(kPrompt, 9, 512));
+  CHECK(again->generated_ids == alone(kTinyPrompt, 9, 512));
 }
 
 TEST_CASE("a failing drain after a failed step is reported with it, not dropped", "[engine]") {
@@ -218,7 +216,7 @@ TEST_CASE("a failing drain after a failed step is reported with it, not dropped"
   st->fail = {3, 4};
   TinyModel m = load_tiny_model(0, std::make_unique<ReadbackDevice>(st));
   engine::Engine e(*m.model);
-  auto r = engine::generate(e, request(kPrompt, 9, 512));
+  auto r = engine::generate(e, request(kTinyPrompt, 9, 512));
   REQUIRE_FALSE(r.ok());
   CHECK_THAT(r.error().message, Catch::Contains("decode at position 23: injected failure of wait 3"));
   CHECK_THAT(r.error().message,
@@ -237,7 +235,7 @@ TEST_CASE("an injected clock makes prefill, decode and round timings exact", "[e
   for (bool sync : {false, true}) {
     INFO((sync ? "sync" : "async"));
     engine::Engine e(*m.model, make_clock());
-    auto r = engine::generate(e, request(kPrompt, 5, 8, {}, sync));
+    auto r = engine::generate(e, request(kTinyPrompt, 5, 8, {}, sync));
     REQUIRE(r.ok());
     // t0 at admission (1 ms), the first id read at 2 ms, the next 4 at 3..6 ms.
     CHECK(r->prefill_ms == 1.0);
@@ -253,7 +251,7 @@ TEST_CASE("an injected clock makes prefill, decode and round timings exact", "[e
     for (bool sync : {false, true}) {
       INFO("steps " << steps << (sync ? " sync" : " async"));
       engine::Engine e(*m.model, make_clock());
-      auto r = engine::generate(e, request(kPrompt, steps, 8, {}, sync));
+      auto r = engine::generate(e, request(kTinyPrompt, steps, 8, {}, sync));
       REQUIRE(r.ok());
       CHECK(r->decode_steps == steps - 1);
       CHECK(r->decode_steps_timed == (sync ? steps - 1 : 0));
@@ -261,7 +259,7 @@ TEST_CASE("an injected clock makes prefill, decode and round timings exact", "[e
   }
   TinyModel d = load_dspark();
   engine::Engine e(*d.model, make_clock());
-  engine::Request spec = request(kPrompt, 9, 8);
+  engine::Request spec = request(kTinyPrompt, 9, 8);
   spec.speculative = true;
   auto r = engine::generate(e, spec);
   REQUIRE(r.ok());
@@ -285,9 +283,9 @@ TEST_CASE("an injected clock makes prefill, decode and round timings exact", "[e
 TEST_CASE("speculative and plain requests share one model runner: ids equal plain greedy both ways", "[engine]") {
   TinyModel d = load_dspark();
   engine::Engine e(*d.model);
-  const auto plain_first = engine::generate(e, request(kPrompt, 10, 8));
+  const auto plain_first = engine::generate(e, request(kTinyPrompt, 10, 8));
   REQUIRE(plain_first.ok());
-  engine::Request spec = request(kPrompt, 10, 8);
+  engine::Request spec = request(kTinyPrompt, 10, 8);
   spec.speculative = true;
   auto s = engine::generate(e, spec);
   REQUIRE(s.ok());
@@ -295,10 +293,10 @@ TEST_CASE("speculative and plain requests share one model runner: ids equal plai
   // After the rounds wrote cu_seqlens_q = [0, block], a plain decode (async
   // and sync) must not reuse it (issue 22 item 2: "cu_seqlens_q is [0, 4]").
   for (bool sync : {false, true}) {
-    auto p = engine::generate(e, request({kPrompt[0]}, 8, 8, {}, sync));
+    auto p = engine::generate(e, request({kTinyPrompt[0]}, 8, 8, {}, sync));
     REQUIRE(p.ok());
     auto fresh_model = load_dspark();
-    auto fresh = run_generate(*fresh_model.model, request({kPrompt[0]}, 8, 8, {}, sync));
+    auto fresh = run_generate(*fresh_model.model, request({kTinyPrompt[0]}, 8, 8, {}, sync));
     REQUIRE(fresh.ok());
     CHECK(p->generated_ids == fresh->generated_ids);
     REQUIRE(engine::generate(e, spec).ok());

@@ -14,7 +14,6 @@ using namespace kern::test;
 
 namespace {
 
-const std::vector<int64_t> kPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
 
 std::vector<int64_t> generate_ids(const std::vector<int64_t>& prompt, uint64_t steps, uint64_t chunk) {
   TinyModel m = load_tiny_model();
@@ -66,27 +65,27 @@ TEST_CASE("the tiny model's contract is resolved from the plan", "[run][contract
 }
 
 TEST_CASE("generated ids are reproducible across two runs", "[run][generate]") {
-  auto a = generate_ids(kPrompt, 12, 512);
-  auto b = generate_ids(kPrompt, 12, 512);
+  auto a = generate_ids(kTinyPrompt, 12, 512);
+  auto b = generate_ids(kTinyPrompt, 12, 512);
   CHECK(a == b);
 }
 
 TEST_CASE("prefill chunk sizes 1, 4 and 16 generate the same ids as feeding every token through decode",
           "[run][generate]") {
-  auto reference = decode_only_ids(kPrompt, 10);
+  auto reference = decode_only_ids(kTinyPrompt, 10);
   for (uint64_t chunk : {1, 4, 16, 512}) {
     INFO("chunk " << chunk);
-    CHECK(generate_ids(kPrompt, 10, chunk) == reference);
+    CHECK(generate_ids(kTinyPrompt, 10, chunk) == reference);
   }
 }
 
 TEST_CASE("the prompt's early tokens reach the generated ids through the KV cache", "[run][generate]") {
   // Teeth for the prefill path: if prefill wrote nothing (or the wrong slots),
   // changing only the first token could not change the output.
-  std::vector<int64_t> other = kPrompt;
+  std::vector<int64_t> other = kTinyPrompt;
   other[0] = 250;
   other[1] = 1;
-  CHECK(generate_ids(kPrompt, 10, 4) != generate_ids(other, 10, 4));
+  CHECK(generate_ids(kTinyPrompt, 10, 4) != generate_ids(other, 10, 4));
 }
 
 TEST_CASE("a one-token prompt skips prefill and decodes directly", "[run][generate]") {
@@ -201,7 +200,7 @@ struct Recorder : engine::GenerateObserver {
 TEST_CASE("the observer sees prefill progress per chunk and every generated id as it is produced", "[run][generate]") {
   TinyModel m = load_tiny_model();
   Recorder rec;
-  auto r = run_generate(*m.model, request(kPrompt, 7, 8), &rec);
+  auto r = run_generate(*m.model, request(kTinyPrompt, 7, 8), &rec);
   REQUIRE(r.ok());
   CHECK(rec.tokens == r->generated_ids);
   // 21 prompt tokens before the last: chunks of 8, 8, 5.
@@ -209,7 +208,7 @@ TEST_CASE("the observer sees prefill progress per chunk and every generated id a
 }
 
 TEST_CASE("generation stops right after a stop id and keeps it as the last id", "[run][generate]") {
-  auto full = generate_ids(kPrompt, 10, 512);
+  auto full = generate_ids(kTinyPrompt, 10, 512);
   // Stop at the first id whose first occurrence is at step 3 or later, so
   // the run is shorter than 10 and longer than 1.
   size_t k = 3;
@@ -219,13 +218,13 @@ TEST_CASE("generation stops right after a stop id and keeps it as the last id", 
   // A stop id that never occurs must not stop it (ids must be in the vocabulary).
   int64_t unused = 0;
   while (std::find(full.begin(), full.end(), unused) != full.end()) ++unused;
-  auto r = run_generate(*m.model, request(kPrompt, 10, 512, {unused, full[k]}));
+  auto r = run_generate(*m.model, request(kTinyPrompt, 10, 512, {unused, full[k]}));
   REQUIRE(r.ok());
   CHECK(r->stopped);
   CHECK(r->generated_ids == std::vector<int64_t>(full.begin(), full.begin() + static_cast<long>(k) + 1));
   CHECK(r->decode_steps == k);
   // Without stop ids, --steps ends it.
-  auto all = run_generate(*m.model, request(kPrompt, 10, 512));
+  auto all = run_generate(*m.model, request(kTinyPrompt, 10, 512));
   REQUIRE(all.ok());
   CHECK_FALSE(all->stopped);
   CHECK(all->generated_ids == full);

@@ -34,8 +34,8 @@ std::vector<int64_t> prompt_from(const std::vector<int64_t>& base, uint64_t n, i
 
 /// Steps `e` until idle, adding request i of `rs` before step `at[i]` (all
 /// before the first step when `at` is empty); no request may fail.
-std::map<engine::RequestId, Outcome> run_all(engine::Engine& e, const std::vector<engine::Request>& rs,
-                                             const std::vector<int>& at = {}) {
+std::map<engine::RequestId, Outcome> run_requests(engine::Engine& e, const std::vector<engine::Request>& rs,
+                                                  const std::vector<int>& at = {}) {
   size_t added = 0;
   auto out = run_until_idle(
       e, [&](int k) {
@@ -48,12 +48,6 @@ std::map<engine::RequestId, Outcome> run_all(engine::Engine& e, const std::vecto
     CHECK(o.error.empty());
   }
   return out;
-}
-
-/// `r`'s ids alone, the cache off (the batch-1 engine and `decode`).
-std::vector<int64_t> solo_ids(engine::Model& m, const engine::Request& r) {
-  engine::Engine e(m);
-  return run_all(e, {r})[r.id].ids;
 }
 
 engine::Request req(engine::RequestId id, std::vector<int64_t> prompt, uint64_t max_tokens, uint64_t chunk = 512) {
@@ -161,13 +155,13 @@ TEST_CASE("with the prefix cache every request gets its ids alone without it; la
     engine::Engine e(*m.model);
     REQUIRE(e.set_max_batch(1, true).ok());
     for (const auto& r : rs) {
-      auto out = run_all(e, {r});
+      auto out = run_requests(e, {r});
       INFO("request " << r.id);
       CHECK(out[r.id].ids == solo[r.id]);
     }
     // Seen again, a prompt maps all its full pages before its last token.
     for (const auto& r : rs) {
-      auto out = run_all(e, {r});
+      auto out = run_requests(e, {r});
       INFO("request " << r.id << " again");
       CHECK(out[r.id].ids == solo[r.id]);
       CHECK(out[r.id].cached_tokens == (r.prompt_ids.size() - 1) / 16 * 16);
@@ -180,7 +174,7 @@ TEST_CASE("with the prefix cache every request gets its ids alone without it; la
     REQUIRE(e.set_max_batch(4, true).ok());
     std::vector<int> at;
     for (size_t i = 0; i < rs.size(); ++i) at.push_back(static_cast<int>(i) * 3);
-    auto out = run_all(e, rs, at);
+    auto out = run_requests(e, rs, at);
     uint64_t hits = 0;
     for (const auto& r : rs) {
       INFO("request " << r.id);
@@ -194,7 +188,7 @@ TEST_CASE("with the prefix cache every request gets its ids alone without it; la
     engine::Engine e(*small.model);
     REQUIRE(e.set_max_batch(2, true).ok());
     for (int round = 0; round < 2; ++round) {
-      auto out = run_all(e, rs);
+      auto out = run_requests(e, rs);
       for (const auto& r : rs) {
         INFO("round " << round << " request " << r.id);
         CHECK(out[r.id].ids == solo[r.id]);
@@ -213,14 +207,14 @@ TEST_CASE("a generated reply's full pages stay cached: the next turn of a conver
   engine::Engine e(*m.model);
   REQUIRE(e.set_max_batch(1, true).ok());
   const std::vector<int64_t> turn1 = prompt_from({}, 30, 4);
-  auto first = run_all(e, {req(1, turn1, 20)});
+  auto first = run_requests(e, {req(1, turn1, 20)});
   REQUIRE(first[1].ids.size() == 20);
   CHECK(first[1].cached_tokens == 0);
   // History: the prompt, the reply and a new message (49 + 10 tokens).
   std::vector<int64_t> turn2 = turn1;
   turn2.insert(turn2.end(), first[1].ids.begin(), first[1].ids.end());
   for (int i = 0; i < 10; ++i) turn2.push_back(60 + i);
-  auto second = run_all(e, {req(2, turn2, 4)});
+  auto second = run_requests(e, {req(2, turn2, 4)});
   // Positions [0, 49) were written (the last id never was): 3 full pages.
   CHECK(second[2].cached_tokens == 48);
   CHECK(second[2].ids.size() == 4);
@@ -247,14 +241,14 @@ TEST_CASE("the next turn of a conversation, mapping its reply's pages, gets the 
     REQUIRE(e.set_max_batch(2, true).ok());
     engine::Request first = req(1, prompt_from({}, c.prompt, static_cast<int64_t>(i) + 20), c.reply, c.chunk);
     if (c.seeded) first.sampling = {.temperature = 1.2f, .top_p = 0.95f, .seed = 5 + i};
-    auto one = run_all(e, {first});
+    auto one = run_requests(e, {first});
     REQUIRE(one[1].ids.size() == c.reply);
     std::vector<int64_t> history = first.prompt_ids;
     history.insert(history.end(), one[1].ids.begin(), one[1].ids.end());
     for (int k = 0; k < 7; ++k) history.push_back(70 + k + static_cast<int64_t>(i));
     engine::Request second = req(2, history, 9, c.chunk);
     second.sampling = first.sampling;
-    auto two = run_all(e, {second});
+    auto two = run_requests(e, {second});
     // Every full page of the prompt and the fed reply ids is mapped.
     CHECK(two[2].cached_tokens == (c.prompt + c.reply - 1) / 16 * 16);
     CHECK(two[2].ids == solo_ids(*m.model, second));
@@ -285,7 +279,7 @@ TEST_CASE("a pending re-prefill yields its pages to a request that needs them", 
   REQUIRE(first->size() == 1);
   CHECK((*first)[0].prefilled.value_or(0) == 99);
   CHECK(e.kv_pages().reprefilled_tokens == 0);
-  auto rest = run_all(e, {});
+  auto rest = run_requests(e, {});
   Outcome out;
   out.ids = (*first)[0].ids;
   out.ids.insert(out.ids.end(), rest[2].ids.begin(), rest[2].ids.end());
@@ -295,7 +289,7 @@ TEST_CASE("a pending re-prefill yields its pages to a request that needs them", 
 
   SECTION("left alone, it runs in the next step and keys the reply's pages") {
     REQUIRE(e.add_request(req(3, prompt_from({}, 30, 2), 60)).ok());
-    run_all(e, {});
+    run_requests(e, {});
     CHECK(e.kv_pages().reprefilled_tokens == 176 - 99 + 80 - 29);
   }
 }
@@ -305,8 +299,8 @@ TEST_CASE("with the prefix cache off a repeated prompt maps nothing and nothing 
   engine::Engine e(*m.model);
   REQUIRE(e.set_max_batch(2).ok());
   const auto p = prompt_from({}, 40, 9);
-  run_all(e, {req(1, p, 3)});
-  auto again = run_all(e, {req(2, p, 3)});
+  run_requests(e, {req(1, p, 3)});
+  auto again = run_requests(e, {req(2, p, 3)});
   CHECK(again[2].cached_tokens == 0);
   CHECK(e.kv_pages().cached == 0);
 }

@@ -46,4 +46,15 @@ inline std::map<engine::RequestId, Outcome> run_until_idle(engine::Engine& e,
   return out;
 }
 
+/// The ids `r` generates alone, through a fresh engine on `m` with its
+/// default options (batch 1, the prefix cache off: `decode`); CHECKs that
+/// it ended without an error.
+inline std::vector<int64_t> solo_ids(engine::Model& m, const engine::Request& r) {
+  engine::Engine e(m);
+  REQUIRE(e.add_request(r).ok());
+  auto out = run_until_idle(e);
+  CHECK(out[r.id].error.empty());
+  return out[r.id].ids;
+}
+
 }  // namespace kern::test

@@ -16,11 +16,11 @@ using namespace kern::test;
 
 namespace {
 
-const std::vector<int64_t> kPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12};
+const std::vector<int64_t> kSamplingPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12};
 constexpr uint64_t kSteps = 24;
 
 engine::Request sampled(engine::SamplingParams p, bool sync = false) {
-  engine::Request r = request(kPrompt, kSteps, 5, {}, sync);
+  engine::Request r = request(kSamplingPrompt, kSteps, 5, {}, sync);
   r.sampling = p;
   return r;
 }
@@ -46,7 +46,7 @@ TEST_CASE("a seeded sampled sequence repeats its ids, in both decode loops; othe
   engine::SamplingParams other = hot;
   other.seed = 1235;
   CHECK(ids_of(*m.model, sampled(other)) != first);
-  const auto greedy = ids_of(*m.model, request(kPrompt, kSteps, 5));
+  const auto greedy = ids_of(*m.model, request(kSamplingPrompt, kSteps, 5));
   CHECK(greedy != first);
   // Flat sampling visits many ids; greedy decoding of the tiny model few.
   CHECK(std::set<int64_t>(first.begin(), first.end()).size() > 8);
@@ -60,14 +60,14 @@ TEST_CASE("top_k 1, min_p 1 and a tiny top_p keep only the top logit's ids; gree
   // step 5 has logit 12.1875 at ids 107 and 244; greedy takes 107, a draw
   // either), which the kernel tests cover (sample_test.cpp).
   TinyModel m = load_tiny_model();
-  const auto greedy = ids_of(*m.model, request(kPrompt, kSteps, 5));
+  const auto greedy = ids_of(*m.model, request(kSamplingPrompt, kSteps, 5));
   const auto top_k = ids_of(*m.model, sampled({.temperature = 2.0f, .top_k = 1, .seed = 9}));
   CHECK(ids_of(*m.model, sampled({.temperature = 2.0f, .min_p = 1.0f, .seed = 9})) == top_k);
   CHECK(ids_of(*m.model, sampled({.temperature = 2.0f, .top_p = 1e-6f, .seed = 9})) == top_k);
   CHECK(std::equal(greedy.begin(), greedy.begin() + 4, top_k.begin()));  // the steps before the tie
   CHECK(ids_of(*m.model, sampled({.temperature = 3.0f, .seed = 9})) != top_k);
   // The runner wrote temperature 0 back for the greedy request.
-  CHECK(ids_of(*m.model, request(kPrompt, kSteps, 5)) == greedy);
+  CHECK(ids_of(*m.model, request(kSamplingPrompt, kSteps, 5)) == greedy);
 }
 
 TEST_CASE("the sampling inputs are written when a request's parameters change, never per decode step",
@@ -80,7 +80,7 @@ TEST_CASE("the sampling inputs are written when a request's parameters change, n
     CHECK(out->stats.host_writes_per_step == 0);  // the asynchronous loop stays device-resident
     return m.exe->traffic().host_writes - before;
   };
-  const engine::Request greedy = request(kPrompt, kSteps, 5);
+  const engine::Request greedy = request(kSamplingPrompt, kSteps, 5);
   const uint64_t base = writes(greedy);  // block table, prefill chunks, the first decode step's inputs
   CHECK(writes(greedy) == base);
   const engine::Request hot = sampled({.temperature = 1.5f, .top_k = 40, .top_p = 0.9f, .seed = 3});
@@ -124,5 +124,5 @@ TEST_CASE("sampling is refused with speculative decoding and on a plan whose dec
   CHECK(s.error().message ==
         "sampling (temperature 0.5) needs a plan whose decode program samples; this one has no sampling inputs "
         "(sample_temperature ...): regenerate its manifest with examples/gen_qwen3_manifest.py");
-  CHECK(engine::check_request(older, m.capacity, request(kPrompt, kSteps, 5)).ok());  // greedy still runs
+  CHECK(engine::check_request(older, m.capacity, request(kSamplingPrompt, kSteps, 5)).ok());  // greedy still runs
 }

@@ -83,4 +83,8 @@ inline engine::Request request(std::vector<int64_t> prompt, uint64_t steps, uint
   return r;
 }
 
+/// A 22-token prompt of ids inside the tiny model's vocabulary, shared by the
+/// engine tests (longer than their chunk sizes, so prefill takes several chunks).
+inline const std::vector<int64_t> kTinyPrompt = {3, 17, 99, 200, 5, 42, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22};
+
 }  // namespace kern::test

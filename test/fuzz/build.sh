@@ -10,8 +10,8 @@
 # Incremental: objects are rebuilt only when a source or header is newer.
 # KERN_FUZZ_OPT (default -O1) is the optimisation level; each level keeps
 # its objects apart (OUT_DIR/obj-O1, obj-O0), so switching only relinks.
-# meson's short run builds at -O0 (a first build of 128 CPU-s, against 186
-# at -O1; the same sanitizers and checks, 1.2-7x fewer executions per
+# meson's short run builds at -O0 (file by file, a first build took 128 CPU-s
+# against 186 at -O1; the same sanitizers and checks, 1.2-7x fewer executions per
 # second); long runs keep -O1 (test/fuzz/README.md).
 #
 #   test/fuzz/build.sh OUT_DIR
@@ -54,6 +54,26 @@ lib_sources+=("$root"/kern-run/tokenizer/*.cpp)
 lib_sources+=("$root"/kern-run/serve/{api_request,api_error}.cpp)
 targets=(manifest_fuzz plan_fuzz safetensors_fuzz tokenizer_fuzz serve_request_fuzz)
 
+# The library sources are compiled as KERN_FUZZ_UNITS (default 2, one per
+# core) unity translation units, files that #include a share of them each:
+# at -O0 with the sanitizers most of a file's time is parsing and compiling
+# the headers' inline code (the standard library, rapidjson, flatbuffers),
+# which a unit does once for its share (docs/test-suite.md: the first
+# build, compiles and links, 165 -> 78 CPU-s). So the sources must not
+# define the same name at namespace scope, not even in anonymous
+# namespaces (a helper two files need goes in a header). A unit's file is
+# rewritten only when its list changes; its .d file names every source and
+# header it includes, so an edit recompiles the unit holding the file.
+units=${KERN_FUZZ_UNITS:-2}
+[[ $units =~ ^[1-9][0-9]*$ ]] || { echo "build.sh: KERN_FUZZ_UNITS=$units is not a positive count"; exit 2; }
+unit_sources=()
+for ((u = 0; u < units; u++)); do
+  unit="$objdir/unity$u.cpp"
+  for ((i = u; i < ${#lib_sources[@]}; i += units)); do echo "#include \"${lib_sources[i]}\""; done > "$unit.new"
+  cmp -s "$unit.new" "$unit" && rm "$unit.new" || mv "$unit.new" "$unit"
+  unit_sources+=("$unit")
+done
+
 # Compile what is stale (a .d file lists each object's headers), two at a time.
 compile() {
   local src=$1 obj=$2
@@ -69,9 +89,10 @@ compile() {
 export -f compile
 objs=()
 jobs=()
-for src in "${lib_sources[@]}" "${targets[@]/#/$root/test/fuzz/}"; do
+for src in "${unit_sources[@]}" "${targets[@]/#/$root/test/fuzz/}"; do
   src=${src%.cpp}.cpp
   rel=${src#"$root"/}
+  rel=${rel#"$objdir"/}
   obj="$objdir/${rel//\//_}.o"
   objs+=("$obj")
   compile "$src" "$obj" &

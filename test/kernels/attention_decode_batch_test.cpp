@@ -19,9 +19,6 @@ using namespace kern::cpu::test;
 
 namespace {
 
-constexpr int kSplits = 16;
-constexpr float kNanF = std::numeric_limits<float>::quiet_NaN();
-
 /// B sequences over one cache: row r has ctx[r] positions (0: a free slot).
 struct Batch {
   int heads = 4, kv_heads = 2, dim = 16, layers = 2, layer = 1, pages_per_seq = 0;

@@ -20,8 +20,6 @@ using namespace kern::cpu::test;
 
 namespace {
 
-constexpr float kEps = 1e-6f;
-constexpr float kNanF = std::numeric_limits<float>::quiet_NaN();
 constexpr int kLayers = 2, kLayer = 1;
 
 /// B decode rows over one paged cache: row r has ctx[r] positions, the last

@@ -25,7 +25,7 @@ using kern::cpu::GemvIsa;
 namespace {
 
 /// bf16 bits of +-2^e * (1 + f), e in [lo, lo + 40).
-uint16_t wide(std::mt19937& rng, int lo = -20) {
+uint16_t wide_bf16(std::mt19937& rng, int lo = -20) {
   std::uniform_int_distribution<int> ex(lo, lo + 39);
   std::uniform_real_distribution<float> frac(1.0f, 2.0f);
   const float v = std::ldexp(frac(rng), ex(rng));
@@ -73,9 +73,9 @@ TEST_CASE("gemm tiles: every path gives the documented order's bits", "[kernels]
   for (const auto& [m, n, k] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
            {1, 1, 1}, {1, 5, 31}, {3, 7, 32}, {5, 9, 33}, {4, 4, 64}, {7, 13, 100}, {9, 6, 1024}, {70, 11, 65}}) {
     std::vector<uint16_t> a(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k)), c0(static_cast<size_t>(m * n));
-    for (auto& x : a) x = wide(rng);
-    for (auto& x : w) x = wide(rng);
-    for (auto& x : c0) x = wide(rng, -2);
+    for (auto& x : a) x = wide_bf16(rng);
+    for (auto& x : w) x = wide_bf16(rng);
+    for (auto& x : c0) x = wide_bf16(rng, -2);
     for (const bool acc : {false, true}) {
       std::vector<uint16_t> want(c0.size());
       for (int64_t i = 0; i < m; ++i) {
@@ -117,8 +117,8 @@ TEST_CASE("gemm tiles: a row's bits do not depend on the rows beside it", "[kern
   std::mt19937 rng(462);
   const int64_t m = 67, n = 21, k = 160;  // 64-row blocks, 4-row tiles, a last single row
   std::vector<uint16_t> a(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k));
-  for (auto& x : a) x = wide(rng);
-  for (auto& x : w) x = wide(rng);
+  for (auto& x : a) x = wide_bf16(rng);
+  for (auto& x : w) x = wide_bf16(rng);
   for (const GemvIsa isa : paths()) {
     const auto all = run(a, w, std::vector<uint16_t>(static_cast<size_t>(m * n)), m, n, k, false, isa, n);
     for (int64_t i = 0; i < m; ++i) {
@@ -134,8 +134,8 @@ TEST_CASE("gemm tiles: denormal and tiny operands keep the fmas' bits on the vdp
   std::mt19937 rng(463);
   const int64_t m = 6, n = 10, k = 96;
   std::vector<uint16_t> a(static_cast<size_t>(m * k)), w(static_cast<size_t>(n * k));
-  for (auto& x : a) x = wide(rng, -70);  // products down to 2^-140: partial sums can be denormal
-  for (auto& x : w) x = wide(rng, -70);
+  for (auto& x : a) x = wide_bf16(rng, -70);  // products down to 2^-140: partial sums can be denormal
+  for (auto& x : w) x = wide_bf16(rng, -70);
   a[5] = 0x0003;   // a denormal a value (DAZ would read it as 0)
   w[k + 7] = 0x8001;  // a denormal w value in w row 1
   std::vector<uint16_t> want(static_cast<size_t>(m * n));

@@ -26,7 +26,7 @@ using kern::cpu::GemvLaneDots;
 namespace {
 
 /// Values +-2^e * (1 + f), e in [-20, 20): sums of them depend on the order.
-float wide(std::mt19937& rng) {
+float wide_f32(std::mt19937& rng) {
   std::uniform_int_distribution<int> ex(-20, 19);
   std::uniform_real_distribution<float> frac(1.0f, 2.0f);
   const float v = std::ldexp(frac(rng), ex(rng));
@@ -72,9 +72,9 @@ TEST_CASE("every gemv lane-dot path gives the CUDA kernel's order bit for bit at
            {3075, 2}}) {
     for (int64_t m = 1; m <= 8; ++m) {
       std::vector<float> a(static_cast<size_t>(m * k));
-      for (float& x : a) x = kern::round_to_bf16(wide(rng));
+      for (float& x : a) x = kern::round_to_bf16(wide_f32(rng));
       std::vector<uint16_t> w(static_cast<size_t>(k));
-      for (uint16_t& x : w) x = kern::f32_to_bf16(wide(rng));
+      for (uint16_t& x : w) x = kern::f32_to_bf16(wide_f32(rng));
       const int64_t groups = (k + 7) / 8, per = (groups + splits - 1) / splits;
       std::vector<float> want(static_cast<size_t>(splits * m));
       for (int64_t s = 0; s < splits; ++s) {
@@ -130,10 +130,10 @@ TEST_CASE("gemv lane-dot paths give every w row of a launch the CUDA order at m 
       std::vector<float> a(static_cast<size_t>(m * k));
       for (size_t x = 0; x < a.size(); ++x) {
         const bool f32 = kind == AKind::kF32 || (kind == AKind::kBf16LastF32 && x >= static_cast<size_t>((m - 1) * k));
-        a[x] = f32 ? wide(rng) : kern::round_to_bf16(wide(rng));
+        a[x] = f32 ? wide_f32(rng) : kern::round_to_bf16(wide_f32(rng));
       }
       std::vector<uint16_t> w(static_cast<size_t>(kRows * k));
-      for (uint16_t& x : w) x = kern::f32_to_bf16(wide(rng));
+      for (uint16_t& x : w) x = kern::f32_to_bf16(wide_f32(rng));
       const int64_t groups = (k + 7) / 8, per = (groups + splits - 1) / splits;
       const char* kind_name = kind == AKind::kBf16 ? " bf16" : kind == AKind::kF32 ? " f32" : " bf16+f32";
       for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{16}, kRows})

@@ -29,8 +29,6 @@ const char* symbol(V v) {
 bool is_norm(V v) { return v == V::kNorm || v == V::kNormSiluMul; }
 bool is_silu(V v) { return v == V::kSiluMul || v == V::kNormSiluMul; }
 
-constexpr float kEps = 1e-6f;
-
 /// One problem's buffers. a and c are rows inside larger buffers (offsets
 /// and strides as in a fused qkv / gate_up buffer); w is [rows, k].
 struct Case {

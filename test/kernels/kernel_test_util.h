@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -36,6 +37,16 @@ inline constexpr double kU = 1.0 / 16777216.0;  // 2^-24
 /// bf16 bit pattern of a quiet NaN, used to poison memory a kernel must not
 /// read (a read turns the result into NaN) or must not write (checked bitwise).
 inline constexpr uint16_t kPoison = 0x7fc1;
+
+/// f32 quiet NaN: fills partial-result buffers a kernel must overwrite.
+inline constexpr float kNanF = std::numeric_limits<float>::quiet_NaN();
+
+/// RMSNorm's epsilon in the kernel tests (Qwen3's rms_norm_eps).
+inline constexpr float kEps = 1e-6f;
+
+/// The decode attention kernels' split count (grid y) in their tests: the
+/// partial outputs hold kSplits rows per head.
+inline constexpr int kSplits = 16;
 
 /// Runs the kernel registered for `symbol` with `args` and the given geometry.
 inline Status launch(std::string_view symbol, const ArgPack& args, uint32_t gx, uint32_t gy = 1,

@@ -22,9 +22,6 @@ using namespace kern::cpu::test;
 
 namespace {
 
-constexpr int kSplits = 16;
-constexpr float kNanF = std::numeric_limits<float>::quiet_NaN();
-
 struct AttnCase {
   int tokens, heads, kv_heads, dim, ctx;
   int layers = 1, layer = 0;

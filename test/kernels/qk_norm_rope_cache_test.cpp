@@ -11,8 +11,6 @@ using namespace kern::cpu::test;
 
 namespace {
 
-constexpr float kEps = 1e-6f;
-
 struct Problem {
   int t, h, kv, d, stride;
   int64_t page_stride;

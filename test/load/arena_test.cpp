@@ -10,6 +10,7 @@
 #include "kern-load/cpu_device.h"
 #include "kern-load/executable.h"
 #include "kern-load/memory_plan.h"
+#include "test/load/buffer_reads.h"
 #include "test/load/fake_kernels.h"
 #include "test/load/plan_builder.h"
 #include "test/load/test_files.h"
@@ -46,16 +47,16 @@ PlanDesc planned_plan() {
   return d;
 }
 
-struct Loaded {
+struct ArenaLoaded {
   TempDir dir;
   load::LoadTimings timings;
   std::unique_ptr<load::Executable> exe;
 };
 
 /// Loads `d` on a cpu device with fake kernels; the Executable owns the weights file.
-Result<std::unique_ptr<Loaded>> load_owned(const PlanDesc& d, bool poison,
+Result<std::unique_ptr<ArenaLoaded>> load_owned(const PlanDesc& d, bool poison,
                                            std::unique_ptr<load::Device> device = nullptr) {
-  auto out = std::make_unique<Loaded>();
+  auto out = std::make_unique<ArenaLoaded>();
   auto w = load::Safetensors::open(write_weights(out->dir));
   REQUIRE(w.ok());
   auto plan = load::PlanFile::from_bytes(serialize(d), "tiny.kplan");
@@ -70,12 +71,6 @@ Result<std::unique_ptr<Loaded>> load_owned(const PlanDesc& d, bool poison,
   if (!exe.ok()) return exe.error();
   out->exe = std::move(exe.value());
   return out;
-}
-
-std::vector<int64_t> read_i64(load::Executable& exe, uint32_t buffer, size_t n) {
-  std::vector<int64_t> v(n);
-  REQUIRE(exe.read_buffer(buffer, std::span(reinterpret_cast<uint8_t*>(v.data()), n * 8)).ok());
-  return v;
 }
 
 std::vector<int64_t> run_main(load::Executable& exe) {

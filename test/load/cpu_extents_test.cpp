@@ -15,15 +15,15 @@ using namespace kern::test;
 
 namespace {
 
-struct Loaded {
+struct CpuLoaded {
   TempDir dir;
   std::unique_ptr<load::Safetensors> weights;
   std::unique_ptr<load::Executable> exe;
 };
 
 /// Loads `d` on a CpuDevice with the fake kernels, bias = {10, 20, 30, 40}.
-std::unique_ptr<Loaded> load_on_cpu(const PlanDesc& d) {
-  auto out = std::make_unique<Loaded>();
+std::unique_ptr<CpuLoaded> load_on_cpu(const PlanDesc& d) {
+  auto out = std::make_unique<CpuLoaded>();
   std::string wpath = out->dir.file("w.safetensors");
   write_bytes(wpath, safetensors_bytes(R"({"bias":{"dtype":"I64","shape":[4],"data_offsets":[0,32]}})",
                                        i64_bytes({10, 20, 30, 40})));

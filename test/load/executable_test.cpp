@@ -6,6 +6,7 @@
 
 #include "kern-load/cpu_device.h"
 #include "kern-load/executable.h"
+#include "test/load/buffer_reads.h"
 #include "test/load/fake_kernels.h"
 #include "test/load/plan_builder.h"
 #include "test/load/test_files.h"
@@ -56,7 +57,7 @@ class RecordingDevice final : public load::Device {
   const plan::Plan* plan_ = nullptr;
 };
 
-struct Loaded {
+struct RecordedLoad {
   TempDir dir;
   std::unique_ptr<load::Safetensors> weights;
   std::unique_ptr<load::Executable> exe;
@@ -64,9 +65,9 @@ struct Loaded {
 };
 
 /// Loads `d` with bias = {10, 20, 30, 40} at `capacity` tokens.
-Result<std::unique_ptr<Loaded>> load_plan(const PlanDesc& d, uint64_t capacity = 16,
+Result<std::unique_ptr<RecordedLoad>> load_plan(const PlanDesc& d, uint64_t capacity = 16,
                                           std::unique_ptr<load::Device> device = nullptr) {
-  auto out = std::make_unique<Loaded>();
+  auto out = std::make_unique<RecordedLoad>();
   std::string wpath = out->dir.file("w.safetensors");
   write_bytes(wpath, safetensors_bytes(R"({"bias":{"dtype":"I64","shape":[4],"data_offsets":[0,32]}})",
                                        i64_bytes({10, 20, 30, 40})));
@@ -85,12 +86,6 @@ Result<std::unique_ptr<Loaded>> load_plan(const PlanDesc& d, uint64_t capacity =
   if (!exe.ok()) return exe.error();
   out->exe = std::move(exe.value());
   return out;
-}
-
-std::vector<int64_t> read_i64(load::Executable& exe, uint32_t buffer, size_t n) {
-  std::vector<int64_t> v(n);
-  REQUIRE(exe.read_buffer(buffer, std::span(reinterpret_cast<uint8_t*>(v.data()), n * 8)).ok());
-  return v;
 }
 
 }  // namespace

@@ -111,15 +111,15 @@ class FakeGraphDevice final : public load::Device {
   std::vector<std::vector<Record>> graphs_;
 };
 
-struct Loaded {
+struct GraphLoaded {
   std::vector<std::string> warnings;  // first: outlives exe, whose destructor may warn
   TempDir dir;
   std::unique_ptr<load::Safetensors> weights;
   std::unique_ptr<load::Executable> exe;
 };
 
-std::unique_ptr<Loaded> load_tiny(std::unique_ptr<load::Device> device, bool graphs = true) {
-  auto out = std::make_unique<Loaded>();
+std::unique_ptr<GraphLoaded> load_tiny(std::unique_ptr<load::Device> device, bool graphs = true) {
+  auto out = std::make_unique<GraphLoaded>();
   std::string wpath = out->dir.file("w.safetensors");
   write_bytes(wpath, safetensors_bytes(R"({"bias":{"dtype":"I64","shape":[4],"data_offsets":[0,32]}})",
                                        i64_bytes({10, 20, 30, 40})));

@@ -15,29 +15,15 @@
 #include "kern-run/chat_session.h"
 #include "kern-run/chat_template.h"
 #include "test/engine/tiny_model.h"
+#include "test/run/text_helpers.h"
 
 using namespace kern;
 using Catch::Matchers::StartsWith;
 
 namespace {
 
-const tok::Tokenizer& qwen3() {
-  static auto tok = tok::Tokenizer::load(test::env_path("KERN_QWEN3_TOKENIZER_JSON"));
-  if (!tok.ok()) FAIL(tok.error().message);
-  return *tok;
-}
-
 test::TinyModel textvocab(uint64_t capacity = 0) {
   return test::load_tiny_model(capacity, nullptr, "KERN_TEXTVOCAB_PLAN", "KERN_TEXTVOCAB_WEIGHTS");
-}
-
-std::string contents(std::FILE* f) {
-  std::fflush(f);
-  std::string out(static_cast<size_t>(std::ftell(f)), '\0');
-  std::rewind(f);
-  out.resize(std::fread(out.data(), 1, out.size(), f));
-  std::fseek(f, 0, SEEK_END);
-  return out;
 }
 
 /// Scripted input and captured output.
@@ -65,7 +51,7 @@ run::ChatReplSettings settings(uint64_t steps) {
   run::ChatReplSettings s;
   s.steps = steps;
   s.chunk = 8;
-  s.end_ids = run::qwen3_end_token_ids(qwen3());
+  s.end_ids = run::qwen3_end_token_ids(test::qwen3_tokenizer());
   s.stop_ids = s.end_ids;
   s.max_capacity = 1024;
   return s;
@@ -78,7 +64,7 @@ std::string reply_text(const std::vector<int64_t>& ids, const std::vector<int64_
     if (engine::is_stop_id(stops, id)) break;
     text_ids.push_back(static_cast<int32_t>(id));
   }
-  return qwen3().decode(text_ids) + "\n";
+  return test::qwen3_tokenizer().decode(text_ids) + "\n";
 }
 
 /// The ids a fresh generation over `history` (from position 0) gives.
@@ -105,7 +91,7 @@ struct TwoTurns {
 TwoTurns expected_two_turns(engine::Model& model, const run::ChatReplSettings& s, const std::string& m1,
                             const std::string& m2) {
   TwoTurns t;
-  run::ChatSession expect(qwen3(), s.system, false, s.end_ids);
+  run::ChatSession expect(test::qwen3_tokenizer(), s.system, false, s.end_ids);
   auto t1 = expect.next_turn(m1);
   REQUIRE(t1.ok());
   t.r1 = fresh(model, t1->ids, s.steps, s.stop_ids, s.sampling);
@@ -129,12 +115,12 @@ TEST_CASE("a two-turn conversation gives each reply of one generation over its w
 
   engine::Engine e(*m.model);
   Script script({"Hello there", "", "   ", "And then?", "/exit", "never read"});
-  auto outcome = run::run_chat_repl(e, qwen3(), s, script.io);
+  auto outcome = run::run_chat_repl(e, test::qwen3_tokenizer(), s, script.io);
   REQUIRE(outcome.ok());
   CHECK(outcome->replies == 2);
   CHECK(outcome->refused == 0);
   CHECK(script.read == 5);  // blank lines skipped, nothing read after /exit
-  CHECK(contents(script.out) == reply_text(r1, s.stop_ids) + reply_text(r2, s.stop_ids));
+  CHECK(test::written_to(script.out) == reply_text(r1, s.stop_ids) + reply_text(r2, s.stop_ids));
   CHECK(outcome->cached_tokens == history.size() + r2.size() - 1);
   CHECK(script.notes.empty());
   CHECK(e.idle());
@@ -150,10 +136,10 @@ TEST_CASE("with the prefix cache a turn maps the earlier turns' full pages and p
   engine::Engine e(*m.model);
   REQUIRE(e.set_max_batch(1, true).ok());
   Script script({"Hello there", "And then?"});
-  auto outcome = run::run_chat_repl(e, qwen3(), s, script.io);
+  auto outcome = run::run_chat_repl(e, test::qwen3_tokenizer(), s, script.io);
   REQUIRE(outcome.ok());
   REQUIRE(outcome->replies == 2);
-  run::ChatSession probe(qwen3(), std::nullopt, false, s.end_ids);
+  run::ChatSession probe(test::qwen3_tokenizer(), std::nullopt, false, s.end_ids);
   auto t1 = probe.next_turn("Hello there");
   REQUIRE(t1.ok());
   const uint64_t written = t1->ids.size() + r1.size() - 1;  // the first turn's KV positions
@@ -165,7 +151,7 @@ TEST_CASE("with the prefix cache a turn maps the earlier turns' full pages and p
   // docs/serving.md "Prefix caching"): with these random weights its greedy
   // ids part from the fresh generation's after a few, so it is checked by
   // its cached tokens above, not by its text.
-  const std::string out = contents(script.out);
+  const std::string out = test::written_to(script.out);
   const std::string first = reply_text(r1, s.stop_ids);
   CHECK(out.rfind(first, 0) == 0);
   CHECK(out.size() > first.size());
@@ -186,10 +172,10 @@ TEST_CASE("a sampled conversation: each turn's reply is its seeded generation ov
     INFO("run " << run);
     engine::Engine e(*m.model);
     Script script({"Hello there", "And then?"});
-    auto outcome = run::run_chat_repl(e, qwen3(), s, script.io);
+    auto outcome = run::run_chat_repl(e, test::qwen3_tokenizer(), s, script.io);
     REQUIRE(outcome.ok());
     CHECK(outcome->replies == 2);
-    CHECK(contents(script.out) == reply_text(r1, {}) + reply_text(r2, {}));
+    CHECK(test::written_to(script.out) == reply_text(r1, {}) + reply_text(r2, {}));
   }
 }
 
@@ -199,19 +185,19 @@ TEST_CASE("a conversation never crosses the capacity: a reply is cut there, a me
   const run::ChatReplSettings s = settings(100);
   engine::Engine e(*m.model);
   // Whatever the first turn's length, its reply stops at the 48th token of the conversation.
-  run::ChatSession probe(qwen3(), std::nullopt, false, s.end_ids);
+  run::ChatSession probe(test::qwen3_tokenizer(), std::nullopt, false, s.end_ids);
   auto t1 = probe.next_turn("hello world");
   REQUIRE(t1.ok());
   const uint64_t n1 = t1->ids.size();
   REQUIRE(n1 < 40);
   Script script({"hello world", "this message cannot fit any more", "/exit"});
-  auto outcome = run::run_chat_repl(e, qwen3(), s, script.io);
+  auto outcome = run::run_chat_repl(e, test::qwen3_tokenizer(), s, script.io);
   REQUIRE(outcome.ok());
   const auto r1 = fresh(*m.model, t1->ids, 48 - n1, s.stop_ids);
   // The random weights never pick an end token here (the ids are exact: the cpu device is deterministic).
   REQUIRE_FALSE(engine::is_stop_id(s.stop_ids, r1.back()));
   CHECK(r1.size() == 48 - n1);
-  CHECK(contents(script.out) == reply_text(r1, s.stop_ids));
+  CHECK(test::written_to(script.out) == reply_text(r1, s.stop_ids));
   REQUIRE(script.notes.size() == 2);
   CHECK(script.notes[0] == "the reply reached the capacity (48 tokens): the conversation is full; /exit and start "
                            "a new one, or raise --capacity (this plan holds up to 1024 tokens)");
@@ -244,14 +230,14 @@ TEST_CASE("an interrupt stops the streaming reply; its ids stay and the next tur
       armed = false;
       return true;
     };
-    auto outcome = run::run_chat_repl(e, qwen3(), s, script.io);
+    auto outcome = run::run_chat_repl(e, test::qwen3_tokenizer(), s, script.io);
     REQUIRE(outcome.ok());
     CHECK(outcome->interrupted == 1);
     CHECK(outcome->replies == 2);
     REQUIRE(script.notes.size() == 1);
     CHECK_THAT(script.notes[0], StartsWith("interrupted: the reply so far ("));
     // The interrupted reply's ids: those of a full reply, cut.
-    run::ChatSession expect(qwen3(), std::nullopt, false, s.end_ids);
+    run::ChatSession expect(test::qwen3_tokenizer(), std::nullopt, false, s.end_ids);
     auto t1 = expect.next_turn("Count to ten");
     REQUIRE(t1.ok());
     const auto full = fresh(*m.model, t1->ids, 40, {});
@@ -260,7 +246,7 @@ TEST_CASE("an interrupt stops the streaming reply; its ids stay and the next tur
     REQUIRE(k >= 1);
     REQUIRE(k < 10);  // stopped after a few steps, far from the 40
     const std::vector<int64_t> first(full.begin(), full.begin() + static_cast<long>(k));
-    const std::string out = contents(script.out);
+    const std::string out = test::written_to(script.out);
     CHECK(out.rfind(reply_text(first, {}), 0) == 0);
     // The second reply continues from the cut reply.
     const std::vector<int64_t>& cut = first;

@@ -52,4 +52,10 @@ inline CliResult kern_run(const std::string& args, const std::string& stdin_text
   return r;
 }
 
+/// kern-run's arguments for the tiny model on the cpu device (KERN_TINY_PLAN,
+/// KERN_TINY_WEIGHTS), then `extra`.
+inline std::string tiny_cpu_args(const std::string& extra) {
+  return env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") + " --device cpu " + extra;
+}
+
 }  // namespace kern::test

@@ -24,16 +24,8 @@ using namespace kern::test;
 using Catch::Matchers::Contains;
 using Catch::Matchers::StartsWith;
 
-namespace {
-
-std::string tiny_args(const std::string& extra) {
-  return env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") + " --device cpu " + extra;
-}
-
-}  // namespace
-
 TEST_CASE("kern-run --json prints exactly one JSON object with the report fields", "[run][cli]") {
-  CliResult r = kern_run(tiny_args("--prompt-ids 3,17,99,200,5 --steps 6 --chunk 2 --json"));
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids 3,17,99,200,5 --steps 6 --chunk 2 --json"));
   INFO(r.err);
   REQUIRE(r.rc == 0);
   rapidjson::Document doc;
@@ -65,7 +57,7 @@ TEST_CASE("kern-run --json prints exactly one JSON object with the report fields
 TEST_CASE("kern-run --json reports the decode loop's steady state: 0 host writes and waits asynchronously",
           "[run][cli][decode_loop]") {
   auto run_json = [](const std::string& extra) {
-    CliResult r = kern_run(tiny_args("--prompt-ids 3,17,99,200,5 --steps 8 --chunk 2 --json" + extra));
+    CliResult r = kern_run(tiny_cpu_args("--prompt-ids 3,17,99,200,5 --steps 8 --chunk 2 --json" + extra));
     INFO(r.err);
     REQUIRE(r.rc == 0);
     rapidjson::Document doc;
@@ -90,7 +82,7 @@ TEST_CASE("kern-run --json reports the decode loop's steady state: 0 host writes
   CHECK(sync["decode_host_waits_per_step"].GetDouble() == 1);
   CHECK(sync["generated_ids"] == async["generated_ids"]);
   rapidjson::Document short_run = [] {
-    CliResult r = kern_run(tiny_args("--prompt-ids 3 --steps 1 --json"));
+    CliResult r = kern_run(tiny_cpu_args("--prompt-ids 3 --steps 1 --json"));
     REQUIRE(r.rc == 0);
     rapidjson::Document doc;
     doc.Parse(r.out.c_str());
@@ -101,30 +93,30 @@ TEST_CASE("kern-run --json reports the decode loop's steady state: 0 host writes
 }
 
 TEST_CASE("kern-run without a prompt option or --tokenizer says what it needs", "[run][cli]") {
-  CliResult r = kern_run(tiny_args("--steps 1"));
+  CliResult r = kern_run(tiny_cpu_args("--steps 1"));
   CHECK(r.rc == 2);
   CHECK(r.err ==
         "kern-run: error: no prompt: give token ids (--prompt-ids 1,2,3) or text (--prompt TEXT, --prompt-file FILE "
         "or stdin) with the model's --tokenizer tokenizer.json\n");
-  CliResult text = kern_run(tiny_args("--steps 1 --prompt hi"));
+  CliResult text = kern_run(tiny_cpu_args("--steps 1 --prompt hi"));
   CHECK(text.rc == 2);
   CHECK(text.err == "kern-run: error: --prompt needs --tokenizer tokenizer.json (the model's Hugging Face tokenizer) "
                     "to turn text into ids; or give ids with --prompt-ids\n");
-  CliResult file = kern_run(tiny_args("--steps 1 --prompt-file -"));
+  CliResult file = kern_run(tiny_cpu_args("--steps 1 --prompt-file -"));
   CHECK(file.rc == 2);
   CHECK(file.err == "kern-run: error: --prompt-file needs --tokenizer tokenizer.json (the model's Hugging Face "
                     "tokenizer) to turn text into ids; or give ids with --prompt-ids\n");
-  CliResult two = kern_run(tiny_args("--steps 1 --prompt-ids 1 --prompt hi"));
+  CliResult two = kern_run(tiny_cpu_args("--steps 1 --prompt-ids 1 --prompt hi"));
   CHECK(two.rc == 2);
   CHECK_THAT(two.err, Contains("excludes"));
-  CliResult chat = kern_run(tiny_args("--steps 1 --prompt-ids 1 --chat"));
+  CliResult chat = kern_run(tiny_cpu_args("--steps 1 --prompt-ids 1 --chat"));
   CHECK(chat.rc == 2);
   CHECK_THAT(chat.err, Contains("--chat needs a text prompt"));
 }
 
 TEST_CASE("kern-run prints the ids and speeds as text without --json, and runs are reproducible", "[run][cli]") {
-  CliResult a = kern_run(tiny_args("--prompt-ids 1,2,3,4 --steps 4"));
-  CliResult b = kern_run(tiny_args("--prompt-ids 1,2,3,4 --steps 4 --chunk 1"));
+  CliResult a = kern_run(tiny_cpu_args("--prompt-ids 1,2,3,4 --steps 4"));
+  CliResult b = kern_run(tiny_cpu_args("--prompt-ids 1,2,3,4 --steps 4 --chunk 1"));
   REQUIRE(a.rc == 0);
   REQUIRE(b.rc == 0);
   CHECK_THAT(a.out, StartsWith("generated ids: "));
@@ -145,7 +137,7 @@ TEST_CASE("kern-run --dump-buffer writes the buffer's bytes at its last use", "[
   TempDir dir;
   // Each --dump-buffer takes one value, even before the plan positional.
   CliResult r = kern_run("--dump-buffer next_token=" + dir.file("next.bin") + " " +
-                         tiny_args("--prompt-ids 5,6,7 --steps 2 --dump-buffer logits=" + dir.file("logits.bin")));
+                         tiny_cpu_args("--prompt-ids 5,6,7 --steps 2 --dump-buffer logits=" + dir.file("logits.bin")));
   INFO(r.err);
   REQUIRE(r.rc == 0);
   // logits is [8, vocab] bf16 (the most rows lm_head_argmax takes); decode wrote row 0.
@@ -233,7 +225,7 @@ TEST_CASE("kern-run given a manifest or a weights file as the plan says what to 
 }
 
 TEST_CASE("kern-run rejects a prompt longer than the capacity with exit code 2", "[run][cli]") {
-  CliResult r = kern_run(tiny_args("--prompt-ids 1,2,3,4,5,6,7,8 --steps 3 --capacity 10"));
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids 1,2,3,4,5,6,7,8 --steps 3 --capacity 10"));
   CHECK(r.rc == 2);
   // The engine's message names no flag; kern-run adds which to change (issue 25).
   CHECK(r.err == "kern-run: error: prompt (8 tokens) + steps (3) = 11 tokens exceeds the capacity 10 tokens; raise "
@@ -243,26 +235,26 @@ TEST_CASE("kern-run rejects a prompt longer than the capacity with exit code 2",
 TEST_CASE("kern-run says to shorten a prompt longer than the plan's largest capacity", "[run][cli]") {
   std::string ids = "1";
   for (int i = 1; i < 1030; ++i) ids += ",1";
-  CliResult r = kern_run(tiny_args("--prompt-ids " + ids + " --steps 1 --capacity 1024"));
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids " + ids + " --steps 1 --capacity 1024"));
   CHECK(r.rc == 2);
   CHECK(r.err == "kern-run: error: prompt (1030 tokens) + steps (1) = 1031 tokens exceeds the capacity 1024 tokens; "
                  "this plan holds at most 1024 tokens: shorten the prompt\n");
 }
 
 TEST_CASE("kern-run rejects a capacity beyond the block table", "[run][cli]") {
-  CliResult r = kern_run(tiny_args("--prompt-ids 1 --steps 1 --capacity 2000"));
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids 1 --steps 1 --capacity 2000"));
   CHECK(r.rc == 2);
   CHECK_THAT(r.err, Contains("capacity 2000 tokens exceeds the block table (64 pages x 16 = 1024 tokens)"));
 }
 
 TEST_CASE("kern-run rejects a token id outside the vocabulary and an empty prompt", "[run][cli]") {
-  CliResult r = kern_run(tiny_args("--prompt-ids 1,256 --steps 1"));
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids 1,256 --steps 1"));
   CHECK(r.rc == 2);
   CHECK(r.err == "kern-run: error: prompt id 256 at index 1 is outside the vocabulary [0, 256) (the embedding's rows)\n");
-  CliResult e = kern_run(tiny_args("--prompt-ids '' --steps 1"));
+  CliResult e = kern_run(tiny_cpu_args("--prompt-ids '' --steps 1"));
   CHECK(e.rc == 2);
   CHECK_THAT(e.err, Contains("the prompt is empty"));
-  CliResult x = kern_run(tiny_args("--prompt-ids 1,x --steps 1"));
+  CliResult x = kern_run(tiny_cpu_args("--prompt-ids 1,x --steps 1"));
   CHECK(x.rc == 2);
   CHECK(x.err == "kern-run: error: --prompt-ids: 'x' is not an integer token id\n");
 }
@@ -270,13 +262,13 @@ TEST_CASE("kern-run rejects a token id outside the vocabulary and an empty promp
 TEST_CASE("kern-run rejects --stop-ids outside the vocabulary (issue 22 item 16)", "[run][cli]") {
   for (const char* bad : {"-1", "256", "99999999999"}) {
     INFO("--stop-ids " << bad);
-    CliResult r = kern_run(tiny_args(std::string("--prompt-ids 1,2 --steps 2 --stop-ids 5,") + bad));
+    CliResult r = kern_run(tiny_cpu_args(std::string("--prompt-ids 1,2 --steps 2 --stop-ids 5,") + bad));
     CHECK(r.rc == 2);
     CHECK(r.err == std::string("kern-run: error: --stop-ids: stop id ") + bad +
                        " at index 1 is outside the vocabulary [0, 256)\n");
     CHECK(r.out.empty());
   }
-  CliResult ok = kern_run(tiny_args("--prompt-ids 1,2 --steps 2 --stop-ids 0,255"));
+  CliResult ok = kern_run(tiny_cpu_args("--prompt-ids 1,2 --steps 2 --stop-ids 0,255"));
   CHECK(ok.rc == 0);
 }
 
@@ -323,10 +315,10 @@ TEST_CASE("kern-run --device cuda without a CUDA driver says so", "[run][cli]") 
 }
 
 TEST_CASE("kern-run rejects a --dump-buffer naming no buffer before running", "[run][cli]") {
-  CliResult r = kern_run(tiny_args("--prompt-ids 1 --steps 1 --dump-buffer nope=/tmp/x.bin"));
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids 1 --steps 1 --dump-buffer nope=/tmp/x.bin"));
   CHECK(r.rc == 2);
   CHECK(r.err == "kern-run: error: --dump-buffer: the plan has no buffer 'nope'\n");
-  CliResult f = kern_run(tiny_args("--prompt-ids 1 --steps 1 --dump-buffer logits"));
+  CliResult f = kern_run(tiny_cpu_args("--prompt-ids 1 --steps 1 --dump-buffer logits"));
   CHECK(f.rc == 2);
   CHECK(f.err == "kern-run: error: --dump-buffer 'logits': expected NAME=FILE\n");
 }
@@ -361,10 +353,10 @@ TEST_CASE("kern-run rejects negative values of unsigned options instead of wrapp
                StartsWith("kern-run: error: " + std::string(option) + ": -1 is negative: expected a whole number >= "));
     CHECK(r.out.empty());
   }
-  CliResult zero = kern_run(tiny_args("--prompt-ids 1 --chunk 0"));
+  CliResult zero = kern_run(tiny_cpu_args("--prompt-ids 1 --chunk 0"));
   CHECK(zero.rc == 2);
   CHECK_THAT(zero.err, StartsWith("kern-run: error: --chunk: 0 is out of range: expected a whole number >= 1\n"));
-  CliResult text = kern_run(tiny_args("--prompt-ids 1 --steps ten"));
+  CliResult text = kern_run(tiny_cpu_args("--prompt-ids 1 --steps ten"));
   CHECK(text.rc == 2);
   CHECK_THAT(text.err,
              StartsWith("kern-run: error: --steps: 'ten' is not a whole number: expected a whole number >= 1\n"));
@@ -372,42 +364,42 @@ TEST_CASE("kern-run rejects negative values of unsigned options instead of wrapp
 
 TEST_CASE("kern-run rejects --steps near 2^64 as exceeding the capacity", "[run][cli]") {
   for (const char* steps : {"18446744073709551612", "18446744073709551615"}) {
-    CliResult r = kern_run(tiny_args("--prompt-ids 1,2,3,4,5 --steps ") + steps);
+    CliResult r = kern_run(tiny_cpu_args("--prompt-ids 1,2,3,4,5 --steps ") + steps);
     CHECK(r.rc == 2);
     CHECK(r.err == std::string("kern-run: error: prompt (5 tokens) + steps (") + steps +
                        ") exceeds the capacity 1024 tokens; this plan holds at most 1024 tokens: lower --steps to "
                        "at most 1019\n");
   }
-  CliResult over = kern_run(tiny_args("--prompt-ids 1 --steps 18446744073709551616"));
+  CliResult over = kern_run(tiny_cpu_args("--prompt-ids 1 --steps 18446744073709551616"));
   CHECK(over.rc == 2);
   CHECK_THAT(over.err, StartsWith("kern-run: error: --steps: 18446744073709551616 is out of range"));
 }
 
 TEST_CASE("kern-run --prompt-ids takes 1,2,3 or [1,2,3] and rejects malformed lists", "[run][cli]") {
-  CliResult ok = kern_run(tiny_args("--prompt-ids '[3, 17,99]' --steps 2 --json"));
+  CliResult ok = kern_run(tiny_cpu_args("--prompt-ids '[3, 17,99]' --steps 2 --json"));
   CHECK(ok.rc == 0);
   CHECK_THAT(ok.out, Contains("\"prompt_ids\":[3,17,99]"));
-  CliResult big = kern_run(tiny_args("--prompt-ids 99999999999999999999 --steps 1"));
+  CliResult big = kern_run(tiny_cpu_args("--prompt-ids 99999999999999999999 --steps 1"));
   CHECK(big.rc == 2);
   CHECK(big.err == "kern-run: error: --prompt-ids: 99999999999999999999 is out of range for a token id (at index 0)\n");
-  CliResult open = kern_run(tiny_args("--prompt-ids '[1,2' --steps 1"));
+  CliResult open = kern_run(tiny_cpu_args("--prompt-ids '[1,2' --steps 1"));
   CHECK(open.rc == 2);
   CHECK(open.err == "kern-run: error: --prompt-ids: '[' without a closing ']'\n");
-  CliResult empty = kern_run(tiny_args("--prompt-ids 1,,3 --steps 1"));
+  CliResult empty = kern_run(tiny_cpu_args("--prompt-ids 1,,3 --steps 1"));
   CHECK(empty.rc == 2);
   CHECK(empty.err == "kern-run: error: --prompt-ids: empty item at index 1 (two commas, or a comma at an end)\n");
 }
 
 TEST_CASE("an unwritable --dump-buffer destination is an I/O error before anything runs", "[run][cli]") {
   TempDir dir;
-  CliResult r = kern_run(tiny_args("--prompt-ids 1 --steps 1 --dump-buffer logits=/nonexistent/x.bin -v"));
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids 1 --steps 1 --dump-buffer logits=/nonexistent/x.bin -v"));
   CHECK(r.rc == 2);
   CHECK(r.err == "kern-run: error: --dump-buffer logits: /nonexistent/x.bin: cannot write there: /nonexistent: "
                  "No such file or directory\n");
   CHECK(r.out.empty());  // nothing was generated
   std::string sub = dir.file("sub");
   REQUIRE(::mkdir(sub.c_str(), 0700) == 0);
-  CliResult d = kern_run(tiny_args("--prompt-ids 1 --steps 1 --dump-buffer logits=" + sub));
+  CliResult d = kern_run(tiny_cpu_args("--prompt-ids 1 --steps 1 --dump-buffer logits=" + sub));
   CHECK(d.rc == 2);
   CHECK(d.err == "kern-run: error: --dump-buffer logits: " + sub + ": is a directory, not a file\n");
 }
@@ -420,7 +412,7 @@ TEST_CASE("kern-run --dump-buffer into a FIFO writes into it instead of replacin
   // a background reader on a loaded machine); the 4096 bytes fit the pipe.
   int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
   REQUIRE(rd >= 0);
-  std::string cmd = env_path("KERN_RUN") + " " + tiny_args("--prompt-ids 1,2 --steps 1 --dump-buffer logits=" + fifo) +
+  std::string cmd = env_path("KERN_RUN") + " " + tiny_cpu_args("--prompt-ids 1,2 --steps 1 --dump-buffer logits=" + fifo) +
                     " </dev/null >" + dir.file("out") + " 2>" + dir.file("err");
   int status = std::system(cmd.c_str());
   INFO(slurp(dir.file("err")));
@@ -440,14 +432,14 @@ TEST_CASE("a failed write to stdout is an I/O error, not exit 0", "[run][cli]") 
   // Shell redirection to /dev/full opens the device; it is never replaced.
   for (const char* extra : {"", " --json"}) {
     INFO(extra);
-    std::string cmd = env_path("KERN_RUN") + " " + tiny_args(std::string("--prompt-ids 1 --steps 3") + extra) +
+    std::string cmd = env_path("KERN_RUN") + " " + tiny_cpu_args(std::string("--prompt-ids 1 --steps 3") + extra) +
                       " </dev/null >/dev/full 2>/dev/null";
     int status = std::system(cmd.c_str());
     REQUIRE(WIFEXITED(status));
     CHECK(WEXITSTATUS(status) == 2);
   }
   TempDir dir;
-  std::string cmd = env_path("KERN_RUN") + " " + tiny_args("--prompt-ids 1 --steps 3") + " </dev/null >/dev/full 2>" +
+  std::string cmd = env_path("KERN_RUN") + " " + tiny_cpu_args("--prompt-ids 1 --steps 3") + " </dev/null >/dev/full 2>" +
                     dir.file("err");
   REQUIRE(std::system(cmd.c_str()) != 0);
   CHECK(slurp(dir.file("err")) == "kern-run: error: stdout: write error: No space left on device\n");
@@ -579,7 +571,7 @@ TEST_CASE("kern-run --capacity inside a KV page decodes up to it: the state hold
   // them. The state used to hold exactly 25 tokens, and decode's attention
   // read page 1 past its end.
   auto ids = [](const std::string& cap) {
-    CliResult r = kern_run(tiny_args("--prompt-ids 1,2,3 --steps 20 --json --capacity " + cap));
+    CliResult r = kern_run(tiny_cpu_args("--prompt-ids 1,2,3 --steps 20 --json --capacity " + cap));
     INFO(r.err);
     REQUIRE(r.rc == 0);
     rapidjson::Document doc;
@@ -589,7 +581,7 @@ TEST_CASE("kern-run --capacity inside a KV page decodes up to it: the state hold
     return std::string(r.out.substr(r.out.find("\"generated_ids\""), r.out.find(']') - r.out.find("\"generated_ids\"")));
   };
   CHECK(ids("25") == ids("32"));
-  CliResult over = kern_run(tiny_args("--prompt-ids 1,2,3 --steps 23 --capacity 25"));
+  CliResult over = kern_run(tiny_cpu_args("--prompt-ids 1,2,3 --steps 23 --capacity 25"));
   CHECK(over.rc == 2);
   CHECK_THAT(over.err, Contains("= 26 tokens exceeds the capacity 25 tokens"));
 }
@@ -638,14 +630,14 @@ TEST_CASE("kern-run --dump-buffer refuses to overwrite an input: the plan, the w
 TEST_CASE("kern-run refuses two --dump-buffer flags naming the same file, allows two through /dev/null", "[run][cli]") {
   TempDir dir;
   const std::string out = dir.file("x.bin");
-  CliResult r = kern_run(tiny_args("--prompt-ids 5,6 --steps 1 --dump-buffer logits=" + out +
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids 5,6 --steps 1 --dump-buffer logits=" + out +
                                    " --dump-buffer next_token=" + dir.file("./x.bin")));
   CHECK(r.rc == 2);
   CHECK(r.err == "kern-run: error: --dump-buffer next_token=" + dir.file("./x.bin") +
                      " names the same file as --dump-buffer logits=" + out +
                      "; the second would replace the first (give each its own file)\n");
   CHECK_FALSE(std::filesystem::exists(out));
-  CliResult ok = kern_run(tiny_args("--prompt-ids 5,6 --steps 1 --dump-buffer logits=/dev/null "
+  CliResult ok = kern_run(tiny_cpu_args("--prompt-ids 5,6 --steps 1 --dump-buffer logits=/dev/null "
                                     "--dump-buffer next_token=/dev/null"));
   INFO(ok.err);
   CHECK(ok.rc == 0);
@@ -656,7 +648,7 @@ TEST_CASE("kern-run --dump-buffer into a FIFO with no reader is an error at once
   const std::string fifo = dir.file("dump.fifo");
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   // timeout bounds the old behaviour (open(2) waiting forever for a reader).
-  CliResult r = kern_run(tiny_args("--prompt-ids 5,6 --steps 1 --dump-buffer next_token=" + fifo), "", "timeout 60 ");
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids 5,6 --steps 1 --dump-buffer next_token=" + fifo), "", "timeout 60 ");
   CHECK(r.rc == 2);
   CHECK(r.err == "kern-run: error: --dump-buffer next_token: " + fifo +
                      ": is a FIFO with no reader; nothing written (start the reader first)\n");
@@ -668,7 +660,7 @@ TEST_CASE("kern-run --dump-buffer through a link to /proc/self/fd/1 writes to st
   TempDir dir;
   const std::string link = dir.file("stdout-link");
   REQUIRE(::symlink("/proc/self/fd/1", link.c_str()) == 0);
-  CliResult r = kern_run(tiny_args("--prompt-ids 5,6,7 --steps 2 --dump-buffer next_token=" + link));
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids 5,6,7 --steps 2 --dump-buffer next_token=" + link));
   INFO(r.err);
   REQUIRE(r.rc == 0);
   struct stat st {};

@@ -20,14 +20,10 @@ using namespace kern::test;
 
 namespace {
 
-std::string tiny_args(const std::string& extra) {
-  return env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") + " --device cpu " + extra;
-}
-
 /// The generated ids of one solo kern-run --json (`sampling`: its sampling flags).
 std::vector<int64_t> solo(const std::string& ids, uint64_t steps, const std::string& stops = "",
                           const std::string& sampling = "") {
-  CliResult r = kern_run(tiny_args("--prompt-ids " + ids + " --steps " + std::to_string(steps) + " --json" +
+  CliResult r = kern_run(tiny_cpu_args("--prompt-ids " + ids + " --steps " + std::to_string(steps) + " --json" +
                                    (stops.empty() ? "" : " --stop-ids " + stops) +
                                    (sampling.empty() ? "" : " " + sampling)));
   INFO(r.err);
@@ -94,7 +90,7 @@ TEST_CASE("kern-run --requests prints one result per line in request order with 
   }
   for (const char* batch : {"8", "2", "1"}) {
     INFO("--max-batch " << batch);
-    CliResult r = kern_run(tiny_args("--requests " + file + " --max-batch " + batch));
+    CliResult r = kern_run(tiny_cpu_args("--requests " + file + " --max-batch " + batch));
     INFO(r.err);
     REQUIRE(r.rc == 0);
     const auto lines = lines_of(r.out);
@@ -140,7 +136,7 @@ TEST_CASE("kern-run --requests --max-batch 1: a shared prefix's full pages are c
   }
   for (const bool cache : {true, false}) {
     INFO((cache ? "cache on" : "--no-prefix-cache"));
-    CliResult r = kern_run(tiny_args("--requests " + file + " --max-batch 1" + (cache ? "" : " --no-prefix-cache")));
+    CliResult r = kern_run(tiny_cpu_args("--requests " + file + " --max-batch 1" + (cache ? "" : " --no-prefix-cache")));
     INFO(r.err);
     REQUIRE(r.rc == 0);
     CHECK(r.err.find(cache ? "prefix cache on" : "prefix cache off") != std::string::npos);
@@ -159,11 +155,11 @@ TEST_CASE("kern-run --requests --max-batch 1: a shared prefix's full pages are c
     }
   }
   // A single run reports it too: 0 (the cache lives in one process).
-  CliResult one = kern_run(tiny_args("--prompt-ids 1,2,3 --steps 2 --json"));
+  CliResult one = kern_run(tiny_cpu_args("--prompt-ids 1,2,3 --steps 2 --json"));
   REQUIRE(one.rc == 0);
   CHECK(one.out.find("\"cached_tokens\":0") != std::string::npos);
   // Only where a cache can hit.
-  CliResult bad = kern_run(tiny_args("--prompt-ids 1,2,3 --no-prefix-cache"));
+  CliResult bad = kern_run(tiny_cpu_args("--prompt-ids 1,2,3 --no-prefix-cache"));
   CHECK(bad.rc == 2);
   CHECK(bad.err == "kern-run: error: --no-prefix-cache applies to --requests and --chat -i (a single prompt never "
                    "hits the cache)\n");
@@ -177,7 +173,7 @@ TEST_CASE("kern-run --requests reports every bad line as FILE:LINE:COLUMN and pr
                       << "{\"prompt_ids\": [1, 2]}\n"
                       << "{\"prompt_ids\": [1, 999]}\n"
                       << "not json\n";
-  CliResult r = kern_run(tiny_args("--requests " + file));
+  CliResult r = kern_run(tiny_cpu_args("--requests " + file));
   CHECK(r.rc == 2);
   CHECK(r.out.empty());
   CHECK(r.err.find(file + ":1:38: 'max_tokens' must be an integer >= 1") != std::string::npos);
@@ -185,20 +181,20 @@ TEST_CASE("kern-run --requests reports every bad line as FILE:LINE:COLUMN and pr
   CHECK(r.err.find(file + ":2:") == std::string::npos);  // a good line
   // The ids are checked against the vocabulary once the syntax is right.
   std::ofstream(file) << "{\"prompt_ids\": [1, 999]}\n";
-  r = kern_run(tiny_args("--requests " + file));
+  r = kern_run(tiny_cpu_args("--requests " + file));
   CHECK(r.rc == 2);
   CHECK(r.err.find(file + ":1: prompt id 999 at index 1 is outside the vocabulary [0, 256)") != std::string::npos);
   // A text prompt needs a tokenizer; a batch above the plan's bound is refused.
   std::ofstream(file) << "{\"prompt\": \"hello\"}\n";
-  r = kern_run(tiny_args("--requests " + file));
+  r = kern_run(tiny_cpu_args("--requests " + file));
   CHECK(r.rc == 2);
   CHECK(r.err.find(file + ":1: 'prompt' needs --tokenizer") != std::string::npos);
   std::ofstream(file) << "{\"prompt_ids\": [1]}\n";
-  r = kern_run(tiny_args("--requests " + file + " --max-batch 9"));
+  r = kern_run(tiny_cpu_args("--requests " + file + " --max-batch 9"));
   CHECK(r.rc == 2);
   CHECK(r.err.find("--max-batch 9 exceeds the plan's max_batch 8") != std::string::npos);
   // --requests carries its own prompts.
-  r = kern_run(tiny_args("--requests " + file + " --prompt-ids 1,2"));
+  r = kern_run(tiny_cpu_args("--requests " + file + " --prompt-ids 1,2"));
   CHECK(r.rc == 2);
 }
 
@@ -297,7 +293,7 @@ TEST_CASE("kern-run --requests refuses a 4 MB prompt line after the capacity's i
     for (int i = 0; i < 2000000; ++i) out << ",x";
     out << "]}\n{\"prompt_ids\": [1]}\n";
   }
-  CliResult r = kern_run(tiny_args("--requests " + file));
+  CliResult r = kern_run(tiny_cpu_args("--requests " + file));
   CHECK(r.rc == 2);
   CHECK(r.out.empty());
   CHECK(r.err == "kern-run: error: " + file + ":1:16: 'prompt_ids' holds more than the capacity of 1024 tokens (the "

@@ -13,14 +13,14 @@ using namespace kern::test;
 
 namespace {
 
-std::string tiny_args(const std::string& extra) {
-  return env_path("KERN_TINY_PLAN") + " --weights " + env_path("KERN_TINY_WEIGHTS") +
-         " --device cpu --prompt-ids 3,17,99,200,5,42,7 --steps 20 " + extra;
+/// The tiny model on the cpu device, 20 steps from a fixed prompt, then `extra`.
+std::string sampling_args(const std::string& extra) {
+  return tiny_cpu_args("--prompt-ids 3,17,99,200,5,42,7 --steps 20 " + extra);
 }
 
 /// The run's --json object (REQUIREs exit 0).
 rapidjson::Document run_json(const std::string& extra) {
-  CliResult r = kern_run(tiny_args(extra + " --json"));
+  CliResult r = kern_run(sampling_args(extra + " --json"));
   INFO(r.err);
   REQUIRE(r.rc == 0);
   rapidjson::Document doc;
@@ -58,7 +58,7 @@ TEST_CASE("kern-run --temperature with --seed repeats its ids and reports its pa
 
 TEST_CASE("kern-run --temperature without --seed picks a seed, reports it, and that seed repeats the run",
           "[run][cli][sampling]") {
-  CliResult r = kern_run(tiny_args("--temperature 3 --json"));
+  CliResult r = kern_run(sampling_args("--temperature 3 --json"));
   INFO(r.err);
   REQUIRE(r.rc == 0);
   rapidjson::Document doc;
@@ -83,7 +83,7 @@ TEST_CASE("kern-run refuses sampling parameters out of range and sampling with -
   };
   for (const Bad& b : bad) {
     INFO(b.flags);
-    CliResult r = kern_run(tiny_args(b.flags));
+    CliResult r = kern_run(sampling_args(b.flags));
     CHECK(r.rc == 2);
     CHECK(r.err == b.message);
   }

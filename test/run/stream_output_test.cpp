@@ -9,21 +9,9 @@
 #include "kern-run/stream_output.h"
 #include "test/engine/tiny_model.h"
 #include "test/tokenizer/tokenizer_fixture.h"
+#include "test/run/text_helpers.h"
 
 using namespace kern;
-
-namespace {
-
-std::string contents(std::FILE* f) {
-  std::fflush(f);
-  std::string out(static_cast<size_t>(std::ftell(f)), '\0');
-  std::rewind(f);
-  out.resize(std::fread(out.data(), 1, out.size(), f));
-  std::fseek(f, 0, SEEK_END);
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("streamed text appears token by token and never as half a character", "[run][stream]") {
   auto tok = tok::Tokenizer::load(test::env_path("KERN_QWEN3_TOKENIZER_JSON"));
@@ -39,14 +27,14 @@ TEST_CASE("streamed text appears token by token and never as half a character", 
   REQUIRE(f != nullptr);
   run::StreamPrinter printer(&*tok, {151645}, f, nullptr);
   printer.on_token(*hello);
-  CHECK(contents(f) == "Hello");
+  CHECK(test::written_to(f) == "Hello");
   printer.on_token(*c3);
-  CHECK(contents(f) == "Hello");  // half of "é": held back
+  CHECK(test::written_to(f) == "Hello");  // half of "é": held back
   printer.on_token(*a9);
-  CHECK(contents(f) == "Hello\xC3\xA9");
+  CHECK(test::written_to(f) == "Hello\xC3\xA9");
   printer.on_token(151645);  // <|im_end|>: ends the text, not part of it
   printer.finish();
-  CHECK(contents(f) == "Hello\xC3\xA9\n");
+  CHECK(test::written_to(f) == "Hello\xC3\xA9\n");
   CHECK(printer.text() == "Hello\xC3\xA9");
   std::fclose(f);
 }
@@ -93,7 +81,7 @@ TEST_CASE("a generated id past the tokenizer's ids prints as nothing and is warn
   printer.on_token(151935);  // a second one: no second warning
   printer.on_token('i');
   printer.finish();
-  CHECK(contents(f) == "hi\n");
+  CHECK(test::written_to(f) == "hi\n");
   CHECK(printer.text() == "hi");
   CHECK(printer.missing_tokens() == 2);
   REQUIRE(warnings.size() == 1);

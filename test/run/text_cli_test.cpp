@@ -12,6 +12,7 @@
 #include "rapidjson/document.h"
 #include "test/run/cli_runner.h"
 #include "test/tokenizer/tokenizer_fixture.h"
+#include "test/run/text_helpers.h"
 
 #include <fstream>
 
@@ -34,22 +35,10 @@ std::string text_args(const std::string& extra) {
          " --device cpu --tokenizer " + env_path("KERN_QWEN3_TOKENIZER_JSON") + " " + extra;
 }
 
-const tok::Tokenizer& qwen3_tokenizer() {
-  static auto tok = tok::Tokenizer::load(env_path("KERN_QWEN3_TOKENIZER_JSON"));
-  if (!tok.ok()) FAIL(tok.error().message);
-  return *tok;
-}
-
 std::vector<int64_t> ids_of(const rapidjson::Value& a) {
   std::vector<int64_t> out;
   for (const auto& v : a.GetArray()) out.push_back(v.GetInt64());
   return out;
-}
-
-std::vector<int64_t> encode(const std::string& text) {
-  auto ids = qwen3_tokenizer().encode(text);
-  REQUIRE(ids.ok());
-  return {ids->begin(), ids->end()};
 }
 
 /// Runs with --json and parses the one object.
@@ -72,7 +61,7 @@ TEST_CASE("kern-run --prompt streams the decoded generated ids to stdout and sta
   std::vector<int64_t> generated = ids_of(doc["generated_ids"]);
   REQUIRE(generated.size() == 24);  // random weights: no end token in these 24 steps
   CHECK(std::string(doc["stop_reason"].GetString()) == "steps");
-  CHECK(ids_of(doc["prompt_ids"]) == encode(kPrompt));
+  CHECK(ids_of(doc["prompt_ids"]) == qwen3_encode(kPrompt));
   std::vector<int32_t> gen32(generated.begin(), generated.end());
   const std::string text = qwen3_tokenizer().decode(gen32);
   CHECK(std::string(doc["text"].GetString(), doc["text"].GetStringLength()) == text);
@@ -108,7 +97,7 @@ TEST_CASE("--prompt-file, --prompt-file - and piped stdin give the same prompt i
   TempDir dir;
   const std::string text = "line one\nline two \xF0\x9F\x98\x80\n";
   std::ofstream(dir.file("p.txt"), std::ios::binary) << text;
-  std::vector<int64_t> want = encode(text);
+  std::vector<int64_t> want = qwen3_encode(text);
   CHECK(ids_of(run_json("--steps 1 --prompt-file " + dir.file("p.txt"))["prompt_ids"]) == want);
   CHECK(ids_of(run_json("--steps 1 --prompt-file -", text)["prompt_ids"]) == want);
   CHECK(ids_of(run_json("--steps 1", text)["prompt_ids"]) == want);
@@ -117,10 +106,10 @@ TEST_CASE("--prompt-file, --prompt-file - and piped stdin give the same prompt i
 
 TEST_CASE("--chat encodes the prompt inside Qwen3's chat template", "[run][text][chat]") {
   rapidjson::Document doc = run_json("--steps 2 --chat --system 'Be brief.' --no-think --prompt 'Hi there'");
-  CHECK(ids_of(doc["prompt_ids"]) == encode(run::render_qwen3_chat({std::string("Be brief."), "Hi there", true})));
+  CHECK(ids_of(doc["prompt_ids"]) == qwen3_encode(run::render_qwen3_chat({std::string("Be brief."), "Hi there", true})));
   CHECK(doc["prompt_ids"][0].GetInt64() == 151644);  // <|im_start|>
   rapidjson::Document plain = run_json("--steps 2 --chat --prompt 'Hi there'");
-  CHECK(ids_of(plain["prompt_ids"]) == encode("<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"));
+  CHECK(ids_of(plain["prompt_ids"]) == qwen3_encode("<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"));
 }
 
 TEST_CASE("a tokenized prompt with ids beyond the model's embedding is rejected before loading anything",
@@ -158,7 +147,7 @@ TEST_CASE("kern-run tokenize prints the ids as a JSON array and detokenize rever
   INFO(t.err);
   REQUIRE(t.rc == 0);
   std::string want = "[";
-  for (int64_t id : encode(kPrompt)) want += (want.size() > 1 ? "," : "") + std::to_string(id);
+  for (int64_t id : qwen3_encode(kPrompt)) want += (want.size() > 1 ? "," : "") + std::to_string(id);
   CHECK(t.out == want + "]\n");
   CliResult d = kern_run("detokenize" + tok + " --ids " + shell_quote(t.out));
   REQUIRE(d.rc == 0);
