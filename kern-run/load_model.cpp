@@ -1,6 +1,8 @@
 // kern-run's model opening and loading over the engine (load_model.h).
 #include "kern-run/load_model.h"
 
+#include <csignal>
+
 #include "common/terminal_text.h"
 #include "kern-run/tp_ranks.h"
 #include "spdlog/spdlog.h"
@@ -34,6 +36,10 @@ Result<std::unique_ptr<engine::Model>> load_model(engine::ModelPlan plan, const 
                                              plan.plan.path() + ", sharded for --tp " + std::to_string(plan_world));
   RankGroup* group = nullptr;
   if (settings.tp > 1) {
+    // Gloo writes to its peers' sockets: a peer that died must fail the
+    // collective naming it (and be seen by rank 0's watcher), not kill this
+    // rank by SIGPIPE first.
+    signal(SIGPIPE, SIG_IGN);
     load::GlooOptions tp;
     tp.world = settings.tp;
     tp.timeout_ms = kTpWaitTimeoutMs;
