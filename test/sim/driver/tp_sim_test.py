@@ -92,7 +92,22 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
         proc, rep = self.run_kern(folder, tp, device, "--json", "--ignore-eos", "--prompt-ids", PROMPT, *args)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(rep, "", "simulation violations")
+        self.assertNotIn("graphs disabled", proc.stderr)  # graphs ran (no fallback to eager)
         return json.loads(proc.stdout)["generated_ids"]
+
+    def last_rows(self, folder, tp, *args):
+        """The last step's logits and residual (replicated on every rank) as bytes, on cuda."""
+        out = {name: os.path.join(self.tmp, f"{name}-{tp}.bin") for name in ("logits", "residual")}
+        dumps = [a for name, path in out.items() for a in ("--dump-buffer", f"{name}={path}")]
+        proc, rep = self.run_kern(folder, tp, "cuda", "--ignore-eos", "--prompt-ids", PROMPT, *args, *dumps)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(rep, "", "simulation violations")
+        result = {}
+        for name, path in out.items():
+            with open(path, "rb") as f:
+                result[name] = f.read()
+            os.remove(path)
+        return result
 
     def test_tp2_on_cuda_gives_tp1_and_the_cpu_tp2_ids_graphs_and_eager_pdl_and_not(self):
         steps = ("--steps", "10", "--chunk", "5")
@@ -104,11 +119,14 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
             with self.subTest(extra=extra):
                 self.assertEqual(self.ids(self.tiny[2], 2, "cuda", *steps, *extra), cuda_tp1)
         self.assertEqual(cuda_tp1, want)
+        # The bits, not only the ids: the last step's logits and residual rows.
+        self.assertEqual(self.last_rows(self.tiny[2], 2, *steps), self.last_rows(self.tiny[1], 1, *steps))
 
     def test_tp4_on_cuda_gives_tp1_on_an_odd_gqa_shape(self):
         steps = ("--steps", "6", "--chunk", "7")
         want = self.ids(self.odd[1], 1, "cuda", *steps)
         self.assertEqual(self.ids(self.odd[4], 4, "cuda", *steps), want)
+        self.assertEqual(self.last_rows(self.odd[4], 4, *steps), self.last_rows(self.odd[1], 1, *steps))
         self.assertEqual(self.ids(self.odd[1], 1, "cpu", *steps), want)
 
     def test_fewer_gpus_than_tp_or_a_bad_gpus_list_is_refused_before_loading(self):
