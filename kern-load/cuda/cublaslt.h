@@ -1,6 +1,8 @@
 // cublasLt loaded with dlopen (libcublasLt.so.13, .so.12, .so, found as
 // library_search.h says: loader, CUDA_HOME, CUDA wheels) for the two
-// extern GEMMs (SPEC §3: `extern:cublaslt_bf16_tn`, `extern:cublaslt_bf16_tn_acc`).
+// extern GEMMs (SPEC §3: `extern:cublaslt_bf16_tn`, `extern:cublaslt_bf16_tn_acc`)
+// and the split-K GEMMs and all-reduce sums of tensor parallelism
+// (cuda_collective.cpp: f32 k-slice GEMMs, cublasLtMatrixTransform adds).
 // bf16 inputs and output, f32 compute and scale; the row-major call is mapped
 // onto column-major by gemm_mapping.h. One preallocated workspace (so the
 // calls are stream-capturable); the heuristic's algorithm and the layout

@@ -10,7 +10,7 @@
 using namespace kern;
 using namespace kern::run;
 
-TEST_CASE("--gpus lists the ranks' ordinals; without it rank r takes ordinal r") {
+TEST_CASE("gpu choice: --gpus lists the ranks' ordinals; without it rank r takes ordinal r", "[gpus]") {
   auto none = parse_gpus("", 4);
   REQUIRE(none.ok());
   CHECK(none.value().empty());
@@ -25,7 +25,7 @@ TEST_CASE("--gpus lists the ranks' ordinals; without it rank r takes ordinal r")
   CHECK(check_gpus({}, 2, 2).ok());
 }
 
-TEST_CASE("--gpus refuses a field that is no ordinal, a duplicate or too few GPUs, naming what is wrong") {
+TEST_CASE("gpu choice: --gpus refuses a field that is no ordinal or a duplicate or too few GPUs and names what is wrong", "[gpus]") {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"0,x", "entry 2 ('x') is not a CUDA ordinal"},
       {"0,,1", "entry 2 ('') is not a CUDA ordinal"},
@@ -43,7 +43,7 @@ TEST_CASE("--gpus refuses a field that is no ordinal, a duplicate or too few GPU
   }
 }
 
-TEST_CASE("fewer visible GPUs than --tp, or a listed GPU that is not visible, is a usage error") {
+TEST_CASE("gpu choice: fewer visible GPUs than --tp or a listed GPU that is not visible is a usage error", "[gpus]") {
   auto few = check_gpus({}, 2, 1);
   REQUIRE_FALSE(few.ok());
   CHECK(few.error().kind == ErrorKind::kUsage);

@@ -5,8 +5,9 @@ simulated libnccl.so.2 across the rank processes (KERN_SIM_DEVICES GPUs).
 
 * the tiny example at TP = 2 gives TP = 1's ids on the cuda device and the
   cpu device's TP = 2 ids, graphs on and off, PDL on and off; an odd GQA
-  shape (4 KV heads) at TP = 4 gives its TP = 1 ids, every rank's simulation
-  report clean;
+  shape (4 KV heads) at TP = 4 gives its TP = 1 ids; the last step's logits
+  and residual rows are TP = 1's bytes, and the all-reduce's f32 sums are
+  the same bytes at TP = 2 and TP = 4; every simulation report is clean;
 * refused before anything loads: fewer visible GPUs than --tp, a --gpus list
   shorter than --tp or naming an absent GPU; an NCCL older than kern needs is
   an error naming both versions.
@@ -67,7 +68,7 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
             json.dump(ODD, f)
         odd_w = os.path.join(cls.tmp, "odd.safetensors")
         tool("gen_random_weights.py", odd_cfg, "-o", odd_w, "--seed", "3")
-        cls.odd = {tp: make_folder(cls.tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 4)}
+        cls.odd = {tp: make_folder(cls.tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 2, 4)}
 
     @classmethod
     def tearDownClass(cls):
@@ -95,9 +96,9 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
         self.assertNotIn("graphs disabled", proc.stderr)  # graphs ran (no fallback to eager)
         return json.loads(proc.stdout)["generated_ids"]
 
-    def last_rows(self, folder, tp, *args):
-        """The last step's logits and residual (replicated on every rank) as bytes, on cuda."""
-        out = {name: os.path.join(self.tmp, f"{name}-{tp}.bin") for name in ("logits", "residual")}
+    def last_rows(self, folder, tp, *args, names=("logits", "residual")):
+        """The last step's rows of buffers replicated on every rank (bytes), on cuda."""
+        out = {name: os.path.join(self.tmp, f"{name}-{tp}.bin") for name in names}
         dumps = [a for name, path in out.items() for a in ("--dump-buffer", f"{name}={path}")]
         proc, rep = self.run_kern(folder, tp, "cuda", "--ignore-eos", "--prompt-ids", PROMPT, *args, *dumps)
         self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -127,6 +128,12 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
         want = self.ids(self.odd[1], 1, "cuda", *steps)
         self.assertEqual(self.ids(self.odd[4], 4, "cuda", *steps), want)
         self.assertEqual(self.last_rows(self.odd[4], 4, *steps), self.last_rows(self.odd[1], 1, *steps))
+        # The f32 sums themselves, before the bf16 rounding that hides most
+        # reorderings: the last all-reduce's output (down_proj's full f32 sum)
+        # at TP = 2 and TP = 4 (TP = 1 has no f32 buffer).
+        f32 = ("proj_partial",)
+        self.assertEqual(self.last_rows(self.odd[4], 4, *steps, names=f32),
+                         self.last_rows(self.odd[2], 2, *steps, names=f32))
         self.assertEqual(self.ids(self.odd[1], 1, "cpu", *steps), want)
 
     def test_fewer_gpus_than_tp_or_a_bad_gpus_list_is_refused_before_loading(self):
