@@ -276,7 +276,9 @@ one, two = run(1), run(2)
 if isinstance(one, str) or isinstance(two, str):
     print(f"tp 1: {one if isinstance(one, str) else 'ok'}; tp 2: {two if isinstance(two, str) else 'ok'}")
     sys.exit(1)
-ms = lambda d: d.get("decode_gpu_wall_ms_per_step")
+def ms(d):
+    v = d.get("decode_gpu_wall_ms_per_step")
+    return "n/a" if v is None else f"{v:.3f}"
 same = one["generated_ids"] == two["generated_ids"]
 print(f"{len(one['generated_ids'])} ids, tp 2 {'equals' if same else 'DIFFERS from'} tp 1; "
       f"decode ms/step tp 1 {ms(one)}, tp 2 {ms(two)}")
@@ -553,7 +555,7 @@ s_memcheck() {
   return $rc
 }
 
-export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_compare s_pdl s_bench s_spec s_hf s_mine s_memcheck
+export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_tp s_compare s_pdl s_bench s_spec s_hf s_mine s_memcheck
 
 # --- the runner ------------------------------------------------------------
 
