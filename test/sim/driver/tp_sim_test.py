@@ -8,6 +8,7 @@ simulated libnccl.so.2 across the rank processes (KERN_SIM_DEVICES GPUs).
   shape (4 KV heads) at TP = 4 gives its TP = 1 ids; the last step's logits
   and residual rows are TP = 1's bytes, and the all-reduce's f32 sums are
   the same bytes at TP = 2 and TP = 4; every simulation report is clean;
+* a rank killed mid-run ends the run with exit 1 naming it, within 10 s;
 * refused before anything loads: fewer visible GPUs than --tp, a --gpus list
   shorter than --tp or naming an absent GPU; an NCCL older than kern needs is
   an error naming both versions.
@@ -19,9 +20,11 @@ Usage: tp_sim_test.py SOURCE_ROOT BUILD_ROOT KERN_VERIFY KERN_RUN KERNELS_DIR
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ROOT = BUILD = KERN_VERIFY = KERN_RUN = KERNELS = None
@@ -154,6 +157,37 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
         proc, _ = self.run_kern(self.tiny[2], 2, "cpu", "--prompt-ids", "1,2", "--steps", "2", "--gpus", "0,1")
         self.assertEqual(proc.returncode, 2, proc.stderr)
         self.assertIn("--gpus picks the cuda device's GPUs", proc.stderr)
+
+    def test_a_rank_killed_mid_run_ends_every_rank_with_exit_1_naming_it(self):
+        env = dict(os.environ, KERN_BUILD_DIR=BUILD, KERN_SIM_DEVICES="2", TMPDIR=self.tmp)
+        proc = subprocess.Popen([os.path.join(ROOT, "test", "sim", "with-sim-gpu"), KERN_RUN, self.tiny[2], "--tp", "2",
+                                 "--device", "cuda", "--kernels", KERNELS, "--prompt-ids", "5,6,7", "--ignore-eos",
+                                 "--steps", "1000"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=env)
+        child = None
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and child is None:
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    try:
+                        with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                            if int(f.read().rsplit(")", 1)[1].split()[1]) == proc.pid:
+                                child = int(entry)
+                    except (OSError, ValueError, IndexError):
+                        pass
+            time.sleep(0.05)
+        try:
+            self.assertIsNotNone(child, "rank 0 started no rank 1")
+            time.sleep(2.0)  # into the run
+            self.assertIsNone(proc.poll(), "the run ended before the test could kill rank 1")
+            os.kill(child, signal.SIGKILL)
+            _, err = proc.communicate(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+        self.assertEqual(proc.returncode, 1, err)
+        self.assertIn("rank 1", err)
 
     def test_an_nccl_older_than_needed_is_an_error_naming_both_versions(self):
         proc, _ = self.run_kern(self.tiny[2], 2, "cuda", "--prompt-ids", "1,2", "--steps", "2",
