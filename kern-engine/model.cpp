@@ -57,6 +57,7 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
   std::string note;
   load::CudaDeviceOptions cuda_options;
   cuda_options.pdl = config.pdl;
+  cuda_options.ordinal = config.cuda_ordinal;
   KERN_ASSIGN_OR_RETURN(auto device, load::select_device(config.device, &note, cuda_options));
   if (!note.empty() && observer != nullptr && observer->on_warning) observer->on_warning(note);
   const uint32_t plan_world = plan.plan.plan().world();

@@ -64,6 +64,7 @@ struct ModelConfig {
   /// batch-size bucket (1, 2, 4, ... up to the plan's max_batch) when the
   /// plan has decode_batch, so no bucket silently runs eagerly.
   std::optional<size_t> max_graphs;
+  int cuda_ordinal = 0;  ///< CudaDeviceOptions::ordinal: this rank's GPU (kern-run --gpus)
   bool pdl = true;     ///< CudaDeviceOptions::pdl: false launches "pdl" steps plainly (--no-pdl)
   /// Fill the weights on the device with this seed (random_weights.h); no weights file is opened.
   std::optional<uint64_t> random_weights_seed;

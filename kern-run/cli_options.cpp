@@ -79,8 +79,11 @@ LoadOptionsParser::LoadOptionsParser(CLI::App& app, LoadSettings& settings) : se
   app.add_option("--kernels", settings.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
   add_number_option(app, "--tp", settings.tp,
                     "tensor-parallel ranks: the plan's meta.world; kern-run starts ranks 1..N-1 as its children "
-                    "(cpu device, Gloo; docs/parallel.md)",
+                    "(cpu device over Gloo, cuda device over NCCL; docs/parallel.md)",
                     CountRange{1, 64});
+  app.add_option("--gpus", settings.gpus,
+                 "CUDA ordinals of the ranks, comma-separated (rank 0's first; default: the first --tp visible, "
+                 "after CUDA_VISIBLE_DEVICES)");
   // Set by rank 0 on the ranks it starts (tp_ranks.h); not for users.
   tp_rank_ = app.add_option("--tp-rank", tp_rank_value_)->group("");
   app.add_option("--tp-rendezvous", settings.tp_rendezvous)->group("");

@@ -4,6 +4,8 @@
 #include <csignal>
 
 #include "common/terminal_text.h"
+#include "kern-load/device_select.h"
+#include "kern-run/gpu_choice.h"
 #include "kern-run/tp_ranks.h"
 #include "spdlog/spdlog.h"
 
@@ -34,6 +36,17 @@ Result<std::unique_ptr<engine::Model>> load_model(engine::ModelPlan plan, const 
   if (plan_world != settings.tp)
     return make_error(ErrorKind::kUsage, "--tp " + std::to_string(settings.tp) + " does not match " +
                                              plan.plan.path() + ", sharded for --tp " + std::to_string(plan_world));
+  // The ranks' GPUs (gpu_choice.h), refused here, before any rank starts.
+  KERN_ASSIGN_OR_RETURN(const std::vector<int> gpus, parse_gpus(settings.gpus, settings.tp));
+  if (!gpus.empty() && config.device == load::DeviceChoice::kCpu)
+    return make_error(ErrorKind::kUsage, "--gpus picks the cuda device's GPUs; this run has --device cpu");
+  if (!settings.tp_rank && (settings.tp > 1 || !gpus.empty()) && config.device != load::DeviceChoice::kCpu) {
+    const Result<int> visible = load::probe_cuda_devices();
+    if (!visible.ok() && config.device == load::DeviceChoice::kCuda)
+      return visible.error().with_context("--device cuda --tp " + std::to_string(settings.tp));
+    if (visible.ok() && visible.value() > 0) KERN_RETURN_IF_ERROR(check_gpus(gpus, settings.tp, visible.value()));
+  }
+  config.cuda_ordinal = gpu_of_rank(gpus, settings.tp_rank.value_or(0));
   RankGroup* group = nullptr;
   if (settings.tp > 1) {
     // Gloo writes to its peers' sockets: a peer that died must fail the

@@ -33,6 +33,8 @@ struct LoadSettings {
   std::optional<uint32_t> tp_rank;
   /// --tp-rendezvous DIR (set by rank 0 with --tp-rank): the run's rendezvous directory.
   std::string tp_rendezvous;
+  /// --gpus 0,1,...: the CUDA ordinals of ranks 0, 1, ... (gpu_choice.h); empty: the first --tp visible.
+  std::string gpus;
 };
 
 }  // namespace kern::run

@@ -1,6 +1,8 @@
 // cublasLt loaded with dlopen (libcublasLt.so.13, .so.12, .so, found as
 // library_search.h says: loader, CUDA_HOME, CUDA wheels) for the two
-// extern GEMMs (SPEC §3: `extern:cublaslt_bf16_tn`, `extern:cublaslt_bf16_tn_acc`).
+// extern GEMMs (SPEC §3: `extern:cublaslt_bf16_tn`, `extern:cublaslt_bf16_tn_acc`)
+// and the split-K GEMMs and all-reduce sums of tensor parallelism
+// (cuda_collective.cpp: f32 k-slice GEMMs, cublasLtMatrixTransform adds).
 // bf16 inputs and output, f32 compute and scale; the row-major call is mapped
 // onto column-major by gemm_mapping.h. One preallocated workspace (so the
 // calls are stream-capturable); the heuristic's algorithm and the layout
@@ -53,14 +55,38 @@ class CublasLt {
   Status gemm_bf16_tn(CUstream stream, CUdeviceptr a, CUdeviceptr w, CUdeviceptr c, int m, int n, int k,
                       bool accumulate);
 
+  /// One k slice of a split-K GEMM (docs/parallel.md): row-major f32
+  /// c[m, n] = a[m, 0..k) w[n, 0..k)^T where a row of a and of w is `ld`
+  /// elements apart (the slice starts at the pointers). The same cublasLt
+  /// path as gemm_bf16_tn with an f32 D. `align`: the alignment (bytes) the
+  /// plan promises for a and w, the same for every slice of a GEMM so that
+  /// every slice (at every TP) gets the same algorithm.
+  /// Errors (kDevice): k <= 0 or ld < k; cublasLt's (named).
+  Status gemm_bf16_tn_slice_f32(CUstream stream, CUdeviceptr a, CUdeviceptr w, CUdeviceptr c, int m, int n, int k,
+                                int ld, uint32_t align);
+
+  /// out[rows, cols] = x + y elementwise (row-major, dense, f32 in), one
+  /// rounding to f32, or to bf16 when `out_bf16`; y = 0 (no pointer): out =
+  /// x converted. cublasLtMatrixTransform (C = alpha op(A) + beta op(B)) with
+  /// alpha = beta = 1, on `stream`; out may be x. The adds of the split-K
+  /// and all-reduce trees. Errors (kDevice) name the cublasLt call.
+  Status add_f32(CUstream stream, CUdeviceptr x, CUdeviceptr y, CUdeviceptr out, uint64_t rows, uint64_t cols,
+                 bool out_bf16);
+
  private:
   struct Api;
   struct Plan;
+  struct Dense;
   CublasLt() = default;
-  /// The cached plan of (m, n, k, accumulate) for operands of these
-  /// alignments (gemm_pointer_alignment: w is cublasLt's A, a its B, c its C and D).
-  Result<const Plan*> plan_for(int m, int n, int k, bool accumulate, uint32_t align_w, uint32_t align_a,
-                               uint32_t align_c);
+  /// The cached plan of (m, n, k, ld, output type, accumulate) for operands
+  /// of these alignments (gemm_pointer_alignment: w is cublasLt's A, a its B,
+  /// c its C and D).
+  Result<const Plan*> plan_for(int m, int n, int k, int ld, bool out_f32, bool accumulate, uint32_t align_w,
+                               uint32_t align_a, uint32_t align_c);
+  /// cublasLtMatmul of a cached plan.
+  Status run(const Plan& p, CUstream stream, CUdeviceptr a, CUdeviceptr w, CUdeviceptr c, bool accumulate);
+  /// The cached layout of a dense row-major [rows, cols] matrix.
+  Result<cublasLtMatrixLayout_t> dense_layout(uint64_t rows, uint64_t cols, bool f32);
   Status check(cublasStatus_t s, const char* call) const;
 
   void* handle_lib_ = nullptr;       ///< owned dlopen handle
@@ -70,6 +96,8 @@ class CublasLt {
   CUdeviceptr workspace_ = 0;        ///< borrowed
   uint64_t workspace_bytes_ = 0;
   std::vector<std::unique_ptr<Plan>> plans_;
+  std::vector<std::unique_ptr<Dense>> dense_;
+  cublasLtMatrixTransformDesc_t transform_desc_ = nullptr;
 };
 
 }  // namespace kern::load::cuda

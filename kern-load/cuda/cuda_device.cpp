@@ -67,6 +67,14 @@ Status CudaDevice::close() {
   if (cublaslt_) failures.add(cublaslt_->close());
   cublaslt_.reset();
   if (workspace_) keep(a.cuMemFree(workspace_), "cuMemFree (cublasLt workspace)");
+  if (nccl_) failures.add(nccl_->close());  // after the stream synchronize: no collective is in flight
+  nccl_.reset();
+  collective_.reset();
+  for (CUdeviceptr p : {splitk_scratch_.ptr, gather_scratch_.ptr})
+    if (p) keep(a.cuMemFree(p), "cuMemFree (tensor-parallel scratch)");
+  for (CUdeviceptr p : retired_) keep(a.cuMemFree(p), "cuMemFree (tensor-parallel scratch)");
+  splitk_scratch_ = gather_scratch_ = Scratch{};
+  retired_.clear();
   for (auto& [aligned, base] : allocations_) keep(a.cuMemFree(base), "cuMemFree");
   allocations_.clear();
   for (Module& m : modules_) keep(a.cuModuleUnload(m.module), "cuModuleUnload");
@@ -233,6 +241,13 @@ Status CudaDevice::launch(uint32_t step, const LaunchDims& dims, void** kernel_p
     return make_error(ErrorKind::kKernel, "step " + std::to_string(step) + " was not loaded");
   KERN_RETURN_IF_ERROR(bind_thread());  // a thread-local compare after the first call
   StepFn& s = steps_[step];
+  switch (s.op) {
+    case ExternOpId::kGemmBf16TnSplitK: return launch_splitk(step, kernel_params, false);
+    case ExternOpId::kGemmBf16TnSplitKF32: return launch_splitk(step, kernel_params, true);
+    case ExternOpId::kAllReduceSumF32: return launch_allreduce(step, kernel_params, false);
+    case ExternOpId::kAllReduceSumF32Bf16: return launch_allreduce(step, kernel_params, true);
+    default: break;
+  }
   if (s.op != ExternOpId::kNone) {
     // extern GEMM params (docs/kernels.md §10): a, w, c pointers then i32 m, n, k (ABI checked at load).
     uint64_t ptr[3];

@@ -24,6 +24,7 @@
 #include "kern-load/cuda/cuda_abi.h"
 #include "kern-load/cuda/cuda_driver.h"
 #include "kern-load/cuda/cuda_launch.h"
+#include "kern-load/cuda/nccl.h"
 #include "kern-load/device.h"
 #include "kern-load/device_precheck.h"
 
@@ -73,6 +74,13 @@ class CudaDevice final : public Device {
   Status launch_graph(GraphHandle graph) override;
   Status destroy_graph(GraphHandle graph) override;
 
+  /// Tensor parallelism (docs/parallel.md "On GPUs"): keeps `collective`
+  /// (the ranks' Gloo rendezvous) and over it joins an NCCL communicator:
+  /// rank 0's ncclGetUniqueId all-gathered, ncclCommInitRank on this
+  /// device. Errors (kDevice): NCCL missing or too old (nccl.h), the
+  /// exchange or ncclCommInitRank failed.
+  Status attach_collective(std::unique_ptr<cpu::Collective> collective) override;
+
   /// The device's limits for the precheck (cuDeviceGetAttribute, cuDriverGetVersion).
   Result<DeviceLimits> limits() const;
 
@@ -116,6 +124,26 @@ class CudaDevice final : public Device {
   /// device of `cc_major` >= 9 unless CudaDeviceOptions::pdl is off.
   Status bind_kernel_step(const plan::Plan& p, uint32_t i, const std::vector<size_t>& module_of_pin, int cc_major);
   Status launch_error(uint32_t step, const char* call, CUresult r) const;
+  /// A device buffer that only grows (cuda_collective.cpp): a graph captured
+  /// earlier may still name an older one, so those are kept until close().
+  struct Scratch {
+    CUdeviceptr ptr = 0;
+    uint64_t bytes = 0;
+  };
+  /// `s`, grown to at least `bytes` (a new cuMemAlloc, the old kept in retired_).
+  Result<CUdeviceptr> scratch(Scratch& s, uint64_t bytes);
+  /// out = the pairwise tree (tree_sum_f32's order, kernels-src/cpu) over
+  /// `count` dense f32 [rows, cols] matrices at base + i * slot_bytes,
+  /// rounded once to f32 or to bf16 (`out_bf16`). Overwrites the slots.
+  Status tree_sum(CUdeviceptr base, uint64_t slot_bytes, size_t count, uint64_t rows, uint64_t cols, CUdeviceptr out,
+                  bool out_bf16);
+  /// Recursion of tree_sum: the sum of slots [first, first + count) left in slot `first`.
+  Status tree_sum_into(CUdeviceptr base, uint64_t slot_bytes, size_t first, size_t count, uint64_t rows,
+                       uint64_t cols);
+  /// extern:gemm_bf16_tn_splitk[_f32]: each k slice through cublasLt, the slices' tree.
+  Status launch_splitk(uint32_t step, void** kernel_params, bool f32_out);
+  /// extern:allreduce_sum_f32[_bf16]: ncclAllGather, then the tree over the ranks.
+  Status launch_allreduce(uint32_t step, void** kernel_params, bool bf16_out);
   /// Makes the device's context current on the calling thread, once per
   /// thread (CUDA keeps the current context per thread: without this a call
   /// from a thread other than the creator's fails with
@@ -148,6 +176,11 @@ class CudaDevice final : public Device {
   CUdeviceptr workspace_ = 0;
   std::unique_ptr<CublasLt> cublaslt_;
   std::vector<CUgraphExec> graphs_;  ///< instantiated graphs (destroyed with the device)
+  std::unique_ptr<cpu::Collective> collective_;  ///< the ranks' rendezvous (Gloo); null on one rank
+  std::unique_ptr<NcclComm> nccl_;               ///< this rank's communicator; null on one rank
+  Scratch splitk_scratch_;                       ///< the split-K slices' f32 partials
+  Scratch gather_scratch_;                       ///< the all-reduce's all-gathered partials
+  std::vector<CUdeviceptr> retired_;             ///< outgrown scratch buffers, freed at close()
   bool capturing_ = false;
   bool pdl_ = true;  ///< CudaDeviceOptions::pdl
   bool closed_ = false;  ///< close() has run

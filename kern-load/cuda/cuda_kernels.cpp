@@ -3,7 +3,8 @@
 // resolve each step: a pinned step only in its file, an unpinned one in any
 // file, several definitions disambiguated by their parameter layouts; every
 // resolved function's layout (cuFuncGetParamInfo) must equal the step's
-// declared params. Extern steps bind to cublasLt (loaded on first need).
+// declared params. Extern steps bind to cublasLt (loaded on first need);
+// the collectives need the NCCL communicator of attach_collective.
 #include <algorithm>
 #include <filesystem>
 #include <map>
@@ -152,9 +153,8 @@ Status CudaDevice::bind_extern_step(const plan::Plan& p, uint32_t i) {
   const std::string where = "steps[" + std::to_string(i) + "] " + sym;
   const ExternOpInfo* op = find_extern_op(sym);
   if (op == nullptr) return make_error(ErrorKind::kKernel, where + ": unknown extern op");
-  if (op->id != ExternOpId::kGemmBf16Tn && op->id != ExternOpId::kGemmBf16TnAcc)  // launch() runs GEMMs only
-    return make_error(ErrorKind::kKernel, where + ": not built on the cuda device yet (tensor parallelism runs on "
-                                                  "the cpu device, docs/parallel.md)");
+  if (op->collective && !nccl_)
+    return make_error(ErrorKind::kKernel, where + ": this device belongs to no tensor-parallel world (run with --tp N)");
   if (!extern_op_params_match(*op, declared_params(*p.steps()->Get(i))))  // the ABI launch() reads
     return make_error(ErrorKind::kKernel, where + ": params must be [" + extern_op_params_text(*op) + "]");
   if (!cublaslt_) {

@@ -45,6 +45,14 @@ for exe in test/gpu/kern-gpu-compare kern-verify/kern-verify kern-run/kern-run; 
   cp "$build/$exe" "$dest/bin/"
   strip --strip-debug "$dest/bin/$(basename "$exe")"
 done
+# The Gloo plugin (docs/parallel.md): the ranks of --tp N meet through it
+# (on the cuda device it carries rank 0's NCCL unique id), found beside
+# kern-run; its libraries (libgloo and what it needs) follow like the
+# binaries'. NCCL itself is the GPU machine's (dlopened, never bundled).
+if [ -f "$build/kern-load/kern-gloo.so" ]; then
+  cp "$build/kern-load/kern-gloo.so" "$dest/bin/"
+  strip --strip-debug "$dest/bin/kern-gloo.so"
+fi
 for exe in "$dest"/bin/*; do
   ldd "$exe" | awk '/=> \// {print $3}'
 done | sort -u | while read -r lib; do

@@ -44,7 +44,7 @@ import unittest
 
 ROOT = BUILD = None
 GLIBC = ("linux-vdso", "libc.so", "libm.so", "libdl.so", "libpthread.so", "librt.so", "ld-linux")
-STEPS = ["gpu", "bundle", "abi", "kernels", "tiny", "compare", "pdl", "bench-0.6b", "hf-0.6b", "mine", "bench-4b",
+STEPS = ["gpu", "bundle", "abi", "kernels", "tiny", "tp", "compare", "pdl", "bench-0.6b", "hf-0.6b", "mine", "bench-4b",
          "bench-4b-unfused", "spec", "hf-4b", "memcheck"]
 BUDGET_S = 270  # issue 21: about 4.5 minutes of a 10-minute command, so a rerun fits the same 15 minutes
 FAKE_SMI = """#!/bin/sh

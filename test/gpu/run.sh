@@ -241,6 +241,55 @@ EOF
   [ $v = 0 ] && [ $ok = 1 ]
 }
 
+# Tensor parallelism on GPUs (docs/parallel.md "On GPUs"): the tiny model
+# at TP = 2 (two GPUs, NCCL) against TP = 1 on the cuda device, 32 greedy ids
+# each, graphs on; passes when the ids are equal. The summary gives both
+# decode ms/step (decode_gpu_wall_ms_per_step). With fewer than two GPUs
+# (nvidia-smi -L) it is skipped, saying how many there are.
+s_tp() {
+  local n tp cfg=examples/tiny-qwen3.config.json
+  n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+  if [ "${n:-0}" -lt 2 ]; then detail "skipped: ${n:-0} GPU"; return 77; fi
+  for tp in 1 2; do
+    mkdir -p "$WORK/tp$tp"
+    python3 provider/gen_manifest.py "$cfg" -o "$WORK/tp$tp/manifest.json" --tp $tp --unpinned --tokens-max 64 &&
+      "$BIN/kern-verify" "$WORK/tp$tp/manifest.json" -o "$WORK/tp$tp/model.kplan" || { detail "tp $tp plan failed"; return 1; }
+    if [ $tp = 1 ]; then
+      cp examples/tiny-qwen3.safetensors "$WORK/tp1/weights.safetensors"
+    else
+      python3 provider/shard_weights.py "$cfg" examples/tiny-qwen3.safetensors --tp $tp -o "$WORK/tp$tp" ||
+        { detail "shard_weights.py --tp $tp failed"; return 1; }
+    fi
+    "$BIN/kern-run" "$WORK/tp$tp" --tp $tp --device cuda --kernels "$KERNELS" --prompt-ids 1,17,42,99,3,250,7 \
+      --steps 32 --ignore-eos --json > "$RES/tp_$tp.json" 2> "$WORK/tp_$tp.err"
+    echo "== tp $tp: exit $?"; cat "$WORK/tp_$tp.err"
+  done
+  python3 - "$RES" "$WORK" > "$WORK/tp_verdict.txt" <<'EOF'
+import json, os, sys
+def run(tp):
+    try:
+        return json.load(open(os.path.join(sys.argv[1], f"tp_{tp}.json")))
+    except Exception:
+        lines = [l for l in open(os.path.join(sys.argv[2], f"tp_{tp}.err")).read().splitlines() if l.strip()]
+        return "no result: " + (lines[-1][:120] if lines else "?")
+one, two = run(1), run(2)
+if isinstance(one, str) or isinstance(two, str):
+    print(f"tp 1: {one if isinstance(one, str) else 'ok'}; tp 2: {two if isinstance(two, str) else 'ok'}")
+    sys.exit(1)
+def ms(d):
+    v = d.get("decode_gpu_wall_ms_per_step")
+    return "n/a" if v is None else f"{v:.3f}"
+same = one["generated_ids"] == two["generated_ids"]
+print(f"{len(one['generated_ids'])} ids, tp 2 {'equals' if same else 'DIFFERS from'} tp 1; "
+      f"decode ms/step tp 1 {ms(one)}, tp 2 {ms(two)}")
+sys.exit(0 if same else 1)
+EOF
+  local v=$?
+  cat "$WORK/tp_verdict.txt"
+  detail "$(cat "$WORK/tp_verdict.txt")"
+  return $v
+}
+
 # kern-run compare (docs/compare.md): one plan on the cpu device (A) and on
 # cuda (B), every dispatch a span, replayed from A's inputs and run free: the
 # tiny model with its weights (8 decode steps) and the Qwen3-0.6B geometry
@@ -506,7 +555,7 @@ s_memcheck() {
   return $rc
 }
 
-export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_compare s_pdl s_bench s_spec s_hf s_mine s_memcheck
+export -f detail bins_start s_gpu s_bundle s_abi s_kernels plan s_tiny s_tp s_compare s_pdl s_bench s_spec s_hf s_mine s_memcheck
 
 # --- the runner ------------------------------------------------------------
 

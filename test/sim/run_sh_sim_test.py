@@ -11,6 +11,8 @@ must pass with real outputs (memcheck is a skip: no compute-sanitizer here):
   match their pins, the cubins' parameter ABIs match the manifests;
 - tiny: kern-run --device cuda (unpinned, pinned, --eager) gives the cpu
   device's 32 ids, no graph falls back to eager;
+- tp: the tiny model at TP = 2 on two simulated GPUs (simulated NCCL)
+  gives TP = 1's 32 ids on the cuda device;
 - pdl (tiny model): the ids with PDL under graphs, --no-pdl, --no-pdl
   --eager are equal;
 - bench-tiny: kern-run bench's JSON has every test (pp16, tg1, tg4 and
@@ -37,13 +39,13 @@ import tempfile
 import unittest
 
 ROOT = BUILD = None
-STEPS = ["gpu", "bundle", "abi", "tiny", "pdl", "bench-tiny", "spec", "mine", "memcheck"]
+STEPS = ["gpu", "bundle", "abi", "tiny", "tp", "pdl", "bench-tiny", "spec", "mine", "memcheck"]
 LEFT_OUT = {"kernels", "compare", "hf-0.6b", "hf-4b", "bench-0.6b", "bench-4b", "bench-4b-unfused"}
 FAKE_SMI = """#!/bin/sh
 case "$*" in
   *--query-gpu=name,*) echo "kern simulated GPU, 0.00, 143771" ;;
   *--query-gpu=*) echo "9.0, 1980, 3201, 1980, 3201, 700.00, 30" ;;
-  *) echo "GPU 0: kern simulated GPU (UUID: GPU-sim)" ;;
+  *) echo "GPU 0: kern simulated GPU (UUID: GPU-sim)"; echo "GPU 1: kern simulated GPU (UUID: GPU-sim1)" ;;
 esac
 """
 
@@ -82,7 +84,8 @@ class RunShOnTheSimulatedGpu(unittest.TestCase):
         env = {k: v for k, v in os.environ.items() if not k.startswith("KERN_")}
         env.update(OUT=cls.out, PATH=path, KERN_BUILD_DIR=BUILD, KERN_SIM_REPORT=cls.report,
                    KERN_GPU_TABLE=os.path.join(ROOT, "test", "sim", "rehearsal_steps.txt"),
-                   KERN_GPU_STATE=os.path.join(cls.tmp, "state"), KERN_GPU_BUDGET_S="600")
+                   KERN_GPU_STATE=os.path.join(cls.tmp, "state"), KERN_GPU_BUDGET_S="600",
+                   KERN_SIM_DEVICES="2")  # two simulated GPUs: the tp step runs TP = 2
         cls.proc = subprocess.run([os.path.join(ROOT, "test", "sim", "with-sim-gpu"),
                                    os.path.join(ROOT, "test", "gpu", "run.sh"), cls.bundle],
                                   capture_output=True, text=True, env=env, cwd="/", timeout=700)
@@ -138,6 +141,12 @@ class RunShOnTheSimulatedGpu(unittest.TestCase):
             with open(self.report, encoding="utf-8") as f:
                 text = f.read()
         self.assertEqual(text, "")
+
+    def test_the_tp_step_runs_tp2_on_two_simulated_gpus_and_gets_tp1s_ids(self):
+        self.assertTrue(self.step("tp")["detail"].startswith("32 ids, tp 2 equals tp 1"), self.step("tp")["detail"])
+        one, two = self.load("tp_1.json"), self.load("tp_2.json")
+        self.assertEqual(len(one["generated_ids"]), 32)
+        self.assertEqual(two["generated_ids"], one["generated_ids"])
 
     def test_the_tiny_model_gives_the_cpu_ids_on_the_simulated_gpu(self):
         self.assertEqual(self.step("tiny")["detail"], "32 ids vs cpu: cuda ok, cuda_pinned ok, cuda_eager ok")

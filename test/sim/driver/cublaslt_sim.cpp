@@ -378,3 +378,76 @@ LT_EXPORT cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulD
   if (r == CUDA_ERROR_INVALID_CONTEXT || r == CUDA_ERROR_INVALID_HANDLE) return CUBLAS_STATUS_NOT_INITIALIZED;
   return r == CUDA_SUCCESS ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
 }
+
+// cublasLtMatrixTransform (C = alpha op(A) + beta op(B)), for the adds of the
+// split-K and all-reduce trees (kern-load/cuda/cuda_collective.cpp): f32
+// scale, no transposes, A and B f32, C f32 or bf16, equal shapes; each
+// element alpha * a + beta * b in f32 (exact products when alpha and beta
+// are 1), rounded once to C's type. B may be absent when beta is 0.
+namespace {
+struct TransformDesc {
+  cudaDataType_t scale;
+};
+}  // namespace
+
+LT_EXPORT cublasStatus_t cublasLtMatrixTransformDescCreate(cublasLtMatrixTransformDesc_t* out, cudaDataType scale) {
+  if (out == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  auto* d = new TransformDesc{scale};
+  add(d);
+  *out = reinterpret_cast<cublasLtMatrixTransformDesc_t>(d);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+LT_EXPORT cublasStatus_t cublasLtMatrixTransformDescDestroy(cublasLtMatrixTransformDesc_t desc) {
+  if (!drop(desc)) return CUBLAS_STATUS_INVALID_VALUE;
+  delete reinterpret_cast<TransformDesc*>(desc);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+LT_EXPORT cublasStatus_t cublasLtMatrixTransform(cublasLtHandle_t handle, cublasLtMatrixTransformDesc_t desc,
+                                                 const void* alpha, const void* A, cublasLtMatrixLayout_t a,
+                                                 const void* beta, const void* B, cublasLtMatrixLayout_t b, void* C,
+                                                 cublasLtMatrixLayout_t c, cudaStream_t stream) {
+  if (get<cublasLtContext>(handle) == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  const TransformDesc* d = get<TransformDesc>(desc);
+  const Layout *la = get<Layout>(a), *lb = B ? get<Layout>(b) : nullptr, *lc = get<Layout>(c);
+  if (d == nullptr || la == nullptr || lc == nullptr || alpha == nullptr || beta == nullptr || A == nullptr ||
+      C == nullptr || (B != nullptr && lb == nullptr))
+    return CUBLAS_STATUS_INVALID_VALUE;
+  if (d->scale != CUDA_R_32F || la->type != CUDA_R_32F || (lb && lb->type != CUDA_R_32F) ||
+      (lc->type != CUDA_R_32F && lc->type != CUDA_R_16BF)) {
+    note("cublasLtMatrixTransform", "only f32 scale, f32 A and B and an f32 or bf16 C are simulated");
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  for (const Layout* l : {la, lb, lc})
+    if (l && (l->rows != lc->rows || l->cols != lc->cols || l->ld < int64_t(std::max<uint64_t>(l->rows, 1)))) {
+      note("cublasLtMatrixTransform", "A, B and C must have C's shape and valid leading dimensions");
+      return CUBLAS_STATUS_INVALID_VALUE;
+    }
+  float al, be;  // host pointer mode
+  std::memcpy(&al, alpha, 4);
+  std::memcpy(&be, beta, 4);
+  if (be != 0.0f && B == nullptr) return CUBLAS_STATUS_INVALID_VALUE;
+  const Layout A_ = *la, C_ = *lc, B_ = lb ? *lb : *la;
+  const bool use_b = B != nullptr && be != 0.0f;
+  auto work = [=]() -> std::string {
+    if (!kern_sim_device_range(reinterpret_cast<uint64_t>(A), span_bytes(A_)) ||
+        (use_b && !kern_sim_device_range(reinterpret_cast<uint64_t>(B), span_bytes(B_))) ||
+        !kern_sim_device_range(reinterpret_cast<uint64_t>(C), span_bytes(C_)))
+      return "cublasLtMatrixTransform: a matrix is not inside one device allocation";
+    for (uint64_t j = 0; j < C_.cols; ++j)
+      for (uint64_t i = 0; i < C_.rows; ++i) {
+        float v = al * load(A, CUDA_R_32F, i + j * uint64_t(A_.ld));
+        if (use_b) v += be * load(B, CUDA_R_32F, i + j * uint64_t(B_.ld));
+        store(C, C_.type, i + j * uint64_t(C_.ld), v);
+      }
+    for (uint64_t j = 0; j < C_.cols; ++j)
+      kern_sim_shadow_launch_write(reinterpret_cast<uint64_t>(C) + j * uint64_t(C_.ld) * elem_bytes(C_.type),
+                                   C_.rows * elem_bytes(C_.type));
+    return "";
+  };
+  const std::string what = "cublasLtMatrixTransform " + std::to_string(C_.rows) + "x" + std::to_string(C_.cols);
+  const CUresult r = kern_sim_enqueue_host_work(reinterpret_cast<CUstream>(stream), what, work);
+  if (r == CUDA_ERROR_INVALID_CONTEXT || r == CUDA_ERROR_INVALID_HANDLE) return CUBLAS_STATUS_NOT_INITIALIZED;
+  return r == CUDA_SUCCESS ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_EXECUTION_FAILED;
+}

@@ -239,11 +239,20 @@ CUresult cuDriverGetVersion(int* v) {
   return CUDA_SUCCESS;
 }
 
+/// $KERN_SIM_DEVICES (1..8, default 1): how many GPUs the simulation shows.
+/// Each rank of `kern-run --tp N` is its own process with its own simulated
+/// GPU, so every ordinal is the same device (handle 0) in a process.
+static int sim_device_count() {
+  const char* v = std::getenv("KERN_SIM_DEVICES");
+  const int n = v && *v ? std::atoi(v) : 1;
+  return n < 1 ? 1 : (n > 8 ? 8 : n);
+}
+
 CUresult cuDeviceGetCount(int* n) {
   SIM_LOCK;
   if (n == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!state().initialised) return CUDA_ERROR_NOT_INITIALIZED;
-  *n = 1;
+  *n = sim_device_count();
   return CUDA_SUCCESS;
 }
 
@@ -251,8 +260,8 @@ CUresult cuDeviceGet(CUdevice* d, int ordinal) {
   SIM_LOCK;
   if (d == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (!state().initialised) return CUDA_ERROR_NOT_INITIALIZED;
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *d = 0;
+  if (ordinal < 0 || ordinal >= sim_device_count()) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;  // every ordinal is this process's one simulated GPU (sim_device_count)
   return CUDA_SUCCESS;
 }
 

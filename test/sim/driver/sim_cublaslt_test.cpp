@@ -4,7 +4,8 @@
 // and the library refuses what the real one refuses: a leading dimension
 // below the row count, mismatched shapes, unsimulated types, a pointer less
 // aligned than the preference promised, a workspace smaller than the
-// algorithm needs.
+// algorithm needs. Tensor parallelism's f32 k slices and
+// cublasLtMatrixTransform adds, bit for bit, and the transform's refusals.
 #include <catch2/catch.hpp>
 #include <cublasLt.h>
 #include <dlfcn.h>
@@ -164,4 +165,68 @@ TEST_CASE("sim cublasLt: descriptors, layouts and preferences are checked as the
   REQUIRE(heuristic(h, d, la, lb, lc, lc, pref, 1, &r, &found) == CUBLAS_STATUS_SUCCESS);
   CHECK(run(A + 16, &r.algo, ws) == CUBLAS_STATUS_SUCCESS);
   CHECK(e.driver->api().cuStreamSynchronize(e.stream) == CUDA_SUCCESS);
+}
+
+// Tensor parallelism's pieces (kern-load/cuda/cuda_collective.cpp): a k slice
+// of a GEMM with an f32 output and the rows' full stride, and the adds of
+// the split-K tree (cublasLtMatrixTransform, alpha = beta = 1).
+TEST_CASE("sim cublasLt: a k slice with f32 output and the full row stride, and f32 adds rounded once") {
+  Env& e = env();
+  const int m = 3, n = 5, k = 24, len = 8, s = 2;  // slice s of k / len
+  const auto a = random_bf16(m * k, 21), w = random_bf16(n * k, 22);
+  const CUdeviceptr da = e.upload(a), dw = e.upload(w);
+  CUdeviceptr dc = 0, dsum = 0, dbf = 0;
+  REQUIRE(e.driver->api().cuMemAlloc(&dc, m * n * 4 * 2) == CUDA_SUCCESS);
+  REQUIRE(e.driver->api().cuMemAlloc(&dsum, m * n * 4) == CUDA_SUCCESS);
+  REQUIRE(e.driver->api().cuMemAlloc(&dbf, m * n * 2) == CUDA_SUCCESS);
+  REQUIRE(e.lt->gemm_bf16_tn_slice_f32(e.stream, da + s * len * 2, dw + s * len * 2, dc, m, n, len, k, 16).ok());
+  REQUIRE(e.lt->gemm_bf16_tn_slice_f32(e.stream, da, dw, dc + m * n * 4, m, n, len, k, 16).ok());
+  REQUIRE(e.lt->add_f32(e.stream, dc, dc + m * n * 4, dsum, m, n, false).ok());
+  REQUIRE(e.lt->add_f32(e.stream, dc, dc + m * n * 4, dbf, m, n, true).ok());
+  std::vector<float> slice(m * n * 2), sum(m * n);
+  REQUIRE(e.driver->api().cuMemcpyDtoHAsync(slice.data(), dc, slice.size() * 4, e.stream) == CUDA_SUCCESS);
+  REQUIRE(e.driver->api().cuMemcpyDtoHAsync(sum.data(), dsum, sum.size() * 4, e.stream) == CUDA_SUCCESS);
+  const auto bf = e.download(dbf, m * n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      float want_s = 0.0f, want_0 = 0.0f;  // in k order, as the simulated GEMM documents
+      for (int x = 0; x < len; ++x) {
+        want_s += kern::bf16_to_f32(a[i * k + s * len + x]) * kern::bf16_to_f32(w[j * k + s * len + x]);
+        want_0 += kern::bf16_to_f32(a[i * k + x]) * kern::bf16_to_f32(w[j * k + x]);
+      }
+      CHECK(slice[i * n + j] == want_s);
+      CHECK(slice[m * n + i * n + j] == want_0);
+      CHECK(sum[i * n + j] == want_s + want_0);
+      CHECK(bf[i * n + j] == kern::f32_to_bf16(want_s + want_0));
+    }
+  // A slice wider than the row stride is refused before cublasLt sees it.
+  CHECK_FALSE(e.lt->gemm_bf16_tn_slice_f32(e.stream, da, dw, dc, m, n, k + 8, k, 16).ok());
+  // Transform checks as the library's: bf16 inputs are not simulated.
+  auto create = sym<cublasStatus_t (*)(cublasLtMatrixTransformDesc_t*, cudaDataType)>("cublasLtMatrixTransformDescCreate");
+  auto destroy = sym<cublasStatus_t (*)(cublasLtMatrixTransformDesc_t)>("cublasLtMatrixTransformDescDestroy");
+  auto transform = sym<decltype(&cublasLtMatrixTransform)>("cublasLtMatrixTransform");
+  auto layout = sym<decltype(&cublasLtMatrixLayoutCreate)>("cublasLtMatrixLayoutCreate");
+  auto layout_destroy = sym<decltype(&cublasLtMatrixLayoutDestroy)>("cublasLtMatrixLayoutDestroy");
+  auto handle_create = sym<decltype(&cublasLtCreate)>("cublasLtCreate");
+  cublasLtHandle_t h = nullptr;
+  REQUIRE(handle_create(&h) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatrixTransformDesc_t d = nullptr;
+  REQUIRE(create(&d, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+  cublasLtMatrixLayout_t l16 = nullptr, l32 = nullptr, lsmall = nullptr;
+  REQUIRE(layout(&l16, CUDA_R_16BF, n, m, n) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(layout(&l32, CUDA_R_32F, n, m, n) == CUBLAS_STATUS_SUCCESS);
+  REQUIRE(layout(&lsmall, CUDA_R_32F, n - 1, m, n) == CUBLAS_STATUS_SUCCESS);
+  const float one = 1.0f;
+  CHECK(transform(h, d, &one, reinterpret_cast<void*>(dbf), l16, &one, reinterpret_cast<void*>(dsum), l32,
+                  reinterpret_cast<void*>(dsum), l32, reinterpret_cast<cudaStream_t>(e.stream)) ==
+        CUBLAS_STATUS_NOT_SUPPORTED);
+  CHECK(transform(h, d, &one, reinterpret_cast<void*>(dsum), lsmall, &one, reinterpret_cast<void*>(dsum), l32,
+                  reinterpret_cast<void*>(dsum), l32, reinterpret_cast<cudaStream_t>(e.stream)) ==
+        CUBLAS_STATUS_INVALID_VALUE);
+  CHECK(transform(h, d, &one, reinterpret_cast<void*>(dsum), l32, &one, nullptr, nullptr,
+                  reinterpret_cast<void*>(dsum), l32, reinterpret_cast<cudaStream_t>(e.stream)) ==
+        CUBLAS_STATUS_INVALID_VALUE);  // beta != 0 without B
+  for (auto* l : {l16, l32, lsmall}) layout_destroy(l);
+  destroy(d);
+  sym<decltype(&cublasLtDestroy)>("cublasLtDestroy")(h);
 }
