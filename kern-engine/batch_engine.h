@@ -75,6 +75,8 @@ class BatchEngine {
   /// Generated-id positions prefilled again so far (see above), and the
   /// re-prefills cancelled because admission needed their pages.
   uint64_t reprefilled_tokens() const { return reprefilled_tokens_; }
+  /// Finished requests whose re-prefill has not run to its end yet.
+  uint32_t reprefills_pending() const { return static_cast<uint32_t>(reprefills_.size()); }
   uint64_t reprefills_cancelled() const { return reprefills_cancelled_; }
   /// The pool and its prefix cache (cached pages, evictions).
   const PageAllocator& pages() const { return pages_; }

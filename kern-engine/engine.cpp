@@ -102,7 +102,7 @@ KvPages Engine::kv_pages() const {
   if (batch_) {
     const PageAllocator& pool = batch_->pages();
     return {pool.total_pages(), pool.total_pages() - batch_->free_pages(), pool.cached_pages(), pool.evictions(),
-            batch_->reprefilled_tokens()};
+            batch_->reprefilled_tokens(), batch_->reprefills_pending()};
   }
   KvPages p;
   p.total = pages_for_tokens(model_.capacity());

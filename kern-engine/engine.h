@@ -96,6 +96,10 @@ struct KvPages {
   /// Positions decode wrote that were prefilled again before their pages
   /// were keyed (batch_engine.h), since the engine started.
   uint64_t reprefilled_tokens = 0;
+  /// Finished requests whose decode-written pages wait for their re-prefill
+  /// (it runs while nothing else prefills, batch_engine.h): 0 once the
+  /// engine has caught up, so a caller can wait for that state.
+  uint32_t reprefills_pending = 0;
 };
 
 /// What a step produced for one request.

@@ -80,6 +80,9 @@ class CudaDevice final : public Device {
   /// device. Errors (kDevice): NCCL missing or too old (nccl.h), the
   /// exchange or ncclCommInitRank failed.
   Status attach_collective(std::unique_ptr<cpu::Collective> collective) override;
+  /// The Gloo endpoint kept by attach_collective (serve --tp's step orders
+  /// travel over it, kern-run/serve/tp_orders.h); null on one rank.
+  cpu::Collective* collective() override { return collective_.get(); }
 
   /// The device's limits for the precheck (cuDeviceGetAttribute, cuDriverGetVersion).
   Result<DeviceLimits> limits() const;

@@ -144,6 +144,7 @@ EngineGauges EngineWorker::gauges() const {
   g.kv_pages_cached = kv_.cached;
   g.prefix_cache_evictions = kv_.evictions;
   g.prefix_cache_reprefilled_tokens = kv_.reprefilled_tokens;
+  g.prefix_cache_reprefills_pending = kv_.reprefills_pending;
   return g;
 }
 

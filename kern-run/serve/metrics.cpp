@@ -123,6 +123,9 @@ std::string Metrics::render(const EngineGauges& g) const {
   header(out, "kern_prefix_cache_reprefilled_tokens_total", "counter",
          "Positions of finished requests that decode wrote, prefilled again before their pages were cached.");
   out += "kern_prefix_cache_reprefilled_tokens_total " + std::to_string(g.prefix_cache_reprefilled_tokens) + "\n";
+  header(out, "kern_prefix_cache_reprefills_pending", "gauge",
+         "Finished requests whose decode-written pages still wait to be prefilled again (0: caught up).");
+  out += "kern_prefix_cache_reprefills_pending " + std::to_string(g.prefix_cache_reprefills_pending) + "\n";
   header(out, "kern_decode_batch_rows", "histogram",
          "Sequences per decode step (batch occupancy: _sum / _count is the mean rows per step).");
   decode_rows_.render("kern_decode_batch_rows", out);

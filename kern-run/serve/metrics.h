@@ -44,6 +44,8 @@ struct EngineGauges {
   /// Positions decode wrote, prefilled again before their pages were keyed
   /// (kern-engine/batch_engine.h), since the start.
   uint64_t prefix_cache_reprefilled_tokens = 0;
+  /// Finished requests whose re-prefill has not run yet (0: caught up).
+  uint64_t prefix_cache_reprefills_pending = 0;
   uint64_t batch_size = 0;     ///< rows of the last decode step (0 when nothing runs)
   uint64_t max_batch = 0;
 };

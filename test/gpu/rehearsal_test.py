@@ -350,10 +350,12 @@ class Bundle(unittest.TestCase):
     def test_bundle_is_under_the_limit_and_says_its_size(self):
         total = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(self.bundle) for f in fs)
         self.assertLessEqual(total, 32_000_000)
+        # The Gloo plugin (tensor parallelism) is bundled when the build has it (libgloo-dev).
+        gloo = os.path.isfile(os.path.join(BUILD, "kern-load", "kern-gloo.so"))
         self.assertRegex(self.bundle_proc.stdout, r"bundle\.sh: .*: \d+ bytes \(\d+\.\d MB; limit 32 MB\): "
-                         + str(cuda_families()) + r" fatbins, 3 binaries, \d+ libraries")
+                         + str(cuda_families()) + r" fatbins, " + ("4" if gloo else "3") + r" binaries, \d+ libraries")
         self.assertEqual(sorted(os.listdir(os.path.join(self.bundle, "bin"))),
-                         ["kern-gpu-compare", "kern-run", "kern-verify"])
+                         sorted(["kern-gpu-compare", "kern-run", "kern-verify"] + (["kern-gloo.so"] if gloo else [])))
         with open(os.path.join(self.bundle, "VERSION"), "r", encoding="utf-8") as f:
             self.assertTrue(f.readline().startswith("commit "))
 

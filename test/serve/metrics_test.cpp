@@ -34,6 +34,7 @@ TEST_CASE("the metrics text has requests by status, tokens and the engine gauges
   g.kv_pages_cached = 5;
   g.prefix_cache_evictions = 7;
   g.prefix_cache_reprefilled_tokens = 9;
+  g.prefix_cache_reprefills_pending = 2;
   g.batch_size = 1;
   g.max_batch = 8;
   std::string t = m.render(g);
@@ -48,6 +49,8 @@ TEST_CASE("the metrics text has requests by status, tokens and the engine gauges
         std::string::npos);
   CHECK(t.find("# TYPE kern_prefix_cache_reprefilled_tokens_total counter\n"
                "kern_prefix_cache_reprefilled_tokens_total 9\n") != std::string::npos);
+  CHECK(t.find("# TYPE kern_prefix_cache_reprefills_pending gauge\n"
+               "kern_prefix_cache_reprefills_pending 2\n") != std::string::npos);
   CHECK(t.find("kern_kv_pages_used 3\n") != std::string::npos);
   CHECK(t.find("kern_kv_pages_free 61\n") != std::string::npos);
   CHECK(t.find("kern_requests_waiting 2\n") != std::string::npos);

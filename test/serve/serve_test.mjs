@@ -153,7 +153,11 @@ await test("a streamed chat carries one id, the role first, the finish reason la
 // aside) are cached_tokens, and only the new tokens plus at most one page
 // are prefilled. Counted through usage and /metrics, not timed.
 await test("a 4-turn chat resending its history prefills only each turn's new tokens (plus at most one page)", async () => {
-  const before = parseMetrics(await (await fetch(a.url + "/metrics")).text());
+  // The earlier tests' re-prefills run after their replies: wait until none
+  // is pending, so that they count before this test's baseline.
+  const before = await until(async () => parseMetrics(await (await fetch(a.url + "/metrics")).text()),
+                             (m) => metric(m, "kern_prefix_cache_reprefills_pending") === 0);
+  assertEq(metric(before, "kern_prefix_cache_reprefills_pending"), 0, "re-prefills pending before the chat");
   const history = [{ role: "system", content: "You are kern, a runtime that remembers conversations." }];
   let prev = null;  // the previous turn's prompt + completion tokens
   let cachedSum = 0, promptSum = 0, reprefillSum = 0;
