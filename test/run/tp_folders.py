@@ -1,0 +1,42 @@
+"""Model folders for the tensor-parallelism tests (docs/parallel.md), shared
+by test/run/tp_test.py (cpu ranks over Gloo) and
+test/sim/driver/tp_sim_test.py (cuda ranks over the simulated NCCL)."""
+
+import os
+import shutil
+import subprocess
+
+# Untied, GQA 8 query heads over 4 KV heads (TP = 4 divides them), 2 layers,
+# dimensions that are not powers of two.
+ODD = {
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 96, "num_attention_heads": 8,
+    "num_key_value_heads": 4, "head_dim": 24, "intermediate_size": 160, "num_hidden_layers": 2,
+    "vocab_size": 301, "max_position_embeddings": 4096, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2,
+}
+
+
+def tool(root, script, *args):
+    """Runs provider/SCRIPT with Debian's python3; raises with its stderr when it fails."""
+    proc = subprocess.run(["/usr/bin/python3", os.path.join(root, "provider", script), *args],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise AssertionError(f"{script} {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")
+    return proc
+
+
+def make_folder(root, kern_verify, tmp, name, config, weights, tp):
+    """A model folder for `tp` ranks under `tmp`: the plan of gen_manifest --tp
+    (unpinned, 64 tokens) and the weights (whole at TP = 1, else the shards)."""
+    folder = os.path.join(tmp, f"{name}-tp{tp}")
+    os.makedirs(folder)
+    manifest = os.path.join(folder, "manifest.json")
+    tool(root, "gen_manifest.py", config, "-o", manifest, "--tp", str(tp), "--unpinned", "--tokens-max", "64")
+    proc = subprocess.run([kern_verify, manifest, "-o", os.path.join(folder, "model.kplan")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    if tp == 1:
+        shutil.copyfile(weights, os.path.join(folder, "weights.safetensors"))
+    else:
+        tool(root, "shard_weights.py", config, weights, "--tp", str(tp), "-o", folder)
+    return folder
