@@ -5,6 +5,7 @@ test/sim/driver/tp_sim_test.py (cuda ranks over the simulated NCCL)."""
 import os
 import shutil
 import subprocess
+import time
 
 # Untied, GQA 8 query heads over 4 KV heads (TP = 4 divides them), 2 layers,
 # dimensions that are not powers of two.
@@ -40,3 +41,34 @@ def make_folder(root, kern_verify, tmp, name, config, weights, tp):
     else:
         tool(root, "shard_weights.py", config, weights, "--tp", str(tp), "-o", folder)
     return folder
+
+
+def curl(*args, timeout=60):
+    """(exit status, stdout) of curl -s with a bounded time."""
+    proc = subprocess.run(["curl", "-s", "--max-time", str(timeout), *args], capture_output=True, text=True,
+                          timeout=timeout + 10)
+    return proc.returncode, proc.stdout
+
+
+def start_serve(cmd, log, env=None, timeout=60):
+    """Starts `cmd` (a kern-run serve command line listening on 127.0.0.1
+    port 0) with stderr into `log`, and returns (process, base URL) once
+    /health answers ok; raises if it exits or is not ready within `timeout` s."""
+    with open(log, "w", encoding="utf-8") as err:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env)
+    deadline = time.monotonic() + timeout
+    url = None
+    while url is None and time.monotonic() < deadline and proc.poll() is None:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            url = next((line.split("listening on ", 1)[1].split()[0] for line in f if "listening on http://" in line),
+                       None)
+        time.sleep(0.05)
+    while url is not None and time.monotonic() < deadline and proc.poll() is None:
+        if curl(f"{url}/health", timeout=5)[1] == '{"status":"ok"}':
+            return proc, url
+        time.sleep(0.1)
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    with open(log, encoding="utf-8", errors="replace") as f:
+        raise AssertionError(f"serve not ready (exit {proc.returncode}):\n{f.read()}")

