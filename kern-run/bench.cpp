@@ -271,7 +271,7 @@ Status execute_bench(BenchCommand& cmd) {
   // offsets may assume it), or more when a test needs it.
   const uint64_t capacity = std::max(needed, engine::default_capacity(c));
   KERN_ASSIGN_OR_RETURN(auto digest, sha256_file(cmd.plan_path));
-  ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
+  ProgressLine progress(stderr, prints_report(cmd.settings) && isatty(STDERR_FILENO) != 0);
   auto loaded = load_model(std::move(opened), cmd.settings, capacity, &progress);
   if (!loaded.ok()) return with_weights_next_step(loaded.error(), cmd.plan_path, cmd.settings.weights_path);
   auto model = std::move(loaded.value());
@@ -289,7 +289,7 @@ Status execute_bench(BenchCommand& cmd) {
   auto table = [&](const std::string& text) {
     if (md) {
       out(text);
-    } else {
+    } else if (prints_report(cmd.settings)) {
       std::cerr << text << std::flush;
     }
   };

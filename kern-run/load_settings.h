@@ -37,4 +37,10 @@ struct LoadSettings {
   std::string gpus;
 };
 
+/// Whether this process prints a run's statistics and progress on stderr:
+/// rank 0, or a run without --tp. Ranks 1 .. N-1 share rank 0's stderr
+/// for their errors alone (their stdout is /dev/null): otherwise every
+/// rank's statistics would print (docs/parallel.md).
+inline bool prints_report(const LoadSettings& s) { return !s.tp_rank.has_value(); }
+
 }  // namespace kern::run

@@ -137,6 +137,7 @@ std::string render_stats(const engine::SequenceResult& r, const ReportContext& c
     if (ctx.peak_rss_bytes > 0) out += "; peak resident " + mb(ctx.peak_rss_bytes) + " MB";
     out += "\n";
   }
+  if (ctx.ranks != nullptr) out += render_rank_lines(*ctx.ranks);
   out += "prefill: " + std::to_string(ctx.prompt_ids->size()) + " tokens in " + format_double("%.3f", r.prefill_ms) +
          " ms (" + format_double("%.1f", s.prefill_tok_s) + " tok/s, chunk " + std::to_string(r.chunk) +
          "); time to first token " + format_double("%.3f", r.prefill_ms) + " ms\n";
@@ -276,6 +277,7 @@ std::string render_json(const engine::SequenceResult& r, const ReportContext& ct
   write_number(w, "tokenize_ms", ctx.tokenize_ms);
   if (ctx.load != nullptr) write_load(w, *ctx.load);
   if (ctx.memory != nullptr) write_memory(w, ctx);
+  if (ctx.ranks != nullptr) write_ranks_json(w, *ctx.ranks);
   w.Key("kern");  // the build that produced these figures (common/version.h)
   const std::string version = version_json();
   w.RawValue(version.data(), version.size(), rapidjson::kObjectType);

@@ -9,6 +9,7 @@
 #include "kern-engine/decode_stats.h"
 #include "kern-engine/generate.h"
 #include "kern-engine/model.h"
+#include "kern-run/rank_figures.h"
 #include "rapidjson/stringbuffer.h"
 #include "rapidjson/writer.h"
 
@@ -28,6 +29,9 @@ struct ReportContext {
   /// How ids were picked (the `sampling` object of --json); may be null: no object.
   const engine::SamplingParams* sampling = nullptr;
   bool random_weights = false;  ///< engine::Model::random_weights (explains a near-zero acceptance)
+  /// Every rank's figures at --tp N > 1 (rank_figures.h), by rank; may be
+  /// null: one device, no per-rank lines / `ranks` array.
+  const std::vector<RankFigures>* ranks = nullptr;
 };
 
 /// Writes the decode loop's per-step keys shared by kern-run --json and
@@ -42,7 +46,8 @@ void write_decode_step_json(rapidjson::Writer<rapidjson::StringBuffer>& w, const
 /// Linux); 0 when unavailable.
 uint64_t peak_rss_bytes();
 
-/// Statistics lines: load phases, memory by class, prompt/generated counts
+/// Statistics lines: load phases, memory by class (then one line a rank
+/// with --tp N > 1), prompt/generated counts
 /// and why generation ended, time to first token, prefill tok/s, decode
 /// ms/token and tok/s.
 std::string render_stats(const engine::SequenceResult& r, const ReportContext& ctx);
@@ -65,7 +70,9 @@ std::string render_text(const engine::SequenceResult& r, const ReportContext& ct
 /// total} plus `weight_bytes` and `weight_bytes_in_place`, and `memory`
 /// {weights, weights_in_place, states, workspace, scratch, arena,
 /// arena_unplanned, arena_peak_live, arena_planned, io, total,
-/// peak_rss} in bytes (docs/memory-plan.md); with --spec, the `spec` object
+/// peak_rss} in bytes (docs/memory-plan.md), and at --tp N > 1 `ranks`
+/// (rank_figures.h write_ranks_json: every rank's memory and collectives);
+/// with --spec, the `spec` object
 /// of spec_report.h (after the decode figures). `decode_steps_timed` is the
 /// steps the decode figures cover (engine::SequenceResult); with none,
 /// `decode_ms_per_token` and `decode_tokens_per_s` are null.

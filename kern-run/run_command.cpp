@@ -97,7 +97,7 @@ Status run(const RunOptions& o) {
     return o.prompt_ids ? e : e.with_context("the tokenized prompt");
   }
 
-  ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
+  ProgressLine progress(stderr, prints_report(o.load) && isatty(STDERR_FILENO) != 0);
   auto loaded = load_model(std::move(opened), o.load, capacity, &progress);
   if (!loaded.ok()) return with_weights_next_step(loaded.error(), o.plan_path, o.load.weights_path);
   auto model = std::move(loaded.value());
@@ -116,12 +116,19 @@ Status run(const RunOptions& o) {
                     tokenizer ? &printer.text() : nullptr, prompt.tokenize_ms};
   ctx.memory = &model->executable().memory();
   ctx.peak_rss_bytes = peak_rss_bytes();
+  // At --tp N every rank reaches this point: rank 0 reports them all.
+  std::vector<RankFigures> ranks;
+  if (cpu::Collective* tp = model->executable().device().collective(); tp != nullptr && tp->world() > 1) {
+    KERN_ASSIGN_OR_RETURN(ranks, gather_rank_figures(*tp, rank_figures_of(*model, tp->rank())),
+                          "the memory report");
+    ctx.ranks = &ranks;
+  }
   ctx.sampling = &req.sampling;
   ctx.random_weights = model->random_weights();
   if (o.json) {
     write_stdout(render_json(result, ctx) + "\n");
   } else if (tokenizer) {
-    std::cerr << render_stats(result, ctx);
+    if (prints_report(o.load)) std::cerr << render_stats(result, ctx);
   } else {
     write_stdout(render_text(result, ctx));
   }

@@ -18,6 +18,7 @@
 #include "kern-run/load_model.h"
 #include "kern-run/progress.h"
 #include "kern-run/prompt_input.h"
+#include "kern-run/rank_figures.h"
 #include "kern-run/requests_file.h"
 #include "kern-run/sampling_options.h"
 #include "kern-run/stream_output.h"
@@ -196,7 +197,7 @@ Status run(const RunOptions& o, bool& any_failed) {
   KERN_ASSIGN_OR_RETURN(auto lines, read_requests_file(o.requests_path, capacity));
   KERN_ASSIGN_OR_RETURN(auto jobs, build_jobs(o, lines, c, capacity, tok));
 
-  ProgressLine progress(stderr, isatty(STDERR_FILENO) != 0);
+  ProgressLine progress(stderr, prints_report(o.load) && isatty(STDERR_FILENO) != 0);
   auto loaded = load_model(std::move(opened), o.load, capacity, &progress);
   progress.clear();
   if (!loaded.ok()) return with_weights_next_step(loaded.error(), o.plan_path, o.load.weights_path);
@@ -209,11 +210,14 @@ Status run(const RunOptions& o, bool& any_failed) {
   const uint64_t pool_pages = model->capacity() / engine::kKvBlockTokens;
   const auto& mem = model->executable().memory().bytes;
   const char* cache_note = prefix_cache ? "on" : o.prefix_cache ? "off (the plan has no decode_batch)" : "off";
-  std::fprintf(stderr, "kv pool: %llu pages of %llu tokens (capacity %llu tokens, states %.1f MB) for up to %llu "
-               "sequences at once, prefix cache %s; %zu requests\n",
-               static_cast<unsigned long long>(pool_pages), static_cast<unsigned long long>(engine::kKvBlockTokens),
-               static_cast<unsigned long long>(model->capacity()), static_cast<double>(mem.states.value_or(0)) / 1e6,
-               static_cast<unsigned long long>(max_batch), cache_note, jobs.size());
+  if (prints_report(o.load))
+    std::fprintf(stderr,
+                 "kv pool: %llu pages of %llu tokens (capacity %llu tokens, states %.1f MB) for up to %llu "
+                 "sequences at once, prefix cache %s; %zu requests\n",
+                 static_cast<unsigned long long>(pool_pages), static_cast<unsigned long long>(engine::kKvBlockTokens),
+                 static_cast<unsigned long long>(model->capacity()),
+                 static_cast<double>(mem.states.value_or(0)) / 1e6, static_cast<unsigned long long>(max_batch),
+                 cache_note, jobs.size());
   for (Job& j : jobs) KERN_RETURN_IF_ERROR(engine.add_request(j.req), "request at line " + std::to_string(j.line.line));
 
   const auto t0 = engine::Clock::now();
@@ -249,6 +253,13 @@ Status run(const RunOptions& o, bool& any_failed) {
       ++next_print;
     }
     KERN_RETURN_IF_ERROR(flush_stdout());
+  }
+  // At --tp N every rank reaches this point: rank 0 reports each rank's
+  // memory and collectives (rank_figures.h).
+  if (cpu::Collective* tp = model->executable().device().collective(); tp != nullptr && tp->world() > 1) {
+    KERN_ASSIGN_OR_RETURN(auto ranks, gather_rank_figures(*tp, rank_figures_of(*model, tp->rank())),
+                          "the memory report");
+    if (prints_report(o.load)) std::fputs(render_rank_lines(ranks).c_str(), stderr);
   }
   return {};
 }

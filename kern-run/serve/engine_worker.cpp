@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "kern-run/report.h"
 #include "kern-run/serve/tp_orders.h"
 
 
@@ -80,14 +81,17 @@ void EngineWorker::run(Loader loader, std::function<void(const Error&)> on_failu
     limits_.device = (*model)->device_name();
     limits_.max_batch = config_.max_batch;
     limits_.prefix_cache = prefix_cache;
+    // With tensor parallelism every engine call goes to the other ranks too.
+    cpu::Collective* tp = (*model)->executable().device().collective();
+    if (tp != nullptr && tp->world() <= 1) tp = nullptr;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       kv_ = engine.kv_pages();
+      ranks_.assign(tp != nullptr ? tp->world() : 1, RankFigures{});
+      ranks_[0] = rank_figures_of(**model, 0);
     }
     state_ = State::kReady;
-    // With tensor parallelism every engine call goes to the other ranks too.
-    cpu::Collective* tp = (*model)->executable().device().collective();
-    Status ended = loop(engine, tp != nullptr && tp->world() > 1 ? tp : nullptr);
+    Status ended = loop(engine, **model, tp);
     state_ = ended.ok() ? State::kStopped : State::kFailed;
     if (!ended.ok() && on_failure) on_failure(ended.error());
   }
@@ -145,10 +149,12 @@ EngineGauges EngineWorker::gauges() const {
   g.prefix_cache_evictions = kv_.evictions;
   g.prefix_cache_reprefilled_tokens = kv_.reprefilled_tokens;
   g.prefix_cache_reprefills_pending = kv_.reprefills_pending;
+  g.ranks = ranks_;
+  if (!g.ranks.empty()) g.ranks[0].peak_rss = peak_rss_bytes();
   return g;
 }
 
-Status EngineWorker::loop(engine::Engine& engine, cpu::Collective* tp) {
+Status EngineWorker::loop(engine::Engine& engine, engine::Model& model, cpu::Collective* tp) {
   for (;;) {
     StepOrders orders;  // this iteration's engine calls, for the other ranks (tp)
     {
@@ -213,8 +219,17 @@ Status EngineWorker::loop(engine::Engine& engine, cpu::Collective* tp) {
     }
     if (tp != nullptr) {
       orders.kind = engine.idle() ? StepOrders::Kind::kIdle : StepOrders::Kind::kStep;
-      auto sent = broadcast_orders(*tp, orders);
-      if (!sent.ok()) {  // a rank left or hangs: this world cannot step any more
+      std::vector<std::vector<uint8_t>> reports;
+      auto sent = broadcast_orders(*tp, orders, {}, &reports);
+      Result<std::vector<RankFigures>> figures = sent.ok() ? decode_gathered_figures(reports, 0u) : sent.error();
+      if (figures.ok()) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (uint32_t r = 1; r < figures->size() && r < ranks_.size(); ++r) ranks_[r] = std::move((*figures)[r]);
+        ranks_[0] = rank_figures_of(model, 0);  // its collectives as of the same broadcast
+      } else {
+        sent = figures.error();
+      }
+      if (!sent.ok()) {  // a rank left, hangs or sent garbage: this world cannot step any more
         std::lock_guard<std::mutex> lock(mutex_);
         for (auto& [id, job] : running_) {
           engine::TokenEvent ev;
@@ -265,6 +280,7 @@ Status EngineWorker::loop(engine::Engine& engine, cpu::Collective* tp) {
     }
     if (running_.empty()) batch_size_ = 0;
     kv_ = engine.kv_pages();
+    ranks_[0] = rank_figures_of(model, 0);
     handed_ = 0;  // this step admitted them
     if (running_.empty() && waiting_.empty()) idle_cv_.notify_all();
   }

@@ -29,6 +29,7 @@
 #include "common/result.h"
 #include "kern-engine/engine.h"
 #include "kern-engine/model.h"
+#include "kern-run/rank_figures.h"
 #include "kern-run/serve/metrics.h"
 #include "kernels-src/cpu/collective.h"
 
@@ -124,7 +125,9 @@ class EngineWorker {
   /// tensor-parallel world), every engine call and step is first broadcast
   /// to the other ranks (tp_orders.h), at least every kTpHeartbeat when idle.
   /// Errors: a broadcast failed (a rank left or hangs); every job has ended.
-  Status loop(engine::Engine& engine, cpu::Collective* tp);
+  /// Every rank's figures come back with the orders (rank_figures.h);
+  /// rank 0's own are read from `model` after each step.
+  Status loop(engine::Engine& engine, engine::Model& model, cpu::Collective* tp);
 
   /// How often an idle rank 0 tells the other ranks it is alive: well
   /// inside their wait for a peer (kTpWaitTimeoutMs, 5 s).
@@ -148,6 +151,9 @@ class EngineWorker {
   uint64_t batch_size_ = 0;  ///< rows of the last decode step (0 once nothing runs)
   bool gathered_ = false;    ///< the gather hook let the first admission through
   engine::KvPages kv_;       ///< the engine's pages after the last step
+  /// Every rank's figures by rank, as of rank 0's last step or broadcast
+  /// (the gauges read rank 0's peak resident memory fresh).
+  std::vector<RankFigures> ranks_;
   /// Of running_, those handed over since the last step: not admitted yet,
   /// so not in kv_; the gauges count them as waiting (a /metrics read
   /// between the hand-over and the step saw them running with no pages).

@@ -22,6 +22,61 @@ void gauge(std::string& out, const char* name, const char* help, uint64_t v) {
   out += std::string(name) + " " + std::to_string(v) + "\n";
 }
 
+/// A label value in the exposition format: backslash, double quote and
+/// line feed escaped.
+std::string label_value(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+/// The per-rank families: memory by class, peak resident memory, the
+/// device, and the collectives where the rank counts them.
+void render_ranks(const std::vector<RankFigures>& ranks, std::string& out) {
+  auto known = [](const RankFigures& f) { return !f.device.empty(); };
+  auto rank_label = [](const RankFigures& f) { return "rank=\"" + std::to_string(f.rank) + "\""; };
+  header(out, "kern_rank_info", "gauge", "The device each rank runs on (value 1).");
+  for (const RankFigures& f : ranks)
+    if (known(f)) out += "kern_rank_info{" + rank_label(f) + ",device=\"" + label_value(f.device) + "\"} 1\n";
+  header(out, "kern_memory_bytes", "gauge",
+         "Device memory a rank's loaded plan holds, by class: weights, states at the capacity, the workspace "
+         "arena, io buffers, and their total.");
+  for (const RankFigures& f : ranks) {
+    if (!known(f)) continue;
+    const std::pair<const char*, uint64_t> classes[] = {
+        {"weights", f.weights}, {"states", f.states}, {"arena", f.arena}, {"io", f.io}, {"total", f.total}};
+    for (const auto& [name, bytes] : classes)
+      out += "kern_memory_bytes{" + rank_label(f) + ",class=\"" + name + "\"} " + std::to_string(bytes) + "\n";
+  }
+  header(out, "kern_peak_resident_bytes", "gauge", "A rank process's peak resident memory (getrusage).");
+  for (const RankFigures& f : ranks)
+    if (known(f)) out += "kern_peak_resident_bytes{" + rank_label(f) + "} " + std::to_string(f.peak_rss) + "\n";
+  const bool any_collective =
+      std::any_of(ranks.begin(), ranks.end(), [&](const RankFigures& f) { return known(f) && f.collective; });
+  if (!any_collective) return;
+  header(out, "kern_collective_calls_total", "counter", "All-gathers a rank ran (tensor parallelism).");
+  for (const RankFigures& f : ranks)
+    if (known(f) && f.collective)
+      out += "kern_collective_calls_total{" + rank_label(f) + "} " + std::to_string(f.collective->calls) + "\n";
+  header(out, "kern_collective_bytes_sent_total", "counter", "Bytes a rank sent to its peers in all-gathers.");
+  for (const RankFigures& f : ranks)
+    if (known(f) && f.collective)
+      out += "kern_collective_bytes_sent_total{" + rank_label(f) + "} " + std::to_string(f.collective->bytes_sent) +
+             "\n";
+  header(out, "kern_collective_seconds_total", "counter",
+         "Wall time a rank spent inside all-gathers (the transfer and waiting for its peers).");
+  for (const RankFigures& f : ranks)
+    if (known(f) && f.collective)
+      out += "kern_collective_seconds_total{" + rank_label(f) + "} " + number(f.collective->wait_ms / 1e3) + "\n";
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
@@ -131,6 +186,7 @@ std::string Metrics::render(const EngineGauges& g) const {
   decode_rows_.render("kern_decode_batch_rows", out);
   gauge(out, "kern_decode_batch_size", "Rows of the last decode step (0 when nothing runs).", g.batch_size);
   gauge(out, "kern_max_batch", "The most sequences decoded at once (--max-batch).", g.max_batch);
+  if (!g.ranks.empty()) render_ranks(g.ranks, out);
   return out;
 }
 

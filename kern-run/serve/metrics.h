@@ -3,7 +3,8 @@
 // the HTTP threads (requests, tokens, latencies) and read with a snapshot of
 // the engine worker's gauges (running, waiting, KV pages, batch); the
 // decode batch occupancy (rows per decode step) is a histogram the engine
-// worker feeds.
+// worker feeds. Per-rank figures (memory, peak resident memory,
+// collectives) carry a `rank` label, also at one rank.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,8 @@
 #include <mutex>
 #include <string>
 #include <vector>
+
+#include "kern-run/rank_figures.h"
 
 namespace kern::run::serve {
 
@@ -48,6 +51,10 @@ struct EngineGauges {
   uint64_t prefix_cache_reprefills_pending = 0;
   uint64_t batch_size = 0;     ///< rows of the last decode step (0 when nothing runs)
   uint64_t max_batch = 0;
+  /// Every rank's figures by rank (rank 0 alone without --tp): memory by
+  /// class, peak resident memory, collectives. A rank not heard from yet
+  /// has an empty `device` and is left out.
+  std::vector<RankFigures> ranks;
 };
 
 /// Bucket bounds for rows per decode step: 1, 2, ... up to min(max_batch,

@@ -9,6 +9,7 @@
 #include "kern-engine/engine.h"
 #include "kern-run/cli_errors.h"
 #include "kern-run/load_model.h"
+#include "kern-run/rank_figures.h"
 #include "kern-run/serve/tp_orders.h"
 
 namespace kern::run::serve {
@@ -32,7 +33,9 @@ int run_serve_rank(const ServeOptions& o) {
     return fail(s.error().with_context(rank + ": --max-batch"));
   std::set<engine::RequestId> running;
   for (;;) {
-    auto orders = broadcast_orders(*tp, StepOrders{});
+    // This rank's figures ride on the orders' all-gather (rank 0's /metrics).
+    const std::vector<uint8_t> report = encode_rank_figures(rank_figures_of(**model, tp->rank()));
+    auto orders = broadcast_orders(*tp, StepOrders{}, report);
     if (!orders.ok()) return fail(orders.error().with_context(rank + ": waiting for rank 0's step orders"));
     if (orders->kind == StepOrders::Kind::kExit) return 0;
     for (engine::RequestId id : orders->aborts) engine.abort(id);

@@ -1,66 +1,13 @@
 // Step orders between the ranks of `kern-run serve --tp N` (tp_orders.h).
 #include "kern-run/serve/tp_orders.h"
 
-#include <cstring>
 #include <string>
-#include <type_traits>
+
+#include "kern-run/all_gather_bytes.h"
+#include "kern-run/wire_bytes.h"
 
 namespace kern::run::serve {
 namespace {
-
-class Writer {
- public:
-  template <typename T>
-  void put(T v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const auto* p = reinterpret_cast<const uint8_t*>(&v);
-    out_.insert(out_.end(), p, p + sizeof(T));
-  }
-  void put_ids(const std::vector<int64_t>& ids) {
-    put<uint64_t>(ids.size());
-    for (int64_t id : ids) put(id);
-  }
-  std::vector<uint8_t> take() { return std::move(out_); }
-
- private:
-  std::vector<uint8_t> out_;
-};
-
-class Reader {
- public:
-  explicit Reader(std::span<const uint8_t> in) : in_(in) {}
-  template <typename T>
-  Status get(T& v, const char* what) {
-    if (in_.size() - pos_ < sizeof(T)) return truncated(what);
-    std::memcpy(&v, in_.data() + pos_, sizeof(T));
-    pos_ += sizeof(T);
-    return {};
-  }
-  /// A count of items of `item_bytes` each that the rest can hold.
-  Status count(uint64_t& n, uint64_t item_bytes, const char* what) {
-    KERN_RETURN_IF_ERROR(get(n, what));
-    if (n > (in_.size() - pos_) / item_bytes)
-      return make_error(ErrorKind::kDevice, std::string("step orders: ") + what + " count " + std::to_string(n) +
-                                                " exceeds the message");
-    return {};
-  }
-  Status get_ids(std::vector<int64_t>& ids, const char* what) {
-    uint64_t n = 0;
-    KERN_RETURN_IF_ERROR(count(n, sizeof(int64_t), what));
-    ids.resize(n);
-    for (auto& id : ids) KERN_RETURN_IF_ERROR(get(id, what));
-    return {};
-  }
-  bool done() const { return pos_ == in_.size(); }
-
- private:
-  Status truncated(const char* what) const {
-    return make_error(ErrorKind::kDevice, std::string("step orders: truncated at ") + what + " (byte " +
-                                              std::to_string(pos_) + " of " + std::to_string(in_.size()) + ")");
-  }
-  std::span<const uint8_t> in_;
-  size_t pos_ = 0;
-};
 
 // The smallest encoded request: id, three counts, max_tokens, chunk, two
 // flags and the sampling fields.
@@ -69,7 +16,7 @@ constexpr uint64_t kMinRequestBytes = 8 + 8 + 8 + 8 + 8 + 1 + 1 + 4 + 4 + 4 + 4 
 }  // namespace
 
 std::vector<uint8_t> encode_orders(const StepOrders& orders) {
-  Writer w;
+  WireWriter w;
   w.put(static_cast<uint8_t>(orders.kind));
   w.put<uint64_t>(orders.aborts.size());
   for (engine::RequestId id : orders.aborts) w.put<uint64_t>(id);
@@ -92,7 +39,7 @@ std::vector<uint8_t> encode_orders(const StepOrders& orders) {
 }
 
 Result<StepOrders> decode_orders(std::span<const uint8_t> bytes) {
-  Reader in(bytes);
+  WireReader in(bytes, "step orders");
   StepOrders o;
   uint8_t kind = 0;
   KERN_RETURN_IF_ERROR(in.get(kind, "kind"));
@@ -128,27 +75,23 @@ Result<StepOrders> decode_orders(std::span<const uint8_t> bytes) {
     KERN_RETURN_IF_ERROR(in.get(r.sampling.min_p, "min_p"));
     KERN_RETURN_IF_ERROR(in.get(r.sampling.seed, "seed"));
   }
-  if (!in.done()) return make_error(ErrorKind::kDevice, "step orders: trailing bytes");
+  KERN_RETURN_IF_ERROR(in.expect_done());
   return o;
 }
 
-Result<StepOrders> broadcast_orders(cpu::Collective& collective, const StepOrders& orders) {
+Result<StepOrders> broadcast_orders(cpu::Collective& collective, const StepOrders& orders,
+                                    std::span<const uint8_t> report, std::vector<std::vector<uint8_t>>* reports) {
   const bool root = collective.rank() == 0;
-  const std::vector<uint8_t> mine = root ? encode_orders(orders) : std::vector<uint8_t>{};
-  if (mine.size() > kMaxOrdersBytes)
-    return make_error(ErrorKind::kUsage, "step orders of " + std::to_string(mine.size()) + " bytes exceed " +
-                                             std::to_string(kMaxOrdersBytes));
-  const uint64_t my_size = mine.size();
-  std::vector<uint64_t> sizes(collective.world());
-  KERN_RETURN_IF_ERROR(collective.all_gather(&my_size, sizes.data(), sizeof(uint64_t)), "step orders");
-  const uint64_t size = sizes[0];
-  if (size == 0 || size > kMaxOrdersBytes)
-    return make_error(ErrorKind::kDevice, "step orders: rank 0 sent a size of " + std::to_string(size) + " bytes");
-  std::vector<uint8_t> in(size, 0);
-  if (root) in = mine;
-  std::vector<uint8_t> all(size * collective.world());
-  KERN_RETURN_IF_ERROR(collective.all_gather(in.data(), all.data(), size), "step orders");
-  return decode_orders(std::span<const uint8_t>(all.data(), size));
+  const std::vector<uint8_t> mine =
+      root ? encode_orders(orders) : std::vector<uint8_t>(report.begin(), report.end());
+  KERN_ASSIGN_OR_RETURN(auto all, all_gather_bytes(collective, mine, kMaxOrdersBytes, "step orders"));
+  if (all[0].empty()) return make_error(ErrorKind::kDevice, "step orders: rank 0 sent none");
+  KERN_ASSIGN_OR_RETURN(StepOrders decoded, decode_orders(all[0]));
+  if (reports != nullptr) {
+    all[0].clear();
+    *reports = std::move(all);
+  }
+  return decoded;
 }
 
 }  // namespace kern::run::serve

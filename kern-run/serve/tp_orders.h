@@ -41,11 +41,17 @@ std::vector<uint8_t> encode_orders(const StepOrders& orders);
 Result<StepOrders> decode_orders(std::span<const uint8_t> bytes);
 
 /// Broadcasts rank 0's `orders` to every rank of `collective` and returns
-/// them (on rank 0 too): two all-gathers, the size then the bytes (the
-/// other ranks' `orders` are ignored). At most kMaxOrdersBytes. Errors: the
+/// them (on rank 0 too); the other ranks' `orders` are ignored, and each of
+/// them sends rank 0 its `report` instead (its figures, kern-run/
+/// rank_figures.h), in the same variable-size all-gather
+/// (kern-run/all_gather_bytes.h: two all-gathers, the sizes then the
+/// bytes). With `reports`, it gets every rank's report bytes by rank, rank
+/// 0's own slot empty. At most kMaxOrdersBytes a rank. Errors: the
 /// all-gathers' (a rank that left or did not answer within the transport's
-/// timeout, kDevice) and decode_orders'.
-Result<StepOrders> broadcast_orders(cpu::Collective& collective, const StepOrders& orders);
+/// timeout, kDevice), rank 0 sending nothing, and decode_orders'.
+Result<StepOrders> broadcast_orders(cpu::Collective& collective, const StepOrders& orders,
+                                    std::span<const uint8_t> report = {},
+                                    std::vector<std::vector<uint8_t>>* reports = nullptr);
 
 /// The largest orders message (bytes): far above any step's (a request's
 /// prompt is bounded by the plan's capacity) and a bound on what a rank

@@ -13,13 +13,17 @@
 * `kern-run serve --tp 2` (driven by curl, concurrent requests, greedy and
   seeded) answers what `serve --tp 1` answers, stays up while idle past the
   ranks' 5 s wait, stops on SIGTERM with every rank, and a killed rank ends
-  it with exit 1 naming the rank.
+  it with exit 1 naming the rank;
+* the memory report is per rank (every rank's shard, peak resident memory
+  and collectives in the text and `--json` `ranks`), and serve's /metrics
+  has every rank's figures with a `rank` label.
 
 Every wait is bounded (subprocess timeouts, deadlines of at most 20 s).
 Usage: tp_test.py SOURCE_ROOT KERN_VERIFY KERN_RUN
 """
 
 import json
+import re
 import os
 import shutil
 import signal
@@ -109,6 +113,41 @@ class TensorParallel(unittest.TestCase):
                     self.assertEqual(self.ids(self.odd[tp], tp, "--prompt-ids", prompt, "--steps", "16", "--chunk",
                                               "7", *extra), want)
 
+    def test_the_memory_report_has_every_rank_each_with_its_own_shard(self):
+        prompt = ",".join(map(str, PROMPT))
+        one = self.run_kern(self.odd[1], 1, "--json", "--prompt-ids", prompt, "--steps", "4")
+        self.assertEqual(one.returncode, 0, one.stderr)
+        one = json.loads(one.stdout)
+        self.assertNotIn("ranks", one)  # one device: no per-rank report
+        proc = self.run_kern(self.odd[2], 2, "--json", "--prompt-ids", prompt, "--steps", "4")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        doc = json.loads(proc.stdout)
+        ranks = doc["ranks"]
+        self.assertEqual([r["rank"] for r in ranks], [0, 1])
+        self.assertEqual(ranks[0]["memory"]["weights"], doc["memory"]["weights"])
+        for r in ranks:
+            with self.subTest(rank=r["rank"]):
+                self.assertEqual(r["device"], "cpu")
+                # Each rank holds a shard: less than the whole model's weights, more than half.
+                self.assertLess(r["memory"]["weights"], one["memory"]["weights"])
+                self.assertGreater(2 * r["memory"]["weights"], one["memory"]["weights"])
+                self.assertEqual(r["memory"]["total"], sum(r["memory"][k] for k in ("weights", "states", "arena",
+                                                                                   "io")))
+                self.assertGreater(r["memory"]["peak_rss"], 0)
+                # Both ranks made the same all-gathers of the same sizes.
+                self.assertGreater(r["collective"]["calls"], 0)
+                self.assertEqual(r["collective"], {**ranks[0]["collective"], "wait_ms": r["collective"]["wait_ms"]})
+        text = self.run_kern(self.odd[2], 2, "--prompt-ids", prompt, "--steps", "4")
+        self.assertEqual(text.returncode, 0, text.stderr)
+        for r in (0, 1):
+            self.assertEqual(text.stdout.count(f"rank {r} (cpu): weights "), 1, text.stdout)
+        # With a tokenizer the statistics go to stderr, which the ranks share: printed once, by rank 0.
+        if os.path.isfile(self.tokenizer):
+            told = self.run_kern(self.text[2], 2, "--prompt", "hello", "--steps", "3", "--tokenizer", self.tokenizer)
+            self.assertEqual(told.returncode, 0, told.stderr)
+            self.assertEqual(told.stderr.count("memory: weights "), 1, told.stderr)
+            self.assertEqual(told.stderr.count("rank 1 (cpu): weights "), 1, told.stderr)
+
     def test_requests_at_max_batch_8_tp2_equal_tp1_and_each_request_alone(self):
         reqs = os.path.join(self.tmp, "requests.jsonl")
         prompts = [PROMPT, PROMPT[:5], [9, 8, 7], [1], PROMPT[::2], PROMPT * 2, [4, 4, 4, 4], PROMPT[3:], [300, 2],
@@ -122,6 +161,9 @@ class TensorParallel(unittest.TestCase):
             proc = self.run_kern(self.odd[tp], tp, "--requests", reqs, "--max-batch", str(batch), "--chunk", "7")
             self.assertEqual(proc.returncode, 0, proc.stderr)
             results[tp, batch] = [json.loads(line)["ids"] for line in proc.stdout.splitlines()]
+            # Rank 0 alone prints the pool line, and at TP > 1 a line a rank.
+            self.assertEqual(proc.stderr.count("kv pool: "), 1, proc.stderr)
+            self.assertEqual(proc.stderr.count(f"rank {tp - 1} (cpu): weights "), int(tp > 1), proc.stderr)
         self.assertEqual([len(ids) for ids in results[1, 1]], [5 + i for i in range(10)])
         for key in ((1, 8), (2, 8), (4, 8)):
             with self.subTest(tp=key[0], max_batch=key[1]):
@@ -278,12 +320,23 @@ class TensorParallel(unittest.TestCase):
     def test_serve_tp2_answers_as_tp1_stays_up_idle_and_stops_every_rank_on_sigterm(self):
         proc1, url1, _ = self.serve_text(1, "tp1")
         want = self.completions(url1)
+        _, metrics = curl(f"{url1}/metrics")
+        self.assertIn('kern_memory_bytes{rank="0",class="weights"}', metrics)
+        self.assertNotIn('rank="1"', metrics)
+        self.assertNotIn("kern_collective_calls_total", metrics)
         proc1.send_signal(signal.SIGTERM)
         self.assertEqual(proc1.wait(timeout=30), 0)
         proc2, url2, log = self.serve_text(2, "tp2")
         kids = children_of(proc2.pid)
         self.assertEqual(len(kids), 1, "rank 0 started no rank 1")
         self.assertEqual(self.completions(url2), want)
+        # /metrics has both ranks' figures (rank 1's came with the step orders).
+        _, metrics = curl(f"{url2}/metrics")
+        for r in (0, 1):
+            self.assertIn(f'kern_rank_info{{rank="{r}",device="cpu"}} 1', metrics)
+            weights = re.search(rf'^kern_memory_bytes{{rank="{r}",class="weights"}} (\d+)$', metrics, re.M)
+            calls = re.search(rf'^kern_collective_calls_total{{rank="{r}"}} (\d+)$', metrics, re.M)
+            self.assertTrue(weights and int(weights.group(1)) > 0 and calls and int(calls.group(1)) > 0, metrics)
         time.sleep(6)  # idle past the ranks' 5 s wait for a peer: rank 0's heartbeats keep them
         self.assertIsNone(proc2.poll())
         self.assertEqual(self.completions(url2), want)

@@ -80,3 +80,48 @@ TEST_CASE("the decode batch occupancy is a histogram of rows per decode step", "
                "kern_decode_batch_rows_bucket{le=\"+Inf\"} 4\nkern_decode_batch_rows_sum 12\n"
                "kern_decode_batch_rows_count 4\n") != std::string::npos);
 }
+
+TEST_CASE("per-rank figures carry a rank label; an unheard rank and absent collectives are left out",
+          "[serve][metrics]") {
+  Metrics m;
+  EngineGauges g;
+  kern::run::RankFigures r0;
+  r0.rank = 0;
+  r0.device = "cpu";
+  r0.weights = 1000;
+  r0.states = 200;
+  r0.arena = 30;
+  r0.io = 4;
+  r0.total = 1234;
+  r0.peak_rss = 5000;
+  r0.collective = kern::cpu::CollectiveStats{12, 3072, 250.0};
+  kern::run::RankFigures r1 = r0;
+  r1.rank = 1;
+  r1.device = "cuda:1 (a \"quoted\\name\"\nline)";
+  r1.weights = 999;
+  r1.collective.reset();
+  kern::run::RankFigures unheard;  // rank 2: no figures yet
+  unheard.rank = 2;
+  g.ranks = {r0, r1, unheard};
+  const std::string t = m.render(g);
+  CHECK(t.find("# TYPE kern_rank_info gauge\nkern_rank_info{rank=\"0\",device=\"cpu\"} 1\n"
+               "kern_rank_info{rank=\"1\",device=\"cuda:1 (a \\\"quoted\\\\name\\\"\\nline)\"} 1\n# HELP") !=
+        std::string::npos);
+  CHECK(t.find("kern_memory_bytes{rank=\"0\",class=\"weights\"} 1000\nkern_memory_bytes{rank=\"0\",class=\"states\"} "
+               "200\nkern_memory_bytes{rank=\"0\",class=\"arena\"} 30\nkern_memory_bytes{rank=\"0\",class=\"io\"} 4\n"
+               "kern_memory_bytes{rank=\"0\",class=\"total\"} 1234\n") != std::string::npos);
+  CHECK(t.find("kern_memory_bytes{rank=\"1\",class=\"weights\"} 999\n") != std::string::npos);
+  CHECK(t.find("kern_peak_resident_bytes{rank=\"1\"} 5000\n") != std::string::npos);
+  CHECK(t.find("rank=\"2\"") == std::string::npos);
+  CHECK(t.find("# TYPE kern_collective_calls_total counter\nkern_collective_calls_total{rank=\"0\"} 12\n# HELP") !=
+        std::string::npos);
+  CHECK(t.find("kern_collective_bytes_sent_total{rank=\"0\"} 3072\n") != std::string::npos);
+  CHECK(t.find("kern_collective_seconds_total{rank=\"0\"} 0.25\n") != std::string::npos);
+  // One rank without collectives: the memory families only.
+  g.ranks = {r1};
+  const std::string one = m.render(g);
+  CHECK(one.find("kern_memory_bytes{rank=\"1\",class=\"total\"} 1234\n") != std::string::npos);
+  CHECK(one.find("kern_collective") == std::string::npos);
+  // Without figures (the worker not loaded): none of the families.
+  CHECK(m.render(EngineGauges{}).find("kern_memory_bytes") == std::string::npos);
+}

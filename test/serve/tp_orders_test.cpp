@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "test/run/scripted_world.h"
+
 using namespace kern;
 using namespace kern::run::serve;
 
@@ -85,4 +87,32 @@ TEST_CASE("step orders refuse truncated, trailing, oversized and unknown bytes",
   auto too_many = decode_orders(huge);
   REQUIRE_FALSE(too_many.ok());
   CHECK_THAT(too_many.error().message, Catch::Contains("aborts count 1152921504606846976 exceeds the message"));
+}
+
+TEST_CASE("step orders carry the other ranks' reports to rank 0", "[tp_orders]") {
+  using kern::run::test::ScriptedWorld;
+  const std::vector<uint8_t> report1 = {1, 2, 3}, report2 = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 42};
+  // Rank 0: its orders go out, the reports come back by rank (its own slot empty).
+  ScriptedWorld at_root(0, {{}, report1, report2});
+  std::vector<std::vector<uint8_t>> reports;
+  auto sent = broadcast_orders(at_root, sample_orders(), {}, &reports);
+  REQUIRE(sent.ok());
+  CHECK(at_root.calls == 2);
+  CHECK(same_request(sent->adds[0], sample_orders().adds[0]));
+  REQUIRE(reports.size() == 3);
+  CHECK(reports[0].empty());
+  CHECK(reports[1] == report1);
+  CHECK(reports[2] == report2);
+  // Rank 2: it sends its report (longer than the orders or not) and gets rank 0's orders.
+  ScriptedWorld at_rank2(2, {encode_orders(sample_orders()), report1, {}});
+  auto got = broadcast_orders(at_rank2, StepOrders{}, report2);
+  REQUIRE(got.ok());
+  CHECK(got->aborts == sample_orders().aborts);
+  REQUIRE(got->adds.size() == 2);
+  CHECK(same_request(got->adds[1], sample_orders().adds[1]));
+  // A rank 0 that sends nothing is refused.
+  ScriptedWorld silent_root(1, {{}, {}});
+  auto none = broadcast_orders(silent_root, StepOrders{}, report1);
+  REQUIRE_FALSE(none.ok());
+  CHECK_THAT(none.error().message, Catch::Contains("rank 0 sent none"));
 }

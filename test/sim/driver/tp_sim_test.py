@@ -73,7 +73,8 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertEqual(rep, "", "simulation violations")
         self.assertNotIn("graphs disabled", proc.stderr)  # graphs ran (no fallback to eager)
-        return json.loads(proc.stdout)["generated_ids"]
+        self.last_doc = json.loads(proc.stdout)
+        return self.last_doc["generated_ids"]
 
     def last_rows(self, folder, tp, *args, names=("logits", "residual")):
         """The last step's rows of buffers replicated on every rank (bytes), on cuda."""
@@ -98,6 +99,13 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
         for extra in ([], ["--eager"], ["--no-pdl"]):
             with self.subTest(extra=extra):
                 self.assertEqual(self.ids(self.tiny[2], 2, "cuda", *steps, *extra), cuda_tp1)
+        # The memory report is per rank, each on its own GPU; NCCL's calls are not timed.
+        ranks = self.last_doc["ranks"]
+        self.assertEqual([r["rank"] for r in ranks], [0, 1])
+        for r in ranks:
+            self.assertTrue(r["device"].startswith(f"cuda:{r['rank']} "), r["device"])
+            self.assertGreater(r["memory"]["weights"], 0)
+            self.assertIsNone(r["collective"])
         self.assertEqual(cuda_tp1, want)
         # The bits, not only the ids: the last step's logits and residual rows.
         self.assertEqual(self.last_rows(self.tiny[2], 2, *steps), self.last_rows(self.tiny[1], 1, *steps))
@@ -142,6 +150,11 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
                                json.dumps(body), timeout=240)
                 self.assertEqual(rc, 0, f"curl exit {rc}")
                 texts[device].append(json.loads(out)["choices"][0]["text"])
+            _, metrics = curl(f"{url}/metrics")  # every rank's figures, on its own device
+            for r in (0, 1):
+                want = f'kern_rank_info{{rank="{r}",device="{"cpu" if device == "cpu" else f"cuda:{r} "}'
+                self.assertIn(want, metrics)
+                self.assertIn(f'kern_memory_bytes{{rank="{r}",class="weights"}} ', metrics)
             proc.send_signal(signal.SIGTERM)
             rc = proc.wait(timeout=60)
             with open(log, encoding="utf-8") as f:
