@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""launch_report.py PLAN [--program decode] [--tokens 1] [--context 1024] [--sms 132] [-o FILE] [--check FILE] [--check-spills] [--ptxas-cache DIR]
+"""launch_report.py PLAN [--program decode] [--tokens 1] [--context 1024] [--sms 132] [-o FILE] [--check FILE] [--check-spills] [--ptxas-cache DIR] [--ptx-dir DIR]
 
 The static launch report of one program of a kern plan (docs/kernels.md
 "Static launch report"): for each launch, from the compiler and the plan,
@@ -9,7 +9,12 @@ without a GPU:
   kernel, from `nvcc -cubin -arch=sm_90 -Xptxas -v` of the kernel's .cu
   (spill counts are not stored in the cubin, so the source is compiled
   again with the build's flags; skipped, with the reason, where nvcc is
-  missing);
+  missing). With `--ptx-dir DIR` (a build's kernels-src/cuda/), a kernel
+  whose DIR/<family>.compute_90.ptx exists is not compiled from its .cu:
+  ptxas alone compiles that PTX, which nvcc's front end wrote for the
+  build's fatbin with the same flags, as `nvcc -cubin` runs it (`ptxas
+  -arch=sm_90 -m64 -v`): the same report, without the front end's 4-5
+  CPU-s per file;
 - dynamic shared memory, block and grid from the plan
   (`kern-verify --dump PLAN --message-format json`), evaluated at
   `tokens = --tokens`;
@@ -53,6 +58,9 @@ SMEM_RESERVED = 1024
 REG_WARP_GRANULE = 256
 SMEM_GRANULE = 128
 NVCC_FLAGS = ["-O3", "-std=c++20", "-cubin", "-arch=sm_90", "-Xptxas", "-v"]
+# What nvcc runs after its front end for NVCC_FLAGS (nvcc --dryrun): ptxas on
+# the compute_90 PTX, at ptxas's default -O3.
+PTXAS_FLAGS = ["-arch=sm_90", "-m64", "-v"]
 
 
 class ReportError(Exception):
@@ -144,21 +152,43 @@ def ptxas_cache_key(nvcc, cuda_dir, src):
     return h.hexdigest()
 
 
-def ptxas_output(nvcc, src, out, cache_dir):
-    """ptxas's `-v` report (nvcc's stderr) of compiling `src` to `out`.
-    With `cache_dir`, a report is kept there under its key (ptxas_cache_key)
-    and reused: the launch-report tests of several models compile mostly the
-    same .cu files. A lock per key makes a concurrent run wait for the one
-    compiling instead of compiling too; entries are written atomically."""
+def ptx_cache_key(ptxas, ptx):
+    """The cache key of ptxas's report on the PTX file `ptx`: a SHA-256 over
+    the flags, the ptxas binary (path, size, mtime) and the PTX text."""
+    h = hashlib.sha256()
+    real = os.path.realpath(ptxas)
+    st = os.stat(real)
+    h.update(repr((PTXAS_FLAGS, real, st.st_size, st.st_mtime_ns)).encode())
+    with open(ptx, "rb") as f:
+        h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()
+
+
+def ptxas_output(nvcc, src, out, cache_dir, ptx=None):
+    """ptxas's `-v` report (nvcc's stderr) of compiling `src` to `out`; with
+    `ptx` (the build's PTX of `src`), of ptxas alone compiling that PTX.
+    With `cache_dir`, a report is kept there under its key (ptxas_cache_key,
+    ptx_cache_key) and reused: the launch-report tests of several models
+    compile mostly the same .cu files. A lock per key makes a concurrent run
+    wait for the one compiling instead of compiling too; entries are written
+    atomically."""
+    ptxas = os.path.join(os.path.dirname(nvcc), "ptxas") if ptx else None
+    if ptxas and not os.path.isfile(ptxas):
+        ptxas = shutil.which("ptxas")
+        if not ptxas:
+            raise ReportError(f"{ptx}: no ptxas beside {nvcc} or on PATH")
+
     def run():
-        r = subprocess.run([nvcc] + NVCC_FLAGS + ["-o", out, src], capture_output=True, text=True)
+        cmd = [ptxas] + PTXAS_FLAGS + [ptx, "-o", out] if ptx else [nvcc] + NVCC_FLAGS + ["-o", out, src]
+        r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
-            raise ReportError(f"{src}: nvcc failed:\n{r.stderr}")
+            raise ReportError(f"{ptx or src}: {os.path.basename(cmd[0])} failed:\n{r.stderr}")
         return r.stderr
     if not cache_dir:
         return run()
     os.makedirs(cache_dir, exist_ok=True)
-    entry = os.path.join(cache_dir, ptxas_cache_key(nvcc, os.path.dirname(src), src) + ".ptxas")
+    key = ptx_cache_key(ptxas, ptx) if ptx else ptxas_cache_key(nvcc, os.path.dirname(src), src)
+    entry = os.path.join(cache_dir, key + ".ptxas")
     with open(entry + ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when closed
         if os.path.isfile(entry):
@@ -169,13 +199,18 @@ def ptxas_output(nvcc, src, out, cache_dir):
         return text
 
 
-def compile_families(nvcc, cuda_dir, families, tmp, cache_dir=None):
+def compile_families(nvcc, cuda_dir, families, tmp, cache_dir=None, ptx_dir=None):
+    """{entry: resources} of every kernel of `families` (ptxas -v); a family
+    whose `ptx_dir`/<family>.compute_90.ptx exists is compiled from it."""
     res = {}
     for fam in sorted(families):
         src = os.path.join(cuda_dir, fam + ".cu")
         if not os.path.isfile(src):
             raise ReportError(f"{src}: no source for {fam}.fatbin")
-        res.update(parse_ptxas(ptxas_output(nvcc, src, os.path.join(tmp, fam + ".cubin"), cache_dir)))
+        ptx = os.path.join(ptx_dir, fam + ".compute_90.ptx") if ptx_dir else None
+        if ptx and not os.path.isfile(ptx):
+            ptx = None
+        res.update(parse_ptxas(ptxas_output(nvcc, src, os.path.join(tmp, fam + ".cubin"), cache_dir, ptx)))
     return res
 
 
@@ -394,6 +429,8 @@ def main(argv):
     ap.add_argument("--check-spills", action="store_true", help="fail if a kernel of the program spills")
     ap.add_argument("--ptxas-cache", metavar="DIR",
                     help="keep each .cu's ptxas report in DIR and reuse it while nvcc, flags and sources are unchanged")
+    ap.add_argument("--ptx-dir", metavar="DIR",
+                    help="a build's kernels-src/cuda/: compile its <family>.compute_90.ptx with ptxas alone")
     args = ap.parse_args(argv)
     if args.tokens < 1 or args.context < 0 or args.sms < 1:
         ap.error("--tokens and --sms must be >= 1, --context >= 0")
@@ -411,7 +448,7 @@ def main(argv):
                 st = plan["steps"][ln["step"]]
                 if st.get("cubin") is not None:
                     fams.add(os.path.splitext(plan["cubins"][st["cubin"]]["path"])[0])
-            ptx = compile_families(nvcc, args.cuda_dir, fams, tmp, args.ptxas_cache) if nvcc else None
+            ptx = compile_families(nvcc, args.cuda_dir, fams, tmp, args.ptxas_cache, args.ptx_dir) if nvcc else None
             note = ("`nvcc -cubin -arch=sm_90 -O3 -Xptxas -v`" if nvcc
                     else "not available (nvcc not found: spill counts come from ptxas)")
             rows = build_rows(plan, args.program, ptx, syms, args.context, args.sms)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""check_vector_loads.py --doc docs/kernels.md (--nvcc NVCC --src DIR | --sass FATBIN...)
+"""check_vector_loads.py --doc docs/kernels.md (--nvcc NVCC --src DIR | --ptx PTX... | --sass FATBIN...)
 
 Checks that every kernel docs/kernels.md lists under "Vector loads" really
 issues global loads of the documented width (docs/kernels.md, docs/gpu.md):
@@ -15,7 +15,10 @@ this check rejects.
 
 --nvcc mode compiles each DIR/*.cu to PTX for sm_90 (`nvcc -ptx`) and splits
 it into `.entry` functions; when NVCC is empty or not executable the test is
-skipped (exit 77: CI has no CUDA toolkit). --sass mode reads `cuobjdump -sass`
+skipped (exit 77: CI has no CUDA toolkit). --ptx mode reads the given PTX
+files instead: the build's compute_90 PTX, which nvcc's front end wrote for
+the fatbins (kernels-src/cuda/nvcc_fatbin.py), the same text `nvcc -ptx
+-arch=sm_90` gives, without compiling every .cu again. --sass mode reads `cuobjdump -sass`
 of the built fatbins (test/gpu/run.sh, where cuobjdump exists) and checks every
 architecture's code of each kernel. A documented kernel found in no file is a
 finding too (the table and the code must agree).
@@ -123,6 +126,17 @@ def ptx_mode(nvcc, src_dir):
     return found
 
 
+def ptx_files_mode(paths):
+    """The --ptx mode: each file's kernels, as ptx_mode finds them."""
+    found = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        for k, v in widest_loads(text, PTX_ENTRY, PTX_LOAD, ptx_load_bytes).items():
+            found.setdefault(k, []).extend(v)
+    return found
+
+
 def sass_mode(cuobjdump, fatbins):
     found = {}
     for fb in fatbins:
@@ -170,12 +184,14 @@ def main():
     ap.add_argument("--doc", required=True)
     ap.add_argument("--nvcc", default=None)
     ap.add_argument("--src", default=None)
+    ap.add_argument("--ptx", nargs="*", default=None, metavar="PTX")
     ap.add_argument("--sass", nargs="*", default=None, metavar="FATBIN")
     ap.add_argument("--cuobjdump", default="cuobjdump")
     ap.add_argument("--self-test", action="store_true")
     args = ap.parse_args()
-    if (args.sass is None) == (args.nvcc is None):
-        print("check_vector_loads: give either --nvcc NVCC --src DIR or --sass FATBIN...", file=sys.stderr)
+    if [args.sass is None, args.nvcc is None, args.ptx is None].count(False) != 1:
+        print("check_vector_loads: give one of --nvcc NVCC --src DIR, --ptx PTX... or --sass FATBIN...",
+              file=sys.stderr)
         return 2
     if args.self_test:
         self_test()
@@ -186,6 +202,8 @@ def main():
     try:
         if args.sass is not None:
             found, what = sass_mode(args.cuobjdump, args.sass), "SASS"
+        elif args.ptx is not None:
+            found, what = ptx_files_mode(args.ptx), "PTX"
         else:
             if not args.nvcc or not os.access(args.nvcc, os.X_OK) or not args.src:
                 print("check_vector_loads: no nvcc; skipped")
