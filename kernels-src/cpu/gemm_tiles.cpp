@@ -190,8 +190,9 @@ KERN_GEMM_BF16 void tile_bf16(const uint16_t* a, int64_t lda, const uint16_t* w,
       if constexpr (kCheck) {
         magnitudes(wv[r], mn1, mx);
         // The panel's first tile reads w from memory: fetch the next
-        // panel's line (a prefetch past the end of w is dropped, never faults).
-        _mm_prefetch(reinterpret_cast<const char*>(w + (NR + r) * k + q * kChunk), _MM_HINT_T0);
+        // panel's line into L2 (a prefetch past the end of w is dropped,
+        // never faults; into L1 it would evict this panel's lines).
+        _mm_prefetch(reinterpret_cast<const char*>(w + (NR + r) * k + q * kChunk), _MM_HINT_T1);
       }
     }
     for (int i = 0; i < MR; ++i) {
@@ -240,15 +241,6 @@ Bf16Tile bf16_tile(int mr, int nr) {
   }
 }
 
-/// Over n values: min(|x| - 1) and max(|x|) of the nonzero bf16 magnitudes.
-KERN_GEMM_BF16 void range_bf16(const uint16_t* x, int64_t n, uint16_t& min1, uint16_t& max) {
-  for (int64_t e = 0; e < n; ++e) {
-    const auto t = static_cast<uint16_t>(x[e] & 0x7fff);
-    max = std::max(max, t);
-    min1 = std::min(min1, static_cast<uint16_t>(t - 1));
-  }
-}
-
 KERN_GEMM_BF16 uint16_t hmin_epu16(__m512i v) {
   alignas(64) uint16_t x[32];
   _mm512_store_si512(x, v);
@@ -259,6 +251,20 @@ KERN_GEMM_BF16 uint16_t hmax_epu16(__m512i v) {
   alignas(64) uint16_t x[32];
   _mm512_store_si512(x, v);
   return *std::max_element(x, x + 32);
+}
+
+/// Over n values: min(|x| - 1) and max(|x|) of the nonzero bf16 magnitudes
+/// (32 at a time: it runs on one thread before the columns are split).
+KERN_GEMM_BF16 void range_bf16(const uint16_t* x, int64_t n, uint16_t& min1, uint16_t& max) {
+  __m512i mn1 = _mm512_set1_epi16(-1), mx = _mm512_setzero_si512();
+  int64_t e = 0;
+  for (; e + 32 <= n; e += 32) magnitudes(_mm512_loadu_si512(x + e), mn1, mx);
+  if (e < n) {
+    const __mmask32 mask = static_cast<__mmask32>((uint64_t{1} << (n - e)) - 1);
+    magnitudes(_mm512_maskz_loadu_epi16(mask, x + e), mn1, mx);  // zeros: no effect
+  }
+  min1 = std::min(min1, hmin_epu16(mn1));
+  max = std::max(max, hmax_epu16(mx));
 }
 
 /// Rows [m0, m1) x columns [n_begin, n_end) by the vdpbf16ps path (a_bf16:
