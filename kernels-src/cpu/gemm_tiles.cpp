@@ -211,9 +211,9 @@ KERN_GEMM_BF16 void tile_bf16(const uint16_t* a, int64_t lda, const uint16_t* w,
       if constexpr (kCheck) {
         magnitudes(wv[r], mn1, mx);
         // The panel's first tile reads w from memory: fetch the next
-        // panel's line into L2 (a prefetch past the end of w is dropped,
-        // never faults; into L1 it would evict this panel's lines).
-        _mm_prefetch(reinterpret_cast<const char*>(w + (NR + r) * k + q * kChunk), _MM_HINT_T1);
+        // panel's line (a prefetch past the end of w is dropped, never
+        // faults; into L2 only measured slower in a 4 x 4 tile loop).
+        _mm_prefetch(reinterpret_cast<const char*>(w + (NR + r) * k + q * kChunk), _MM_HINT_T0);
       }
     }
     for (int i = 0; i < MR; ++i) {
