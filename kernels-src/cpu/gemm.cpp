@@ -8,7 +8,8 @@
 // time: AVX-512 BF16, AVX2, portable), every path giving the same bits, so a
 // c element depends neither on the machine nor on m, the tiling or the
 // thread count. Large problems split the columns over the cores
-// (parallel.h). bench/cpu_kernels_bench measures it.
+// (parallel.h, run_chunks: any chunk on any thread, same bits).
+// bench/cpu_kernels_bench measures it.
 //
 // Not supported: c overlapping a or w (cublasLt forbids it as well).
 #include <algorithm>
@@ -28,6 +29,7 @@ namespace {
 constexpr const char* kGemm = extern_op_symbol(ExternOpId::kGemmBf16Tn).data();
 constexpr const char* kGemmAcc = extern_op_symbol(ExternOpId::kGemmBf16TnAcc).data();
 constexpr int64_t kColumnUnit = 12;  // columns per thread-range item (a multiple of every path's panel)
+constexpr int64_t kChunkUnits = 2;   // items a thread claims at a time (24 columns: 6 vdpbf16ps panels)
 
 Status run_gemm(const CpuLaunch& l, const char* kname, bool accumulate) {
   using namespace detail;
@@ -49,7 +51,10 @@ Status run_gemm(const CpuLaunch& l, const char* kname, bool accumulate) {
     const GemmTiles tiles(GemmProblem{a, w, c, m, n, k, accumulate}, gemv_best_isa());
     const int64_t units = (n + kColumnUnit - 1) / kColumnUnit;
     const unsigned threads = cpu_threads(m * n * k, units);
-    run_ranges(units, threads, [&](unsigned, int64_t b, int64_t e) {
+    // Balanced at run time (run_chunks): a worker that enters late, or is
+    // descheduled midway, leaves its columns to the other threads instead
+    // of to a wait or to the caller alone.
+    run_chunks(units, kChunkUnits, threads, [&](unsigned, int64_t b, int64_t e) {
       tiles.columns(std::min(n, b * kColumnUnit), std::min(n, e * kColumnUnit));
     });
   } catch (const std::bad_alloc&) {

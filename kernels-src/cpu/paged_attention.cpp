@@ -29,6 +29,7 @@
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
 #include "kernels-src/cpu/kv_layout.h"
+#include "kernels-src/cpu/parallel.h"
 
 namespace kern::cpu {
 
@@ -345,18 +346,26 @@ Status one_step_attention(const CpuLaunch& l, const char* kname, bool causal) {
   if (!work) return Status::ok_status();
 
   const int64_t D = a.head_dim;
-  std::vector<float> scores(static_cast<size_t>(a.ctx));
-  std::vector<float> o(static_cast<size_t>(D));
-  for (int64_t i = 0; i < a.tokens; ++i) {
-    for (int64_t h = 0; h < a.heads; ++h) {
+  // The (query, head) blocks are independent: balanced over the cores at
+  // run time (later queries attend to more positions), a query row's heads
+  // at a time, each block computed alone whatever thread runs it.
+  const int64_t blocks = a.tokens * a.heads;
+  const unsigned threads = cpu_threads(blocks * a.ctx * D * 2, a.tokens);
+  std::vector<float> scores(static_cast<size_t>(threads * a.ctx));
+  std::vector<float> o(static_cast<size_t>(threads * D));
+  run_chunks(blocks, a.heads, threads, [&](unsigned t, int64_t b, int64_t e) {
+    float* sc = scores.data() + t * a.ctx;
+    float* ot = o.data() + t * D;
+    for (int64_t x = b; x < e; ++x) {
+      const int64_t i = x / a.heads, h = x % a.heads;
       float m = 0.0f, sum = 0.0f;
       const int64_t n = causal ? a.causal_len(i) : a.ctx;
-      qk_scores(a, i, h, n, scores.data());
-      attend_range(a, h, 0, n, scores.data(), m, sum, o.data());
-      uint16_t* dst = out + (i * a.heads + h) * D;
-      for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(o[d] / sum);
+      qk_scores(a, i, h, n, sc);
+      attend_range(a, h, 0, n, sc, m, sum, ot);
+      uint16_t* dst = out + x * D;
+      for (int64_t d = 0; d < D; ++d) dst[d] = f32_to_bf16(ot[d] / sum);
     }
-  }
+  });
   return Status::ok_status();
 }
 

@@ -6,11 +6,13 @@
 #include "common/bf16.h"
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
+#include "kernels-src/cpu/parallel.h"
 
 namespace kern::cpu {
 
 namespace {
 constexpr const char* kName = "kern_silu_and_mul_bf16";
+constexpr int64_t kExpWork = 16;  // an element's exp and divide, in cpu_threads' multiply-adds
 }  // namespace
 
 Status silu_and_mul_bf16(const CpuLaunch& l) {
@@ -27,15 +29,18 @@ Status silu_and_mul_bf16(const CpuLaunch& l) {
   KERN_RETURN_IF_ERROR(check_grid_covers(l, kName, 0, tokens, "one block per token"));
   if (!work) return Status::ok_status();
 
-  for (int64_t t = 0; t < tokens; ++t) {
-    const uint16_t* gate = gate_up + t * 2 * d;
-    const uint16_t* up = gate + d;
-    uint16_t* o = out + t * d;
-    for (int64_t j = 0; j < d; ++j) {
-      const float g = bf16_to_f32(gate[j]);
-      o[j] = f32_to_bf16(g / (1.0f + std::exp(-g)) * bf16_to_f32(up[j]));
+  // Rows over the cores (a prefill's: an exp per element); each row alone.
+  run_ranges(tokens, cpu_threads(tokens * d * kExpWork, tokens), [&](unsigned, int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const uint16_t* gate = gate_up + t * 2 * d;
+      const uint16_t* up = gate + d;
+      uint16_t* o = out + t * d;
+      for (int64_t j = 0; j < d; ++j) {
+        const float g = bf16_to_f32(gate[j]);
+        o[j] = f32_to_bf16(g / (1.0f + std::exp(-g)) * bf16_to_f32(up[j]));
+      }
     }
-  }
+  });
   return Status::ok_status();
 }
 

@@ -422,3 +422,24 @@ TEST_CASE("one-launch decode attention rejects more than 64 splits (the merge ke
   s = launch("kern_attention_decode_bf16", q, 1, kMax, 1);
   CHECK(s.ok());
 }
+
+TEST_CASE("paged prefill attention at a prefill's size (blocks over the cores): each query row has the bits it has alone",
+          "[kernels][attention]") {
+  // 32 queries x 16 heads x 64 positions x D 128: large enough to run on every core.
+  std::mt19937 rng(67);
+  const AttnData d = make_data(AttnCase{32, 16, 8, 128, 64}, rng);
+  const std::vector<uint16_t> out = run_prefill(d);
+  check_against_naive(d, out);
+  const size_t row = static_cast<size_t>(d.c.heads) * d.c.dim;
+  for (int i : {0, 13, 31}) {
+    INFO("query " << i);
+    // Query i alone: one token whose context ends at its position.
+    AttnData one = d;
+    one.c.tokens = 1;
+    one.q.assign(d.q.begin() + static_cast<ptrdiff_t>(i * row), d.q.begin() + static_cast<ptrdiff_t>((i + 1) * row));
+    one.seq_len = d.c.ctx - d.c.tokens + i + 1;
+    one.cu[1] = 1;
+    const std::vector<uint16_t> alone = run_prefill(one);
+    CHECK(std::equal(alone.begin(), alone.end(), out.begin() + static_cast<ptrdiff_t>(i * row)));
+  }
+}

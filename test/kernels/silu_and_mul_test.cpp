@@ -1,6 +1,8 @@
 // kern_silu_and_mul_bf16 (docs/kernels.md §6) against the formula in double.
 // f32 error bound: silu(g) * u is 4 f32 operations plus expf (< 1 ulp), and
 // 1 + exp(-g) has no cancellation, so e = 16 u |ref| (u = 2^-24) is generous.
+#include <algorithm>
+
 #include "test/kernels/kernel_test_util.h"
 
 using namespace kern::cpu::test;
@@ -33,4 +35,24 @@ TEST_CASE("silu_and_mul reads the gate from the first half of the row", "[kernel
   a.add(gate_up.data()).add(out.data()).add<int32_t>(1).add<int32_t>(1);
   launch_ok("kern_silu_and_mul_bf16", a, 1);
   CHECK(out[0] == kern::f32_to_bf16(0.0f));
+}
+
+TEST_CASE("silu_and_mul gives a row the same bits in a prefill-sized launch (rows over the cores) as alone",
+          "[kernels][silu]") {
+  // 32 x 3072 (Qwen3-0.6B's prefill rows) is large enough to run on every core.
+  constexpr int kTokens = 32, kD = 3072;
+  std::mt19937 rng(22);
+  const auto gate_up = random_bf16(rng, static_cast<size_t>(kTokens) * 2 * kD, -8.0f, 8.0f);
+  std::vector<uint16_t> out(static_cast<size_t>(kTokens) * kD, kPoison);
+  ArgPack a;
+  a.add(gate_up.data()).add(out.data()).add<int32_t>(kTokens).add<int32_t>(kD);
+  launch_ok("kern_silu_and_mul_bf16", a, kTokens);
+  for (int t : {0, 15, 16, 31}) {
+    INFO("row " << t);
+    std::vector<uint16_t> alone(kD, kPoison);
+    ArgPack b;
+    b.add(gate_up.data() + static_cast<size_t>(t) * 2 * kD).add(alone.data()).add<int32_t>(1).add<int32_t>(kD);
+    launch_ok("kern_silu_and_mul_bf16", b, 1);
+    CHECK(std::equal(alone.begin(), alone.end(), out.begin() + static_cast<ptrdiff_t>(t) * kD));
+  }
 }
