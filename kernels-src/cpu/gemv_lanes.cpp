@@ -511,78 +511,8 @@ __attribute__((target(KERN_GEMV_BF16_TARGET))) bool vdpbf16ps_is_two_fmas() {
   return true;
 }
 
-/// One 16-lane half of a w block for one a row by vdpbf16ps: acc += the
-/// half's groups (z, as half_block_avx512's) against the a row's bf16 pairs
-/// at `at` (this half's lanes of the block); `lanes` masks the lanes that
-/// have a group.
-[[gnu::always_inline]] inline __attribute__((target(KERN_GEMV_BF16_TARGET))) void bf16_half_block1(
-    __m512& acc, const __m512i (&z)[4], const uint32_t* at, __mmask16 lanes) {
-  __m512i v[4];
-  transpose_half_avx512(z, v);
-  for (int d = 0; d < 4; ++d) {
-    const auto wd = reinterpret_cast<__m512bh>(_mm512_rol_epi32(v[d], 16));  // element 2d to the high word
-    const auto ab = reinterpret_cast<__m512bh>(_mm512_loadu_si512(at + d * kLanes));
-    acc = lanes == 0xffff ? _mm512_dpbf16_ps(acc, ab, wd) : _mm512_mask_dpbf16_ps(acc, lanes, ab, wd);
-  }
-}
-
-/// AVX512_BF16 at m = 1: R w rows (from `wr`, row stride k) of one split, both
-/// halves of each, into lanes[j] for w row j: 2R accumulators in flight.
-/// vdpbf16ps does two of a lane's fmas per instruction, half the floating-
-/// point instructions of the fma path per w byte: the m = 1 fma loop (two
-/// fmas per 64 bytes of w, a lane's chain serial) ran at ~47 GB/s from
-/// cache on one Zen 5 thread here and, streaming, at about half the read
-/// bandwidth (its w loads waited behind its arithmetic); this one ~75 GB/s
-/// from cache. The w magnitudes go into mn1 / mx (magnitudes_bf16) for the
-/// caller's dp_exact. No software prefetch: streaming a w from memory on
-/// one thread, prefetching the rows kPrefetchRows ahead (as the other paths
-/// do) measured 10-15% slower than none (the hardware prefetcher keeps up
-/// with this loop's sequential reads).
-template <int R>
-[[gnu::always_inline]] inline __attribute__((target(KERN_GEMV_BF16_TARGET))) void bf16_rows1(
-    const uint16_t* wr, int64_t k, int64_t gb, int64_t full, int64_t part, const uint32_t* lp,
-    float (*lanes)[kLanes], __m512i& mn1, __m512i& mx) {
-  constexpr int64_t kBlock = kBlockElems / 2;  // dwords per block
-  __m512 lo[R], hi[R];
-#pragma GCC unroll 8
-  for (int j = 0; j < R; ++j) lo[j] = hi[j] = _mm512_setzero_ps();
-  for (int64_t t = 0; t < full; ++t) {
-#pragma GCC unroll 8
-    for (int j = 0; j < R; ++j) {
-      __m512i z[4];
-      load_half_avx512(wr + j * k, gb + kLanes * t, 0, 16, z);
-      magnitudes_bf16(z, mn1, mx);
-      bf16_half_block1(lo[j], z, lp + t * kBlock, 0xffff);
-      load_half_avx512(wr + j * k, gb + kLanes * t, 1, 16, z);
-      magnitudes_bf16(z, mn1, mx);
-      bf16_half_block1(hi[j], z, lp + t * kBlock + 16, 0xffff);
-    }
-  }
-  for (int h = 0; h < 2; ++h) {
-    const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));  // lanes with a group
-    if (cnt == 0) continue;
-#pragma GCC unroll 8
-    for (int j = 0; j < R; ++j) {
-      __m512i z[4];
-      load_half_avx512(wr + j * k, gb + kLanes * full, h, cnt, z);  // zero past cnt: no effect on mn1 / mx
-      magnitudes_bf16(z, mn1, mx);
-      bf16_half_block1(h == 0 ? lo[j] : hi[j], z, lp + full * kBlock + 16 * h, static_cast<__mmask16>((1u << cnt) - 1u));
-    }
-  }
-#pragma GCC unroll 8
-  for (int j = 0; j < R; ++j) {
-    _mm512_store_ps(lanes[j], lo[j]);
-    _mm512_store_ps(lanes[j] + 16, hi[j]);
-  }
-}
-
-/// w rows per bf16_rows1 pass at m = 1 (8 accumulators: vdpbf16ps's latency
-/// covered).
-constexpr int kBf16Rows1 = 4;
-
-/// AVX512_BF16, M (1..8) a rows as bf16 pairs (`lp`, element 2d high): w rows
-/// r into out[r * out_stride + i] as dots_avx512 does; at M = 1 kBf16Rows1 w
-/// rows at a time (bf16_rows1), the rest and M > 1 two w rows at a time
+/// AVX512_BF16, M (2..8) a rows as bf16 pairs (`lp`, element 2d high): w rows
+/// r into out[r * out_stride + i] as dots_avx512 does, two w rows at a time
 /// (an odd last row beside itself), all M rows in one pass (vdpbf16ps needs
 /// no widened operands: 2 x M accumulators and the transposed w fit); the
 /// magnitudes of every w value read into *w_min1 / *w_max (magnitudes_bf16),
@@ -598,17 +528,7 @@ __attribute__((target(KERN_GEMV_BF16_TARGET))) void dots_avx512_bf16(
     return pf_lines > 0 ? w + std::min(r + kPrefetchRows, readable - 1) * k + 8 * gb : nullptr;
   };
   __m512i mn1 = _mm512_set1_epi16(-1), mx = _mm512_setzero_si512();
-  int64_t r = 0;
-  if constexpr (M == 1) {
-    constexpr int R = kBf16Rows1;
-    for (; r + R <= rows; r += R) {
-      const uint16_t* wr = w + r * k;
-      alignas(64) float lanes[R][kLanes];
-      bf16_rows1<R>(wr, k, gb, full, part, lp, lanes, mn1, mx);
-      for (int j = 0; j < R; ++j) finish_avx512(a, k, wr + j * k, gb, done, ge, lanes[j], out + (r + j) * out_stride);
-    }
-  }
-  for (; r < rows; r += 2) {
+  for (int64_t r = 0; r < rows; r += 2) {
     const bool pair = r + 1 < rows;
     const uint16_t* w0 = w + r * k;
     const uint16_t* w1 = pair ? w0 + k : w0;
@@ -721,8 +641,8 @@ using Bf16DotsFn = void (*)(const float*, int64_t, const uint16_t*, int64_t, int
 
 template <int... Ms>
 constexpr Bf16DotsFn avx512_bf16_table(int m, std::integer_sequence<int, Ms...>) {
-  Bf16DotsFn fns[] = {&dots_avx512_bf16<Ms + 1>...};
-  return fns[m - 1];
+  Bf16DotsFn fns[] = {&dots_avx512_bf16<Ms + 2>...};
+  return fns[m - 2];
 }
 template <int... Ms>
 constexpr DotsFn avx2_table(int m, std::integer_sequence<int, Ms...>) {
@@ -809,10 +729,10 @@ GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits,
   // of zeroing were a visible share of an m = 8 step's serial part).
   lane_a_.reset(new float[static_cast<size_t>(size)]);
   // The bf16 pairs, for the AVX-512 pair paths (avx512 above m = 4,
-  // avx512-bf16 at every m), kept when every a value is a bf16 (low 16 bits
+  // avx512-bf16 above m = 1), kept when every a value is a bf16 (low 16 bits
   // zero), as the decode GEMVs' are: exact, so the same bits from half the
   // bytes.
-  const bool want_pairs = (isa_ == GemvIsa::kAvx512 && m > 4) || isa_ == GemvIsa::kAvx512Bf16;
+  const bool want_pairs = (isa_ == GemvIsa::kAvx512 && m > 4) || (isa_ == GemvIsa::kAvx512Bf16 && m > 1);
   if (want_pairs) pairs_.reset(new uint32_t[static_cast<size_t>(size / 2)]);
   std::vector<char> exact(static_cast<size_t>(m), 1);
   std::vector<uint16_t> row_min1(static_cast<size_t>(m), 0xffff), row_max(static_cast<size_t>(m), 0);
@@ -883,7 +803,7 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t rea
       const int64_t pf_lines = sp.full > 0 ? (split_lines + sp.full - 1) / sp.full : 0;
       if (isa_ == GemvIsa::kAvx512Bf16 && lp != nullptr && !bf16_off_.load(std::memory_order_relaxed)) {
         uint16_t w_min1 = 0, w_max = 0;
-        avx512_bf16_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{})(
+        avx512_bf16_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM - 1>{})(
             a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, lp, o, o_stride, readable, pf_lines, &w_min1, &w_max);
         if (dp_exact(a_min1_, a_max_, w_min1, w_max)) continue;
         // Rare (a denormal, an inf, products beyond 2^-103 .. 2^126): the

@@ -22,7 +22,7 @@
 namespace kern::cpu {
 
 /// The instruction sets the lane-order dots have a path for. kAvx512Bf16 is
-/// kAvx512 plus, for m = 1..8 with a rows of bf16 values, AVX512_BF16's
+/// kAvx512 plus, for m = 2..8 with a rows of bf16 values, AVX512_BF16's
 /// vdpbf16ps for two of a lane's fmas at once: the same bits whenever its
 /// flushing of denormals cannot act, which each call checks from the
 /// magnitudes it reads (and, where it could, runs the rows again by kAvx512).
@@ -93,8 +93,8 @@ class GemvLaneDots {
   std::unique_ptr<float[]> lane_a_;
   /// lane_a_ as bf16 pairs, [block][dword d 0..3][lane 0..31] (elements 2d
   /// and 2d + 1 in the high and low half, the order vdpbf16ps takes them),
-  /// when an AVX-512 pair path runs (kAvx512 above m = 4, kAvx512Bf16 at
-  /// every m) and every a value is a bf16; null otherwise.
+  /// when an AVX-512 pair path runs (kAvx512 above m = 4, kAvx512Bf16 above
+  /// m = 1) and every a value is a bf16; null otherwise.
   std::unique_ptr<uint32_t[]> pairs_;
   /// Over the pairs' nonzero a values, min(|x| - 1) and max(|x|) of their
   /// bf16 magnitudes (bits & 0x7fff; 0xffff and 0 when none or no pairs).

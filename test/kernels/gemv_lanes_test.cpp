@@ -217,7 +217,7 @@ TEST_CASE("the AVX512_BF16 lane dots keep the fma bits where vdpbf16ps would flu
   for (const Kind kind : {Kind::kWDenormal, Kind::kADenormal, Kind::kTinyProducts, Kind::kOneTinyRow,
                           Kind::kFrom2To126, Kind::kLarge, Kind::kInRange})
     for (const auto& [k, splits] : std::vector<std::tuple<int64_t, int64_t>>{{1024, 1}, {3075, 2}})
-      for (int64_t m = 1; m <= 8; ++m) {  // the avx512-bf16 path's m
+      for (int64_t m = 2; m <= 8; ++m) {  // the avx512-bf16 path's m
         constexpr int64_t kRows = 5;
         std::vector<float> a(static_cast<size_t>(m * k));
         std::vector<uint16_t> w(static_cast<size_t>(kRows * k));
