@@ -27,8 +27,9 @@ unsigned cpu_threads(int64_t work, int64_t items, int64_t min_work = kThreadWork
 /// threads, items * (t + 1) / threads) of [0, items): range 0 on the calling
 /// thread, the others on a process-wide pool of worker threads (started on
 /// first use, threads - 1 of them, which spin up to 3 ms between launches,
-/// then sleep); a range whose worker has not started it by the time range 0
-/// is done runs on the calling thread after range 0 (a worker descheduled by
+/// yielding their core between checks after the first 50 us, then sleep); a
+/// range whose worker has not started it by the time range 0 is done runs
+/// on the calling thread after range 0 (a worker descheduled by
 /// other work on the cores is not waited for). Where the pool cannot serve (another thread is using it, a call
 /// from inside a range, threads above the cores, a child after fork()) the
 /// other ranges run on std::threads started for the call, and any range
