@@ -52,6 +52,13 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
+}  // namespace
+
+// HttpServer::Impl's members: a named namespace, not an anonymous one, so
+// that a class with external linkage may hold them in a unity build too
+// (GCC's -Wsubobject-linkage, which treats an #included .cpp as a header).
+namespace http_detail {
+
 /// Threads for handlers that may block, started as requests need them (at
 /// most `max`), kept until drain_and_join.
 class HandlerPool {
@@ -113,7 +120,10 @@ struct Route {
   HttpHandler handler;
 };
 
-}  // namespace
+}  // namespace http_detail
+
+using http_detail::HandlerPool;
+using http_detail::Route;
 
 struct HttpServer::Impl {
   Impl(HttpLimits l, size_t pool_threads, size_t io) : limits(l), pool(pool_threads), io_threads(std::max<size_t>(io, 1)) {}
