@@ -2,6 +2,7 @@
 by test/run/tp_test.py (cpu ranks over Gloo) and
 test/sim/driver/tp_sim_test.py (cuda ranks over the simulated NCCL)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -41,6 +42,22 @@ def make_folder(root, kern_verify, tmp, name, config, weights, tp):
     else:
         tool(root, "shard_weights.py", config, weights, "--tp", str(tp), "-o", folder)
     return folder
+
+
+def make_tiny_and_odd(root, kern_verify, tmp):
+    """The two models both TP tests run: ({tp: folder} of the tiny example
+    at TP 1 and 2, {tp: folder} of a random checkpoint of ODD at TP 1, 2
+    and 4), under `tmp`."""
+    tiny_cfg = os.path.join(root, "examples", "tiny-qwen3.config.json")
+    tiny_w = os.path.join(root, "examples", "tiny-qwen3.safetensors")
+    tiny = {tp: make_folder(root, kern_verify, tmp, "tiny", tiny_cfg, tiny_w, tp) for tp in (1, 2)}
+    odd_cfg = os.path.join(tmp, "odd.config.json")
+    with open(odd_cfg, "w", encoding="utf-8") as f:
+        json.dump(ODD, f)
+    odd_w = os.path.join(tmp, "odd.safetensors")
+    tool(root, "gen_random_weights.py", odd_cfg, "-o", odd_w, "--seed", "3")
+    odd = {tp: make_folder(root, kern_verify, tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 2, 4)}
+    return tiny, odd
 
 
 def curl(*args, timeout=60):

