@@ -23,6 +23,7 @@
 namespace kern::cpu {
 
 class Collective;
+class GemvPackedStore;
 
 /// One launch as the cpu device sees it.
 struct CpuLaunch {
@@ -42,6 +43,10 @@ struct CpuLaunch {
   /// extern ops; null on a device of one rank (the verifier keeps
   /// collectives out of such plans, E0168, and the ops refuse a null one).
   Collective* collective = nullptr;
+  /// The device's packed decode GEMV weights (borrowed; gemv_packed.h): a
+  /// GEMV whose w it holds reads the packed copy (same bits, less work per
+  /// byte); null, or a w it does not hold, reads w as given.
+  const GemvPackedStore* gemv_packed = nullptr;
 
   /// Reads param `i` as a value of type T (a pointer param is read as a pointer).
   template <typename T>

@@ -25,6 +25,7 @@
 #include "common/bf16.h"
 #include "common/extern_ops.h"
 #include "kernels-src/cpu/gemv_lanes.h"
+#include "kernels-src/cpu/gemv_packed.h"
 #include "kernels-src/cpu/kernel_args.h"
 #include "kernels-src/cpu/kernels.h"
 #include "kernels-src/cpu/parallel.h"
@@ -90,6 +91,7 @@ struct Problem {
   const uint16_t* a = nullptr;
   const uint16_t* nw = nullptr;
   const uint16_t* w = nullptr;
+  const PackedGemvW* packed = nullptr;  ///< w in the lane order (gemv_packed.h), or null: read w
   const uint16_t* residual = nullptr;
   uint16_t* c = nullptr;
   float* partial = nullptr;
@@ -171,10 +173,17 @@ void compute_columns(const Problem& p, const GemvLaneDots& dots, int64_t col_beg
     // takes it).
     // One split: the dots are the sums ([cols, m] either way), no merge.
     const bool merge = p.splits > 1;
-    dots.dots(p.w + row0 * p.k, cols, merge ? split : dc, p.n - c0);
+    // The packed copy keeps w's row offsets (row stride k).
+    const auto run_dots = [&](int64_t row, float* dst) {
+      if (p.packed != nullptr)
+        dots.dots_packed(p.packed->data + row * p.k, cols, dst, p.n - c0, p.packed->w_min1, p.packed->w_max);
+      else
+        dots.dots(p.w + row * p.k, cols, dst, p.n - c0);
+    };
+    run_dots(row0, merge ? split : dc);
     if (merge) merge_splits(p, row0, cols, split, dc);
     if (p.v->epi == Epi::kSiluMul) {
-      dots.dots(p.w + up0 * p.k, cols, merge ? split : uc, p.n - c0);
+      run_dots(up0, merge ? split : uc);
       if (merge) merge_splits(p, up0, cols, split, uc);
     }
     // The epilogue, one loop per kind over a row's contiguous columns (a
@@ -315,6 +324,8 @@ Status run_gemv(const CpuLaunch& l, const Variant& v) {
   }
   if (!out) return Status::ok_status();
 
+  if (l.gemv_packed != nullptr && in)
+    p.packed = l.gemv_packed->find(p.w, v.epi == Epi::kSiluMul ? 2 * p.n : p.n, p.k, p.splits);
   p.argmax_val = argmax_val;
   p.argmax_idx = argmax_idx;
   p.grid_x = static_cast<int64_t>(l.grid[0]);
@@ -334,6 +345,29 @@ constexpr Variant kGemvRmsnormSiluMul{"kern_gemv_rmsnorm_silu_mul_bf16", true, E
 constexpr Variant kGemvRmsnormArgmax{"kern_gemv_rmsnorm_argmax_bf16", true, Epi::kArgmax};
 
 }  // namespace
+
+bool gemv_w_operand(std::string_view symbol, const CpuLaunch& l, GemvWOperand& out) {
+  const Variant* variants[] = {&kGemv,         &kGemvAcc,           &kGemvResidual,     &kGemvSiluMul,
+                               &kGemvRmsnorm, &kGemvRmsnormSiluMul, &kGemvRmsnormArgmax};
+  const auto* it = std::find_if(std::begin(variants), std::end(variants),
+                                [symbol](const Variant* v) { return symbol == v->name; });
+  if (it == std::end(variants)) return false;
+  const Variant& v = **it;
+  // Param positions as run_gemv.
+  const size_t iw = v.norm ? 2 : 1, ic = iw + (v.epi == Epi::kResidual ? 2 : 1);
+  const size_t im = ic + (v.epi == Epi::kArgmax ? 6 : 3);
+  if (l.num_args < im + 6) return false;
+  const int64_t n = l.arg<int32_t>(im + 1);
+  out.w = l.arg<const uint16_t*>(iw);
+  out.rows = v.epi == Epi::kSiluMul ? 2 * n : n;
+  out.k = l.arg<int32_t>(im + 2);
+  out.splits = l.arg<int32_t>(im + 5);
+  out.params[0] = iw;
+  out.params[1] = im + 1;
+  out.params[2] = im + 2;
+  out.params[3] = im + 5;
+  return true;
+}
 
 Status gemv_bf16(const CpuLaunch& l) { return run_gemv(l, kGemv); }
 Status gemv_acc_bf16(const CpuLaunch& l) { return run_gemv(l, kGemvAcc); }

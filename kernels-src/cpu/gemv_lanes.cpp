@@ -60,6 +60,35 @@ __attribute__((target_clones("fma", "default"))) void dots_portable(const float*
   }
 }
 
+/// The portable path on a packed w (gemv_packed.h): wr is the packed row at
+/// the split's first group gb; lane l's dword d of block t holds elements 2d
+/// (high word) and 2d + 1 (low word) of group gb + 32 t + l. Same order as
+/// dots_portable.
+__attribute__((target_clones("fma", "default"))) void dots_packed_portable(const float* a, int64_t m, int64_t k,
+                                                                           const uint16_t* wr, int64_t gb, int64_t ge,
+                                                                           float* out) {
+  (void)k;
+  const int64_t full = (ge - gb) / kLanes, part = (ge - gb) % kLanes;
+  for (int64_t i = 0; i < m; ++i) {
+    float lanes[kLanes] = {};
+    const float* ai = a + i * k;
+    for (int64_t t = 0; t <= full; ++t) {
+      const int64_t live = t < full ? kLanes : part;
+      const uint16_t* blk = wr + kBlockElems * t;
+      for (int64_t l = 0; l < live; ++l) {
+        const float* ag = ai + 8 * (gb + kLanes * t + l);
+        float& acc = lanes[l];
+        for (int d = 0; d < 4; ++d) {
+          const uint16_t* dw = blk + 2 * (d * live + l);
+          acc = std::fma(ag[2 * d], bf16_to_f32(dw[1]), acc);
+          acc = std::fma(ag[2 * d + 1], bf16_to_f32(dw[0]), acc);
+        }
+      }
+    }
+    out[i] = butterfly0(lanes);
+  }
+}
+
 #if KERN_GEMV_X86
 
 /// v[d] = dword d (elements 2d, 2d + 1) of the 16 groups of a half w block
@@ -650,6 +679,211 @@ constexpr DotsFn avx2_table(int m, std::integer_sequence<int, Ms...>) {
   return fns[m - 1];
 }
 
+// The packed w (gemv_packed.h): a 64-byte load at block t, pair d, half h is
+// lanes 16h .. 16h + 15's elements 2d (high word) and 2d + 1 (low word), so a
+// lane's operands sit in its SIMD position with no transposition: a mask and
+// a shift widen them for the fmas, or vdpbf16ps takes them as they are. The
+// split's last `part` (< 32) groups are packed [d][lane 0..part-1]: masked
+// loads at 2 d part (+ 32 for half 1).
+
+/// The mask of half h's lanes in a split's partial block of `part` lanes.
+[[gnu::always_inline]] inline __mmask16 part_mask(int64_t part, int h) {
+  const int cnt = static_cast<int>(std::clamp<int64_t>(part - 16 * h, 0, 16));
+  return static_cast<__mmask16>((1u << cnt) - 1u);
+}
+
+/// lo[i] / hi[i] += one pair d of a packed w block's halves (zl: lanes
+/// 0..15, zh: lanes 16..31) for every a row, `at` the a rows' lane-major
+/// block at element 2d (row stride `row_stride`); lanes outside ml / mh keep
+/// their sums exactly.
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void packed_step_avx512(
+    __m512 (&lo)[M], __m512 (&hi)[M], const __m512i zl, const __m512i zh, const float* at, int64_t row_stride,
+    __mmask16 ml, __mmask16 mh) {
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m512 el = _mm512_castsi512_ps(_mm512_and_si512(zl, high)), ol = _mm512_castsi512_ps(_mm512_slli_epi32(zl, 16));
+  const __m512 eh = _mm512_castsi512_ps(_mm512_and_si512(zh, high)), oh = _mm512_castsi512_ps(_mm512_slli_epi32(zh, 16));
+  for (int i = 0; i < M; ++i) {
+    const float* ai = at + i * row_stride;
+    if (ml == 0xffff && mh == 0xffff) {
+      lo[i] = _mm512_fmadd_ps(_mm512_loadu_ps(ai), el, lo[i]);
+      hi[i] = _mm512_fmadd_ps(_mm512_loadu_ps(ai + 16), eh, hi[i]);
+      lo[i] = _mm512_fmadd_ps(_mm512_loadu_ps(ai + kLanes), ol, lo[i]);
+      hi[i] = _mm512_fmadd_ps(_mm512_loadu_ps(ai + kLanes + 16), oh, hi[i]);
+    } else {
+      lo[i] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai), el, lo[i], ml);
+      hi[i] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai + 16), eh, hi[i], mh);
+      lo[i] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai + kLanes), ol, lo[i], ml);
+      hi[i] = _mm512_mask3_fmadd_ps(_mm512_loadu_ps(ai + kLanes + 16), oh, hi[i], mh);
+    }
+  }
+}
+
+/// AVX-512 fma path on a packed w, M (1..8) a rows (lane-major blocks `la`):
+/// w rows r (packed, row stride k, `wp` at the split's first group) into
+/// out[r * out_stride + i]; both halves of every a row in one pass (2M
+/// accumulators), the row kPrefetchRows ahead prefetched as dots_avx512 does.
+template <int M>
+__attribute__((target("avx512f,avx2,fma"))) void packed_avx512(const uint16_t* wp, int64_t k, int64_t rows,
+                                                                int64_t full, int64_t part, const float* la,
+                                                                const uint32_t* /*lp*/, float* out,
+                                                                int64_t out_stride, int64_t readable,
+                                                                int64_t pf_lines) {
+  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* wr = wp + r * k;
+    const uint16_t* pf = pf_lines > 0 ? wp + std::min(r + kPrefetchRows, readable - 1) * k : nullptr;
+    __m512 lo[M], hi[M];
+    for (int i = 0; i < M; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+    for (int64_t t = 0; t < full; ++t) {
+      prefetch_part(pf, t, pf_lines);
+      const uint16_t* blk = wr + kBlockElems * t;
+      for (int d = 0; d < 4; ++d)
+        packed_step_avx512<M>(lo, hi, _mm512_loadu_si512(blk + 64 * d), _mm512_loadu_si512(blk + 64 * d + 32),
+                              la + kBlockElems * t + 2 * d * kLanes, row_stride, 0xffff, 0xffff);
+    }
+    if (part > 0) {
+      const uint16_t* blk = wr + kBlockElems * full;
+      const __mmask16 ml = part_mask(part, 0), mh = part_mask(part, 1);
+      for (int d = 0; d < 4; ++d)
+        packed_step_avx512<M>(lo, hi, _mm512_maskz_loadu_epi32(ml, blk + 2 * d * part),
+                              _mm512_maskz_loadu_epi32(mh, blk + 2 * d * part + 32),
+                              la + kBlockElems * full + 2 * d * kLanes, row_stride, ml, mh);
+    }
+    for (int i = 0; i < M; ++i) {
+      alignas(64) float lanes[kLanes];
+      _mm512_store_ps(lanes, lo[i]);
+      _mm512_store_ps(lanes + 16, hi[i]);
+      finish_avx512(nullptr, 0, nullptr, 0, 0, 0, lanes, out + r * out_stride + i);
+    }
+  }
+}
+
+/// AVX512_BF16 path on a packed w, M (1..8) a rows as bf16 pairs (`lp`,
+/// element 2d high, row stride = blocks x 128 dwords): one vdpbf16ps per 64
+/// bytes of w per a row, the lane's two fmas (vdpbf16ps_is_two_fmas); the
+/// caller has checked dp_exact for this w's and the a rows' magnitudes.
+template <int M>
+__attribute__((target(KERN_GEMV_BF16_TARGET))) void packed_avx512_bf16(const uint16_t* wp, int64_t k, int64_t rows,
+                                                                       int64_t full, int64_t part,
+                                                                       const float* /*la*/, const uint32_t* lp,
+                                                                       float* out, int64_t out_stride,
+                                                                       int64_t readable, int64_t pf_lines) {
+  constexpr int64_t kBlock = kBlockElems / 2;  // dwords per block
+  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlock;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* wr = wp + r * k;
+    const uint16_t* pf = pf_lines > 0 ? wp + std::min(r + kPrefetchRows, readable - 1) * k : nullptr;
+    __m512 lo[M], hi[M];
+    for (int i = 0; i < M; ++i) lo[i] = hi[i] = _mm512_setzero_ps();
+    for (int64_t t = 0; t < full; ++t) {
+      prefetch_part(pf, t, pf_lines);
+      const uint16_t* blk = wr + kBlockElems * t;
+      for (int d = 0; d < 4; ++d) {
+        const auto zl = reinterpret_cast<__m512bh>(_mm512_loadu_si512(blk + 64 * d));
+        const auto zh = reinterpret_cast<__m512bh>(_mm512_loadu_si512(blk + 64 * d + 32));
+        for (int i = 0; i < M; ++i) {
+          const uint32_t* ai = lp + i * row_stride + kBlock * t + d * kLanes;
+          lo[i] = _mm512_dpbf16_ps(lo[i], reinterpret_cast<__m512bh>(_mm512_loadu_si512(ai)), zl);
+          hi[i] = _mm512_dpbf16_ps(hi[i], reinterpret_cast<__m512bh>(_mm512_loadu_si512(ai + 16)), zh);
+        }
+      }
+    }
+    if (part > 0) {
+      const uint16_t* blk = wr + kBlockElems * full;
+      const __mmask16 ml = part_mask(part, 0), mh = part_mask(part, 1);
+      for (int d = 0; d < 4; ++d) {
+        const auto zl = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi32(ml, blk + 2 * d * part));
+        const auto zh = reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi32(mh, blk + 2 * d * part + 32));
+        for (int i = 0; i < M; ++i) {
+          const uint32_t* ai = lp + i * row_stride + kBlock * full + d * kLanes;
+          lo[i] = _mm512_mask_dpbf16_ps(lo[i], ml, reinterpret_cast<__m512bh>(_mm512_loadu_si512(ai)), zl);
+          hi[i] = _mm512_mask_dpbf16_ps(hi[i], mh, reinterpret_cast<__m512bh>(_mm512_loadu_si512(ai + 16)), zh);
+        }
+      }
+    }
+    for (int i = 0; i < M; ++i) {
+      alignas(64) float lanes[kLanes];
+      _mm512_store_ps(lanes, lo[i]);
+      _mm512_store_ps(lanes + 16, hi[i]);
+      finish_avx512(nullptr, 0, nullptr, 0, 0, 0, lanes, out + r * out_stride + i);
+    }
+  }
+}
+
+/// acc[i] += one pair d of a packed w block's quarter (z: 8 lanes) for
+/// every a row, `at` the a rows' lane-major block at element 2d and this
+/// quarter (row stride `row_stride`); lanes outside `live` (null: all live)
+/// keep their sums exactly.
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx2,fma"))) void packed_step_avx2(
+    __m256 (&acc)[M], const __m256i z, const float* at, int64_t row_stride, const __m256* live) {
+  const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m256 we = _mm256_castsi256_ps(_mm256_and_si256(z, high));  // element 2d (high word)
+  const __m256 wo = _mm256_castsi256_ps(_mm256_slli_epi32(z, 16));   // element 2d + 1
+  for (int i = 0; i < M; ++i) {
+    const float* ai = at + i * row_stride;
+    if (live == nullptr) {
+      acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]);
+      acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]);
+    } else {
+      acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]), *live);
+      acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]), *live);
+    }
+  }
+}
+
+/// AVX2 path on a packed w, M (1..8) a rows: lanes 8q .. 8q + 7 in one ymm,
+/// one quarter q at a time (M accumulators fit the 16 registers; the row's
+/// split is read once per quarter, from L1 after the first).
+template <int M>
+__attribute__((target("avx2,fma"))) void packed_avx2(const uint16_t* wp, int64_t k, int64_t rows, int64_t full,
+                                                     int64_t part, const float* la, const uint32_t* /*lp*/,
+                                                     float* out, int64_t out_stride, int64_t /*readable*/,
+                                                     int64_t /*pf_lines*/) {
+  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlockElems;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* wr = wp + r * k;
+    alignas(32) float lanes[M][kLanes];
+    for (int q = 0; q < 4; ++q) {
+      __m256 acc[M];
+      for (int i = 0; i < M; ++i) acc[i] = _mm256_setzero_ps();
+      for (int64_t t = 0; t < full; ++t)
+        for (int d = 0; d < 4; ++d)
+          packed_step_avx2<M>(acc, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + kBlockElems * t + 64 * d + 16 * q)),
+                              la + kBlockElems * t + 2 * d * kLanes + 8 * q, row_stride, nullptr);
+      const int cnt = static_cast<int>(std::clamp<int64_t>(part - 8 * q, 0, 8));  // lanes with a group
+      if (cnt > 0) {
+        alignas(32) int32_t bits[8];
+        for (int l = 0; l < 8; ++l) bits[l] = l < cnt ? -1 : 0;
+        const __m256i mask = _mm256_load_si256(reinterpret_cast<const __m256i*>(bits));
+        const __m256 live = _mm256_castsi256_ps(mask);
+        const uint16_t* blk = wr + kBlockElems * full;
+        for (int d = 0; d < 4; ++d)
+          packed_step_avx2<M>(acc, _mm256_maskload_epi32(reinterpret_cast<const int*>(blk + 2 * d * part + 16 * q), mask),
+                              la + kBlockElems * full + 2 * d * kLanes + 8 * q, row_stride, &live);
+      }
+      for (int i = 0; i < M; ++i) _mm256_store_ps(lanes[i] + 8 * q, acc[i]);
+    }
+    for (int i = 0; i < M; ++i) out[r * out_stride + i] = butterfly0(lanes[i]);
+  }
+}
+
+/// A packed path's function for M a rows: (packed w at the split, k, rows,
+/// full, part, lane-major a, a pairs or null, out, out stride, readable
+/// rows, lines per prefetched part or 0).
+using PackedFn = void (*)(const uint16_t*, int64_t, int64_t, int64_t, int64_t, const float*, const uint32_t*,
+                          float*, int64_t, int64_t, int64_t);
+
+template <int... Ms>
+PackedFn packed_table(GemvIsa isa, bool bf16, int m, std::integer_sequence<int, Ms...>) {
+  PackedFn avx512[] = {&packed_avx512<Ms + 1>...};
+  PackedFn avx512_bf16[] = {&packed_avx512_bf16<Ms + 1>...};
+  PackedFn avx2[] = {&packed_avx2<Ms + 1>...};
+  if (isa == GemvIsa::kAvx2) return avx2[m - 1];
+  return bf16 ? avx512_bf16[m - 1] : avx512[m - 1];
+}
+
 #endif  // KERN_GEMV_X86
 
 }  // namespace
@@ -732,7 +966,9 @@ GemvLaneDots::GemvLaneDots(const float* a, int64_t m, int64_t k, int64_t splits,
   // avx512-bf16 above m = 1), kept when every a value is a bf16 (low 16 bits
   // zero), as the decode GEMVs' are: exact, so the same bits from half the
   // bytes.
-  const bool want_pairs = (isa_ == GemvIsa::kAvx512 && m > 4) || (isa_ == GemvIsa::kAvx512Bf16 && m > 1);
+  // At m = 1 only the packed w's bf16 path reads them (dots_packed): the
+  // row-major one needs m >= 2 to pay for its w magnitude check.
+  const bool want_pairs = (isa_ == GemvIsa::kAvx512 && m > 4) || isa_ == GemvIsa::kAvx512Bf16;
   if (want_pairs) pairs_.reset(new uint32_t[static_cast<size_t>(size / 2)]);
   std::vector<char> exact(static_cast<size_t>(m), 1);
   std::vector<uint16_t> row_min1(static_cast<size_t>(m), 0xffff), row_max(static_cast<size_t>(m), 0);
@@ -801,7 +1037,7 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t rea
       // split with no full block prefetches nothing.
       const int64_t split_lines = (16 * (sp.ge - sp.gb) + 63) / 64;
       const int64_t pf_lines = sp.full > 0 ? (split_lines + sp.full - 1) / sp.full : 0;
-      if (isa_ == GemvIsa::kAvx512Bf16 && lp != nullptr && !bf16_off_.load(std::memory_order_relaxed)) {
+      if (isa_ == GemvIsa::kAvx512Bf16 && m_ > 1 && lp != nullptr && !bf16_off_.load(std::memory_order_relaxed)) {
         uint16_t w_min1 = 0, w_max = 0;
         avx512_bf16_table(static_cast<int>(m_), std::make_integer_sequence<int, kMaxM - 1>{})(
             a_, k_, w, rows, sp.gb, sp.ge, sp.full, sp.part, lp, o, o_stride, readable, pf_lines, &w_min1, &w_max);
@@ -817,6 +1053,37 @@ void GemvLaneDots::dots(const uint16_t* w, int64_t rows, float* out, int64_t rea
     }
 #endif
     for (int64_t r = 0; r < rows; ++r) dots_portable(a_, m_, k_, w + r * k_, sp.gb, sp.ge, o + r * o_stride);
+  }
+}
+
+void GemvLaneDots::dots_packed(const uint16_t* wp, int64_t rows, float* out, int64_t readable_rows, uint16_t w_min1,
+                               uint16_t w_max) const {
+  const auto splits = static_cast<int64_t>(splits_.size());
+  const int64_t readable = std::max(rows, readable_rows);
+#if KERN_GEMV_X86
+  // vdpbf16ps when it gives the fmas' bits for every product of these a
+  // rows and this w (whose range was taken when it was packed): one check
+  // per call instead of one per 64 bytes of w.
+  const bool bf16 = isa_ == GemvIsa::kAvx512Bf16 && pairs_ != nullptr && dp_exact(a_min1_, a_max_, w_min1, w_max);
+#else
+  (void)w_min1, (void)w_max;
+#endif
+  for (int64_t s = 0; s < splits; ++s) {
+    const Split& sp = splits_[static_cast<size_t>(s)];
+    float* o = out + s * m_;
+    const int64_t o_stride = splits * m_;
+    const uint16_t* ws = wp + 8 * sp.gb;  // the split's packed groups (same offsets as row-major)
+#if KERN_GEMV_X86
+    if (isa_ != GemvIsa::kPortable) {
+      const int64_t split_lines = (16 * (sp.ge - sp.gb) + 63) / 64;
+      const int64_t pf_lines = sp.full > 0 ? (split_lines + sp.full - 1) / sp.full : 0;
+      const uint32_t* lp = pairs_ == nullptr ? nullptr : pairs_.get() + sp.offset / 2;
+      packed_table(isa_, bf16, static_cast<int>(m_), std::make_integer_sequence<int, kMaxM>{})(
+          ws, k_, rows, sp.full, sp.part, lane_a_.get() + sp.offset, lp, o, o_stride, readable, pf_lines);
+      continue;
+    }
+#endif
+    for (int64_t r = 0; r < rows; ++r) dots_packed_portable(a_, m_, k_, ws + r * k_, sp.gb, sp.ge, o + r * o_stride);
   }
 }
 

@@ -78,6 +78,17 @@ class GemvLaneDots {
   /// bench/results/kern-run-batch-cpu.md).
   void dots(const uint16_t* w, int64_t rows, float* out, int64_t readable_rows = 0) const;
 
+  /// dots() from w packed in the lane order (gemv_packed.h, pack_gemv_rows
+  /// with this launch's k and splits; k a multiple of 8): `wp` the packed
+  /// row 0 of `rows` (row stride k), `readable_rows` as dots(), and
+  /// [w_min1 + 1, w_max] the packed matrix's bf16 magnitude range
+  /// (PackedGemvW), which decides whether the AVX512_BF16 path's vdpbf16ps
+  /// gives the fma bits for the whole call (vdpbf16ps_exact). The same bits
+  /// as dots() on the row-major w, from a load, a mask and a shift per 64
+  /// bytes of w (or one vdpbf16ps) instead of a transposition.
+  void dots_packed(const uint16_t* wp, int64_t rows, float* out, int64_t readable_rows, uint16_t w_min1,
+                   uint16_t w_max) const;
+
  private:
   /// One split's groups [gb, ge): `full` complete 32-group blocks from gb,
   /// then `part` (< 32) whole groups (no element at or past k), then at most
@@ -93,8 +104,9 @@ class GemvLaneDots {
   std::unique_ptr<float[]> lane_a_;
   /// lane_a_ as bf16 pairs, [block][dword d 0..3][lane 0..31] (elements 2d
   /// and 2d + 1 in the high and low half, the order vdpbf16ps takes them),
-  /// when an AVX-512 pair path runs (kAvx512 above m = 4, kAvx512Bf16 above
-  /// m = 1) and every a value is a bf16; null otherwise.
+  /// when an AVX-512 pair path runs (kAvx512 above m = 4, kAvx512Bf16 at
+  /// any m: dots_packed's bf16 path at m = 1) and every a value is a bf16;
+  /// null otherwise.
   std::unique_ptr<uint32_t[]> pairs_;
   /// Over the pairs' nonzero a values, min(|x| - 1) and max(|x|) of their
   /// bf16 magnitudes (bits & 0x7fff; 0xffff and 0 when none or no pairs).

@@ -176,6 +176,21 @@ Status gemv_rmsnorm_silu_mul_bf16(const CpuLaunch& launch);
 /// writes each 8-column tile's best (bf16 logit, column) per row.
 Status gemv_rmsnorm_argmax_bf16(const CpuLaunch& launch);
 
+/// The w operand of a decode GEMV launch, as its packed copy is keyed
+/// (GemvPackedStore): w, its rows (n, or 2n for the SiLU*mul variants), k
+/// and splits, and the param indices they are read from.
+struct GemvWOperand {
+  const uint16_t* w = nullptr;
+  int64_t rows = 0, k = 0, splits = 1;
+  size_t params[4] = {};  ///< w, n, k, splits
+};
+
+/// Whether `symbol` is a decode GEMV kernel (kern_gemv_*), and if so its w
+/// operand in `launch` (whose params must be readable; the values are not
+/// checked: a launch with invalid ones is refused when it runs). False for
+/// any other symbol or a launch with too few params.
+bool gemv_w_operand(std::string_view symbol, const CpuLaunch& launch, GemvWOperand& out);
+
 /// `kern_qk_norm_rope_cache_bf16` (§12): head RMSNorm of q and k, neox RoPE,
 /// q to q_out and k, v into the paged KV cache, from one fused qkv row per
 /// token. Grid = [>= ceil((H + 2 KV) / 4), >= T, 1], block [128, 1, 1].
