@@ -104,6 +104,7 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
                                                                  : std::filesystem::path(config.kernels_dir);
   eo.kernels_dir = kernels_dir.empty() ? std::filesystem::current_path().string() : kernels_dir.string();
   eo.poison_workspace = config.poison_workspace;
+  eo.prepare_weights = config.pack_gemv_weights;
   load::LoadMonitor monitor;
   monitor.timings = &phases.executable;
   if (observer != nullptr) {
@@ -127,7 +128,7 @@ Result<std::unique_ptr<Model>> Model::load(ModelPlan plan, const ModelConfig& co
   m->seeded_weights_ = config.random_weights_seed.has_value();
   const load::LoadTimings& t = phases.executable;
   phases.total_ms = phases.plan_ms + phases.device_ms + phases.weights_open_ms + t.kernels_ms + t.allocate_ms +
-                    t.weights_ms + t.stage_ms;
+                    t.weights_ms + t.stage_ms + t.pack_ms;
   m->phases_ = phases;
   return m;
 }

@@ -70,6 +70,8 @@ struct ModelConfig {
   std::optional<uint64_t> random_weights_seed;
   /// NaN-fill the workspace arena before every program (cpu only).
   bool poison_workspace = false;
+  /// ExecutableOptions::prepare_weights (the cpu device's packed decode GEMV weights).
+  bool pack_gemv_weights = true;
   /// This process's rank of a tensor-parallel world (docs/parallel.md);
   /// none: one rank. Its world must equal the plan's meta.world.
   std::optional<load::GlooOptions> tp;

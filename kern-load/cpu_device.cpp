@@ -8,6 +8,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "kern-load/launch_staging.h"
+#include "kernels-src/cpu/kernels.h"
+#include "kernels-src/cpu/parallel.h"
+
 namespace kern::load {
 
 CpuDevice::CpuDevice(CpuKernelResolver resolver) : resolver_(std::move(resolver)) {}
@@ -98,6 +102,7 @@ Status CpuDevice::load_kernels(const PlanFile& plan, const std::string& /*kernel
   const auto* steps = plan.plan().steps();
   kernels_.assign(steps->size(), nullptr);
   num_params_.assign(steps->size(), 0);
+  symbols_.assign(steps->size(), {});
   is_pointer_.assign(steps->size(), {});
   for (flatbuffers::uoffset_t i = 0; i < steps->size(); ++i) {
     const auto* step = steps->Get(i);
@@ -111,6 +116,7 @@ Status CpuDevice::load_kernels(const PlanFile& plan, const std::string& /*kernel
                                                 " params; the cpu device supports " +
                                                 std::to_string(cpu::kMaxCpuParams));
     kernels_[i] = k;
+    symbols_[i] = step->symbol()->str();
     num_params_[i] = step->params()->size();
     for (const auto* param : *step->params())
       is_pointer_[i].push_back(param->kind() == plan::ParamKind::ptr || param->kind() == plan::ParamKind::buffer);
@@ -181,7 +187,41 @@ Status CpuDevice::launch_in_regions(uint32_t step, const LaunchDims& dims, void*
   KERN_RETURN_IF_ERROR(check_extents(step, launch, regions, avail));
   launch.avail = avail;
   launch.collective = collective_.get();
+  if (gemv_packed_.bytes() != 0) launch.gemv_packed = &gemv_packed_;
   return kernels_[step]->run(launch);
+}
+
+Result<uint64_t> CpuDevice::prepare_weights(const std::vector<StagedProgram>& programs,
+                                            std::span<const WeightRange> weights) {
+  uint64_t bytes = 0;
+  for (const StagedProgram& program : programs) {
+    for (const StagedLaunch& sl : program.launches) {
+      if (sl.step >= kernels_.size()) continue;
+      cpu::CpuLaunch launch;
+      launch.args = program.param_ptrs.data() + sl.first_param;
+      launch.num_args = sl.num_params;
+      cpu::GemvWOperand op;
+      if (!cpu::gemv_w_operand(symbols_[sl.step], launch, op)) continue;
+      // A param recomputed per run (an expression of the symbols) has no
+      // value yet: such a w is read as given.
+      bool fixed = true;
+      for (uint32_t q = sl.first_patch; q < sl.first_patch + sl.num_patches; ++q)
+        for (const size_t param : op.params)
+          if (program.patches[q].slot == sl.first_param + param) fixed = false;
+      if (!fixed || !cpu::gemv_packable(op.rows, op.k, op.splits)) continue;
+      const auto start = reinterpret_cast<uintptr_t>(op.w);
+      const uint64_t size = static_cast<uint64_t>(op.rows) * static_cast<uint64_t>(op.k) * 2;
+      const bool in_weight = std::any_of(weights.begin(), weights.end(), [&](const WeightRange& r) {
+        return start >= r.start && start - r.start <= r.size_bytes && size <= r.size_bytes - (start - r.start);
+      });
+      if (!in_weight) continue;
+      KERN_ASSIGN_OR_RETURN(auto added,
+                            gemv_packed_.add(op.w, op.rows, op.k, op.splits, cpu::cpu_threads(op.rows * op.k, op.rows)),
+                            "step " + std::to_string(sl.step) + " (" + symbols_[sl.step] + ")");
+      bytes += added;
+    }
+  }
+  return bytes;
 }
 
 }  // namespace kern::load

@@ -19,6 +19,7 @@
 
 #include "kern-load/device.h"
 #include "kernels-src/cpu/cpu_kernel.h"
+#include "kernels-src/cpu/gemv_packed.h"
 
 namespace kern::load {
 
@@ -58,6 +59,14 @@ class CpuDevice final : public Device {
   /// instead of its allocation's: errors name the region ("scratch 'tmp'").
   Status launch_in_regions(uint32_t step, const LaunchDims& dims, void** kernel_params,
                            const ParamRegion* regions) override;
+  /// Packs the w of every staged decode GEMV launch (kern_gemv_*) whose w,
+  /// n, k and splits are fixed at staging and whose w lies in one of
+  /// `weights`, once per (w, k, splits), into the lane order the GEMV reads
+  /// (gemv_packed.h; the launches then read the packed copy: same bits, less
+  /// vector work per weight byte). Returns the packed bytes. Errors: kDevice
+  /// when the memory for a copy cannot be mapped.
+  Result<uint64_t> prepare_weights(const std::vector<StagedProgram>& programs,
+                                   std::span<const WeightRange> weights) override;
   /// Names an allocation for launch errors ("buffer 'x'").
   void name_allocation(DevicePtr ptr, const std::string& name) override;
   Status synchronize() override { return {}; }
@@ -91,6 +100,8 @@ class CpuDevice final : public Device {
 
   CpuKernelResolver resolver_;
   std::vector<const cpu::CpuKernel*> kernels_;  ///< by step index, set by load_kernels
+  std::vector<std::string> symbols_;            ///< by step index, set by load_kernels
+  cpu::GemvPackedStore gemv_packed_;            ///< packed decode GEMV weights (prepare_weights)
   std::vector<uint32_t> num_params_;            ///< by step index
   std::vector<std::vector<uint8_t>> is_pointer_;  ///< by step index, by param: a ptr or buffer param
   std::vector<Allocation> allocations_;         ///< sorted by start; owned ones unmapped in the destructor

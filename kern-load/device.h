@@ -16,6 +16,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "kern-load/graph_policy.h"
@@ -28,6 +29,14 @@ namespace kern::load {
 using DevicePtr = uint64_t;
 
 /// Launch geometry of one step (cuLaunchKernel's gridDim/blockDim/sharedMemBytes).
+struct StagedProgram;  // launch_staging.h
+
+/// A weight buffer's device memory: [start, start + size_bytes).
+struct WeightRange {
+  DevicePtr start = 0;
+  uint64_t size_bytes = 0;
+};
+
 struct LaunchDims {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
@@ -121,6 +130,17 @@ class Device {
   virtual Status launch_in_regions(uint32_t step, const LaunchDims& dims, void** kernel_params,
                                    const ParamRegion* /*regions*/) {
     return launch(step, dims, kernel_params);
+  }
+
+  /// Lets the device make its own layouts of weights for the launches it
+  /// will run (the cpu device packs the decode GEMVs' w into the lane order,
+  /// kernels-src/cpu/gemv_packed.h): called once by Executable::load after
+  /// every program is staged, with the weight buffers (whose contents no
+  /// launch changes). Returns the bytes it allocated for them (the default:
+  /// none, 0). Errors: the device's allocation failures.
+  virtual Result<uint64_t> prepare_weights(const std::vector<StagedProgram>& /*programs*/,
+                                           std::span<const WeightRange> /*weights*/) {
+    return uint64_t{0};
   }
 
   /// Waits for all issued work (cuStreamSynchronize).

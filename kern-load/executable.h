@@ -31,8 +31,10 @@ struct LoadTimings {
   double allocate_ms = 0;  ///< memory plan + allocations (arena, io buffers, states)
   double weights_ms = 0;   ///< bind_weights: weights viewed in place or allocated and copied
   double stage_ms = 0;     ///< staging every program's launches
+  double pack_ms = 0;      ///< Device::prepare_weights (the cpu device packs its decode GEMVs' w)
   uint64_t weight_bytes = 0;  ///< bytes copied by bind_weights (or random weights written)
   uint64_t weight_bytes_in_place = 0;  ///< bytes the device reads straight from the mapped weights file
+  uint64_t weight_bytes_packed = 0;  ///< bytes of the device's own layouts of weights (Device::prepare_weights)
 };
 
 /// How program runs went (SPEC §6 graphs); counts of run_program calls.
@@ -91,6 +93,12 @@ struct ExecutableOptions {
   /// run, so a kernel reading bytes no earlier launch of the run wrote sees
   /// NaN. Needs a device with fill_bytes (cpu), else load fails (kUsage).
   bool poison_workspace = false;
+  /// Device::prepare_weights after staging: the cpu device packs its decode
+  /// GEMVs' w into their lane order (kernels-src/cpu/gemv_packed.h; same
+  /// bits, faster decode; the copy costs load time and memory: the weights
+  /// the GEMVs read, once more). false (`kern-run --no-gemv-pack`): the
+  /// GEMVs read the weights as stored.
+  bool prepare_weights = true;
 };
 
 /// Everything Executable::load and the Executable report besides errors,

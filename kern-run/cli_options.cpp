@@ -75,6 +75,9 @@ LoadOptionsParser::LoadOptionsParser(CLI::App& app, LoadSettings& settings) : se
   app.add_flag("--eager", settings.eager, "launch every step eagerly (no CUDA graphs)");
   app.add_flag("--no-pdl", settings.no_pdl,
                "launch the steps marked \"pdl\" plainly, without programmatic dependent launch (cuda)");
+  app.add_flag("--no-gemv-pack", settings.no_gemv_pack,
+               "cpu: the decode GEMVs read the weights as stored, without the copy packed at load (same results; "
+               "less load time and memory, slower decode)");
   app.add_option("--device", settings.device, "auto | cpu | cuda")->capture_default_str();
   app.add_option("--kernels", settings.kernels_dir, "directory of the plan's cubins (default: the plan's directory)");
   add_number_option(app, "--tp", settings.tp,

@@ -30,6 +30,7 @@ Result<std::unique_ptr<engine::Model>> load_model(engine::ModelPlan plan, const 
   config.pdl = !settings.no_pdl;
   config.random_weights_seed = settings.random_weights_seed;
   config.poison_workspace = settings.poison_workspace;
+  config.pack_gemv_weights = !settings.no_gemv_pack;
   // Tensor parallelism (docs/parallel.md): the folder's world must be --tp's
   // before any rank starts; rank 0 starts the others (tp_ranks.h).
   const uint32_t plan_world = plan.plan.plan().world();

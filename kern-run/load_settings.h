@@ -23,6 +23,8 @@ struct LoadSettings {
   std::optional<uint64_t> random_weights_seed{};
   /// --poison-workspace: NaN-fill the workspace arena before every program (cpu only).
   bool poison_workspace = false;
+  /// --no-gemv-pack: the cpu device's decode GEMVs read the weights as stored (no packed copy).
+  bool no_gemv_pack = false;
   /// The model folder's generation_config.json `eos_token_id` (generation_config.h):
   /// ids that end generation beside the tokenizer's named end tokens (end_tokens.h),
   /// with or without a tokenizer; --ignore-eos turns both off. Empty for a plain .kplan.

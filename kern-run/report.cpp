@@ -126,7 +126,9 @@ std::string render_stats(const engine::SequenceResult& r, const ReportContext& c
     out += "load: " + format_double("%.1f", l.total_ms) + " ms (plan " + format_double("%.1f", l.plan_ms) +
            ", device " + format_double("%.1f", l.device_ms) + ", kernels " + format_double("%.1f", e.kernels_ms) +
            ", allocate " + format_double("%.1f", e.allocate_ms) + ", " + weights_phase(l) + ", stage " +
-           format_double("%.1f", e.stage_ms) + ")\n";
+           format_double("%.1f", e.stage_ms) +
+           (e.weight_bytes_packed > 0 ? ", decode GEMV weights packed " + format_double("%.1f", e.pack_ms) + " ms" : "") +
+           ")\n";
   }
   if (ctx.memory != nullptr) {
     const PlanMemoryBytes& m = ctx.memory->bytes;
@@ -134,6 +136,8 @@ std::string render_stats(const engine::SequenceResult& r, const ReportContext& c
     out += "memory: weights " + mb(m.weights) + " MB, states " + mb(m.states.value_or(0)) + " MB at capacity " +
            std::to_string(ctx.capacity) + ", workspace arena " + mb(m.arena) + " MB (" + mb(m.arena_unplanned) +
            " MB before planning, " + mb(m.arena_peak_live) + " MB peak live), io " + mb(m.io) + " MB";
+    if (ctx.load != nullptr && ctx.load->executable.weight_bytes_packed > 0)
+      out += ", packed decode GEMV weights " + mb(ctx.load->executable.weight_bytes_packed) + " MB";
     if (ctx.peak_rss_bytes > 0) out += "; peak resident " + mb(ctx.peak_rss_bytes) + " MB";
     out += "\n";
   }
@@ -173,7 +177,8 @@ void write_u64(JsonWriter& w, const char* key, uint64_t v) {
   w.Uint64(v);
 }
 
-/// "load_ms" (by phase), "weight_bytes" and "weight_bytes_in_place".
+/// "load_ms" (by phase), "weight_bytes", "weight_bytes_in_place" and
+/// "weight_bytes_packed".
 void write_load(JsonWriter& w, const engine::LoadPhases& l) {
   w.Key("load_ms");
   w.StartObject();
@@ -184,10 +189,12 @@ void write_load(JsonWriter& w, const engine::LoadPhases& l) {
   write_number(w, "allocate", l.executable.allocate_ms);
   write_number(w, "weights_upload", l.executable.weights_ms);
   write_number(w, "stage", l.executable.stage_ms);
+  write_number(w, "pack", l.executable.pack_ms);
   write_number(w, "total", l.total_ms);
   w.EndObject();
   write_u64(w, "weight_bytes", l.executable.weight_bytes);
   write_u64(w, "weight_bytes_in_place", l.executable.weight_bytes_in_place);
+  write_u64(w, "weight_bytes_packed", l.executable.weight_bytes_packed);
 }
 
 /// "memory": bytes by class (docs/memory-plan.md) and the peak RSS.
@@ -197,6 +204,7 @@ void write_memory(JsonWriter& w, const ReportContext& ctx) {
   w.StartObject();
   write_u64(w, "weights", m.weights);
   write_u64(w, "weights_in_place", ctx.load != nullptr ? ctx.load->executable.weight_bytes_in_place : 0);
+  write_u64(w, "weights_packed", ctx.load != nullptr ? ctx.load->executable.weight_bytes_packed : 0);
   write_u64(w, "states", m.states.value_or(0));
   write_u64(w, "workspace", m.workspace);
   write_u64(w, "scratch", m.scratch);

@@ -19,6 +19,7 @@
 
 #include "common/bf16.h"
 #include "kernels-src/cpu/gemv_lanes.h"
+#include "kernels-src/cpu/gemv_packed.h"
 
 using kern::cpu::GemvIsa;
 using kern::cpu::GemvLaneDots;
@@ -216,8 +217,8 @@ TEST_CASE("the AVX512_BF16 lane dots keep the fma bits where vdpbf16ps would flu
   int checked = 0;
   for (const Kind kind : {Kind::kWDenormal, Kind::kADenormal, Kind::kTinyProducts, Kind::kOneTinyRow,
                           Kind::kFrom2To126, Kind::kLarge, Kind::kInRange})
-    for (const auto& [k, splits] : std::vector<std::tuple<int64_t, int64_t>>{{1024, 1}, {3075, 2}})
-      for (int64_t m = 2; m <= 8; ++m) {  // the avx512-bf16 path's m
+    for (const auto& [k, splits] : std::vector<std::tuple<int64_t, int64_t>>{{1024, 1}, {3075, 2}, {2048, 3}})
+      for (int64_t m = 1; m <= 8; ++m) {  // the avx512-bf16 path's m (m = 1: the packed w's only)
         constexpr int64_t kRows = 5;
         std::vector<float> a(static_cast<size_t>(m * k));
         std::vector<uint16_t> w(static_cast<size_t>(kRows * k));
@@ -247,8 +248,20 @@ TEST_CASE("the AVX512_BF16 lane dots keep the fma bits where vdpbf16ps would flu
         const int64_t groups = (k + 7) / 8, per = (groups + splits - 1) / splits;
         for (const GemvIsa isa : supported_isas()) {
           const GemvLaneDots dots(a.data(), m, k, splits, isa);
+          // Row-major w, and (k a multiple of 8) the packed w, whose range
+          // check is made once per call from the packed matrix's magnitudes.
+          const bool packable = kern::cpu::gemv_packable(kRows, k, splits);
+          for (const bool packed : {false, true}) {
+          if (packed && !packable) continue;
           std::vector<float> got(static_cast<size_t>(kRows * splits * m), -1.0f);
-          dots.dots(w.data(), kRows, got.data());
+          if (packed) {
+            std::vector<uint16_t> wp(w.size());
+            uint16_t w_min1 = 0, w_max = 0;
+            kern::cpu::pack_gemv_rows(w.data(), k, splits, 0, kRows, wp.data(), &w_min1, &w_max);
+            dots.dots_packed(wp.data(), kRows, got.data(), kRows, w_min1, w_max);
+          } else {
+            dots.dots(w.data(), kRows, got.data());
+          }
           for (int64_t r = 0; r < kRows; ++r) {
             const std::vector<uint16_t> wr(w.begin() + r * k, w.begin() + (r + 1) * k);
             for (int64_t s = 0; s < splits; ++s) {
@@ -256,7 +269,7 @@ TEST_CASE("the AVX512_BF16 lane dots keep the fma bits where vdpbf16ps would flu
               for (int64_t i = 0; i < m; ++i) {
                 const std::vector<float> row(a.begin() + i * k, a.begin() + (i + 1) * k);
                 const float want = cuda_order_dot(row, wr, k, gb, ge);
-                INFO(kern::cpu::gemv_isa_name(isa) << " kind " << static_cast<int>(kind) << " k " << k << " m " << m
+                INFO(kern::cpu::gemv_isa_name(isa) << (packed ? " packed" : "") << " kind " << static_cast<int>(kind) << " k " << k << " m " << m
                                                    << " w row " << r << " split " << s << " a row " << i << ": want "
                                                    << want);
                 if (kind < Kind::kFrom2To126) REQUIRE(want != 0.0f);  // the flush would matter
@@ -267,7 +280,118 @@ TEST_CASE("the AVX512_BF16 lane dots keep the fma bits where vdpbf16ps would flu
               }
             }
           }
+          }
         }
       }
   CHECK(checked > 0);
+}
+
+TEST_CASE("gemv lane dots from a packed w give the CUDA order bit for bit on every path at m = 1..8",
+          "[kernels][gemv]") {
+  // The packed lane order (gemv_packed.h): whole blocks, a split's partial
+  // block packed compactly (k = 264 / 2 splits, 2048 / 3: 22 and 20 lanes),
+  // several splits, many w rows per call; a of bf16 values (the
+  // avx512-bf16 path takes them as pairs, its range check passing) and of f32
+  // values (no pairs: the fma path).
+  std::mt19937 rng(274);
+  int checked = 0;
+  for (const bool bf16_a : {true, false})
+  for (const auto& [k, splits] : std::vector<std::tuple<int64_t, int64_t>>{
+           {8, 1}, {256, 1}, {264, 2}, {1000, 3}, {1024, 1}, {1024, 3}, {2048, 3}, {3072, 5}}) {
+    constexpr int64_t kRows = 11;
+    std::vector<uint16_t> w(static_cast<size_t>(kRows * k)), wp(w.size(), 0xdead);
+    for (uint16_t& x : w) x = kern::f32_to_bf16(wide_f32(rng));
+    REQUIRE(kern::cpu::gemv_packable(kRows, k, splits));
+    uint16_t w_min1 = 0, w_max = 0;
+    kern::cpu::pack_gemv_rows(w.data(), k, splits, 0, kRows, wp.data(), &w_min1, &w_max);
+    const int64_t groups = k / 8, per = (groups + splits - 1) / splits;
+    for (int64_t m = 1; m <= 8; ++m) {
+      std::vector<float> a(static_cast<size_t>(m * k));
+      for (float& x : a) x = bf16_a ? kern::round_to_bf16(wide_f32(rng)) : wide_f32(rng);
+      for (const GemvIsa isa : supported_isas()) {
+        const GemvLaneDots dots(a.data(), m, k, splits, isa);
+        for (const int64_t rows : {int64_t{1}, int64_t{5}, kRows}) {
+          std::vector<float> got(static_cast<size_t>(rows * splits * m), -1.0f);
+          dots.dots_packed(wp.data(), rows, got.data(), kRows, w_min1, w_max);
+          for (int64_t r = 0; r < rows; ++r) {
+            const std::vector<uint16_t> wr(w.begin() + r * k, w.begin() + (r + 1) * k);
+            for (int64_t s = 0; s < splits; ++s) {
+              const int64_t gb = std::min(groups, s * per), ge = std::min(groups, gb + per);
+              for (int64_t i = 0; i < m; ++i) {
+                const std::vector<float> row(a.begin() + i * k, a.begin() + (i + 1) * k);
+                INFO(kern::cpu::gemv_isa_name(isa) << (bf16_a ? " bf16" : " f32") << " a, k " << k << " splits "
+                                                   << splits << " m " << m << " rows " << rows << " w row " << r
+                                                   << " split " << s << " a row " << i);
+                REQUIRE(std::bit_cast<uint32_t>(got[static_cast<size_t>((r * splits + s) * m + i)]) ==
+                        std::bit_cast<uint32_t>(cuda_order_dot(row, wr, k, gb, ge)));
+                ++checked;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  CHECK(checked > 0);
+}
+
+TEST_CASE("pack_gemv_rows writes the lane order and the magnitude range", "[kernels][gemv]") {
+  // k = 264, 2 splits: groups 0..16 (one partial block of 17 lanes) and
+  // 17..32 (16 lanes). Element x of w row r holds r * 1000 + x (as bf16 bits).
+  constexpr int64_t kK = 264, kRows = 2;
+  std::vector<uint16_t> w(static_cast<size_t>(kRows * kK)), wp(w.size(), 0);
+  for (size_t x = 0; x < w.size(); ++x) w[x] = static_cast<uint16_t>((x / kK) * 1000 + x % kK);
+  uint16_t w_min1 = 0, w_max = 0;
+  kern::cpu::pack_gemv_rows(w.data(), kK, 2, 0, kRows, wp.data(), &w_min1, &w_max);
+  // Split 0 (groups 0..16, 17 lanes): dword (d, l) at element 2 (17 d + l).
+  // Lane 3, d = 1: elements 2 and 3 of group 3 (x = 26, 27); high word 26.
+  CHECK(wp[2 * (17 * 1 + 3)] == 27);
+  CHECK(wp[2 * (17 * 1 + 3) + 1] == 26);
+  // Split 1 starts at group 17 (element 136), 16 lanes: row 1, lane 15, d = 3:
+  // group 32's elements 6 and 7 (x = 262, 263).
+  CHECK(wp[kK + 136 + 2 * (16 * 3 + 15)] == 1000 + 263);
+  CHECK(wp[kK + 136 + 2 * (16 * 3 + 15) + 1] == 1000 + 262);
+  // Every element once: the packed row is a permutation of the row.
+  for (int64_t r = 0; r < kRows; ++r) {
+    std::vector<uint16_t> a(w.begin() + r * kK, w.begin() + (r + 1) * kK), b(wp.begin() + r * kK, wp.begin() + (r + 1) * kK);
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    CHECK(a == b);
+  }
+  // Magnitudes: the smallest nonzero is 1 (element 1 of row 0; element 0 is
+  // 0, which leaves the minimum alone), the largest 1263.
+  CHECK(w_min1 == 0);
+  CHECK(w_max == 1263);
+  // The sign bit is not a magnitude; all zeros: none nonzero.
+  std::vector<uint16_t> z(8, 0x8000), zp(8);
+  kern::cpu::pack_gemv_rows(z.data(), 8, 1, 0, 1, zp.data(), &w_min1, &w_max);
+  CHECK(w_min1 == 0xffff);
+  CHECK(w_max == 0);
+}
+
+TEST_CASE("GemvPackedStore packs a w once per k and splits and finds it by address", "[kernels][gemv]") {
+  std::vector<uint16_t> w(static_cast<size_t>(6 * 1024), kern::f32_to_bf16(0.5f));
+  kern::cpu::GemvPackedStore store;
+  CHECK(store.bytes() == 0);
+  auto added = store.add(w.data(), 4, 1024, 1, 2);
+  REQUIRE(added.ok());
+  CHECK(added.value() == 4 * 1024 * 2);
+  CHECK(store.add(w.data(), 4, 1024, 1, 2).value() == 0);  // held: nothing new
+  const kern::cpu::PackedGemvW* p = store.find(w.data(), 4, 1024, 1);
+  REQUIRE(p != nullptr);
+  CHECK(p->rows == 4);
+  CHECK(p->w_max == (kern::f32_to_bf16(0.5f) & 0x7fff));
+  CHECK(store.find(w.data(), 3, 1024, 1) == p);     // fewer rows: the same copy
+  CHECK(store.find(w.data(), 5, 1024, 1) == nullptr);  // more rows than packed
+  CHECK(store.find(w.data(), 4, 1024, 2) == nullptr);  // other splits: another order
+  CHECK(store.find(w.data() + 1024, 3, 1024, 1) == nullptr);  // another address
+  // A longer w at the same address replaces the copy.
+  CHECK(store.add(w.data(), 6, 1024, 1, 1).value() == 6 * 1024 * 2);
+  CHECK(store.bytes() == 6 * 1024 * 2);
+  REQUIRE(store.find(w.data(), 6, 1024, 1) != nullptr);
+  // Not packable: k not a multiple of 8 (a partial last group), no rows.
+  CHECK_FALSE(kern::cpu::gemv_packable(4, 1020, 1));
+  CHECK_FALSE(kern::cpu::gemv_packable(0, 1024, 1));
+  CHECK(store.add(w.data(), 4, 1020, 1, 1).value() == 0);
+  CHECK(store.find(w.data(), 4, 1020, 1) == nullptr);
 }

@@ -47,7 +47,8 @@ TEST_CASE("kern-run --json prints exactly one JSON object with the report fields
   CHECK_FALSE(doc.HasMember("text"));  // no tokenizer, no text
   // Load time by phase; the cpu device reads every weight byte in place.
   REQUIRE(doc["load_ms"].IsObject());
-  for (const char* key : {"plan", "device", "weights_open", "kernels", "allocate", "weights_upload", "stage", "total"})
+  for (const char* key :
+       {"plan", "device", "weights_open", "kernels", "allocate", "weights_upload", "stage", "pack", "total"})
     CHECK(doc["load_ms"][key].IsNumber());
   CHECK(doc["load_ms"]["total"].GetDouble() >= doc["load_ms"]["weights_upload"].GetDouble());
   CHECK(doc["weight_bytes"].GetUint64() == 0);  // nothing copied
@@ -556,6 +557,11 @@ TEST_CASE("kern-run --json reports memory by class and the arena before and afte
   CHECK(planned["arena"].GetUint64() >= planned["arena_peak_live"].GetUint64());
   CHECK(planned["weights"].GetUint64() > 0);
   CHECK(planned["weights_in_place"].GetUint64() == planned["weights"].GetUint64());  // cpu: read from the file
+  // The decode GEMVs' w (every layer's projections and the lm_head, which the
+  // tiny model ties to the embedding) packed once at load; not in "total"
+  // (the plan's figure).
+  CHECK(planned["weights_packed"].GetUint64() > 0);
+  CHECK(planned["weights_packed"].GetUint64() <= planned["weights"].GetUint64());
   // kv_cache: 2 layers x 2 kv heads x 2 (k, v) x 16 x 2 B = 256 B/token at
   // capacity 1024, plus the fused decode's fixed-size counters state (64 B)
   // and the sampler's histogram (8 rows x 65536 keys x 4 B).
