@@ -128,9 +128,10 @@ Result<std::unique_ptr<Executable>> Executable::load_impl(std::unique_ptr<Execut
   for (uint32_t i = 0; i < p.buffers()->size(); ++i)
     if (p.buffers()->Get(i)->class_() == plan::BufferClass::weight && exe->addr_.buffers[i] != 0)
       weight_ranges.push_back({exe->addr_.buffers[i], exe->memory_.buffers[i].size_bytes});
-  if (options.prepare_weights)
+  if (options.prepare_weights) {
     KERN_ASSIGN_OR_RETURN(timings.weight_bytes_packed, exe->device_->prepare_weights(exe->staged_, weight_ranges),
                           path + ": preparing the weights' device layouts");
+  }
   lap(timings.pack_ms);
   if (monitor != nullptr && monitor->timings != nullptr) *monitor->timings = timings;
   return exe;
