@@ -29,6 +29,7 @@
 #include "common/extern_ops.h"
 #include "kernels-src/cpu/cpu_kernel.h"
 #include "kernels-src/cpu/gemv_lanes.h"
+#include "kernels-src/cpu/gemv_packed.h"
 #include "kernels-src/cpu/parallel.h"
 #include "test/kernels/arg_pack.h"
 
@@ -349,38 +350,60 @@ void bench_lane_paths(int repeats, std::mt19937& rng) {
 /// The AVX-512 / AVX2 / portable lane dots (the best this machine has) over
 /// a [131072, 1024] w (256 MB, more than any last-level cache: each call
 /// streams it from memory, as a decode step reads its weights), 32 w rows per
-/// dots() call as gemv.cpp's compute_columns, on 1 and 2 threads; median wall
-/// ms of `repeats` after one warm-up.
+/// dots() call as gemv.cpp's compute_columns, on 1 and 2 threads, from the
+/// row-major w (transposed in registers) and from its packed copy
+/// (gemv_packed.h, as the cpu device makes at load), the two in turn; median
+/// wall ms of `repeats` after one warm-up.
 void bench_lane_streamed(int repeats) {
   constexpr int64_t kN = 131072, kK = 1024, kChunk = 32;
   const std::vector<uint16_t> w = quick_bf16(static_cast<size_t>(kN * kK), 12345);
   const kern::cpu::GemvIsa isa = kern::cpu::gemv_best_isa();
-  std::printf("\nGEMV lane dots (%s) on a w streamed from memory: [%lld, %lld] w (256 MB), %lld w rows per call;"
-              " ms wall\n\n", kern::cpu::gemv_isa_name(isa), static_cast<long long>(kN), static_cast<long long>(kK),
-              static_cast<long long>(kChunk));
-  std::printf("| threads | m | ms wall | GMAC/s | w GB/s | x m=1 |\n|---|---|---|---|---|---|\n");
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  kern::cpu::GemvPackedStore store;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (!store.add(w.data(), kN, kK, 1, cores).ok()) {
+    std::fprintf(stderr, "cpu_kernels_bench: packing the streamed w failed\n");
+    std::exit(1);
+  }
+  const double pack_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const kern::cpu::PackedGemvW* packed = store.find(w.data(), kN, kK, 1);
+  std::printf("\nGEMV lane dots (%s) on a w streamed from memory: [%lld, %lld] w (256 MB), %lld w rows per call;"
+              " ms wall; row-major w and its packed copy (packed in %.0f ms on %u threads)\n\n",
+              kern::cpu::gemv_isa_name(isa), static_cast<long long>(kN), static_cast<long long>(kK),
+              static_cast<long long>(kChunk), pack_ms, cores);
+  std::printf("| threads | m | w | ms wall | GMAC/s | w GB/s | x row-major |\n|---|---|---|---|---|---|---|\n");
   for (const unsigned threads : {1u, 2u}) {
     if (threads > cores) continue;
-    double base = 0.0;
     for (const int64_t m : {1, 2, 4, 8}) {
       std::vector<float> a(static_cast<size_t>(m * kK), 0.25f), out(static_cast<size_t>(m * kN));
       const kern::cpu::GemvLaneDots dots(a.data(), m, kK, 1, isa);
-      std::vector<double> ms;
-      for (int r = 0; r <= repeats; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        kern::cpu::run_ranges(kN, threads, [&](unsigned, int64_t b, int64_t e) {
-          for (int64_t c = b; c < e; c += kChunk)
-            dots.dots(w.data() + c * kK, std::min(kChunk, e - c), out.data() + c * m, e - c);
-        });
-        if (r > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      std::vector<double> ms[2];
+      for (int r = 0; r <= repeats; ++r)
+        for (const int layout : {0, 1}) {  // in turn: both see the same moments of other work
+          const auto s0 = std::chrono::steady_clock::now();
+          kern::cpu::run_ranges(kN, threads, [&](unsigned, int64_t b, int64_t e) {
+            for (int64_t c = b; c < e; c += kChunk) {
+              const int64_t rows = std::min(kChunk, e - c);
+              if (layout == 0)
+                dots.dots(w.data() + c * kK, rows, out.data() + c * m, e - c);
+              else
+                dots.dots_packed(packed->data + c * kK, rows, out.data() + c * m, e - c, packed->w_min1,
+                                 packed->w_max);
+            }
+          });
+          if (r > 0)
+            ms[layout].push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count());
+        }
+      double med[2];
+      for (int layout : {0, 1}) {
+        std::sort(ms[layout].begin(), ms[layout].end());
+        med[layout] = ms[layout][ms[layout].size() / 2];
       }
-      std::sort(ms.begin(), ms.end());
-      const double med = ms[ms.size() / 2];
-      if (m == 1) base = med;
-      std::printf("| %u | %lld | %.2f | %.2f | %.2f | %.2f |\n", threads, static_cast<long long>(m), med,
-                  static_cast<double>(m * kN * kK) / (med * 1e6), static_cast<double>(kN * kK * 2) / (med * 1e6),
-                  med / base);
+      for (int layout : {0, 1})
+        std::printf("| %u | %lld | %s | %.2f | %.2f | %.2f | %.2f |\n", threads, static_cast<long long>(m),
+                    layout == 0 ? "row-major" : "packed", med[layout],
+                    static_cast<double>(m * kN * kK) / (med[layout] * 1e6),
+                    static_cast<double>(kN * kK * 2) / (med[layout] * 1e6), med[layout] / med[0]);
     }
   }
 }
