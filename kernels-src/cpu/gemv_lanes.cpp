@@ -759,6 +759,70 @@ __attribute__((target("avx512f,avx2,fma"))) void packed_avx512(const uint16_t* w
   }
 }
 
+/// The AVX512_BF16 packed path's w rows two at a time for M (2..8) a rows:
+/// half h (lanes 16h .. 16h + 15) of both rows, then the other half, so that
+/// each a load feeds both rows' vdpbf16ps (2M accumulators; at M = 8 a
+/// load per vdpbf16ps otherwise bounded the loop). Each packed 64-byte line
+/// holds one half, so the two passes read disjoint lines. Returns the rows
+/// done (an even count; the caller runs an odd last one alone).
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target(KERN_GEMV_BF16_TARGET))) int64_t packed_pairs_avx512_bf16(
+    const uint16_t* wp, int64_t k, int64_t rows, int64_t full, int64_t part, const uint32_t* lp, float* out,
+    int64_t out_stride, int64_t readable, int64_t pf_lines) {
+  constexpr int64_t kBlock = kBlockElems / 2;  // dwords per block
+  const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlock;
+  int64_t r = 0;
+  for (; r + 1 < rows; r += 2) {
+    const uint16_t* w0 = wp + r * k;
+    const uint16_t* w1 = w0 + k;
+    alignas(64) float l0[M][kLanes], l1[M][kLanes];
+    for (int h = 0; h < 2; ++h) {
+      const uint16_t* p0 = pf_lines > 0 && h == 0 ? wp + std::min(r + kPrefetchRows, readable - 1) * k : nullptr;
+      const uint16_t* p1 = pf_lines > 0 && h == 0 ? wp + std::min(r + 1 + kPrefetchRows, readable - 1) * k : nullptr;
+      __m512 acc0[M], acc1[M];
+      for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
+      for (int64_t t = 0; t < full; ++t) {
+        prefetch_part(p0, t, pf_lines);
+        prefetch_part(p1, t, pf_lines);
+        for (int d = 0; d < 4; ++d) {
+          const auto z0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(w0 + kBlockElems * t + 64 * d + 32 * h));
+          const auto z1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(w1 + kBlockElems * t + 64 * d + 32 * h));
+          for (int i = 0; i < M; ++i) {
+            __m512i ai = _mm512_loadu_si512(lp + i * row_stride + kBlock * t + d * kLanes + 16 * h);
+            asm("" : "+v"(ai));  // one load for both rows (GCC would fold it into both)
+            acc0[i] = _mm512_dpbf16_ps(acc0[i], reinterpret_cast<__m512bh>(ai), z0);
+            acc1[i] = _mm512_dpbf16_ps(acc1[i], reinterpret_cast<__m512bh>(ai), z1);
+          }
+        }
+      }
+      if (part > 0) {
+        const __mmask16 mk = part_mask(part, h);
+        for (int d = 0; d < 4; ++d) {
+          const auto z0 = reinterpret_cast<__m512bh>(
+              _mm512_maskz_loadu_epi32(mk, w0 + kBlockElems * full + 2 * d * part + 32 * h));
+          const auto z1 = reinterpret_cast<__m512bh>(
+              _mm512_maskz_loadu_epi32(mk, w1 + kBlockElems * full + 2 * d * part + 32 * h));
+          for (int i = 0; i < M; ++i) {
+            const auto ai = reinterpret_cast<__m512bh>(
+                _mm512_loadu_si512(lp + i * row_stride + kBlock * full + d * kLanes + 16 * h));
+            acc0[i] = _mm512_mask_dpbf16_ps(acc0[i], mk, ai, z0);
+            acc1[i] = _mm512_mask_dpbf16_ps(acc1[i], mk, ai, z1);
+          }
+        }
+      }
+      for (int i = 0; i < M; ++i) {
+        _mm512_store_ps(l0[i] + 16 * h, acc0[i]);
+        _mm512_store_ps(l1[i] + 16 * h, acc1[i]);
+      }
+    }
+    for (int i = 0; i < M; ++i) {
+      finish_avx512(nullptr, 0, nullptr, 0, 0, 0, l0[i], out + r * out_stride + i);
+      finish_avx512(nullptr, 0, nullptr, 0, 0, 0, l1[i], out + (r + 1) * out_stride + i);
+    }
+  }
+  return r;
+}
+
 /// AVX512_BF16 path on a packed w, M (1..8) a rows as bf16 pairs (`lp`,
 /// element 2d high, row stride = blocks x 128 dwords): one vdpbf16ps per 64
 /// bytes of w per a row, the lane's two fmas (vdpbf16ps_is_two_fmas); the
@@ -771,7 +835,9 @@ __attribute__((target(KERN_GEMV_BF16_TARGET))) void packed_avx512_bf16(const uin
                                                                        int64_t readable, int64_t pf_lines) {
   constexpr int64_t kBlock = kBlockElems / 2;  // dwords per block
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlock;
-  for (int64_t r = 0; r < rows; ++r) {
+  int64_t r = 0;
+  if constexpr (M > 1) r = packed_pairs_avx512_bf16<M>(wp, k, rows, full, part, lp, out, out_stride, readable, pf_lines);
+  for (; r < rows; ++r) {
     const uint16_t* wr = wp + r * k;
     const uint16_t* pf = pf_lines > 0 ? wp + std::min(r + kPrefetchRows, readable - 1) * k : nullptr;
     __m512 lo[M], hi[M];
