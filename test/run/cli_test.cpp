@@ -123,13 +123,24 @@ TEST_CASE("kern-run prints the ids and speeds as text without --json, and runs a
   CHECK_THAT(a.out, StartsWith("generated ids: "));
   CHECK_THAT(a.out, Contains("tok/s") && Contains("ms/token") && Contains("device: cpu"));
   CHECK_THAT(a.out, Contains("time to first token") && Contains("load: "));
-  // The cpu device copies no weight: the load line says they are read in place (issue 25).
-  const size_t load_at = a.out.find("\nload: ");
-  REQUIRE(load_at != std::string::npos);
-  const std::string load_line = a.out.substr(load_at + 1, a.out.find('\n', load_at + 1) - load_at - 1);
-  CHECK_THAT(load_line, Catch::Matchers::Matches(
-                            "load: [0-9.]+ ms \\(plan [0-9.]+, device [0-9.]+, kernels [0-9.]+, allocate [0-9.]+, "
-                            "weights [0-9.]+ ms \\(0\\.3 MB read in place, not copied\\), stage [0-9.]+\\)"));
+  // The cpu device copies no weight: the load line says they are read in place (issue 25),
+  // then how long packing the decode GEMVs' w took (docs/kernels.md "Session 6"),
+  // a phase --no-gemv-pack leaves out.
+  const auto load_line_of = [](const std::string& out) {
+    const size_t load_at = out.find("\nload: ");
+    REQUIRE(load_at != std::string::npos);
+    return out.substr(load_at + 1, out.find('\n', load_at + 1) - load_at - 1);
+  };
+  const std::string phases = "load: [0-9.]+ ms \\(plan [0-9.]+, device [0-9.]+, kernels [0-9.]+, allocate [0-9.]+, "
+                             "weights [0-9.]+ ms \\(0\\.3 MB read in place, not copied\\), stage [0-9.]+";
+  CHECK_THAT(load_line_of(a.out), Catch::Matchers::Matches(phases + ", decode GEMV weights packed [0-9.]+ ms\\)"));
+  CHECK_THAT(a.out, Contains(", packed decode GEMV weights "));
+  CliResult unpacked = kern_run(tiny_cpu_args("--prompt-ids 1,2,3,4 --steps 4 --no-gemv-pack"));
+  REQUIRE(unpacked.rc == 0);
+  CHECK_THAT(load_line_of(unpacked.out), Catch::Matchers::Matches(phases + "\\)"));
+  CHECK_THAT(unpacked.out, !Contains("packed decode GEMV weights"));
+  // The same ids read packed or as stored.
+  CHECK(a.out.substr(0, a.out.find('\n')) == unpacked.out.substr(0, unpacked.out.find('\n')));
   CHECK_THAT(a.out, Contains(" MB before planning, ") && !Contains("unplanned"));
   CHECK(a.out.substr(0, a.out.find('\n')) == b.out.substr(0, b.out.find('\n')));
 }
