@@ -28,7 +28,6 @@ namespace kern::load {
 /// A device address (CUdeviceptr on cuda, a host address on cpu); 0 = null.
 using DevicePtr = uint64_t;
 
-/// Launch geometry of one step (cuLaunchKernel's gridDim/blockDim/sharedMemBytes).
 struct StagedProgram;  // launch_staging.h
 
 /// A weight buffer's device memory: [start, start + size_bytes).
@@ -37,6 +36,7 @@ struct WeightRange {
   uint64_t size_bytes = 0;
 };
 
+/// Launch geometry of one step (cuLaunchKernel's gridDim/blockDim/sharedMemBytes).
 struct LaunchDims {
   uint32_t grid[3] = {1, 1, 1};
   uint32_t block[3] = {1, 1, 1};
