@@ -819,13 +819,11 @@ def one_row_kernel(kernel):
 
 def prefill_last_kernels(c, ks, fused):
     """The kernels prefill_last's head adds to the table `ks`: the last-row
-    move (docs/kernels.md §14a, one impl per element type: the interface is
-    typed) and the one-row variants of the final norm, the unfused argmax
-    and the sampling (their grids count `tokens` elsewhere)."""
+    move (docs/kernels.md §14a; an untyped `ptr`: it moves bf16 rows and the
+    i64 positions) and the one-row variants of the final norm, the unfused
+    argmax and the sampling (their grids count `tokens` elsewhere)."""
     out = {
-        "last_row_bf16": identity_kernel("kern_last_row", [BF16_INOUT, "i32", "i32"], [256, 1, 1], [1, 1, 1]),
-        "last_row_i64": identity_kernel("kern_last_row", ["inout buffer<i64>", "i32", "i32"], [256, 1, 1],
-                                        [1, 1, 1]),
+        "last_row": identity_kernel("kern_last_row", ["inout ptr", "i32", "i32"], [256, 1, 1], [1, 1, 1]),
         "sample_last": sample_kernel(rows=1),
     }
     if not residual_complete(c, c.layers - 1):
@@ -837,9 +835,9 @@ def prefill_last_kernels(c, ks, fused):
     return out
 
 
-def last_row(label, buffer, kernel, row_bytes):
+def last_row(label, buffer, row_bytes):
     """Row tokens - 1 of `buffer` moved to its row 0 (kern_last_row)."""
-    return dispatch(label, kernel, [buf(buffer), TOK, i32(row_bytes)])
+    return dispatch(label, "last_row", [buf(buffer), TOK, i32(row_bytes)])
 
 
 def prefill_last_program(c, fused):
@@ -854,11 +852,11 @@ def prefill_last_program(c, fused):
     eps = {"f32": F32(c.rms_norm_eps)}
     pending = not residual_complete(c, c.layers - 1)  # a dense last layer left its down_proj in proj_out
     out = list(program(c, "attention_prefill", with_head=False)["dispatches"])
-    out.append(last_row("last_row.residual", "residual", "last_row_bf16", 2 * E))
+    out.append(last_row("last_row.residual", "residual", 2 * E))
     if pending:
-        out.append(last_row("last_row.proj_out", "proj_out", "last_row_bf16", 2 * E))
+        out.append(last_row("last_row.proj_out", "proj_out", 2 * E))
     # The sampling counter and advance read positions[0]: the last row's position.
-    out.append(last_row("last_row.positions", "positions", "last_row_i64", 8))
+    out.append(last_row("last_row.positions", "positions", 8))
     if pending:
         out.append(dispatch("norm", "add_rmsnorm_last", [buf("proj_out"), buf("residual"), buf("model.norm.weight"),
                                                          buf("normed"), ONE, i32(E), eps]))
