@@ -218,14 +218,20 @@ def check(result, p):
     tokens_max = next(s['max'] for s in p['symbols'] if s['name'] == 'tokens')
     prefill, decode = program_kernels(p, 'prefill'), program_kernels(p, 'decode')
     programs = {'prefill': prefill, 'decode': decode}
+    # With prefill_last (docs/causal-lm-manifest.md) the prompt's last chunk
+    # runs it and yields the first id: one decode step fewer.
+    last = any(pr['name'] == 'prefill_last' for pr in p['programs'])
+    if last:
+        programs['prefill_last'] = program_kernels(p, 'prefill_last')
     # Passes: per process, the chunks then the decode steps, with n.
     expected = []
     for n in PROMPTS:
-        left = n - 1
+        left = n if last else n - 1
         while left > 0:
-            expected.append(('prefill', min(CHUNK, left)))
-            left -= min(CHUNK, left)
-        expected += [('decode', 1)] * STEPS
+            chunk = min(CHUNK, left)
+            left -= chunk
+            expected.append(('prefill_last' if last and left == 0 else 'prefill', chunk))
+        expected += [('decode', 1)] * (STEPS - 1 if last else STEPS)
     passes = result['passes']['list']
     seqs = {s['id']: s['symbols'] for s in result['passes']['sequences']}
     got = []
