@@ -13,7 +13,8 @@ namespace kern::engine {
 
 /// A request from admission to its last event.
 struct BatchEngine::Seq : SequenceOutput {
-  enum class Phase { kWaiting, kPrefill, kJoin, kDecode };
+  /// kFirst: its last chunk ran through prefill_last, its first id not yet read.
+  enum class Phase { kWaiting, kPrefill, kFirst, kJoin, kDecode };
   uint64_t serial = 0;
   Request req;
   Phase phase = Phase::kWaiting;
@@ -22,7 +23,13 @@ struct BatchEngine::Seq : SequenceOutput {
   uint32_t published = 0;  ///< leading pages keyed in the prefix cache (mapped from it or published)
   BlockKey key = 0;        ///< the prefix cache key of page published - 1 (0: none)
   uint64_t chunk = 0;
-  uint64_t prefilled = 0;  ///< prompt tokens (of n - 1) prefilled
+  uint64_t prefilled = 0;  ///< prompt tokens (of prefill_total()) prefilled
+  /// The prompt's last chunk runs prefill_last (the plan has it): prefill
+  /// covers all n tokens; else n - 1, and decode_batch computes the first id.
+  bool last_in_prefill = false;
+  uint64_t prefill_total() const { return req.prompt_ids.size() - (last_in_prefill ? 0 : 1); }
+  /// The first position decode writes: n with prefill_last, else n - 1.
+  uint64_t decode_from() const { return req.prompt_ids.size() - (last_in_prefill ? 0 : 1); }
   int64_t row = -1;        ///< batch row while kDecode
   uint64_t issued = 0;     ///< decode steps issued with this sequence in its row
   bool aborted = false;
@@ -116,12 +123,13 @@ void BatchEngine::abort(RequestId id) {
 
 bool BatchEngine::idle() const {
   return waiting_.empty() && admitted_.empty() && reprefills_.empty() && pending_events_.empty() &&
-         runner_.batch_in_flight() == 0;
+         runner_.batch_in_flight() == 0 && runner_.in_flight() == 0;
 }
 
 Status BatchEngine::drain() {
   queued_.clear();
-  return runner_.discard_batch();
+  Status first_ids = runner_.discard_in_flight();  // a prefill_last's id not taken yet
+  return join(runner_.discard_batch(), std::move(first_ids));
 }
 
 uint64_t BatchEngine::live_rows() const {
@@ -140,7 +148,8 @@ TokenEvent& BatchEngine::event_for(std::vector<TokenEvent>& events, const Seq& s
 std::pair<PrefixHit, uint32_t> BatchEngine::pages_to_take(const Seq& s) const {
   PrefixHit hit;
   // At most the pages before the last prompt token's: it is always computed
-  // (its decode gives the first id), and the page it is in is the sequence's own.
+  // (its row gives the first id: prefill_last's, or a decode step's), and
+  // the page it is in is the sequence's own.
   if (prefix_cache_)
     hit = pages_.match(s.req.prompt_ids, static_cast<uint32_t>((s.req.prompt_ids.size() - 1) / kKvBlockTokens));
   // Mapping a cached page nobody holds takes it out of the free count too.
@@ -187,7 +196,8 @@ Status BatchEngine::admit() {
     s->chunk = model_.contract().clamp_chunk(s->req.chunk);
     s->out.chunk = s->chunk;
     s->t0 = now_();
-    s->phase = s->req.prompt_ids.size() - 1 > s->prefilled ? Seq::Phase::kPrefill : Seq::Phase::kJoin;
+    s->last_in_prefill = model_.contract().has_prefill_last();
+    s->phase = s->prefill_total() > s->prefilled ? Seq::Phase::kPrefill : Seq::Phase::kJoin;
     admitted_.push_back(std::move(s));
   }
   return {};
@@ -220,10 +230,22 @@ Status BatchEngine::prefill_one(std::vector<TokenEvent>& events) {
     // of the chunk size from the sequence's start (batch invariance on cuda).
     // After a cached prefix the first chunk ends at the next multiple of the
     // chunk size, so the cuts stay where they are without the cache.
-    const uint64_t total = s.req.prompt_ids.size() - 1;
+    const uint64_t total = s.prefill_total();
     const uint64_t len = std::min(s.chunk - s.prefilled % s.chunk, total - s.prefilled);
+    const bool last = s.last_in_prefill && s.prefilled + len == total;
     Status st = runner_.use_pages(s.pages);
-    if (st.ok()) {
+    if (st.ok() && last) {
+      // prefill_last samples with row 0 of the sampling inputs, which batch
+      // row 0's steps read too: this request's parameters for the chunk
+      // (stream-ordered: steps queued before it read the old ones), then the
+      // row's own back. No write for greedy requests beside greedy rows.
+      st = runner_.write_sampling_row(0, s.req.sampling);
+      // The first id's readback is taken in the next step (take_first_ids).
+      if (st.ok())
+        st = runner_.enqueue_prefill_last(std::span(s.req.prompt_ids).subspan(s.prefilled, len), s.prefilled);
+      if (st.ok() && rows_[0] != nullptr && batch_.samples) st = runner_.write_sampling_row(0, rows_[0]->req.sampling);
+      if (st.ok()) s.out.prefill_chunks += 1;
+    } else if (st.ok()) {
       auto chunks = runner_.prefill(std::span(s.req.prompt_ids).subspan(s.prefilled, len), s.prefilled, s.chunk);
       if (chunks.ok()) s.out.prefill_chunks += *chunks;
       else st = chunks.error();
@@ -237,8 +259,29 @@ Status BatchEngine::prefill_one(std::vector<TokenEvent>& events) {
     publish(s, s.prefilled);  // its KV is written by work enqueued before any later reader's
     ev.prefilled = s.prefilled;
     ev.prefill_total = total;
-    if (s.prefilled == total) s.phase = Seq::Phase::kJoin;
+    if (s.prefilled == total) s.phase = last ? Seq::Phase::kFirst : Seq::Phase::kJoin;
     return {};  // one chunk per step, between decode steps
+  }
+  return {};
+}
+
+Status BatchEngine::take_first_ids(std::vector<TokenEvent>& events) {
+  for (size_t i = 0; i < admitted_.size();) {
+    Seq& s = *admitted_[i];
+    if (s.phase != Seq::Phase::kFirst || s.aborted) {
+      ++i;
+      continue;
+    }
+    // One prefill chunk per step: at most one first id is in flight.
+    KERN_ASSIGN_OR_RETURN(const int64_t id, runner_.next_decoded());
+    s.phase = Seq::Phase::kJoin;
+    TokenEvent& ev = event_for(events, s);
+    s.take_id(s.req, id, now_(), ev);
+    if (s.done) {
+      finish(s, ev, Status{});  // erases it from admitted_
+      continue;
+    }
+    ++i;
   }
   return {};
 }
@@ -259,7 +302,14 @@ Status BatchEngine::join_ready() {
     // request's parameters: a greedy row after a greedy one). A decode_batch
     // that does not sample reads none (its requests are greedy: add_request).
     if (batch_.samples) KERN_RETURN_IF_ERROR(runner_.write_sampling_row(row, s.req.sampling));
-    KERN_RETURN_IF_ERROR(runner_.batch_join(row, s.req.prompt_ids.back(), n - 1, s.pages));
+    if (s.last_in_prefill) {
+      // The row's first input is the id prefill_last gave, at position n;
+      // that step counts as the sequence's first issued one.
+      KERN_RETURN_IF_ERROR(runner_.batch_join(row, s.out.generated_ids.back(), n, s.pages));
+      s.issued = 1;
+    } else {
+      KERN_RETURN_IF_ERROR(runner_.batch_join(row, s.req.prompt_ids.back(), n - 1, s.pages));
+    }
     s.row = row;
     *free_row = &s;
     s.phase = Seq::Phase::kDecode;
@@ -268,6 +318,8 @@ Status BatchEngine::join_ready() {
 }
 
 void BatchEngine::finish(Seq& s, TokenEvent& ev, Status failure) {
+  // Aborted (or failed) with its first id in flight: wait for its prefill_last.
+  if (s.phase == Seq::Phase::kFirst) failure = join(std::move(failure), runner_.discard_in_flight());
   if (s.row >= 0) {
     Status left = runner_.batch_leave(static_cast<uint32_t>(s.row));
     failure = join(std::move(failure), left);
@@ -309,13 +361,15 @@ bool BatchEngine::start_reprefill(Seq& s) {
   if (!prefix_cache_) return false;
   const uint64_t n = s.req.prompt_ids.size();
   const uint64_t g = s.out.generated_ids.size();
-  // Decode wrote positions [n - 1, n + g - 1): the last prompt token's and
-  // every generated id's but the last. Its full pages are the ones to key.
+  // Decode wrote positions [from, n + g - 1): every generated id's but the
+  // last, and without prefill_last the last prompt token's (from = n - 1).
+  // Its full pages are the ones to key.
+  const uint64_t from = s.decode_from();
   const uint64_t end = g > 0 ? (n + g - 1) / kKvBlockTokens * kKvBlockTokens : 0;
-  if (end <= n - 1) return false;
+  if (end <= from) return false;
   s.req.prompt_ids.insert(s.req.prompt_ids.end(), s.out.generated_ids.begin(),
                           s.out.generated_ids.begin() + static_cast<ptrdiff_t>(end - n));
-  s.reprefill_pos = n - 1;
+  s.reprefill_pos = from;
   s.reprefill_end = end;
   return true;
 }
@@ -384,7 +438,7 @@ uint32_t BatchEngine::reprefill_pages() const {
 }
 
 void BatchEngine::fail_all(std::vector<TokenEvent>& events, const Error& failure) {
-  Status drained = runner_.discard_batch();
+  Status drained = join(runner_.discard_batch(), runner_.discard_in_flight());
   queued_.clear();
   while (!reprefills_.empty()) {
     Seq& s = *reprefills_.front();
@@ -448,7 +502,8 @@ Result<std::vector<TokenEvent>> BatchEngine::step() {
     }
     ++i;
   }
-  Status st = admit();
+  Status st = take_first_ids(events);
+  if (st.ok()) st = admit();
   // One prefill chunk per step: a prompt's, else a re-prefill's.
   const bool prompt_chunk = std::any_of(admitted_.begin(), admitted_.end(), [](const std::unique_ptr<Seq>& s) {
     return s->phase == Seq::Phase::kPrefill && !s->aborted;

@@ -4,7 +4,12 @@
 //      for prompt + max_tokens reserved up front, so nothing is preempted);
 //   2. runs one prefill chunk of the oldest admitted sequence still
 //      prefilling (chunks cut at multiples of the chunk size from the
-//      sequence's own start, whatever else runs);
+//      sequence's own start, whatever else runs); with a plan's
+//      prefill_last the prompt's last chunk runs it, and the sequence's
+//      first id is read back at the start of the next step (take_first_ids)
+//      and its row starts from that id (else: prefill covers n - 1 tokens
+//      and the row's first decode_batch step, of the last prompt token,
+//      gives the first id);
 //   3. joins sequences whose prompt is prefilled into a free batch row (host
 //      writes for that row only: its step inputs, and its sampling inputs
 //      when they differ from what the row holds);
@@ -22,9 +27,9 @@
 // (docs/serving.md, "Prefix caching") admission maps the cached full pages a
 // prompt starts with (shared: never written by the sequence) and prefill
 // starts after them; a sequence's full prompt pages are keyed once prefill
-// wrote their KV. The pages decode wrote (the last prompt token's and the
-// generated ids') are prefilled again after the sequence ends, before they
-// are keyed ("re-prefill"): decode's fused kernels round differently from
+// wrote their KV. The pages decode wrote (the generated ids', and without
+// prefill_last the last prompt token's) are prefilled again after the
+// sequence ends, before they are keyed ("re-prefill"): decode's fused kernels round differently from
 // prefill's, and a later prompt mapping them must read what a cold prefill
 // of the same tokens writes (batch invariance). They stay cached until
 // allocate() evicts them.
@@ -106,6 +111,11 @@ class BatchEngine {
   void cancel_reprefill();
   /// Pages held by re-prefills alone (what cancelling them all frees).
   uint32_t reprefill_pages() const;
+  /// Takes the first id of each sequence whose prompt's last chunk ran
+  /// through prefill_last in an earlier step (its readback waited for only
+  /// now, so the decode steps queued behind it keep the device busy): emits
+  /// it, and the sequence joins a row (or ends). Errors: the wait's.
+  Status take_first_ids(std::vector<TokenEvent>& events);
   Status join_ready();
   Status decode_step(std::vector<TokenEvent>& events);
   /// Removes `s` (done, aborted or failed): leaves its row, frees its pages, fills `ev`.

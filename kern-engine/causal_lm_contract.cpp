@@ -77,6 +77,7 @@ Result<CausalLmContract> resolve_causal_lm_contract(const load::PlanFile& plan) 
   if (decode < 0) return contract_error(plan, "the plan has no program 'decode'");
   c.prefill = static_cast<uint32_t>(prefill);
   c.decode = static_cast<uint32_t>(decode);
+  if (int last = plan.find_program("prefill_last"); last >= 0) c.prefill_last = static_cast<uint32_t>(last);
   int tokens = plan.find_symbol("tokens");
   if (tokens < 0) return contract_error(plan, "the plan has no symbol 'tokens'");
   for (const auto* s : *p.symbols())

@@ -19,6 +19,13 @@ inline constexpr uint64_t kKvBlockTokens = 16;
 struct CausalLmContract {
   uint32_t prefill = 0;  ///< Plan.programs index of `prefill`
   uint32_t decode = 0;   ///< Plan.programs index of `decode`
+  /// Plan.programs index of `prefill_last` (the last prefill chunk, ending in
+  /// its last row's next token and the first decode step's carries;
+  /// docs/causal-lm-manifest.md "prefill_last"), or kNoProgram: an older plan,
+  /// whose first id comes from a decode step of the last prompt token.
+  uint32_t prefill_last = kNoProgram;
+  static constexpr uint32_t kNoProgram = UINT32_MAX;
+  bool has_prefill_last() const { return prefill_last != kNoProgram; }
   uint32_t tokens_symbol = 0;  ///< Plan.symbols index of `tokens`
   /// Plan.symbols index of `batch` (the batched decode's sequences,
   /// docs/batching.md), or kNoSymbol when the plan has none; every other

@@ -17,7 +17,12 @@ struct Engine::Sequence : SequenceOutput {
   Request req;
   Phase phase = Phase::kAdmit;
   uint64_t chunk = 0;
-  uint64_t prefilled = 0;  ///< prompt tokens (of n - 1) prefilled
+  uint64_t prefilled = 0;  ///< prompt tokens (of prefill_total()) prefilled
+  /// The last chunk goes through prefill_last and yields the first id (the
+  /// plan has it and the request is not speculative); else prefill covers
+  /// n - 1 tokens and a decode step of the last one yields it.
+  bool last_in_prefill = false;
+  uint64_t prefill_total() const { return req.prompt_ids.size() - (last_in_prefill ? 0 : 1); }
   // The decode loop (plain decode, or a speculative sequence's fallback).
   int64_t token = 0;     ///< sync: the input token of the next step; speculative: the anchor
   uint64_t pos = 0;      ///< its position (decode loop: of the loop's first step)
@@ -182,7 +187,8 @@ Status Engine::advance(Sequence& s, TokenEvent& ev) {
       KERN_RETURN_IF_ERROR(runner_.write_block_table());
       KERN_RETURN_IF_ERROR(runner_.write_sampling(std::span(&r.sampling, 1)));
       s.t0 = now_();
-      s.phase = r.prompt_ids.size() > 1 ? Sequence::Phase::kPrefill : Sequence::Phase::kFirst;
+      s.last_in_prefill = model_.contract().has_prefill_last() && !r.speculative;
+      s.phase = s.prefill_total() > 0 ? Sequence::Phase::kPrefill : Sequence::Phase::kFirst;
       return advance(s, ev);
     }
     case Sequence::Phase::kPrefill: return step_prefill(s, ev);
@@ -196,9 +202,11 @@ Status Engine::advance(Sequence& s, TokenEvent& ev) {
 Status Engine::step_prefill(Sequence& s, TokenEvent& ev) {
   // Chunked prefill of the first n - 1 tokens (fills the KV cache only), one
   // chunk per step; a speculative sequence's chunks also go through
-  // draft_precompute (their positions and slots are still in place).
-  const uint64_t total = s.req.prompt_ids.size() - 1;
+  // draft_precompute (their positions and slots are still in place). With
+  // prefill_last, of all n tokens, the last chunk yielding the first id.
+  const uint64_t total = s.prefill_total();
   const uint64_t len = std::min(s.chunk, total - s.prefilled);
+  if (s.last_in_prefill && s.prefilled + len == total) return step_prefill_last(s, ev, len);
   std::function<Status(uint64_t)> precompute = [&](uint64_t rows) {
     auto t = now_();
     Status st = runner_.spec_precompute(rows);
@@ -214,6 +222,32 @@ Status Engine::step_prefill(Sequence& s, TokenEvent& ev) {
   ev.prefill_total = total;
   if (s.prefilled == total) s.phase = Sequence::Phase::kFirst;
   return {};
+}
+
+Status Engine::step_prefill_last(Sequence& s, TokenEvent& ev, uint64_t len) {
+  const std::span<const int64_t> ids = std::span(s.req.prompt_ids).subspan(s.prefilled, len);
+  const uint64_t n = s.req.prompt_ids.size();
+  s.out.prefill_chunks += 1;
+  s.prefilled += len;
+  ev.prefilled = s.prefilled;
+  ev.prefill_total = n;
+  s.phase = Sequence::Phase::kDecode;
+  s.loop_steps = s.req.max_tokens;
+  if (s.req.sync) {
+    // The decode loop's first input is the id after the prompt, at position n.
+    KERN_ASSIGN_OR_RETURN(s.token, runner_.prefill_last(ids, s.prefilled - len));
+    s.pos = n - 1;     // the loop's first step (this one) had the last prompt token's position
+    s.loop_taken = 1;  // so the next decode step's input, the first id, is at s.pos + s.loop_taken = n
+    emit(s, s.token, ev);
+    return {};
+  }
+  // Asynchronous: prefill_last's id is the decode queue's first entry (it
+  // counts as an issued step of the loop); decode steps follow from the
+  // carries it left, with no host write.
+  KERN_RETURN_IF_ERROR(runner_.enqueue_prefill_last(ids, s.prefilled - len));
+  s.issued = 1;
+  s.pos = n - 1;
+  return step_decode(s, ev);
 }
 
 Status Engine::step_first(Sequence& s, TokenEvent& ev) {

@@ -7,10 +7,11 @@
 // steps were drained. set_max_batch(N > 1) hands every call to the batched
 // mode (batch_engine.h: continuous batching over decode_batch).
 //
-// A plain sequence: chunked prefill of the first n-1 prompt tokens through
-// `prefill` (one chunk per step), the last prompt token through `decode`
-// (the first generated id), then one id per step until max_tokens ids or a
-// stop id. Asynchronous decode keeps kDecodeLookahead steps queued; steps
+// A plain sequence: chunked prefill of the prompt (one chunk per step) whose
+// last chunk runs `prefill_last` and yields the first generated id, then one
+// id per step through `decode` until max_tokens ids or a stop id. On a plan
+// without `prefill_last` (an older manifest), prefill covers the first n-1
+// prompt tokens and the last one goes through `decode` (the first id). Asynchronous decode keeps kDecodeLookahead steps queued; steps
 // queued past the end are drained (and counted as surplus) in the step that
 // finishes the sequence. A speculative sequence (SPEC §8, docs/speculative.md)
 // prefills with draft_precompute after each chunk, takes its first id from
@@ -107,7 +108,7 @@ struct TokenEvent {
   RequestId id = 0;
   std::vector<int64_t> ids;  ///< ids generated in this step, in order (a final stop id included)
   /// Prefill progress after a chunk ran in this step: prompt tokens
-  /// prefilled so far, of prefill_total (the prompt's n - 1 tokens).
+  /// prefilled so far, of prefill_total (the prompt's n tokens with prefill_last, else n - 1).
   std::optional<uint64_t> prefilled;
   uint64_t prefill_total = 0;
   /// Prompt tokens the request mapped from the prefix cache (the same in
@@ -186,6 +187,9 @@ class Engine {
   /// One unit of work of the running sequence; fills `ev`.
   Status advance(Sequence& s, TokenEvent& ev);
   Status step_prefill(Sequence& s, TokenEvent& ev);
+  /// The last prefill chunk (`len` tokens) through prefill_last: the first id
+  /// without a decode step of the last prompt token (docs/runtime.md).
+  Status step_prefill_last(Sequence& s, TokenEvent& ev, uint64_t len);
   Status step_first(Sequence& s, TokenEvent& ev);
   Status step_decode(Sequence& s, TokenEvent& ev);
   Status step_round(Sequence& s, TokenEvent& ev);

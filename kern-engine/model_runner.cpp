@@ -144,6 +144,10 @@ Status ModelRunner::write_inputs(const int64_t* ids, uint64_t n, uint64_t pos) {
   KERN_RETURN_IF_ERROR(exe_.write_input(c_.slot_mapping, as_bytes(slots_.data(), bytes)));
   int32_t seq_len = static_cast<int32_t>(pos + n);  // capacity <= INT32_MAX: check_request
   KERN_RETURN_IF_ERROR(exe_.write_input(c_.seq_lens, as_bytes(&seq_len, sizeof seq_len)));
+  return write_cu_seqlens(n);
+}
+
+Status ModelRunner::write_cu_seqlens(uint64_t n) {
   // Decode steps keep [0, 1]: written once. The cache is right because
   // this runner is the buffer's only writer (one per Executable).
   const int32_t cu_n = static_cast<int32_t>(n);
@@ -171,6 +175,45 @@ Result<uint64_t> ModelRunner::prefill(std::span<const int64_t> ids, uint64_t sta
     if (progress != nullptr) (*progress)(done + len, ids.size());
   }
   return chunks;
+}
+
+Status ModelRunner::run_prefill_last(std::span<const int64_t> ids, uint64_t start) {
+  if (!c_.has_prefill_last())
+    return make_error(ErrorKind::kUsage, "the plan has no program 'prefill_last' (regenerate the manifest with "
+                                         "provider/gen_manifest.py)");
+  if (ids.empty() || ids.size() > c_.tokens_max)
+    return make_error(ErrorKind::kUsage, "prefill_last of " + std::to_string(ids.size()) + " tokens; it takes 1 to " +
+                                             std::to_string(c_.tokens_max));
+  KERN_RETURN_IF_ERROR(write_inputs(ids.data(), ids.size(), start));
+  return run(c_.prefill_last, ids.size());
+}
+
+Result<int64_t> ModelRunner::prefill_last(std::span<const int64_t> ids, uint64_t start) {
+  Status s = run_prefill_last(ids, start);
+  int64_t next = 0;
+  if (s.ok()) s = exe_.read_buffer(c_.next_token, std::span(reinterpret_cast<uint8_t*>(&next), sizeof next));
+  if (s.ok()) s = check_id(next, "next_token");
+  KERN_RETURN_IF_ERROR(s, "prefill_last at position " + std::to_string(start));
+  return next;
+}
+
+Status ModelRunner::enqueue_prefill_last(std::span<const int64_t> ids, uint64_t start) {
+  if (!queue_.empty())
+    return make_error(ErrorKind::kUsage, std::to_string(queue_.size()) + " decode steps still in flight");
+  if (batch_queue_.size() >= load::kReadbackSlots)
+    return make_error(ErrorKind::kUsage, "more than " + std::to_string(load::kReadbackSlots) + " readbacks in flight");
+  last_timed_ = UINT64_MAX;
+  Pending p{start + ids.size() - 1, static_cast<uint32_t>(steps_ % load::kReadbackSlots), steps_, {}, true};
+  Status s = run_prefill_last(ids, start);
+  if (s.ok()) s = exe_.read_buffer_async(c_.next_token, p.slot, sizeof(int64_t));
+  // The decode steps' one input the carries do not hold (stream-ordered
+  // after prefill_last; the unfused decode's attention reads it).
+  if (s.ok()) s = write_cu_seqlens(1);
+  KERN_RETURN_IF_ERROR(s, "prefill_last at position " + std::to_string(start));
+  ++steps_;
+  next_pos_ = start + ids.size();  // the first decode step's input: the id after the prompt
+  queue_.push_back(p);
+  return {};
 }
 
 Status ModelRunner::run_decode_step(uint64_t index) {
@@ -253,6 +296,10 @@ Result<int64_t> ModelRunner::next_decoded() {
   queue_.pop_front();
   int64_t next = 0;
   std::memcpy(&next, bytes.data(), sizeof next);
+  if (p.prefill) {  // the id after the prompt: prefill, not a decode step
+    KERN_RETURN_IF_ERROR(check_id(next, "next_token"), "prefill_last of the token at position " + std::to_string(p.pos));
+    return next;
+  }
   p.record.host_waits += exe_.traffic().host_waits - waits_before;
   KERN_RETURN_IF_ERROR(time_step(p.index, p.record), at(p.pos));
   records_.push_back(p.record);

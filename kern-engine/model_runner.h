@@ -132,6 +132,25 @@ class ModelRunner {
                            const std::function<void(uint64_t, uint64_t)>* progress = nullptr,
                            const std::function<Status(uint64_t)>* after_chunk = nullptr);
 
+  /// The prompt's last prefill chunk through `prefill_last` (needs
+  /// contract().has_prefill_last(); docs/causal-lm-manifest.md
+  /// "prefill_last"): `ids` (>= 1, at most the tokens bound; it ends with the
+  /// prompt's last token) at positions [start, start + ids.size()). Fills
+  /// their KV, writes the id after the prompt to next_token[0] and leaves the
+  /// carries holding the first decode step's inputs (that id at position
+  /// start + ids.size()), as the first `decode` of the last prompt token
+  /// would. Synchronous: reads the id back (waits for the device) and
+  /// returns it. Errors get "prefill_last at position P" (the chunk's start)
+  /// as context; an id outside [0, vocab) is kDevice.
+  Result<int64_t> prefill_last(std::span<const int64_t> ids, uint64_t start);
+  /// prefill_last, asynchronously: enqueues it and the readback of its id
+  /// as the oldest entry of the decode queue, so next_decoded() returns the
+  /// id after the prompt and enqueue_decode() steps (no host write) continue
+  /// from the carries it left. No timing record (it is prefill, not a decode
+  /// step). Errors (kUsage): decode steps still in flight; more than
+  /// kReadbackSlots readbacks in flight; the executable's, with context.
+  Status enqueue_prefill_last(std::span<const int64_t> ids, uint64_t start);
+
   /// Writes token_ids/positions/slot_mapping for `n` tokens from position
   /// `pos` (positions pos .. pos + n - 1, slot = position), seq_lens =
   /// pos + n and cu_seqlens_q = [0, n] (only when it differs from the last
@@ -198,6 +217,7 @@ class ModelRunner {
     uint32_t slot;     ///< readback slot
     uint64_t index;    ///< step counter (timing marks)
     DecodeStepRecord record;
+    bool prefill = false;  ///< prefill_last's id (no marks, no record)
   };
   /// Runs decode between two timing marks of step `index` (when timed).
   Status run_decode_step(uint64_t index);
@@ -207,6 +227,10 @@ class ModelRunner {
   Result<int64_t> check_token(int64_t next, uint64_t pos) const;
   /// An id read from `buffer` outside [0, vocab) is kDevice.
   Status check_id(int64_t id, const char* buffer) const;
+  /// Writes cu_seqlens_q = [0, n] unless this runner last wrote that.
+  Status write_cu_seqlens(uint64_t n);
+  /// Writes prefill_last's inputs and runs it (the two modes' common part).
+  Status run_prefill_last(std::span<const int64_t> ids, uint64_t start);
   /// Runs program `program` with tokens = `tokens` (batch = 1).
   Status run(uint32_t program, uint64_t tokens);
   /// A batch step enqueued by enqueue_batch and not yet taken.

@@ -22,7 +22,9 @@ Error no_batch() {
 
 Status ModelRunner::batch_reset() {
   if (batch_ == nullptr) return no_batch();
-  if (!batch_queue_.empty() || !queue_.empty())
+  // A prefill_last's readback may be in flight (the batched engine takes
+  // its id a step later): it reads no batch buffer.
+  if (!batch_queue_.empty() || std::any_of(queue_.begin(), queue_.end(), [](const Pending& p) { return !p.prefill; }))
     return make_error(ErrorKind::kUsage, "decode steps still in flight");
   const uint64_t rows = batch_->max_batch;
   const std::vector<int64_t> zeros(rows, 0), none(rows, -1);

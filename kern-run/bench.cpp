@@ -33,15 +33,26 @@ namespace {
 
 using engine::Clock;
 
-/// One run of pp test `test`: `prefill` of its n_prompt ids from position 0
-/// through the model runner, then a device synchronize (cuda enqueues: wait
-/// for the last chunk). Returns the wall time.
+/// One run of pp test `test`: its n_prompt ids from position 0 through the
+/// model runner as a generation prefills them — chunks of `prefill`, the
+/// last through `prefill_last` when the plan has it (the prompt up to its
+/// next id, as llama-bench's pp computes the last row's logits), else all
+/// through `prefill` — then a device synchronize (cuda enqueues: wait for
+/// the last chunk). Returns the wall time.
 Result<double> run_prompt_once(engine::Model& model, const BenchTest& test, const BenchPlan& plan,
                                const std::vector<int64_t>& ids) {
   engine::ModelRunner& runner = model.runner();
   KERN_RETURN_IF_ERROR(runner.write_block_table());
+  const uint64_t chunk = model.contract().clamp_chunk(plan.chunk);
+  const std::span<const int64_t> prompt = std::span(ids).first(test.n_prompt);
+  // Where the last chunk starts (the prompt is at least 1 token: -p >= 1).
+  const uint64_t last = model.contract().has_prefill_last() ? (prompt.size() - 1) / chunk * chunk : prompt.size();
   auto t0 = Clock::now();
-  KERN_RETURN_IF_ERROR(runner.prefill(std::span(ids).first(test.n_prompt), 0, model.contract().clamp_chunk(plan.chunk)));
+  KERN_RETURN_IF_ERROR(runner.prefill(prompt.first(last), 0, chunk));
+  if (last < prompt.size()) {
+    auto first = runner.prefill_last(prompt.subspan(last), last);
+    if (!first.ok()) return first.error();
+  }
   KERN_RETURN_IF_ERROR(model.executable().synchronize());
   return engine::ms_since(t0);
 }

@@ -49,6 +49,7 @@ symbol, 2 on bad usage or a file or directory that cannot be read or written.
 """
 
 import argparse
+import copy
 import hashlib
 import math
 import os
@@ -795,6 +796,88 @@ def program(c, attention, with_head):
     return {"dispatches": out}
 
 
+# ---- prefill_last (docs/causal-lm-manifest.md "prefill_last"): the last
+# prefill chunk, ending in its last row's next token. The prefill's
+# dispatches, then the final norm, lm_head, argmax and sampling on that row
+# only (moved to row 0 by kern_last_row: a buffer offset is a literal, so no
+# dispatch can name row tokens - 1) and the step advance, so the carries end
+# as the first decode step leaves them and the decode loop goes on unchanged.
+
+ONE = i32(1)  # the one row prefill_last's head computes
+
+
+def one_row_kernel(kernel):
+    """A copy of `kernel` whose grids and scratch count one row where they
+    count `tokens` (the same symbols: the head of prefill_last)."""
+    k = copy.deepcopy(kernel)
+    for st in k["impl"]["steps"]:
+        st["grid"] = [1 if g == TOK else g for g in st["grid"]]
+    for sc in k["impl"].get("scratch", {}).values():
+        sc["shape"] = [1 if d == "tokens" else d for d in sc["shape"]]
+    return k
+
+
+def prefill_last_kernels(c, ks, fused):
+    """The kernels prefill_last's head adds to the table `ks`: the last-row
+    move (docs/kernels.md §14a; an untyped `ptr`: it moves bf16 rows and the
+    i64 positions) and the one-row variants of the final norm, the unfused
+    argmax and the sampling (their grids count `tokens` elsewhere)."""
+    out = {
+        "last_row": identity_kernel("kern_last_row", ["inout ptr", "i32", "i32"], [256, 1, 1], [1, 1, 1]),
+        "sample_last": sample_kernel(rows=1),
+    }
+    if not residual_complete(c, c.layers - 1):
+        out["add_rmsnorm_last"] = one_row_kernel(ks["add_rmsnorm"])
+    elif not fused:
+        out["rmsnorm_last"] = one_row_kernel(ks["rmsnorm"])
+    if not fused:
+        out["argmax_last"] = one_row_kernel(ks["argmax"])
+    return out
+
+
+def last_row(label, buffer, row_bytes):
+    """Row tokens - 1 of `buffer` moved to its row 0 (kern_last_row)."""
+    return dispatch(label, "last_row", [buf(buffer), TOK, i32(row_bytes)])
+
+
+def prefill_last_program(c, fused):
+    """prefill_last: `prefill`'s dispatches, then on the chunk's last row
+    only: the final RMSNorm, the lm_head and argmax (fused: decode's
+    `lm_head_argmax` at one row; unfused: a one-row GEMM and argmax), the
+    sampling (RNG counter: that row's position) and `advance` at one row:
+    next_token[0] is the id after the prompt, and token_ids / positions /
+    slot_mapping / seq_lens hold the first decode step's inputs, as after
+    the first `decode` (docs/causal-lm-manifest.md "Who writes what")."""
+    E, V = c.hidden, c.vocab
+    eps = {"f32": F32(c.rms_norm_eps)}
+    pending = not residual_complete(c, c.layers - 1)  # a dense last layer left its down_proj in proj_out
+    out = list(program(c, "attention_prefill", with_head=False)["dispatches"])
+    out.append(last_row("last_row.residual", "residual", 2 * E))
+    if pending:
+        out.append(last_row("last_row.proj_out", "proj_out", 2 * E))
+    # The sampling counter and advance read positions[0]: the last row's position.
+    out.append(last_row("last_row.positions", "positions", 8))
+    if pending:
+        out.append(dispatch("norm", "add_rmsnorm_last", [buf("proj_out"), buf("residual"), buf("model.norm.weight"),
+                                                         buf("normed"), ONE, i32(E), eps]))
+    if fused:  # decode's head: the norm as the gemv's prologue over the whole stream in `residual`
+        out.append(dispatch("norm+lm_head+argmax", "lm_head_argmax",
+                            [buf("residual"), buf("model.norm.weight"), buf("lm_head.weight"), buf("logits"),
+                             COUNTERS, buf("next_token"), ONE, i32(V), i32(E), i32(E), i32(V), eps]))
+    else:
+        if not pending:
+            out.append(dispatch("norm", "rmsnorm_last", [buf("residual"), buf("model.norm.weight"), buf("normed"),
+                                                         ONE, i32(E), eps]))
+        out += [dispatch("lm_head", "gemm", [buf("normed"), buf("lm_head.weight"), buf("logits"), ONE, i32(V),
+                                             i32(E)]),
+                dispatch("argmax", "argmax_last", [buf("logits"), buf("next_token"), ONE, i32(V)])]
+    out.append(sample_dispatch(c, rows=ONE, kernel="sample_last"))
+    adv = advance_dispatch(c)
+    adv["args"][6] = ONE
+    out.append(adv)
+    return {"dispatches": out}
+
+
 def manifest(c, tokens_max, model_label, fused=True, max_batch=None, fold_qk=True):
     """The whole manifest as an ordered dict tree. `max_batch` (fused only;
     None: none) adds the batched decode program (docs/batching.md);
@@ -803,6 +886,7 @@ def manifest(c, tokens_max, model_label, fused=True, max_batch=None, fold_qk=Tru
     ks = kernels(c)
     states = {"kv_cache": {"bytes_per_token": c.layers * c.kv_heads * 2 * c.head_dim * 2, "align": 256}}
     states.update(sampling_state())
+    ks.update(prefill_last_kernels(c, ks, fused))
     if fused:
         del ks["attention_decode"], ks["argmax"]  # the unfused decode's only
         ks.update(fused_kernels(c, fold_qk=fold_qk))
@@ -817,6 +901,7 @@ def manifest(c, tokens_max, model_label, fused=True, max_batch=None, fold_qk=Tru
             "prefill": program(c, "attention_prefill", with_head=False),
             "decode": (fused_decode_program(c, fold_qk=fold_qk) if fused
                        else program(c, "attention_decode", with_head=True)),
+            "prefill_last": prefill_last_program(c, fused),
         },
     }
     if fused and max_batch is not None:

@@ -107,6 +107,10 @@ Status argmax_reduce(const CpuLaunch& launch);
 /// Nothing when num_tokens is 0. Grid.x >= 1.
 Status decode_advance(const CpuLaunch& launch);
 
+/// `kern_last_row` (§14a): row 0 of x [rows, row_bytes] = row rows - 1, in
+/// place (bytes); nothing for rows <= 1. Grid.x >= 1 when it copies.
+Status last_row(const CpuLaunch& launch);
+
 /// `kern_sample_bf16` (§17): for each row with temperature > 0, replaces
 /// next_token[r] (the argmax) by an id sampled from softmax(logits / t)
 /// truncated by min_p, top_k and top_p, with Philox4x32-10 keyed by
@@ -228,6 +232,7 @@ Status paged_attention_prefill_bf16_extents(const CpuLaunch& launch, CpuExtents&
 Status argmax_partial_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 Status argmax_reduce_extents(const CpuLaunch& launch, CpuExtents& out);
 Status decode_advance_extents(const CpuLaunch& launch, CpuExtents& out);
+Status last_row_extents(const CpuLaunch& launch, CpuExtents& out);
 Status sample_bf16_extents(const CpuLaunch& launch, CpuExtents& out);
 /// Both GEMM ops (the _acc variant touches the same bytes).
 Status gemm_bf16_tn_extents(const CpuLaunch& launch, CpuExtents& out);

@@ -23,7 +23,7 @@ struct Entry {
 };
 
 // Each kernel is wrapped by guarded<> (kernel_args.h): no exception escapes.
-constexpr std::array<Entry, 38> kRegistry = {{
+constexpr std::array<Entry, 39> kRegistry = {{
     {"kern_embedding_bf16", {guarded<embedding_bf16>, embedding_bf16_extents}},
     {"kern_rmsnorm_bf16", {guarded<rmsnorm_bf16>, rmsnorm_bf16_extents}},
     {"kern_add_rmsnorm_bf16", {guarded<add_rmsnorm_bf16>, add_rmsnorm_bf16_extents}},
@@ -53,6 +53,7 @@ constexpr std::array<Entry, 38> kRegistry = {{
     {"kern_attention_decode_bf16", {guarded<attention_decode_bf16>, attention_decode_bf16_extents}},
     {"kern_decode_advance", {guarded<decode_advance>, decode_advance_extents}},
     {"kern_sample_bf16", {guarded<sample_bf16>, sample_bf16_extents}},
+    {"kern_last_row", {guarded<last_row>, last_row_extents}},
     {"kern_attention_decode_batch_bf16",
      {guarded<attention_decode_batch_bf16>, attention_decode_batch_bf16_extents}},
     {"kern_attention_decode_qkv_bf16", {guarded<attention_decode_qkv_bf16>, attention_decode_qkv_bf16_extents}},

@@ -119,10 +119,13 @@ TEST_CASE("two requests on one engine run one after the other, each with the ids
   // The second waited: every event of request 1 came before the first of request 2.
   const auto first_b = std::find(order.begin(), order.end(), engine::RequestId{2});
   CHECK(std::find(first_b, order.end(), engine::RequestId{1}) == order.end());
-  // One event per prefill chunk (21 prompt tokens in chunks of 4: 6), then one per id.
-  CHECK(events[1].size() == 6 + 7);
+  // One event per prefill chunk (22 prompt tokens in chunks of 4: 6), then
+  // one per id; the last chunk's event (prefill_last) carries the first id.
+  CHECK(events[1].size() == 6 + 6);
   CHECK(events[1][0].prefilled == 4u);
-  CHECK(events[1][0].prefill_total == 21);
+  CHECK(events[1][0].prefill_total == 22);
+  CHECK(events[1][5].prefilled == 22u);
+  CHECK(events[1][5].ids == std::vector<int64_t>{a_alone[0]});
   REQUIRE(events[1].back().finished == engine::FinishReason::kLength);
   REQUIRE(events[1].back().result != nullptr);
   CHECK(events[1].back().result->generated_ids == a_alone);

@@ -88,13 +88,19 @@ TEST_CASE("the prompt's early tokens reach the generated ids through the KV cach
   CHECK(generate_ids(kTinyPrompt, 10, 4) != generate_ids(other, 10, 4));
 }
 
-TEST_CASE("a one-token prompt skips prefill and decodes directly", "[run][generate]") {
+TEST_CASE("a one-token prompt is one prefill_last chunk (without it: decoded directly)", "[run][generate]") {
   TinyModel m = load_tiny_model();
   auto r = run_generate(*m.model, request({100}, 3));
   REQUIRE(r.ok());
-  CHECK(r->prefill_chunks == 0);
+  CHECK(r->prefill_chunks == 1);
   CHECK(r->decode_steps == 2);
   CHECK(r->generated_ids == decode_only_ids({100}, 3));
+  TinyModel old = load_tiny_model(0, nullptr, "KERN_TINY_PLAN_NO_PREFILL_LAST");
+  auto o = run_generate(*old.model, request({100}, 3));
+  REQUIRE(o.ok());
+  CHECK(o->prefill_chunks == 0);
+  CHECK(o->decode_steps == 2);
+  CHECK(o->generated_ids == r->generated_ids);
 }
 
 TEST_CASE("the chunk is clamped to the tokens bound and counts prefill runs", "[run][generate]") {
@@ -203,8 +209,8 @@ TEST_CASE("the observer sees prefill progress per chunk and every generated id a
   auto r = run_generate(*m.model, request(kTinyPrompt, 7, 8), &rec);
   REQUIRE(r.ok());
   CHECK(rec.tokens == r->generated_ids);
-  // 21 prompt tokens before the last: chunks of 8, 8, 5.
-  CHECK(rec.prefill == std::vector<std::pair<uint64_t, uint64_t>>{{8, 21}, {16, 21}, {21, 21}});
+  // 22 prompt tokens: chunks of 8, 8, 6 (the last through prefill_last).
+  CHECK(rec.prefill == std::vector<std::pair<uint64_t, uint64_t>>{{8, 22}, {16, 22}, {22, 22}});
 }
 
 TEST_CASE("generation stops right after a stop id and keeps it as the last id", "[run][generate]") {

@@ -256,10 +256,15 @@ TEST_CASE("the next turn of a conversation, mapping its reply's pages, gets the 
 }
 
 TEST_CASE("a pending re-prefill yields its pages to a request that needs them", "[engine][prefix]") {
-  TinyModel m = load_tiny_model(192);  // 12 pages
+  // With prefill_last the last prompt token's KV is prefill's: decode writes
+  // from position n; without it (an older plan) from n - 1.
+  const bool with_last = GENERATE(true, false);
+  INFO((with_last ? "prefill_last" : "no prefill_last"));
+  const uint64_t back = with_last ? 0 : 1;
+  TinyModel m = load_tiny_model(192, nullptr, with_last ? "KERN_TINY_PLAN" : "KERN_TINY_PLAN_NO_PREFILL_LAST");  // 12 pages
   engine::Engine e(*m.model);
   REQUIRE(e.set_max_batch(2, true).ok());
-  // 30 + 60 tokens: decode wrote positions [29, 89), 4 full pages of them to prefill again.
+  // 30 + 60 tokens: decode wrote positions [30 - back, 89), 4 full pages of them to prefill again.
   REQUIRE(e.add_request(req(1, prompt_from({}, 30, 2), 60)).ok());
   bool finished = false;
   for (int k = 0; k < 500 && !finished; ++k) {
@@ -277,20 +282,20 @@ TEST_CASE("a pending re-prefill yields its pages to a request that needs them", 
   auto first = e.step();
   REQUIRE(first.ok());
   REQUIRE(first->size() == 1);
-  CHECK((*first)[0].prefilled.value_or(0) == 99);
+  CHECK((*first)[0].prefilled.value_or(0) == 100 - back);
   CHECK(e.kv_pages().reprefilled_tokens == 0);
   auto rest = run_requests(e, {});
   Outcome out;
   out.ids = (*first)[0].ids;
   out.ids.insert(out.ids.end(), rest[2].ids.begin(), rest[2].ids.end());
   CHECK(out.ids == solo_ids(*m.model, big));
-  // Then only the big request's own: [99, 176) of its 191 written positions.
-  CHECK(e.kv_pages().reprefilled_tokens == 176 - 99);
+  // Then only the big request's own: [100 - back, 176) of its 191 written positions.
+  CHECK(e.kv_pages().reprefilled_tokens == 176 - (100 - back));
 
   SECTION("left alone, it runs in the next step and keys the reply's pages") {
     REQUIRE(e.add_request(req(3, prompt_from({}, 30, 2), 60)).ok());
     run_requests(e, {});
-    CHECK(e.kv_pages().reprefilled_tokens == 176 - 99 + 80 - 29);
+    CHECK(e.kv_pages().reprefilled_tokens == 176 - (100 - back) + 80 - (30 - back));
   }
 }
 

@@ -153,7 +153,8 @@ class GeneratedManifests(unittest.TestCase):
                     for arg, ptype in zip(d["args"], params):
                         if "buf" in arg:
                             dtype = doc["buffers"][arg["buf"]]["dtype"]
-                            self.assertTrue(ptype.endswith(f"buffer<{dtype}>"), f"{d['label']}: {arg} -> {ptype}")
+                            # A buffer goes into its dtype's buffer param, or an untyped ptr (kern_last_row).
+                            self.assertTrue(ptype.endswith((f"buffer<{dtype}>", " ptr")), f"{d['label']}: {arg} -> {ptype}")
                         elif "state" in arg:
                             self.assertTrue(ptype.endswith(" ptr"), d["label"])
                         elif "sym" in arg or "expr" in arg:
@@ -167,6 +168,45 @@ class GeneratedManifests(unittest.TestCase):
         self.assertEqual(len(doc["programs"]["decode"]["dispatches"]), 438)  # SPEC §7: 436 + sample + advance
         self.assertEqual(len(doc["buffers"]), 316)  # docs/qwen3-4b-counts.md: SPEC §7 says 310; + 5 sampling inputs
         self.assertEqual(doc["states"]["kv_cache"]["bytes_per_token"], 147456)
+
+    def test_prefill_last_is_prefill_then_the_last_rows_head(self):
+        # docs/causal-lm-manifest.md "prefill_last": prefill's dispatches, the last row moved to row 0, the
+        # one-row final norm, lm_head + argmax, sampling and advance (num_tokens 1).
+        tails = {
+            "qwen3-4b": [("last_row.residual", "last_row"), ("last_row.proj_out", "last_row"),
+                         ("last_row.positions", "last_row"), ("norm", "add_rmsnorm_last"),
+                         ("norm+lm_head+argmax", "lm_head_argmax"), ("sample", "sample_last"),
+                         ("advance", "decode_advance")],
+            "qwen3-4b-unfused": [("last_row.residual", "last_row"), ("last_row.proj_out", "last_row"),
+                                 ("last_row.positions", "last_row"), ("norm", "add_rmsnorm_last"),
+                                 ("lm_head", "gemm"), ("argmax", "argmax_last"), ("sample", "sample_last"),
+                                 ("advance", "decode_advance")],
+            # A sparse last layer added its MLP into `residual`: nothing pending in proj_out.
+            "tiny-qwen3-moe": [("last_row.residual", "last_row"), ("last_row.positions", "last_row"),
+                               ("norm+lm_head+argmax", "lm_head_argmax"), ("sample", "sample_last"),
+                               ("advance", "decode_advance")],
+        }
+        for model, tail in tails.items():
+            with self.subTest(model=model):
+                doc = load(model)
+                prefill = doc["programs"]["prefill"]["dispatches"]
+                last = doc["programs"]["prefill_last"]["dispatches"]
+                self.assertEqual(last[:len(prefill)], prefill)
+                head = last[len(prefill):]
+                self.assertEqual([(d["label"], d["kernel"]) for d in head], tail)
+                # Every dispatch of the head counts one row: literal 1, or `tokens` only as the last-row move's rows.
+                for d in head:
+                    if d["kernel"] == "last_row":
+                        self.assertEqual(d["args"][1], {"sym": "tokens"})
+                    else:
+                        self.assertNotIn({"sym": "tokens"}, d["args"], d["label"])
+                for name in {d["kernel"] for d in head} - {"gemm", "lm_head_argmax", "decode_advance"}:
+                    for step in doc["kernels"][name]["impl"]["steps"]:
+                        self.assertNotIn({"sym": "tokens"}, step["grid"], name)
+                self.assertEqual(head[-1]["args"][6], {"i32": 1})
+        self.assertEqual(len(load("qwen3-4b")["programs"]["prefill_last"]["dispatches"]), 440)
+        # The speculative manifest has none (its first id comes from decode_spec, docs/speculative.md).
+        self.assertNotIn("prefill_last", load("qwen3-4b-dspark")["programs"])
 
     def test_qwen3_4b_fused_decode_is_at_most_5_launches_per_layer_plus_4(self):
         # docs/causal-lm-manifest.md: 36 layers x 5 + embedding + lm_head/argmax + sample + advance = 184 (q/k norm +

@@ -45,6 +45,7 @@ FAMILIES = {
              "kern_gemv_rmsnorm_bf16", "kern_gemv_rmsnorm_silu_mul_bf16", "kern_gemv_rmsnorm_argmax_bf16"],
     "qk_norm_rope_cache": ["kern_qk_norm_rope_cache_bf16"],
     "decode_advance": ["kern_decode_advance"],
+    "last_row": ["kern_last_row"],
     "sample": ["kern_sample_bf16"],
     "bias_add": ["kern_bias_add_bf16"],
     "moe": ["kern_moe_router_bf16", "kern_moe_gate_up_bf16", "kern_moe_down_bf16"],

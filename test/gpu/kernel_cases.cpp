@@ -540,6 +540,18 @@ Case decode_advance(Rng& r, int t, int64_t p0, int pages) {
   return b.c;
 }
 
+/// The last row moved to row 0 in place (docs/kernels.md §14a): `rows` rows
+/// of `row_bytes` bytes, compared exactly (a byte copy); the rows between
+/// stay as they were.
+Case last_row(Rng& r, int rows, int row_bytes) {
+  Builder b{{shape("last_row", {{"rows", rows}, {"row_bytes", row_bytes}}), {}, {}, 2.0 * row_bytes, false}};
+  std::vector<uint8_t> x(size_t(rows) * row_bytes);
+  for (auto& v : x) v = static_cast<uint8_t>(r.next());
+  const int xb = b.buf("x", std::move(x), Compare::kExact);
+  b.launch("last_row.fatbin", "kern_last_row", {1, 1, 1}, 256, {arg_buf(xb), arg_i32(rows), arg_i32(row_bytes)});
+  return b.c;
+}
+
 /// Batched decode attention (docs/kernels.md §15): one query per sequence,
 /// each over its own shuffled pages of one cache (row r's length
 /// ctxs[r]; 0 is a free slot), partials compared as f32.
@@ -773,6 +785,10 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(decode_advance(r, 1, 15, 8));   // crosses a page: slot through the table
   cs.push_back(decode_advance(r, 3, 40, 8));   // the last of 3 rows feeds row 0
   cs.push_back(decode_advance(r, 1, 127, 8));  // past the table: slot -1
+  cs.push_back(last_row(r, 32, 1024 * 2));     // prefill_last's residual row, the 0.6B at a 32-token chunk
+  cs.push_back(last_row(r, 5, 8));             // its positions row (i64)
+  cs.push_back(last_row(r, 3, 6));             // a row of bytes not a multiple of 4
+  cs.push_back(last_row(r, 1, 64));            // one row: nothing moves
   cs.push_back(attention_decode_batch(r, 32, 8, 128, {512, 512, 512, 512}, true));  // the 4B geometry, 4 sequences
   cs.push_back(attention_decode_batch(r, 4, 2, 16, {37, 1, 0, 100, 16}, false));  // a free slot, empty splits
   cs.push_back(attention_decode_batch(r, 8, 1, 64, {5, 300, 17}, false));

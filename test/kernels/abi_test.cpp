@@ -154,6 +154,7 @@ const std::vector<Abi> kAbis = {
     {P::kI32, "m", 0}, {P::kI32, "n", 0}, {P::kI32, "k", 0}, {P::kI32, "splits", 1}}, {1, 1, 1}},
   {"extern:allreduce_sum_f32", {{P::kPtr, "x", 0}, {P::kI32, "count", 0}}, {1, 1, 1}},
   {"extern:allreduce_sum_f32_bf16", {{P::kPtr, "x", 0}, {P::kPtr, "y", 0}, {P::kI32, "count", 0}}, {1, 1, 1}},
+  {"kern_last_row", {{P::kPtr, "x", 0}, {P::kI32, "rows", 0}, {P::kI32, "row_bytes", 0}}, {1, 1, 1}},
   {"kern_bias_add_bf16", {{P::kPtr, "x", 0}, {P::kPtr, "bias", 0}, {P::kI32, "rows", 0}, {P::kI32, "n", 0},
     {P::kI32, "ld", 0}}, {1, 1, 1}},
   {"kern_moe_router_bf16", {{P::kPtr, "x", 0}, {P::kPtr, "w", 0}, {P::kPtr, "topk_weights", 0},

@@ -129,8 +129,10 @@ def check_graph_run(kern_capture, kern_mine, command, env, tmp):
         errors.append(f'graph run: {proc}')
     if not any('run the program eager' in w for w in res['warnings']):
         errors.append(f'graph run: no warning to run eager in {res["warnings"]}')
-    if res['passes']['count'] != 2:  # the prefill chunk and the eager first decode; the graph's steps unseen
-        errors.append(f'graph run: {res["passes"]["count"]} passes, expected the 2 launched eagerly')
+    # The prefill chunk (4 tokens), prefill_last's (the 5th) and the eager
+    # first decode; the graph's steps unseen.
+    if res['passes']['count'] != 3:
+        errors.append(f'graph run: {res["passes"]["count"]} passes, expected the 3 launched eagerly')
     return errors
 
 
@@ -218,14 +220,20 @@ def check(result, p):
     tokens_max = next(s['max'] for s in p['symbols'] if s['name'] == 'tokens')
     prefill, decode = program_kernels(p, 'prefill'), program_kernels(p, 'decode')
     programs = {'prefill': prefill, 'decode': decode}
+    # With prefill_last (docs/causal-lm-manifest.md) the prompt's last chunk
+    # runs it and yields the first id: one decode step fewer.
+    last = any(pr['name'] == 'prefill_last' for pr in p['programs'])
+    if last:
+        programs['prefill_last'] = program_kernels(p, 'prefill_last')
     # Passes: per process, the chunks then the decode steps, with n.
     expected = []
     for n in PROMPTS:
-        left = n - 1
+        left = n if last else n - 1
         while left > 0:
-            expected.append(('prefill', min(CHUNK, left)))
-            left -= min(CHUNK, left)
-        expected += [('decode', 1)] * STEPS
+            chunk = min(CHUNK, left)
+            left -= chunk
+            expected.append(('prefill_last' if last and left == 0 else 'prefill', chunk))
+        expected += [('decode', 1)] * (STEPS - 1 if last else STEPS)
     passes = result['passes']['list']
     seqs = {s['id']: s['symbols'] for s in result['passes']['sequences']}
     got = []
@@ -252,13 +260,17 @@ def check(result, p):
             launch = launches[site['occurrence']]
             step = p['steps'][launch['step']]
             where = f'{site["site"]} ({kind} dispatch {launch["dispatch"]} {launch["label"]})'
+            # decode runs at tokens = 1 only: its expressions need to agree
+            # with a fit there alone (a call site it shares with prefill_last's
+            # one-row head sees literal 1s at every n).
+            n_max = 1 if kind == 'decode' else tokens_max
             if not site['symbol'].startswith('extern:'):  # an extern op's geometry is the library's
                 for i, a in enumerate('xyz'):
-                    check_fit(errors, f'{where} grid.{a}', site['fits'][f'grid.{a}'], step['grid'][i], tokens_max)
+                    check_fit(errors, f'{where} grid.{a}', site['fits'][f'grid.{a}'], step['grid'][i], n_max)
                     check_fit(errors, f'{where} block.{a}', site['fits'][f'block.{a}'], str(step['block'][i]),
-                              tokens_max)
+                              n_max)
                 check_fit(errors, f'{where} shared_bytes', site['fits']['shared_bytes'], step['shared_mem'] or '0',
-                          tokens_max)
+                          n_max)
             pointers = {x['index']: x for x in site['pointers']}
             for i, arg in enumerate(launch['args']):
                 if arg['kind'] in ('buffer', 'state', 'scratch'):
@@ -269,9 +281,9 @@ def check(result, p):
                                       f'mined class {got_class}')
                 elif arg['kind'] == 'literal':
                     value = int(arg['bits'], 16)
-                    check_fit(errors, f'{where} param[{i}]', site['fits'].get(f'param[{i}]'), str(value), tokens_max)
+                    check_fit(errors, f'{where} param[{i}]', site['fits'].get(f'param[{i}]'), str(value), n_max)
                 elif arg['kind'] == 'expr':
-                    check_fit(errors, f'{where} param[{i}]', site['fits'].get(f'param[{i}]'), arg['expr'], tokens_max)
+                    check_fit(errors, f'{where} param[{i}]', site['fits'].get(f'param[{i}]'), arg['expr'], n_max)
     return errors
 
 

@@ -67,9 +67,9 @@ def share_layer0_kv_region(manifest_text):
                 assert len(at) == 1 and d["args"][at[0]]["offset"] > 0, d["args"]
                 d["args"][at[0]] = {"state": "kv_cache", "offset": 0}
                 moved += 1
-    # prefill, decode and (fused manifests) decode_batch.
-    assert moved == len([p for p in ("prefill", "decode", "decode_batch") if p in doc["programs"]]), \
-        "expected layers.1.attention in prefill, decode and decode_batch"
+    # prefill, decode, prefill_last and (fused manifests) decode_batch.
+    assert moved == len([p for p in ("prefill", "decode", "prefill_last", "decode_batch") if p in doc["programs"]]), \
+        "expected layers.1.attention in prefill, decode, prefill_last and decode_batch"
     return json.dumps(doc, indent=1)
 
 

@@ -192,9 +192,10 @@ await test("a 4-turn chat resending its history prefills only each turn's new to
     }
     cachedSum += cached;
     promptSum += usage.prompt_tokens;
-    // After the reply, decode's positions in full pages ([prompt - 1, written)) are prefilled again, then cached.
+    // After the reply, decode's positions in full pages ([prompt, written): the plan has prefill_last, which
+    // wrote the last prompt token's KV, docs/causal-lm-manifest.md) are prefilled again, then cached.
     const fullEnd = 16 * Math.floor((usage.prompt_tokens + usage.completion_tokens - 1) / 16);
-    reprefillSum += Math.max(0, fullEnd - (usage.prompt_tokens - 1));
+    reprefillSum += Math.max(0, fullEnd - usage.prompt_tokens);
     prev = { prompt: usage.prompt_tokens, completion: usage.completion_tokens };
     history.push({ role: "assistant", content: reply });
   }

@@ -56,7 +56,7 @@ using gpu_test::Compare;
 /// the RMSNorm family and qk_norm_rope_cache (a shuffle-tree sum of squares,
 /// the twin sums in index order) and attention (split online softmax).
 const std::set<std::string> kSimExact = {
-    "kern_embedding_bf16", "kern_decode_advance", "kern_decode_advance_batch", "kern_reshape_and_cache_bf16",
+    "kern_embedding_bf16", "kern_decode_advance", "kern_last_row", "kern_decode_advance_batch", "kern_reshape_and_cache_bf16",
     "kern_argmax_partial_bf16",
     "kern_argmax_reduce", "kern_silu_and_mul_bf16", "kern_rope_bf16", "kern_gemv_bf16", "kern_gemv_acc_bf16",
     "kern_gemv_residual_bf16", "kern_gemv_silu_mul_bf16", "kern_gemv_rmsnorm_bf16",

@@ -8,7 +8,7 @@
 #define KERN_SIM_FAMILIES(X) \
   X(argmax) X(attention_decode_batch) X(bias_add) X(decode_advance) X(decode_advance_batch) X(embedding) X(gemv) \
   X(paged_attention) X(qk_norm_rope_cache) X(reshape_and_cache) X(rmsnorm) X(rope) X(sample) X(silu_and_mul) \
-  X(mining_foreign) X(moe)
+  X(mining_foreign) X(moe) X(last_row)
 
 #define KERN_SIM_DECLARE(f) void kern_sim_register_##f();
 KERN_SIM_FAMILIES(KERN_SIM_DECLARE)

@@ -60,8 +60,9 @@ TEST_CASE("every real kernel entry is emulated, with the parameter layout of its
   // 23 + the batched decode's attention and advance + kern_sample_bf16 + the two decode attentions
   // that fold in q/k norm + RoPE + the KV write (kern_attention_decode_qkv_bf16, kern_attention_decode_batch_qkv_bf16)
   // + kern_bias_add_bf16 (Qwen2's qkv bias) + the three kernels of the mining test's foreign program (test/mining/foreign/)
-  // + the three mixture-of-experts kernels (kern_moe_router_bf16, kern_moe_gate_up_bf16, kern_moe_down_bf16).
-  CHECK(all.size() == 35);
+  // + the three mixture-of-experts kernels (kern_moe_router_bf16, kern_moe_gate_up_bf16, kern_moe_down_bf16)
+  // + kern_last_row (prefill_last's last-row gather).
+  CHECK(all.size() == 36);
   // foreign_scale: one struct by value (two pointers, a float, an int: 24 bytes).
   const KernelEntry* f = find_kernel("foreign_scale");
   REQUIRE(f != nullptr);
