@@ -87,7 +87,7 @@ def prepare(args):
         [PY, os.path.join(ROOT, "test", "oracle", "gguf_from_exported.py"), args.config, weights, "-o", t,
          "--gguf-py", os.path.join(llama, "gguf-py")]))
     manifest = os.path.join(args.work, "manifest.json")
-    run([PY, os.path.join(ROOT, "examples", "gen_qwen3_manifest.py"), args.config, "-o", manifest])
+    run([PY, os.path.join(ROOT, "examples", "gen_qwen3_manifest.py"), args.config, "-o", manifest, "--unpinned"])
     plan = os.path.join(args.work, "model.kplan")
     run([kern_verify, manifest, "-o", plan])
     return bins, driver, weights, gguf, plan, kern_run
