@@ -196,7 +196,7 @@ Status BatchEngine::admit() {
     s->chunk = model_.contract().clamp_chunk(s->req.chunk);
     s->out.chunk = s->chunk;
     s->t0 = now_();
-    s->last_in_prefill = model_.contract().has_prefill_last();
+    s->last_in_prefill = model_.contract().prefill_last_for(s->req.prompt_ids.size());
     s->phase = s->prefill_total() > s->prefilled ? Seq::Phase::kPrefill : Seq::Phase::kJoin;
     admitted_.push_back(std::move(s));
   }

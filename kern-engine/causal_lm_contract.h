@@ -26,6 +26,16 @@ struct CausalLmContract {
   uint32_t prefill_last = kNoProgram;
   static constexpr uint32_t kNoProgram = UINT32_MAX;
   bool has_prefill_last() const { return prefill_last != kNoProgram; }
+  /// Whether a prompt of `prompt_tokens` ids gets its first id from
+  /// prefill_last: the plan has it and the prompt has at least 2 ids. A
+  /// one-id prompt has nothing else to prefill, so its first id comes from
+  /// a decode step, as with an older plan: prefill_last at one row would run
+  /// the prefill kernels for that row alone (every weight read once more
+  /// per request), where the batched engine's decode_batch step reads them
+  /// once for all its rows. A function of the request alone, so every
+  /// caller takes the same path and a sequence's ids do not depend on what
+  /// runs beside it.
+  bool prefill_last_for(uint64_t prompt_tokens) const { return has_prefill_last() && prompt_tokens >= 2; }
   uint32_t tokens_symbol = 0;  ///< Plan.symbols index of `tokens`
   /// Plan.symbols index of `batch` (the batched decode's sequences,
   /// docs/batching.md), or kNoSymbol when the plan has none; every other

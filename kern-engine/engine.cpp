@@ -187,7 +187,7 @@ Status Engine::advance(Sequence& s, TokenEvent& ev) {
       KERN_RETURN_IF_ERROR(runner_.write_block_table());
       KERN_RETURN_IF_ERROR(runner_.write_sampling(std::span(&r.sampling, 1)));
       s.t0 = now_();
-      s.last_in_prefill = model_.contract().has_prefill_last() && !r.speculative;
+      s.last_in_prefill = model_.contract().prefill_last_for(r.prompt_ids.size()) && !r.speculative;
       s.phase = s.prefill_total() > 0 ? Sequence::Phase::kPrefill : Sequence::Phase::kFirst;
       return advance(s, ev);
     }

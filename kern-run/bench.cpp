@@ -35,7 +35,8 @@ using engine::Clock;
 
 /// One run of pp test `test`: its n_prompt ids from position 0 through the
 /// model runner as a generation prefills them — chunks of `prefill`, the
-/// last through `prefill_last` when the plan has it (the prompt up to its
+/// last through `prefill_last` when the plan has it and the prompt has 2 or
+/// more ids (CausalLmContract::prefill_last_for; the prompt up to its
 /// next id, as llama-bench's pp computes the last row's logits), else all
 /// through `prefill` — then a device synchronize (cuda enqueues: wait for
 /// the last chunk). Returns the wall time.
@@ -46,7 +47,8 @@ Result<double> run_prompt_once(engine::Model& model, const BenchTest& test, cons
   const uint64_t chunk = model.contract().clamp_chunk(plan.chunk);
   const std::span<const int64_t> prompt = std::span(ids).first(test.n_prompt);
   // Where the last chunk starts (the prompt is at least 1 token: -p >= 1).
-  const uint64_t last = model.contract().has_prefill_last() ? (prompt.size() - 1) / chunk * chunk : prompt.size();
+  const uint64_t last =
+      model.contract().prefill_last_for(prompt.size()) ? (prompt.size() - 1) / chunk * chunk : prompt.size();
   auto t0 = Clock::now();
   KERN_RETURN_IF_ERROR(runner.prefill(prompt.first(last), 0, chunk));
   if (last < prompt.size()) {

@@ -113,9 +113,11 @@ TEST_CASE("the engine takes the first id from prefill_last; an older plan from a
       CHECK(old.records.size() == 6);  // the last prompt token's decode step too
     }
   }
-  // A one-token prompt: one prefill_last chunk of one token.
+  // A one-token prompt: no prefill; its first id from a decode step, as with
+  // the older plan (prefill_last at one row would read every weight for it).
   const engine::SequenceResult one = generate_on("KERN_TINY_PLAN", {42}, 3, 512, false);
-  CHECK(one.prefill_chunks == 1);
+  CHECK(one.prefill_chunks == 0);
+  CHECK(one.records.size() == 3);
   CHECK(one.generated_ids == generate_on("KERN_TINY_PLAN_NO_PREFILL_LAST", {42}, 3, 512, false).generated_ids);
   // The unfused manifest's prefill_last (a one-row GEMM lm_head and argmax).
   CHECK(generate_on("KERN_TINY_UNFUSED_PLAN", kTinyPrompt, 6, 7, false).generated_ids == reference);
