@@ -16,13 +16,12 @@ phase setup $t
 t=$SECONDS
 # A build directory this script sets up has no debug info (-O2, assertions
 # on): -g costs about 30 % of the library files' compile time and no test
-# reads it; and it is a unity build with one unit per target (up to 100
-# files of a target compiled as one translation unit: the standard library,
-# CLI11, Boost.Beast and kern's headers parsed, and their inline code
-# generated, once per library instead of once per 8 files; kern_run's 37
-# files 77.9 -> 32.7 CPU-s), except the cpu kernels, which opt out
-# (docs/test-suite.md). An existing build directory is kept as it is.
-opts="-Ddebug=false -Dunity=on -Dunity_size=100"
+# reads it; and it is a unity build (up to 8 files of a target compiled as
+# one unit: the libraries' headers parsed once per unit, not per file; the
+# kern_run library and the test executables are one unit each), except the
+# cpu kernels, which opt out (docs/test-suite.md). An existing build
+# directory is kept as it is.
+opts="-Ddebug=false -Dunity=on -Dunity_size=8"
 [ -f build/build.ninja ] || meson setup $opts build || meson setup --wipe $opts build || exit 1
 phase configure $t
 t=$SECONDS
