@@ -6,10 +6,10 @@
 #include <cstring>
 #include <string>
 
+#include "kern-engine/host_bytes.h"
+
 namespace kern::engine {
 namespace {
-
-std::span<const uint8_t> as_bytes(const void* p, size_t n) { return {static_cast<const uint8_t*>(p), n}; }
 
 /// Timing marks of decode step `index`: a ring of kTimingMarks / 2 steps.
 uint32_t start_mark(uint64_t index) { return static_cast<uint32_t>((2 * index) % load::kTimingMarks); }

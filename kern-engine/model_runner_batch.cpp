@@ -6,12 +6,11 @@
 #include <cstring>
 #include <string>
 
+#include "kern-engine/host_bytes.h"
 #include "kern-engine/model_runner.h"
 
 namespace kern::engine {
 namespace {
-
-std::span<const uint8_t> as_bytes(const void* p, size_t n) { return {static_cast<const uint8_t*>(p), n}; }
 
 Error no_batch() {
   return make_error(ErrorKind::kUsage, "the plan has no batched decode program 'decode_batch' (regenerate the "

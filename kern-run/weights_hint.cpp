@@ -8,25 +8,19 @@ namespace kern::run {
 
 namespace {
 
-bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 /// The clause to append for `plan` and `weights`, or "".
 std::string next_step(const load::PlanFile& plan, const load::Safetensors& weights) {
   bool hf_layout = false;
-  for (const auto& t : weights.tensors()) hf_layout = hf_layout || ends_with(t.name, ".self_attn.q_proj.weight");
+  for (const auto& t : weights.tensors()) hf_layout = hf_layout || t.name.ends_with(".self_attn.q_proj.weight");
   size_t missing = 0, missing_draft = 0;
   bool plan_fuses_qkv = false;
   for (const auto* b : *plan.plan().buffers()) {
     if (b->class_() != plan::BufferClass::weight) continue;
     const std::string_view name = b->name()->string_view();
-    plan_fuses_qkv = plan_fuses_qkv || ends_with(name, ".self_attn.qkv_proj.weight");
+    plan_fuses_qkv = plan_fuses_qkv || name.ends_with(".self_attn.qkv_proj.weight");
     if (weights.find(name) != nullptr) continue;
     ++missing;
-    missing_draft += starts_with(name, "draft.");
+    missing_draft += name.starts_with("draft.");
   }
   if (missing == 0) return "";
   if (hf_layout && plan_fuses_qkv)
