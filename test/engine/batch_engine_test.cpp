@@ -224,10 +224,9 @@ TEST_CASE("admission refuses a request that can never fit the KV pool and makes 
 
 TEST_CASE("the batched loop writes to the device only when the batch composition changes",
           "[engine][batch][traffic]") {
-  // A plan with prefill_last: a 1-token prompt is one prefill_last chunk (its
-  // block table, 4 step inputs; cu_seqlens_q = [0, 1] once), its first id is
-  // taken a step later, then it joins (a reset of every row once: 5 writes,
-  // then 5 for its row). Without prefill_last: no prefill, the join alone.
+  // 1-token prompts: no prefill, with prefill_last in the plan or without
+  // (CausalLmContract::prefill_last_for), the join alone (a reset of every
+  // row once: 5 writes, then 5 for its row).
   const bool with_last = GENERATE(true, false);
   INFO((with_last ? "prefill_last" : "no prefill_last"));
   TinyModel tm = load_tiny_model(1024, nullptr, with_last ? "KERN_TINY_PLAN" : "KERN_TINY_PLAN_NO_PREFILL_LAST");
@@ -236,23 +235,22 @@ TEST_CASE("the batched loop writes to the device only when the batch composition
   REQUIRE(e.set_max_batch(4).ok());
   REQUIRE(e.add_request(make_request(1, 1, 40)).ok());
   REQUIRE(e.add_request(make_request(2, 1, 40)).ok());
-  const uint64_t prefill = with_last ? 1 + 4 : 0;
   for (int k = 0; k < 4 && e.batch_engine()->live_rows() < 2; ++k) REQUIRE(e.step().ok());
   CHECK(e.batch_engine()->live_rows() == 2);
-  CHECK(tm.exe->traffic().host_writes == 2 * prefill + (with_last ? 1 : 0) + 5 + 2 * 5);
+  CHECK(tm.exe->traffic().host_writes == 5 + 2 * 5);
   const uint64_t writes = tm.exe->traffic().host_writes;
   const uint64_t runs = tm.exe->traffic().program_runs;
   for (int k = 0; k < 20; ++k) REQUIRE(e.step().ok());
   CHECK(tm.exe->traffic().host_writes == writes);  // steady state: none
   CHECK(tm.exe->traffic().program_runs == runs + 20);
-  // A third sequence joins: its prefill and 5 writes for its row.
+  // A third sequence joins: 5 writes for its row.
   REQUIRE(e.add_request(make_request(3, 1, 5)).ok());
   for (int k = 0; k < 3 && e.batch_engine()->live_rows() < 3; ++k) REQUIRE(e.step().ok());
   CHECK(e.batch_engine()->live_rows() == 3);
-  CHECK(tm.exe->traffic().host_writes == writes + prefill + 5);
+  CHECK(tm.exe->traffic().host_writes == writes + 5);
   run_all(e);
   // Each of the three left its row: 3 writes each.
-  CHECK(tm.exe->traffic().host_writes == writes + prefill + 5 + 3 * 3);
+  CHECK(tm.exe->traffic().host_writes == writes + 5 + 3 * 3);
 }
 
 TEST_CASE("a seeded request gets exactly its solo ids in batches of 2 to 8, beside greedy and other seeded ones",
