@@ -788,7 +788,7 @@ std::vector<Case> make_cases(uint64_t seed) {
   cs.push_back(last_row(r, 32, 1024 * 2));     // prefill_last's residual row, the 0.6B at a 32-token chunk
   cs.push_back(last_row(r, 5, 8));             // its positions row (i64)
   cs.push_back(last_row(r, 3, 6));             // a row of bytes not a multiple of 4
-  cs.push_back(last_row(r, 1, 64));            // one row: nothing moves
+  cs.push_back(last_row(r, 2, 64));            // two rows: the smallest move (one row moves nothing: last_row_test)
   cs.push_back(attention_decode_batch(r, 32, 8, 128, {512, 512, 512, 512}, true));  // the 4B geometry, 4 sequences
   cs.push_back(attention_decode_batch(r, 4, 2, 16, {37, 1, 0, 100, 16}, false));  // a free slot, empty splits
   cs.push_back(attention_decode_batch(r, 8, 1, 64, {5, 300, 17}, false));
