@@ -218,6 +218,20 @@ template <int M, typename A>
   *out = _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
 }
 
+/// out_row[i] = the butterfly of a row i's 32 lane sums held as lanes 0..15
+/// (lo[i]) and 16..31 (hi[i]), for i < M: the end of a packed w row (a
+/// packed row has no partial group, so there is none to add here).
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void finish_rows_avx512(
+    const __m512 (&lo)[M], const __m512 (&hi)[M], float* out_row) {
+  for (int i = 0; i < M; ++i) {
+    alignas(64) float lanes[kLanes];
+    _mm512_store_ps(lanes, lo[i]);
+    _mm512_store_ps(lanes + 16, hi[i]);
+    finish_avx512(nullptr, 0, nullptr, 0, 0, 0, lanes, out_row + i);
+  }
+}
+
 /// How many w rows ahead of the one in use the AVX-512 path prefetches, into
 /// L2 (_MM_HINT_T1). Without it the m = 8 loop stalled on its w loads (perf:
 /// most samples on the instruction after a w load) once the fmas per w byte
@@ -750,12 +764,7 @@ __attribute__((target("avx512f,avx2,fma"))) void packed_avx512(const uint16_t* w
                               _mm512_maskz_loadu_epi32(mh, blk + 2 * d * part + 32),
                               la + kBlockElems * full + 2 * d * kLanes, row_stride, ml, mh);
     }
-    for (int i = 0; i < M; ++i) {
-      alignas(64) float lanes[kLanes];
-      _mm512_store_ps(lanes, lo[i]);
-      _mm512_store_ps(lanes + 16, hi[i]);
-      finish_avx512(nullptr, 0, nullptr, 0, 0, 0, lanes, out + r * out_stride + i);
-    }
+    finish_rows_avx512<M>(lo, hi, out + r * out_stride);
   }
 }
 
@@ -868,12 +877,7 @@ __attribute__((target(KERN_GEMV_BF16_TARGET))) void packed_avx512_bf16(const uin
         }
       }
     }
-    for (int i = 0; i < M; ++i) {
-      alignas(64) float lanes[kLanes];
-      _mm512_store_ps(lanes, lo[i]);
-      _mm512_store_ps(lanes + 16, hi[i]);
-      finish_avx512(nullptr, 0, nullptr, 0, 0, 0, lanes, out + r * out_stride + i);
-    }
+    finish_rows_avx512<M>(lo, hi, out + r * out_stride);
   }
 }
 
