@@ -32,8 +32,8 @@ def main(argv):
     parser.add_argument('dir', metavar='DIR', help='the folder kern-capture -o wrote')
     parser.add_argument('--json', action='store_true', help='print one JSON object instead of the report')
     parser.add_argument('--gap-ms', type=float, default=5.0,
-                        help='a pause between launches longer than this (and 20x the median) starts a new '
-                             'request window (default 5)')
+                        help='in a process that copies no data between launches, a pause between launches '
+                             'longer than this (and 20x the median) starts a new request window (default 5)')
     args = parser.parse_args(argv)
     if args.gap_ms <= 0:
         parser.error('--gap-ms must be positive')

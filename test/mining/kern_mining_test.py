@@ -198,6 +198,49 @@ class PassesTest(Folder):
         self.assertEqual([[l.symbol for l in p.launches] for p in ps], [seq[:3], seq[3:]])
         self.assertEqual(info['windows'], 1)
 
+    def test_slow_launches_inside_passes_change_nothing(self):
+        # Issue 47: how fast each launch runs (a busy machine, the simulated
+        # GPU's GEMMs, a build that inlines differently) must not change the
+        # passes. A 1 s pause before every kern_head_rmsnorm_bf16 (two per
+        # pass, 30 pauses, against 15 passes opened by the embedding): cut
+        # by time, those pauses opened most windows and their symbol became
+        # the anchor; the host copies between passes are the same as before.
+        write_fixture(self.dir)
+        want, want_info = passes.split_passes(capture_file.read_capture(self.dir))
+        want_sites = [s.key for s in align.align_sites(want)]
+
+        def slow(lines):
+            out, shift = [], 0
+            for line in lines:
+                r = json.loads(line)
+                if r.get('event') == 'launch' and r.get('symbol') == 'kern_head_rmsnorm_bf16':
+                    shift += 1000000000
+                if 't_ns' in r:
+                    r['t_ns'] += shift
+                out.append(json.dumps(r))
+            return out
+        write_fixture(self.dir, slow)
+        got, info = passes.split_passes(capture_file.read_capture(self.dir))
+        self.assertEqual(info['anchor'], 'kern_embedding_bf16')
+        self.assertEqual(info['windows'], want_info['windows'])
+        self.assertEqual([p.symbols() for p in got], [p.symbols() for p in want])
+        self.assertEqual([s.key for s in align.align_sites(got)], want_sites)
+
+    def test_windows_are_cut_at_host_copies_when_there_are_any(self):
+        ms = 1000000
+        seq = ['emb', 'norm', 'mlp', 'emb', 'norm', 'mlp']
+        times = [0, 500, 501, 502, 503, 504]   # a long pause before 'norm', none before the second 'emb'
+        ls = [FakeLaunch(s, t * ms, line=10 * (i + 1)) for i, (s, t) in enumerate(zip(seq, times))]
+        self.assertEqual([len(w) for w in passes.request_windows(ls, 5, copy_lines=[35])], [3, 3])
+        self.assertEqual([len(w) for w in passes.request_windows(ls, 5, copy_lines=[5, 65])], [1, 5])  # outside: by time
+        self.assertEqual([len(w) for w in passes.request_windows(ls, 5)], [1, 5])
+        proc = FakeProc(ls)
+        proc.dtohs = [capture_file.HtoD(1, 0, 4, 502 * ms, 35)]
+        ps, info = passes.split_passes([proc], gap_ms=5)
+        self.assertEqual(info['anchor'], 'emb')
+        self.assertEqual([list(p.symbols()) for p in ps], [seq[:3], seq[3:]])
+        self.assertEqual(info['windows'], 2)
+
     def test_set_up_launches_before_the_first_pass_are_a_prologue(self):
         seq = ['init', 'emb', 'x', 'emb', 'x']
         ls = [FakeLaunch(s, i, line=i + 1) for i, s in enumerate(seq)]
