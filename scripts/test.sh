@@ -16,12 +16,12 @@ phase setup $t
 t=$SECONDS
 # A build directory this script sets up has no debug info (-O2, assertions
 # on): -g costs about 30 % of the library files' compile time and no test
-# reads it; and it is a unity build (up to 8 files of a target compiled as
-# one unit: the libraries' headers parsed once per unit, not per file; the
-# kern_run library and the test executables are one unit each), except the
-# cpu kernels, which opt out (docs/test-suite.md). An existing build
-# directory is kept as it is.
-opts="-Ddebug=false -Dunity=on -Dunity_size=8"
+# reads it; and it is a unity build (every library and executable compiled
+# as one unit: the headers parsed and their inline code generated once per
+# target, not per file), except the cpu kernels, which opt out
+# (docs/test-suite.md, sessions 5-7). An existing build directory is kept as
+# it is.
+opts="-Ddebug=false -Dunity=on -Dunity_size=100"
 [ -f build/build.ninja ] || meson setup $opts build || meson setup --wipe $opts build || exit 1
 phase configure $t
 t=$SECONDS
