@@ -78,6 +78,7 @@ class Shadow {
     return *this;
   }
   uint32_t& operator[](size_t i) { return ids_[i]; }
+  uint32_t operator[](size_t i) const { return ids_[i]; }
   uint32_t* begin() { return ids_; }
 
  private:
@@ -85,11 +86,54 @@ class Shadow {
   size_t bytes_ = 0;
 };
 
+/// The writer launch id of each byte of an allocation: one id for all of
+/// them while they share it (a host copy, memset or launch stand-in that
+/// wrote the allocation whole), a Shadow once one byte differs. A weight is
+/// written whole once and then only read: the lm_head comparison case's
+/// 778 MB weight (151936 x 2560 bf16) kept 3.1 GB of writer shadow, every
+/// page of it zeroed by the kernel and then filled (docs/test-suite.md,
+/// session 7).
+class WriterIds {
+ public:
+  explicit WriterIds(size_t n = 0) : n_(n) {}
+  uint32_t get(size_t i) const { return per_byte_ ? ids_[i] : all_; }
+  void set(size_t i, uint32_t id) {
+    if (!per_byte_ && id == all_) return;
+    materialize();
+    ids_[i] = id;
+  }
+  /// Bytes [lo, hi) written by `id`.
+  void fill(size_t lo, size_t hi, uint32_t id) {
+    if (lo == 0 && hi == n_) {  // the whole allocation: one id again
+      ids_ = Shadow();
+      per_byte_ = false;
+      all_ = id;
+      return;
+    }
+    if (!per_byte_ && id == all_) return;
+    materialize();
+    std::fill(ids_.begin() + lo, ids_.begin() + hi, id);
+  }
+
+ private:
+  void materialize() {
+    if (per_byte_) return;
+    ids_ = Shadow(n_);  // zero: kNever
+    if (all_ != kNever) std::fill(ids_.begin(), ids_.begin() + n_, all_);
+    per_byte_ = true;
+  }
+  size_t n_ = 0;
+  bool per_byte_ = false;
+  uint32_t all_ = kNever;
+  Shadow ids_;
+};
+
 /// One device allocation and its per-byte writer / reader launch ids.
 struct Allocation {
   uintptr_t base = 0;
   size_t size = 0;
-  Shadow writer, reader;
+  WriterIds writer;
+  Shadow reader;
 };
 
 std::map<uintptr_t, Allocation> g_allocs;  // by base
@@ -158,7 +202,7 @@ void check_global(uintptr_t a, size_t n, unsigned access) {
   const bool pre_wait = l.params.pdl && !t.pdl_waited && g_options.pdl;
   const size_t off = a - al->base;
   for (size_t i = 0; i < n; ++i) {
-    uint32_t& w = al->writer[off + i];
+    const uint32_t w = al->writer.get(off + i);
     uint32_t& r = al->reader[off + i];
     if (access & kRead) {
       if (w == kNever && g_options.global_uninit)
@@ -173,7 +217,7 @@ void check_global(uintptr_t a, size_t n, unsigned access) {
       if (pre_wait && ((w > kHost && w != l.id) || (r > kHost && r != l.id)))
         fail("PDL: before pdl_wait() writes " + hexaddr(a + i) + " (" + in_alloc(*al, a + i) + "), which " +
              launch_name(w > kHost && w != l.id ? w : r) + (w > kHost && w != l.id ? " wrote" : " read"));
-      w = l.id;
+      al->writer.set(off + i, l.id);
     }
   }
   if (access & kAtomic) l.atomic_words.insert(a);
@@ -314,7 +358,7 @@ void on_alloc(const void* p, size_t bytes) {
   detail::Allocation al;
   al.base = reinterpret_cast<uintptr_t>(p);
   al.size = bytes;
-  al.writer = detail::Shadow(bytes);  // all kNever (zero)
+  al.writer = detail::WriterIds(bytes);  // all kNever
   al.reader = detail::Shadow(bytes);
   detail::g_last = nullptr;
   detail::g_allocs[al.base] = std::move(al);
@@ -340,7 +384,7 @@ void mark_written(const void* p, size_t bytes, uint32_t writer) {
       continue;
     }
     const uintptr_t stop = std::min(end, al->base + al->size);
-    std::fill(al->writer.begin() + (a - al->base), al->writer.begin() + (stop - al->base), writer);
+    al->writer.fill(a - al->base, stop - al->base, writer);
     a = stop;
   }
 }

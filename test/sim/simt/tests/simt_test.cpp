@@ -11,6 +11,9 @@
 #include <numeric>
 #include <vector>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "test/sim/simt/sim_api.h"
 #include "test/sim/simt/tests/broken_kernels.h"
 
@@ -145,6 +148,50 @@ TEST_CASE("out-of-bounds global accesses and reads of never-written device memor
   // A launch's writes count as written for the next launch.
   CHECK(launch("sim_copy_shift", 2, 32, in.p(), fresh.p(), 0) == "");
   CHECK(launch("sim_copy_shift", 2, 32, fresh.p(), out.p(), 0) == "");
+}
+
+/// This process's resident memory in bytes (/proc/self/statm's second field, in pages).
+size_t resident_bytes() {
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<size_t>(resident) * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+TEST_CASE("an allocation written whole keeps one writer id, not 4 bytes per byte; writes to a part of it split it") {
+  // 64 MB of device memory that nothing touches: with a writer id per byte,
+  // the host copy below would make 256 MB of shadow resident.
+  const size_t bytes = size_t{64} << 20;
+  void* dev = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  REQUIRE(dev != MAP_FAILED);
+  const size_t before = resident_bytes();
+  on_alloc(dev, bytes);
+  on_write(dev, bytes);
+  const size_t grown = resident_bytes() - std::min(before, resident_bytes());
+  CHECK(grown < (size_t{16} << 20));
+  on_free(dev);
+  ::munmap(dev, bytes);
+
+  // Written whole by the host, then half by a launch: a PDL read of the
+  // launch's half is the violation, of the host's half it is not.
+  Buf<float> in(64, 1.0f), out(32, 0);
+  on_launch_write(in.p() + 32, 32 * sizeof(float));
+  LaunchParams pdl;
+  pdl.pdl = true;
+  CHECK(launch("sim_pdl_consumer", 1, 32, pdl, static_cast<const float*>(in.p()), out.p(), 0) == "");
+  CHECK(contains(launch("sim_pdl_consumer", 1, 32, pdl, static_cast<const float*>(in.p() + 32), out.p(), 0),
+                 "(an earlier launch the emulator did not run) wrote"));
+  // Never written, then its first half copied in: the second half is still unwritten.
+  Buf<float> fresh(64, 0.0f, /*written=*/false);
+  on_write(fresh.p(), 32 * sizeof(float));
+  CHECK(launch("sim_pdl_consumer", 1, 32, static_cast<const float*>(fresh.p()), out.p(), 0) == "");
+  CHECK(contains(launch("sim_pdl_consumer", 1, 32, static_cast<const float*>(fresh.p() + 32), out.p(), 0),
+                 "reads memory no copy, memset or launch has written"));
+  // Written whole again: one id for all of it.
+  on_write(fresh.p(), 64 * sizeof(float));
+  CHECK(launch("sim_pdl_consumer", 1, 32, static_cast<const float*>(fresh.p() + 32), out.p(), 0) == "");
 }
 
 TEST_CASE("a read or write that starts inside an allocation and runs past its end is caught, at every access width") {
