@@ -117,6 +117,12 @@ run_target() {
     echo "$target: CPU budget reached, stopped cleanly"
     rc=0
   fi
+  # build.sh links every target into one binary that picks its target by
+  # the name it runs as: this run must have been the target it was meant to be.
+  if ! grep -qx "kern fuzz target: $target" "$log"; then
+    echo "$target: the fuzz binary did not say it ran $target (no 'kern fuzz target: $target' in $log)"
+    status=1
+  fi
   if [ "$rc" -ne 0 ]; then
     echo "$target FOUND A PROBLEM (exit $rc); the input is under $out/findings/; log tail:"
     tail -40 "$log"
