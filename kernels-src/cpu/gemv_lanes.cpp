@@ -835,16 +835,17 @@ template <int M>
 /// w rows the AVX512_BF16 packed path takes at once for one a row. A row's
 /// two chains of vdpbf16ps (lanes 0..15 and 16..31; each lane's fmas must
 /// stay in order) are each as long as its blocks x 4: one row at a time,
-/// the loop waited on them, and four rows' eight chains streamed a decode
-/// step's w 15-20% faster (0.6B and 1.7B shapes alike; 2 rows measured no
-/// better than 1, 8 no better than 4; docs/kernels.md "Session 7").
+/// the loop waited on them, and four rows' eight chains took 20-28% less
+/// CPU time over a decode step's streamed w (0.6B and 1.7B shapes alike; 2
+/// rows measured no better than 1, 8 no better than 4; docs/kernels.md
+/// "Session 7").
 constexpr int kM1Rows = 4;
 
 /// The AVX512_BF16 packed path for one a row (`lp`, its bf16 pairs), R w
 /// rows at a time: both halves of each row (2R accumulators), each a load
 /// feeding all R rows. No software prefetch: beside the four rows' loads
 /// the hardware prefetcher keeps up, and prefetching each row's part four
-/// rows ahead measured 0-8% slower (docs/kernels.md "Session 7"). Returns
+/// rows ahead measured 1-10% slower (docs/kernels.md "Session 7"). Returns
 /// the rows done (a multiple of R); the caller runs the rest one by one.
 template <int R>
 [[gnu::always_inline]] inline __attribute__((target(KERN_GEMV_BF16_TARGET))) int64_t packed_rows_m1_avx512_bf16(
