@@ -832,10 +832,72 @@ template <int M>
   return r;
 }
 
+/// w rows the AVX512_BF16 packed path takes at once for one a row. A row's
+/// two chains of vdpbf16ps (lanes 0..15 and 16..31; each lane's fmas must
+/// stay in order) are each as long as its blocks x 4: one row at a time,
+/// the loop waited on them, and four rows' eight chains took 20-28% less
+/// CPU time over a decode step's streamed w (0.6B and 1.7B shapes alike; 2
+/// rows measured no better than 1, 8 no better than 4; docs/kernels.md
+/// "Session 7").
+constexpr int kM1Rows = 4;
+
+/// The AVX512_BF16 packed path for one a row (`lp`, its bf16 pairs), R w
+/// rows at a time: both halves of each row (2R accumulators), each a load
+/// feeding all R rows. No software prefetch: beside the four rows' loads
+/// the hardware prefetcher keeps up, and prefetching each row's part four
+/// rows ahead measured 1-10% slower (docs/kernels.md "Session 7"). Returns
+/// the rows done (a multiple of R); the caller runs the rest one by one.
+template <int R>
+[[gnu::always_inline]] inline __attribute__((target(KERN_GEMV_BF16_TARGET))) int64_t packed_rows_m1_avx512_bf16(
+    const uint16_t* wp, int64_t k, int64_t rows, int64_t full, int64_t part, const uint32_t* lp, float* out,
+    int64_t out_stride) {
+  constexpr int64_t kBlock = kBlockElems / 2;  // dwords per block
+  int64_t r = 0;
+  for (; r + R <= rows; r += R) {
+    const uint16_t* wr = wp + r * k;  // row j at wr + j k
+    __m512 lo[R], hi[R];
+    for (int j = 0; j < R; ++j) lo[j] = hi[j] = _mm512_setzero_ps();
+    for (int64_t t = 0; t < full; ++t)
+      for (int d = 0; d < 4; ++d) {
+        const uint32_t* ai = lp + kBlock * t + d * kLanes;
+        __m512i al = _mm512_loadu_si512(ai), ah = _mm512_loadu_si512(ai + 16);
+        asm("" : "+v"(al), "+v"(ah));  // one load for all R rows (GCC would fold it into each)
+        for (int j = 0; j < R; ++j) {
+          const uint16_t* blk = wr + j * k + kBlockElems * t + 64 * d;
+          lo[j] = _mm512_dpbf16_ps(lo[j], reinterpret_cast<__m512bh>(al),
+                                   reinterpret_cast<__m512bh>(_mm512_loadu_si512(blk)));
+          hi[j] = _mm512_dpbf16_ps(hi[j], reinterpret_cast<__m512bh>(ah),
+                                   reinterpret_cast<__m512bh>(_mm512_loadu_si512(blk + 32)));
+        }
+      }
+    if (part > 0) {
+      const __mmask16 ml = part_mask(part, 0), mh = part_mask(part, 1);
+      for (int d = 0; d < 4; ++d) {
+        const uint32_t* ai = lp + kBlock * full + d * kLanes;
+        const auto al = reinterpret_cast<__m512bh>(_mm512_loadu_si512(ai));
+        const auto ah = reinterpret_cast<__m512bh>(_mm512_loadu_si512(ai + 16));
+        for (int j = 0; j < R; ++j) {
+          const uint16_t* blk = wr + j * k + kBlockElems * full + 2 * d * part;
+          lo[j] = _mm512_mask_dpbf16_ps(lo[j], ml, al, reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi32(ml, blk)));
+          hi[j] = _mm512_mask_dpbf16_ps(hi[j], mh, ah,
+                                        reinterpret_cast<__m512bh>(_mm512_maskz_loadu_epi32(mh, blk + 32)));
+        }
+      }
+    }
+    for (int j = 0; j < R; ++j) {
+      const __m512 lo_j[1] = {lo[j]}, hi_j[1] = {hi[j]};
+      finish_rows_avx512<1>(lo_j, hi_j, out + (r + j) * out_stride);
+    }
+  }
+  return r;
+}
+
 /// AVX512_BF16 path on a packed w, M (1..8) a rows as bf16 pairs (`lp`,
 /// element 2d high, row stride = blocks x 128 dwords): one vdpbf16ps per 64
 /// bytes of w per a row, the lane's two fmas (vdpbf16ps_is_two_fmas); the
 /// caller has checked dp_exact for this w's and the a rows' magnitudes.
+/// Above M = 1 two w rows at a time (packed_pairs_avx512_bf16), at M = 1
+/// kM1Rows (packed_rows_m1_avx512_bf16); the rows left over one by one.
 template <int M>
 __attribute__((target(KERN_GEMV_BF16_TARGET))) void packed_avx512_bf16(const uint16_t* wp, int64_t k, int64_t rows,
                                                                        int64_t full, int64_t part,
@@ -845,7 +907,10 @@ __attribute__((target(KERN_GEMV_BF16_TARGET))) void packed_avx512_bf16(const uin
   constexpr int64_t kBlock = kBlockElems / 2;  // dwords per block
   const int64_t row_stride = (full + (part > 0 ? 1 : 0)) * kBlock;
   int64_t r = 0;
-  if constexpr (M > 1) r = packed_pairs_avx512_bf16<M>(wp, k, rows, full, part, lp, out, out_stride, readable, pf_lines);
+  if constexpr (M > 1)
+    r = packed_pairs_avx512_bf16<M>(wp, k, rows, full, part, lp, out, out_stride, readable, pf_lines);
+  else
+    r = packed_rows_m1_avx512_bf16<kM1Rows>(wp, k, rows, full, part, lp, out, out_stride);
   for (; r < rows; ++r) {
     const uint16_t* wr = wp + r * k;
     const uint16_t* pf = pf_lines > 0 ? wp + std::min(r + kPrefetchRows, readable - 1) * k : nullptr;
