@@ -243,18 +243,31 @@ template <int M>
 /// Farther (8, 16 rows) or nearer (2) measured the same.
 constexpr int64_t kPrefetchRows = 4;
 
-/// Prefetches into L2 part t of a w row's split starting at `from` (null:
+/// The AVX512_BF16 pairs loop (M = 2..8 a rows, packed_pairs_avx512_bf16)
+/// prefetches the next pair's rows (2 ahead) into L1 and the rows
+/// kPairL2Rows ahead into L2. Its eight vdpbf16ps per 64 bytes of w are slow
+/// enough that a prefetch into L2 4 rows ahead (the other loops' rule)
+/// left it stalled on the first w load of each block and on the prefetches
+/// themselves (perf annotate of a batch-8 decode, session 7); no prefetch
+/// at all ran 10-15 % slower still. Batch-8 decode at the 0.6B geometry,
+/// alternating builds (load 1.3-1.9): main 129-148 tok/s, L1 at 4 rows
+/// 138-160, L1 at 2 rows 141-146, and with L2 at 6 or 10 rows 150-180
+/// (docs/kernels.md "Session 7 (lead)").
+constexpr int64_t kPairL1Rows = 2, kPairL2Rows = 10;
+
+/// Prefetches into L2 (Hint: into L1 with _MM_HINT_T0) part t of a w row's split starting at `from` (null:
 /// none): its 64-byte lines [t lines, (t + 1) lines). A split's pass calls
 /// this for each of its full blocks t with lines = ceil(the split's lines /
 /// full), so the split's last `part` groups are prefetched too (8 lines per
 /// block, the block's own, left them out: 22 of the 86 groups of o_proj's
 /// split at k = 2048, 3 splits). One split of whole blocks (k = 1024, or
 /// down_proj's 3 x 1024) prefetches 8 lines per block, as before.
+template <int Hint = _MM_HINT_T1>
 [[gnu::always_inline]] inline __attribute__((target("avx512f,avx2,fma"))) void prefetch_part(const uint16_t* from,
                                                                                          int64_t t, int64_t lines) {
   if (from == nullptr) return;
   const char* p = reinterpret_cast<const char*>(from) + 64 * t * lines;
-  for (int64_t line = 0; line < lines; ++line) _mm_prefetch(p + 64 * line, _MM_HINT_T1);
+  for (int64_t line = 0; line < lines; ++line) _mm_prefetch(p + 64 * line, static_cast<_mm_hint>(Hint));
 }
 
 /// Both 16-lane halves of one w row's split for M (<= 4) a rows (their
@@ -786,13 +799,19 @@ template <int M>
     const uint16_t* w1 = w0 + k;
     alignas(64) float l0[M][kLanes], l1[M][kLanes];
     for (int h = 0; h < 2; ++h) {
-      const uint16_t* p0 = pf_lines > 0 && h == 0 ? wp + std::min(r + kPrefetchRows, readable - 1) * k : nullptr;
-      const uint16_t* p1 = pf_lines > 0 && h == 0 ? wp + std::min(r + 1 + kPrefetchRows, readable - 1) * k : nullptr;
+      // Rows ahead, prefetched during the first half's pass (null: none).
+      const auto ahead = [&](int64_t rows_ahead) {
+        return pf_lines > 0 && h == 0 ? wp + std::min(r + rows_ahead, readable - 1) * k : nullptr;
+      };
+      const uint16_t *n0 = ahead(kPairL1Rows), *n1 = ahead(kPairL1Rows + 1);
+      const uint16_t *f0 = ahead(kPairL2Rows), *f1 = ahead(kPairL2Rows + 1);
       __m512 acc0[M], acc1[M];
       for (int i = 0; i < M; ++i) acc0[i] = acc1[i] = _mm512_setzero_ps();
       for (int64_t t = 0; t < full; ++t) {
-        prefetch_part(p0, t, pf_lines);
-        prefetch_part(p1, t, pf_lines);
+        prefetch_part<_MM_HINT_T0>(n0, t, pf_lines);
+        prefetch_part<_MM_HINT_T0>(n1, t, pf_lines);
+        prefetch_part(f0, t, pf_lines);
+        prefetch_part(f1, t, pf_lines);
         for (int d = 0; d < 4; ++d) {
           const auto z0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(w0 + kBlockElems * t + 64 * d + 32 * h));
           const auto z1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(w1 + kBlockElems * t + 64 * d + 32 * h));
