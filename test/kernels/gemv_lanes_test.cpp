@@ -297,7 +297,10 @@ TEST_CASE("gemv lane dots from a packed w give the CUDA order bit for bit on eve
   int checked = 0;
   for (const bool bf16_a : {true, false})
   for (const auto& [k, splits] : std::vector<std::tuple<int64_t, int64_t>>{
-           {8, 1}, {256, 1}, {264, 2}, {1000, 3}, {1024, 1}, {1024, 3}, {2048, 3}, {3072, 5}}) {
+           {8, 1}, {256, 1}, {264, 2}, {1000, 3}, {1024, 1}, {1024, 3}, {2048, 3}, {3072, 5},
+           // One split of 8 whole blocks, and of 9 with a partial one (the
+           // 1.7B geometry's k = 2048 GEMVs at one split).
+           {2048, 1}, {2312, 1}}) {
     constexpr int64_t kRows = 11;
     std::vector<uint16_t> w(static_cast<size_t>(kRows * k)), wp(w.size(), 0xdead);
     for (uint16_t& x : w) x = kern::f32_to_bf16(wide_f32(rng));
