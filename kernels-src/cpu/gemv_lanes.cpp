@@ -249,14 +249,14 @@ constexpr int64_t kPrefetchRows = 4;
 /// enough that a prefetch into L2 4 rows ahead (the other loops' rule)
 /// left it stalled on the first w load of each block and on the prefetches
 /// themselves (perf annotate of a batch-8 decode, session 7); no prefetch
-/// at all ran 10-15 % slower still. Batch-8 decode at the 0.6B geometry,
+/// at all ran 8-13 % slower still. Batch-8 decode at the 0.6B geometry,
 /// alternating builds (load 1.3-1.9): main 129-148 tok/s, L1 at 4 rows
 /// 138-160, L1 at 2 rows 141-146, and with L2 at 6 or 10 rows 150-180
 /// (docs/kernels.md "Session 7 (lead)").
 constexpr int64_t kPairL1Rows = 2, kPairL2Rows = 10;
 
-/// Prefetches into L2 (Hint: into L1 with _MM_HINT_T0) part t of a w row's split starting at `from` (null:
-/// none): its 64-byte lines [t lines, (t + 1) lines). A split's pass calls
+/// Prefetches into L2 (Hint = _MM_HINT_T0: into L1) part t of a w row's
+/// split starting at `from` (null: none): its 64-byte lines [t lines, (t + 1) lines). A split's pass calls
 /// this for each of its full blocks t with lines = ceil(the split's lines /
 /// full), so the split's last `part` groups are prefetched too (8 lines per
 /// block, the block's own, left them out: 22 of the 86 groups of o_proj's
