@@ -604,6 +604,26 @@ __attribute__((target(KERN_GEMV_BF16_TARGET))) void dots_avx512_bf16(
   *w_max = *std::max_element(hi, hi + 32);
 }
 
+/// acc[i] += at_i[l] x we[l], then at_i[l + 32] x wo[l] for the 8 lanes l of
+/// every a row i (at_i = at + i row_stride: the row's lane-major block at
+/// elements 2d and 2d + 1): one pair d's two fmas per lane, in order; lanes
+/// outside `live` (all-ones floats mark a live lane; null: all live) keep
+/// their sums exactly. Shared by the row-major and the packed AVX2 paths.
+template <int M>
+[[gnu::always_inline]] inline __attribute__((target("avx2,fma"))) void pair_fmas_avx2(
+    __m256 (&acc)[M], const __m256 we, const __m256 wo, const float* at, int64_t row_stride, const __m256* live) {
+  for (int i = 0; i < M; ++i) {
+    const float* ai = at + i * row_stride;
+    if (live == nullptr) {
+      acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]);
+      acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]);
+    } else {
+      acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]), *live);
+      acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]), *live);
+    }
+  }
+}
+
 /// acc[i] += one quarter (8 lanes) of a w block for every a row: `gq` the
 /// quarter's 8 groups, `at` the a rows' lane-major block at this quarter
 /// (row stride `row_stride`); lanes outside `live` (all-ones floats mark a
@@ -623,16 +643,7 @@ template <int M>
   for (int d = 0; d < 4; ++d) {
     const __m256 we = _mm256_castsi256_ps(_mm256_slli_epi32(v[d], 16));  // element 2d (low word)
     const __m256 wo = _mm256_castsi256_ps(_mm256_and_si256(v[d], high));  // element 2d + 1
-    for (int i = 0; i < M; ++i) {
-      const float* ai = at + i * row_stride + 2 * d * kLanes;
-      if (live == nullptr) {
-        acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]);
-        acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]);
-      } else {
-        acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]), *live);
-        acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]), *live);
-      }
-    }
+    pair_fmas_avx2<M>(acc, we, wo, at + 2 * d * kLanes, row_stride, live);
   }
 }
 
@@ -975,16 +986,7 @@ template <int M>
   const __m256i high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
   const __m256 we = _mm256_castsi256_ps(_mm256_and_si256(z, high));  // element 2d (high word)
   const __m256 wo = _mm256_castsi256_ps(_mm256_slli_epi32(z, 16));   // element 2d + 1
-  for (int i = 0; i < M; ++i) {
-    const float* ai = at + i * row_stride;
-    if (live == nullptr) {
-      acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]);
-      acc[i] = _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]);
-    } else {
-      acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai), we, acc[i]), *live);
-      acc[i] = _mm256_blendv_ps(acc[i], _mm256_fmadd_ps(_mm256_loadu_ps(ai + kLanes), wo, acc[i]), *live);
-    }
-  }
+  pair_fmas_avx2<M>(acc, we, wo, at, row_stride, live);
 }
 
 /// AVX2 path on a packed w, M (1..8) a rows: lanes 8q .. 8q + 7 in one ymm,
