@@ -51,6 +51,31 @@ float cuda_order_dot(const std::vector<float>& a, const std::vector<uint16_t>& w
   return lane[0];
 }
 
+/// Requires each of `rows` w rows' outputs to be the CUDA order, bit for
+/// bit: got[(r splits + s) m + i] (GemvLaneDots's layout) = cuda_order_dot of
+/// a row i and w row r over split s's groups (a: m x k, w: rows x k). `what`
+/// names the case in a failure. Returns the outputs checked.
+int require_cuda_order_rows(const std::vector<float>& got, const std::vector<float>& a,
+                            const std::vector<uint16_t>& w, int64_t m, int64_t k, int64_t splits, int64_t rows,
+                            const std::string& what) {
+  const int64_t groups = (k + 7) / 8, per = (groups + splits - 1) / splits;
+  int checked = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<uint16_t> wr(w.begin() + r * k, w.begin() + (r + 1) * k);
+    for (int64_t s = 0; s < splits; ++s) {
+      const int64_t gb = std::min(groups, s * per), ge = std::min(groups, gb + per);
+      for (int64_t i = 0; i < m; ++i) {
+        const std::vector<float> row(a.begin() + i * k, a.begin() + (i + 1) * k);
+        INFO(what << " w row " << r << " split " << s << " a row " << i);
+        REQUIRE(std::bit_cast<uint32_t>(got[static_cast<size_t>((r * splits + s) * m + i)]) ==
+                std::bit_cast<uint32_t>(cuda_order_dot(row, wr, k, gb, ge)));
+        ++checked;
+      }
+    }
+  }
+  return checked;
+}
+
 std::vector<GemvIsa> supported_isas() {
   std::vector<GemvIsa> out;
   for (const GemvIsa isa : {GemvIsa::kPortable, GemvIsa::kAvx2, GemvIsa::kAvx512, GemvIsa::kAvx512Bf16})
@@ -135,7 +160,6 @@ TEST_CASE("gemv lane-dot paths give every w row of a launch the CUDA order at m 
       }
       std::vector<uint16_t> w(static_cast<size_t>(kRows * k));
       for (uint16_t& x : w) x = kern::f32_to_bf16(wide_f32(rng));
-      const int64_t groups = (k + 7) / 8, per = (groups + splits - 1) / splits;
       const char* kind_name = kind == AKind::kBf16 ? " bf16" : kind == AKind::kF32 ? " f32" : " bf16+f32";
       for (const int64_t rows : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{9}, int64_t{16}, kRows})
       for (const bool filled : {false, true}) {
@@ -151,22 +175,11 @@ TEST_CASE("gemv lane-dot paths give every w row of a launch the CUDA order at m 
           if (filled) REQUIRE(std::all_of(fills.begin(), fills.end(), [](int n) { return n == 1; }));
           std::vector<float> got(static_cast<size_t>(rows * splits * m), -1.0f);
           dots.dots(w.data(), rows, got.data());
-          for (int64_t r = 0; r < rows; ++r) {
-            const std::vector<uint16_t> wr(w.begin() + r * k, w.begin() + (r + 1) * k);
-            for (int64_t s = 0; s < splits; ++s) {
-              const int64_t gb = std::min(groups, s * per), ge = std::min(groups, gb + per);
-              for (int64_t i = 0; i < m; ++i) {
-                const std::vector<float> row(a.begin() + i * k, a.begin() + (i + 1) * k);
-                INFO(kern::cpu::gemv_isa_name(isa) << kind_name << " a" << (filled ? " (filled)" : "") << ", k "
-                                                   << k << " splits " << splits << " m " << m << " rows " << rows
-                                                   << " w row " << r << " split " << s << " a row " << i);
-                const float want = cuda_order_dot(row, wr, k, gb, ge);
-                REQUIRE(std::bit_cast<uint32_t>(got[static_cast<size_t>((r * splits + s) * m + i)]) ==
-                        std::bit_cast<uint32_t>(want));
-                ++checked;
-              }
-            }
-          }
+          checked += require_cuda_order_rows(
+              got, a, w, m, k, splits, rows,
+              std::string(kern::cpu::gemv_isa_name(isa)) + kind_name + " a" + (filled ? " (filled)" : "") + ", k " +
+                  std::to_string(k) + " splits " + std::to_string(splits) + " m " + std::to_string(m) + " rows " +
+                  std::to_string(rows));
         }
       }
     }
@@ -307,7 +320,6 @@ TEST_CASE("gemv lane dots from a packed w give the CUDA order bit for bit on eve
     REQUIRE(kern::cpu::gemv_packable(kRows, k, splits));
     uint16_t w_min1 = 0, w_max = 0;
     kern::cpu::pack_gemv_rows(w.data(), k, splits, 0, kRows, wp.data(), &w_min1, &w_max);
-    const int64_t groups = k / 8, per = (groups + splits - 1) / splits;
     for (int64_t m = 1; m <= 8; ++m) {
       std::vector<float> a(static_cast<size_t>(m * k));
       for (float& x : a) x = bf16_a ? kern::round_to_bf16(wide_f32(rng)) : wide_f32(rng);
@@ -316,21 +328,10 @@ TEST_CASE("gemv lane dots from a packed w give the CUDA order bit for bit on eve
         for (const int64_t rows : {int64_t{1}, int64_t{5}, kRows}) {
           std::vector<float> got(static_cast<size_t>(rows * splits * m), -1.0f);
           dots.dots_packed(wp.data(), rows, got.data(), kRows, w_min1, w_max);
-          for (int64_t r = 0; r < rows; ++r) {
-            const std::vector<uint16_t> wr(w.begin() + r * k, w.begin() + (r + 1) * k);
-            for (int64_t s = 0; s < splits; ++s) {
-              const int64_t gb = std::min(groups, s * per), ge = std::min(groups, gb + per);
-              for (int64_t i = 0; i < m; ++i) {
-                const std::vector<float> row(a.begin() + i * k, a.begin() + (i + 1) * k);
-                INFO(kern::cpu::gemv_isa_name(isa) << (bf16_a ? " bf16" : " f32") << " a, k " << k << " splits "
-                                                   << splits << " m " << m << " rows " << rows << " w row " << r
-                                                   << " split " << s << " a row " << i);
-                REQUIRE(std::bit_cast<uint32_t>(got[static_cast<size_t>((r * splits + s) * m + i)]) ==
-                        std::bit_cast<uint32_t>(cuda_order_dot(row, wr, k, gb, ge)));
-                ++checked;
-              }
-            }
-          }
+          checked += require_cuda_order_rows(
+              got, a, w, m, k, splits, rows,
+              std::string(kern::cpu::gemv_isa_name(isa)) + (bf16_a ? " bf16" : " f32") + " a, k " + std::to_string(k) +
+                  " splits " + std::to_string(splits) + " m " + std::to_string(m) + " rows " + std::to_string(rows));
         }
       }
     }
